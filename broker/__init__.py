@@ -1,0 +1,1 @@
+"""Telemetry schema, MQTT publisher/subscriber and brokers (issue: telemetry over MQTT)."""

@@ -1,0 +1,1 @@
+"""CCP algorithms on portus (issues: CCP datapath, INT-aware CUBIC)."""

@@ -1,0 +1,1 @@
+"""Competing-flow CCA estimator (issue: competing-flow CCA estimator)."""

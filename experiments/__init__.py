@@ -1,0 +1,1 @@
+"""Emulated testbed, scenarios, runner, metrics and plots."""

@@ -1,0 +1,113 @@
+"""``intcc testbed ...`` and ``intcc exp ...``."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from .topo import TopologyError, load_topo, parse_set
+
+TOPO_DIR = os.path.join(os.path.dirname(__file__), "topologies")
+
+
+def _topo_path(topo: str) -> str:
+    """A path, or the name of a shipped topology ('wireless')."""
+    if os.path.exists(topo):
+        return topo
+    shipped = os.path.join(TOPO_DIR, topo if topo.endswith(".toml") else topo + ".toml")
+    if os.path.exists(shipped):
+        return shipped
+    names = sorted(f[:-5] for f in os.listdir(TOPO_DIR) if f.endswith(".toml"))
+    raise click.ClickException(f"no topology {topo!r} (a file, or one of: {', '.join(names)})")
+
+
+@click.group("testbed")
+def testbed_group():
+    """Emulated testbed of network namespaces with INT nodes (needs root)."""
+
+
+@testbed_group.command("up")
+@click.argument("topo")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a topology parameter.")
+@click.option("--name", help="Testbed name (default: the topology's name).")
+@click.option("--exporter", type=click.Choice(["jsonl", "none"]), default="jsonl", show_default=True,
+              help="What INT sinks do with telemetry: a JSON-lines file in the run dir, or nothing.")
+def up_cmd(topo, sets, name, exporter):
+    """Build the testbed of TOPO (a .toml file or a shipped name) and start its nodes."""
+    from .testbed import Testbed, TestbedError
+    try:
+        t = load_topo(_topo_path(topo), parse_set(sets))
+        tb = Testbed(t, name).up(exporter=exporter)
+    except (TopologyError, TestbedError) as exc:
+        raise click.ClickException(str(exc))
+    click.echo(f"testbed '{tb.name}' up ({tb.dir})")
+    for h, info in tb.state["hosts"].items():
+        click.echo(f"  host {h:<6} {', '.join(info['addrs'])}  (intcc testbed exec {h} -- CMD)")
+    for n, info in tb.state["nodes"].items():
+        click.echo(f"  node {n:<6} id {info['node_id']}  INT {'/'.join(info['int']) or '-'}  log {info['log']}")
+
+
+@testbed_group.command("down")
+@click.option("--name", help="Testbed to remove (default: every intcc testbed).")
+def down_cmd(name):
+    """Remove a testbed: processes, namespaces, interfaces, run directory. Idempotent."""
+    from .testbed import list_testbeds, teardown
+    names = [name] if name else list_testbeds()
+    for n in names:
+        removed = teardown(n)
+        click.echo(f"testbed '{n}': removed {', '.join(removed) if removed else 'nothing'}")
+    if not names:
+        click.echo("no testbed to remove")
+
+
+@testbed_group.command("status")
+@click.option("--name", help="Testbed (default: the only one up).")
+def status_cmd(name):
+    """Print hosts with addresses and nodes with pids and counters, as JSON."""
+    from .testbed import Testbed, TestbedError
+    try:
+        click.echo(json.dumps(Testbed.attach(name).status(), indent=1))
+    except TestbedError as exc:
+        raise click.ClickException(str(exc))
+
+
+@testbed_group.command("exec", context_settings={"ignore_unknown_options": True})
+@click.option("--name", help="Testbed (default: the only one up).")
+@click.argument("host")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_cmd(name, host, command):
+    """Run COMMAND inside HOST's namespace: intcc testbed exec sta1 -- ping -6 ..."""
+    from .testbed import Testbed, TestbedError
+    try:
+        tb = Testbed.attach(name)
+    except TestbedError as exc:
+        raise click.ClickException(str(exc))
+    if host not in tb.state["hosts"] and host not in tb.state["nodes"]:
+        raise click.ClickException(f"no host or node {host!r} in testbed '{tb.name}' "
+                                   f"(hosts: {', '.join(tb.state['hosts'])})")
+    argv = tb.cmd(host, list(command))
+    sys.stdout.flush()
+    os.execvp(argv[0], argv)
+
+
+@testbed_group.command("write")
+@click.option("--name", help="Testbed (default: the only one up).")
+@click.argument("node")
+@click.argument("target", metavar="ELEMENT.HANDLER")
+@click.argument("value")
+def write_cmd(name, node, target, value):
+    """Change a running node's parameter, e.g. ``ap1 wl1.distance_m 40``."""
+    from .testbed import Testbed, TestbedError
+    elem, _, handler = target.partition(".")
+    try:
+        reply = Testbed.attach(name).write(node, elem, handler, value)
+    except (TestbedError, KeyError, OSError) as exc:
+        raise click.ClickException(str(exc))
+    click.echo(f"{node} {target} = {reply['value']}")
+
+
+@click.group("exp")
+def exp_group():
+    """Scripted experiments on the testbed (scenario files)."""

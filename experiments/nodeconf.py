@@ -1,0 +1,102 @@
+"""Generate a node's Click-style configuration from the topology.
+
+Per interface i of a node:
+    in_i :: FromDevice -> EtherFilter(own MAC) -> Classifier(ipv6, -) [-> Discard]
+        -> [host->node link emulation] -> [INTSource, if from a host] -> rt
+    rt :: IPv6Lookup(prefix port ...)
+    rt[i] -> DecHopLimit -> FlowMeter -> Queue -> LinkShaper | Unqueue
+        -> [INTTransit] -> [INTSink, if to a host] -> [WirelessChannel | RandomLoss]
+        -> [Delay] -> EtherRewrite(own MAC, peer MAC) -> out_i :: ToDevice
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from .topo import Link, Topo
+
+INT_HEADROOM_BYTES = 256   # 2 hops: 128-byte HbH + 24-byte DOH; 4 hops: 240 + 24
+
+
+@dataclass
+class Iface:
+    link: Link
+    ifname: str
+    mac: str
+    peer: str
+    peer_mac: str
+    addr: str           # this end's address, no prefix length
+    prefix: str         # the link's /64
+    mtu: int
+
+
+def _emulation(tag: str, link: Link, direction_seed: int, with_int: Optional[str] = None,
+               sink: Optional[str] = None) -> List[str]:
+    """Element chain (as config fragments) for one direction of a link.
+    Returns fragments to be joined with ' -> '; declarations are inline."""
+    chain = [f"q{tag} :: Queue({link.buffer_pkts})"]
+    if link.rate_mbps:
+        chain.append(f"shape{tag} :: LinkShaper({link.rate_mbps}Mbps)")
+    else:
+        chain.append(f"unq{tag} :: Unqueue")
+    if with_int:
+        chain.append(with_int)
+    if sink:
+        chain.append(sink)
+    seed = f", seed {link.seed * 1000 + direction_seed}" if link.seed is not None else ""
+    if link.wireless is not None:
+        args = ", ".join(f"{k} {v}" for k, v in sorted(link.wireless.items()))
+        args = (args + ", " if args else "") + f"loss {link.loss_pct}%"
+        chain.append(f"wl{tag} :: WirelessChannel({args}{seed})")
+    elif link.loss_pct:
+        chain.append(f"loss{tag} :: RandomLoss({link.loss_pct}%{seed})")
+    if link.delay_ms:
+        chain.append(f"delay{tag} :: Delay({link.delay_ms}ms)")
+    return chain
+
+
+def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "none") -> str:
+    info = topo.nodes[node]
+    roles = set(info["int"])
+    max_hops = max(1, min(4, topo.int_transit_count()))
+    node_mtu = min(i.mtu for i in ifaces)
+    lines = [f"// node {node} (id {info['node_id']}, INT roles: {', '.join(sorted(roles)) or 'none'})",
+             f"// generated from {topo.path} by experiments/nodeconf.py", ""]
+    routes = []
+    for link in topo.links:
+        out = topo.next_link(node, link)
+        port = next(i for i, f in enumerate(ifaces) if f.link is out)
+        routes.append(f"{link_prefix(link)} {port}")
+    lines.append(f"rt :: IPv6Lookup({', '.join(routes)});")
+    for i, f in enumerate(ifaces):
+        from_host = topo.is_host(f.peer)
+        lines += ["", f"// interface {i}: {f.ifname} <-> {f.peer}"]
+        lines.append(f"in{i} :: FromDevice({f.ifname});")
+        lines.append(f"out{i} :: ToDevice({f.ifname});")
+        lines.append(f"in{i} -> EtherFilter({f.mac}) -> cls{i} :: Classifier(ipv6, -);")
+        lines.append(f"cls{i}[1] -> Discard;")
+        ingress = [f"cls{i}"]
+        if from_host and f.link.emulated:
+            ingress += _emulation(f"i{i}", f.link, 2 * f.link.index + 1)
+        if from_host and "source" in roles:
+            ingress.append(f"src{i} :: INTSource(max_hops {max_hops}, mtu {node_mtu})")
+        ingress.append("rt")
+        lines.append(" -> ".join(ingress) + ";")
+        transit = None
+        if "transit" in roles:
+            refs = [f"queue q{i}", f"meter m{i}", f"egress out{i}"]
+            if f.link.wireless is not None:
+                refs += [f"link wl{i}", f"channel wl{i}"]
+            elif f.link.loss_pct:
+                refs.append(f"link loss{i}")
+            transit = f"tr{i} :: INTTransit(node_id {info['node_id']}, {', '.join(refs)})"
+        sink = f"sink{i} :: INTSink(exporter {exporter})" if (topo.is_host(f.peer) and "sink" in roles) else None
+        egress = [f"rt[{i}]", "DecHopLimit", f"m{i} :: FlowMeter"]
+        egress += _emulation(str(i), f.link, 2 * f.link.index, transit, sink)
+        egress += [f"EtherRewrite({f.mac}, {f.peer_mac})", f"out{i}"]
+        lines.append(" -> ".join(egress) + ";")
+    return "\n".join(lines) + "\n"
+
+
+def link_prefix(link) -> str:
+    return f"2001:db8:{link.index + 1:x}::/64"

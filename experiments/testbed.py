@@ -1,0 +1,352 @@
+"""The emulated testbed: namespaces, veths, addresses, routes and node processes.
+
+Everything is named with the ``intcc-`` prefix: namespace ``intcc-<testbed>-<host>``,
+interfaces ``intcc-<peer>`` inside it. A testbed's run directory
+(``/run/intcc/<testbed>/``) holds its state, node configurations, logs, control
+sockets and INT logs. Teardown is idempotent and works from the names alone, so
+it also cleans up after a killed node, supervisor or ``up``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional
+
+from pyroute2 import IPRoute, NetNS, netns
+
+from int_node.control import request as node_request
+from .nodeconf import INT_HEADROOM_BYTES, Iface, link_prefix, node_config
+from .topo import Topo, TopologyError
+
+RUN_ROOT = os.environ.get("INTCC_RUN_DIR", "/run/intcc")
+HOST_MTU = 1500
+OFFLOADS_OFF = ["tx", "off", "rx", "off", "gro", "off", "gso", "off", "tso", "off"]
+
+
+class TestbedError(RuntimeError):
+    pass
+
+
+def run_dir(name: str) -> str:
+    return os.path.join(RUN_ROOT, name)
+
+
+def list_testbeds() -> List[str]:
+    names = set()
+    if os.path.isdir(RUN_ROOT):
+        names |= {d for d in os.listdir(RUN_ROOT) if os.path.exists(os.path.join(RUN_ROOT, d, "state.json"))}
+    for ns in netns.listnetns():
+        if ns.startswith("intcc-") and ns.count("-") >= 2:
+            names.add(ns.split("-")[1])
+    return sorted(names)
+
+
+def _sh(args, check=True, **kw):
+    res = subprocess.run(args, capture_output=True, text=True, **kw)
+    if check and res.returncode != 0:
+        raise TestbedError(f"{' '.join(args)} failed: {res.stderr.strip() or res.stdout.strip()}")
+    return res
+
+
+class Testbed:
+    __test__ = False   # not a pytest class
+
+    def __init__(self, topo: Topo, name: Optional[str] = None):
+        self.topo = topo
+        self.name = name or topo.name
+        if not self.name.isalnum() or len(self.name) > 12 or not self.name.islower():
+            raise TopologyError(f"testbed name {self.name!r} must be 1-12 lowercase letters/digits")
+        self.dir = run_dir(self.name)
+        self.ifaces: Dict[str, List[Iface]] = {}
+        self.state: dict = {}
+
+    # -- naming ------------------------------------------------------------
+    def ns(self, name: str) -> str:
+        return f"intcc-{self.name}-{name}"
+
+    def addr(self, host: str) -> str:
+        """The host's address (on its first link)."""
+        return self.state["hosts"][host]["addrs"][0]
+
+    # -- bring up ----------------------------------------------------------
+    def up(self, exporter: str = "jsonl", wait_s: float = 15.0) -> "Testbed":
+        if self.name in list_testbeds():
+            raise TestbedError(f"testbed '{self.name}' is already up (or left over): "
+                               f"run 'intcc testbed down --name {self.name}' first")
+        os.makedirs(self.dir, exist_ok=True)
+        try:
+            self._build_network()
+            self._write_state(exporter)
+            self._start_supervisor()
+            self._wait_nodes(wait_s)
+        except BaseException:
+            teardown(self.name)
+            raise
+        return self
+
+    def _build_network(self):
+        topo = self.topo
+        for n in topo.hosts + list(topo.nodes):
+            netns.create(self.ns(n))
+            self._sysctls(n)
+        tag = hashlib.sha1(self.name.encode()).hexdigest()[:4]
+        ends: Dict[str, List[Iface]] = {n: [] for n in topo.hosts + list(topo.nodes)}
+        with IPRoute() as ipr:
+            for link in topo.links:
+                tmp = [f"intcc{tag}{link.index:03d}{s}" for s in "ab"]
+                ipr.link("add", ifname=tmp[0], kind="veth",
+                         peer={"ifname": tmp[1], "net_ns_fd": self.ns(link.b)})
+                ipr.link("set", index=ipr.link_lookup(ifname=tmp[0])[0], net_ns_fd=self.ns(link.a))
+                macs = {}
+                for end, t, host_no in ((link.a, tmp[0], 1), (link.b, tmp[1], 2)):
+                    ifname = self._ifname(link, end)
+                    mtu = HOST_MTU if topo.is_host(end) else HOST_MTU + INT_HEADROOM_BYTES
+                    with NetNS(self.ns(end)) as ns:
+                        idx = ns.link_lookup(ifname=t)[0]
+                        ns.link("set", index=idx, ifname=ifname, mtu=mtu, state="up")
+                        prefix = link_prefix(link)
+                        address = prefix.replace("::/64", f"::{host_no}")
+                        ns.addr("add", index=idx, address=address, prefixlen=64)
+                        macs[end] = ns.get_links(idx)[0].get_attr("IFLA_ADDRESS")
+                    _sh(["ip", "netns", "exec", self.ns(end), "ethtool", "-K", ifname] + OFFLOADS_OFF, check=False)
+                    ends[end].append(Iface(link, ifname, "", link.other(end), "", address, prefix, mtu))
+                for end in (link.a, link.b):
+                    f = ends[end][-1]
+                    f.mac, f.peer_mac = macs[end], macs[f.peer]
+        self.ifaces = ends
+        for h in topo.hosts:
+            f = ends[h][0]
+            gw = next(g for g in ends[f.peer] if g.link is f.link)
+            with NetNS(self.ns(h)) as ns:
+                idx = ns.link_lookup(ifname=f.ifname)[0]
+                # Permanent neighbour entry: no ND round trip through the node.
+                ns.neigh("add", dst=gw.addr, lladdr=gw.mac, ifindex=idx, state="permanent")
+                ns.route("add", dst="::/0", gateway=gw.addr, oif=idx)
+
+    def _ifname(self, link, end: str) -> str:
+        peer = link.other(end)
+        same = [l for l in self.topo.links_of(end) if l.other(end) == peer]
+        return f"intcc-{peer}" if len(same) == 1 else f"intcc{same.index(link)}-{peer}"[:15]
+
+    def _sysctls(self, n: str):
+        ns = self.ns(n)
+        settings = ["net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
+                    "net.ipv6.conf.all.accept_ra=0", "net.ipv6.conf.default.accept_ra=0",
+                    "net.ipv6.conf.all.forwarding=0"]   # nodes forward in user space only
+        _sh(["ip", "netns", "exec", ns, "sysctl", "-qw"] + settings)
+        _sh(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+        if n in self.topo.nodes:
+            # The node's kernel sees every frame too; without a route it would answer
+            # transit packets with ICMPv6 "no route" errors that race the node's copy.
+            _sh(["ip", "netns", "exec", ns, "ip", "-6", "route", "add", "blackhole", "default"])
+
+    def _write_state(self, exporter: str):
+        topo = self.topo
+        nodes = {}
+        for n, info in topo.nodes.items():
+            exp = "none"
+            if exporter == "jsonl" and "sink" in info["int"]:
+                exp = f"jsonl:{os.path.join(self.dir, n + '.int.jsonl')}"
+            conf = os.path.join(self.dir, f"{n}.click")
+            with open(conf, "w") as f:
+                f.write(node_config(topo, n, self.ifaces[n], exp))
+            nodes[n] = {"node_id": info["node_id"], "int": info["int"], "netns": self.ns(n),
+                        "config": conf, "control": os.path.join(self.dir, f"{n}.sock"),
+                        "log": os.path.join(self.dir, f"{n}.log"), "cpu": info.get("cpu"),
+                        "int_log": exp.partition(":")[2] or None}
+        self.state = {
+            "name": self.name, "topology": topo.path, "params": topo.params, "created": time.time(),
+            "hosts": {h: {"netns": self.ns(h), "addrs": [f.addr for f in self.ifaces[h]],
+                          "ifaces": [f.ifname for f in self.ifaces[h]]} for h in topo.hosts},
+            "nodes": nodes,
+            "links": [{"ends": [l.a, l.b], "rate_mbps": l.rate_mbps, "delay_ms": l.delay_ms,
+                       "loss_pct": l.loss_pct, "buffer_pkts": l.buffer_pkts, "wireless": l.wireless,
+                       "prefix": link_prefix(l)} for l in topo.links],
+        }
+        with open(os.path.join(self.dir, "state.json"), "w") as f:
+            json.dump(self.state, f, indent=1)
+
+    def _start_supervisor(self):
+        log = open(os.path.join(self.dir, "supervisor.log"), "ab")
+        subprocess.Popen([sys.executable, "-m", "experiments.supervisor", self.dir],
+                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         start_new_session=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        log.close()
+
+    def _wait_nodes(self, wait_s: float):
+        deadline = time.monotonic() + wait_s
+        pending = set(self.state["nodes"])
+        while pending and time.monotonic() < deadline:
+            for n in list(pending):
+                try:
+                    if self.node_request(n, {"cmd": "counters"}, timeout_s=0.5).get("ok"):
+                        pending.discard(n)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        if pending:
+            n = sorted(pending)[0]
+            tail = _tail(self.state["nodes"][n]["log"]) or _tail(os.path.join(self.dir, "supervisor.log"))
+            raise TestbedError(f"node {n} did not come up within {wait_s:.0f} s; its log ends:\n{tail}")
+
+    # -- use -----------------------------------------------------------------
+    @classmethod
+    def attach(cls, name: Optional[str] = None) -> "Testbed":
+        """The running testbed ``name`` (or the only one running)."""
+        if name is None:
+            up = [n for n in list_testbeds() if os.path.exists(os.path.join(run_dir(n), "state.json"))]
+            if len(up) != 1:
+                raise TestbedError("no testbed is up" if not up else
+                                   f"several testbeds are up ({', '.join(up)}): pass --name")
+            name = up[0]
+        path = os.path.join(run_dir(name), "state.json")
+        try:
+            with open(path) as f:
+                state = json.load(f)
+        except FileNotFoundError:
+            raise TestbedError(f"testbed '{name}' is not up ({path} missing)") from None
+        tb = cls.__new__(cls)
+        tb.name, tb.dir, tb.state, tb.topo, tb.ifaces = name, run_dir(name), state, None, {}
+        return tb
+
+    def node_request(self, node: str, req: dict, timeout_s: float = 2.0) -> dict:
+        return node_request(self.state["nodes"][node]["control"], req, timeout_s)
+
+    def write(self, node: str, element: str, handler: str, value) -> dict:
+        reply = self.node_request(node, {"cmd": "write", "element": element, "handler": handler,
+                                         "value": str(value)})
+        if not reply.get("ok"):
+            raise TestbedError(f"{node}: {reply.get('error')}")
+        return reply
+
+    def counters(self, node: str) -> dict:
+        reply = self.node_request(node, {"cmd": "counters"})
+        if not reply.get("ok"):
+            raise TestbedError(f"{node}: {reply.get('error')}")
+        return reply["counters"]
+
+    def cmd(self, host: str, args: List[str]) -> List[str]:
+        ns = self.state["hosts"][host]["netns"] if host in self.state["hosts"] else \
+            self.state["nodes"][host]["netns"]
+        return ["ip", "netns", "exec", ns] + list(args)
+
+    def popen(self, host: str, args: List[str], **kw) -> subprocess.Popen:
+        return subprocess.Popen(self.cmd(host, args), **kw)
+
+    def run(self, host: str, args: List[str], timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+        kw.setdefault("capture_output", True)
+        kw.setdefault("text", True)
+        return subprocess.run(self.cmd(host, args), timeout=timeout, **kw)
+
+    def status(self) -> dict:
+        sup = _read_json(os.path.join(self.dir, "nodes.json")) or {}
+        nodes = {}
+        for n, info in self.state["nodes"].items():
+            entry = {"node_id": info["node_id"], "int": info["int"], "netns": info["netns"],
+                     "pid": sup.get("nodes", {}).get(n, {}).get("pid"),
+                     "restarts": sup.get("nodes", {}).get(n, {}).get("restarts", 0)}
+            try:
+                entry["counters"] = self.counters(n)
+                entry["alive"] = True
+            except (OSError, TestbedError, ValueError) as exc:
+                entry["alive"], entry["error"] = False, str(exc)
+            nodes[n] = entry
+        return {"name": self.name, "topology": self.state["topology"], "params": self.state["params"],
+                "supervisor_pid": sup.get("pid"), "hosts": self.state["hosts"], "nodes": nodes,
+                "links": self.state["links"]}
+
+    def down(self):
+        teardown(self.name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+
+
+def _read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(path, n=15) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+def _pids_marked(name: str) -> List[int]:
+    """Processes of this testbed: nodes and the supervisor carry its run dir in argv."""
+    marker = run_dir(name).encode()
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(a == marker or a.startswith(marker + b"/") for a in argv):
+            pids.append(int(d))
+    return pids
+
+
+def _kill_all(pids: List[int], grace_s: float = 3.0):
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in pids):
+        time.sleep(0.05)
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def teardown(name: str) -> List[str]:
+    """Remove everything of testbed ``name``; returns what was removed. Idempotent."""
+    removed = []
+    sup = _read_json(os.path.join(run_dir(name), "nodes.json")) or {}
+    pids = set(_pids_marked(name))
+    if sup.get("pid"):
+        pids.add(sup["pid"])
+    pids = [p for p in pids if os.path.exists(f"/proc/{p}")]
+    _kill_all(pids)
+    if pids:
+        removed.append(f"{len(pids)} process(es)")
+    prefix = f"intcc-{name}-"
+    for ns in netns.listnetns():
+        if not ns.startswith(prefix):
+            continue
+        res = _sh(["ip", "netns", "pids", ns], check=False)
+        _kill_all([int(p) for p in res.stdout.split()], grace_s=1.0)
+        netns.remove(ns)   # takes its veths with it
+        removed.append(f"netns {ns}")
+    tag = hashlib.sha1(name.encode()).hexdigest()[:4]
+    with IPRoute() as ipr:   # veths left in the root namespace by an interrupted 'up'
+        for link in ipr.get_links():
+            ifname = link.get_attr("IFLA_IFNAME")
+            if ifname.startswith(f"intcc{tag}"):
+                ipr.link("del", index=link["index"])
+                removed.append(f"link {ifname}")
+    if os.path.isdir(run_dir(name)):
+        shutil.rmtree(run_dir(name), ignore_errors=True)
+        removed.append(f"dir {run_dir(name)}")
+    return removed

@@ -1,0 +1,245 @@
+"""Topologies, in the spirit of Mininet's Topo: hosts, nodes (INT routers), links.
+
+A topology is a TOML file:
+
+    name = "wireless"
+    [params]                       # overridable: intcc testbed up T.toml --set loss_pct=5
+    loss_pct = 0.0
+    [[hosts]]
+    name = "sta1"
+    [[nodes]]
+    name = "ap1"
+    node_id = 1
+    int = ["source", "transit"]    # any of source, transit, sink
+    [[links]]
+    ends = ["ap1", "ap2"]
+    rate_mbps = "${rate_mbps}"     # ${expr}: a parameter or an arithmetic expression of them
+    delay_ms = 10
+    loss_pct = 0
+    buffer_pkts = 100
+    wireless = { distance_m = 10 }
+
+Link parameters apply to both directions. A node emulates the link on its
+egress; on a host-facing link the host->node direction is emulated at the
+node's ingress (hosts have plain kernel stacks).
+"""
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import re
+import tomllib
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,8}$")
+INT_ROLES = {"source", "transit", "sink"}
+LINK_KEYS = {"ends", "rate_mbps", "delay_ms", "loss_pct", "buffer_pkts", "wireless", "seed"}
+WIRELESS_KEYS = {"distance_m", "tx_power_dbm", "path_loss_exponent", "ref_loss_db",
+                 "shadowing_sigma_db", "noise_floor_dbm"}
+
+
+class TopologyError(ValueError):
+    pass
+
+
+@dataclass
+class Link:
+    index: int
+    a: str
+    b: str
+    rate_mbps: Optional[float] = None
+    delay_ms: float = 0.0
+    loss_pct: float = 0.0
+    buffer_pkts: int = 1000
+    wireless: Optional[Dict[str, float]] = None
+    seed: Optional[int] = None
+
+    def other(self, name: str) -> str:
+        return self.b if name == self.a else self.a
+
+    @property
+    def emulated(self) -> bool:
+        return bool(self.rate_mbps or self.delay_ms or self.loss_pct or self.wireless)
+
+
+@dataclass
+class Topo:
+    name: str
+    params: Dict[str, Any]
+    hosts: List[str]
+    nodes: Dict[str, dict]
+    links: List[Link]
+    description: str = ""
+    path: str = ""
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def is_host(self, name: str) -> bool:
+        return name in self.hosts
+
+    def links_of(self, name: str) -> List[Link]:
+        return [l for l in self.links if name in (l.a, l.b)]
+
+    def next_link(self, src: str, dst_link: Link) -> Link:
+        """Link out of ``src`` on a shortest path to ``dst_link`` (hosts do not forward)."""
+        if src in (dst_link.a, dst_link.b):
+            return dst_link
+        goals = {dst_link.a, dst_link.b}
+        first: Dict[str, Link] = {}
+        seen, todo = {src}, deque([src])
+        while todo:
+            cur = todo.popleft()
+            if cur != src and self.is_host(cur):
+                continue
+            for l in self.links_of(cur):
+                nxt = l.other(cur)
+                if nxt in seen:
+                    continue
+                seen.add(nxt)
+                first[nxt] = first.get(cur, l)
+                if nxt in goals:
+                    return first[nxt]
+                todo.append(nxt)
+        raise TopologyError(f"no path from {src} to link {dst_link.a}-{dst_link.b}")
+
+    def int_transit_count(self) -> int:
+        return sum(1 for n in self.nodes.values() if "transit" in n["int"])
+
+
+# -- parameter substitution ----------------------------------------------------------
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+        ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow, ast.USub: operator.neg, ast.Mod: operator.mod}
+_FUNCS = {"min": min, "max": max, "round": round, "int": int, "float": float, "ceil": math.ceil}
+
+
+def _eval(node, params, text):
+    if isinstance(node, ast.Expression):
+        return _eval(node.body, params, text)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in params:
+            raise TopologyError(f"unknown parameter '{node.id}' in '${{{text}}}' "
+                                f"(parameters: {', '.join(sorted(params))})")
+        return params[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_eval(node.left, params, text), _eval(node.right, params, text))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_eval(node.operand, params, text))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
+        return _FUNCS[node.func.id](*(_eval(a, params, text) for a in node.args))
+    raise TopologyError(f"unsupported expression '${{{text}}}' (numbers, parameters, + - * / min max round ceil)")
+
+
+def substitute(value, params):
+    """Replace "${expr}" strings (recursively) with their value."""
+    if isinstance(value, str):
+        m = re.fullmatch(r"\$\{(.+)\}", value.strip())
+        if m:
+            try:
+                tree = ast.parse(m.group(1), mode="eval")
+            except SyntaxError:
+                raise TopologyError(f"bad expression '{value}'") from None
+            return _eval(tree, params, m.group(1))
+        return value
+    if isinstance(value, dict):
+        return {k: substitute(v, params) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, params) for v in value]
+    return value
+
+
+def parse_set(items) -> Dict[str, Any]:
+    """['loss_pct=5', 'name=x'] -> {'loss_pct': 5.0, 'name': 'x'}."""
+    out = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise TopologyError(f"--set expects key=value, got {item!r}")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = raw.strip()
+    return out
+
+
+def _num(link: dict, key: str, where: str, cast=float):
+    v = link.get(key)
+    if v is None:
+        return None
+    try:
+        v = cast(v)
+    except (TypeError, ValueError):
+        raise TopologyError(f"{where}: {key} must be a number, got {v!r}") from None
+    if v < 0:
+        raise TopologyError(f"{where}: {key} must be >= 0")
+    return v
+
+
+def load_topo(path: str, overrides: Optional[Dict[str, Any]] = None) -> Topo:
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except OSError as exc:
+        raise TopologyError(f"cannot read topology {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TopologyError(f"{path}: {exc}") from None
+    return build_topo(raw, overrides, path)
+
+
+def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
+    params = dict(raw.get("params", {}))
+    for k, v in (overrides or {}).items():
+        if k not in params:
+            raise TopologyError(f"{path}: --set {k}: no such parameter "
+                                f"(parameters: {', '.join(sorted(params)) or 'none'})")
+        params[k] = v
+    name = raw.get("name") or "topo"
+    if not re.fullmatch(r"[a-z][a-z0-9]{0,11}", str(name)):
+        raise TopologyError(f"{path}: name {name!r} must be 1-12 lowercase letters/digits")
+    hosts = [h["name"] for h in raw.get("hosts", [])]
+    nodes = {}
+    for i, n in enumerate(raw.get("nodes", [])):
+        roles = set(n.get("int", []))
+        if roles - INT_ROLES:
+            raise TopologyError(f"{path}: node {n.get('name')}: unknown INT role(s) {sorted(roles - INT_ROLES)}")
+        nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles),
+                            "cpu": n.get("cpu")}
+    for nm in hosts + list(nodes):
+        if not NAME_RE.match(nm):
+            raise TopologyError(f"{path}: name {nm!r} must be 1-9 lowercase letters/digits, starting with a letter")
+    if len(set(hosts) | set(nodes)) != len(hosts) + len(nodes):
+        raise TopologyError(f"{path}: host and node names must be unique")
+    links = []
+    for i, l in enumerate(raw.get("links", [])):
+        l = substitute(l, params)
+        where = f"{path}: link {i}"
+        unknown = set(l) - LINK_KEYS
+        if unknown:
+            raise TopologyError(f"{where}: unknown key(s) {sorted(unknown)} (known: {sorted(LINK_KEYS)})")
+        ends = l.get("ends", [])
+        if len(ends) != 2 or any(e not in hosts and e not in nodes for e in ends):
+            raise TopologyError(f"{where}: ends must name two hosts/nodes, got {ends}")
+        if all(e in hosts for e in ends):
+            raise TopologyError(f"{where}: a link needs at least one node")
+        wl = l.get("wireless")
+        if wl is not None:
+            bad = set(wl) - WIRELESS_KEYS
+            if bad:
+                raise TopologyError(f"{where}: unknown wireless key(s) {sorted(bad)}")
+        rate = _num(l, "rate_mbps", where)
+        links.append(Link(i, ends[0], ends[1], rate_mbps=rate or None,
+                          delay_ms=_num(l, "delay_ms", where) or 0.0,
+                          loss_pct=_num(l, "loss_pct", where) or 0.0,
+                          buffer_pkts=max(1, _num(l, "buffer_pkts", where, lambda x: int(round(float(x)))) or 1000),
+                          wireless=wl, seed=l.get("seed", params.get("seed"))))
+        if links[-1].loss_pct > 100:
+            raise TopologyError(f"{where}: loss_pct must be <= 100")
+    for h in hosts:
+        if not any(h in (l.a, l.b) for l in links):
+            raise TopologyError(f"{path}: host {h} has no link")
+    return Topo(name=name, params=params, hosts=hosts, nodes=nodes, links=links,
+                description=raw.get("description", ""), path=path,
+                extra={k: v for k, v in raw.items() if k not in ("name", "params", "hosts", "nodes", "links")})

@@ -1,0 +1,1 @@
+"""Click-style modular software router that stamps IOAM telemetry into IPv6 headers."""

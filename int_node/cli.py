@@ -1,0 +1,110 @@
+"""``intcc node ...``: run, check and inspect INT nodes."""
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import sys
+
+import click
+
+from .config import ConfigSyntaxError
+
+
+def _read_config(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as exc:
+        raise click.ClickException(f"cannot read configuration {path}: {exc.strerror}")
+
+
+@click.group("node")
+def node_group():
+    """Click-style INT nodes: run a configuration, check it, list elements."""
+
+
+@node_group.command("run")
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--netns", help="Open the node's interfaces inside this network namespace.")
+@click.option("--control", "control_path", help="Unix socket for counters and run-time writes.")
+@click.option("--counters-out", help="Write final counters here (JSON) on exit.")
+@click.option("--cpu", type=int, help="Pin the node to this CPU.")
+@click.option("--log-level", default="INFO", show_default=True)
+@click.option("--testbed-id", hidden=True, help="Marks the process as part of a testbed (for cleanup).")
+def run_cmd(config, netns, control_path, counters_out, cpu, log_level, testbed_id):
+    """Run the node described by CONFIG until SIGTERM."""
+    from .node import run_node
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    text = _read_config(config)
+    try:
+        sys.exit(run_node(text, netns=netns, control_path=control_path,
+                          counters_path=counters_out, cpu=cpu))
+    except ConfigSyntaxError as exc:
+        raise click.ClickException(f"{config}: {exc}")
+
+
+@node_group.command("check")
+@click.argument("config", type=click.Path(dir_okay=False))
+def check_cmd(config):
+    """Parse CONFIG and check its graph without opening any device."""
+    from .router import Router
+    try:
+        router = Router(_read_config(config))
+    except ConfigSyntaxError as exc:
+        raise click.ClickException(f"{config}: {exc}")
+    click.echo(f"{config}: OK, {len(router.elements)} elements, {len(router.ast.connections)} connections")
+
+
+@node_group.command("elements")
+@click.argument("name", required=False)
+def elements_cmd(name):
+    """List element classes, or describe NAME."""
+    from . import elements  # noqa: F401
+    from .element import REGISTRY
+    if name:
+        cls = REGISTRY.get(name)
+        if cls is None:
+            raise click.ClickException(f"no element class {name!r}; known: {', '.join(sorted(REGISTRY))}")
+        click.echo(f"{name}\n\n{inspect.cleandoc(cls.__doc__ or '')}\n")
+        for a in cls.ARGS:
+            dflt = "required" if a.required else f"default {a.default!r}"
+            click.echo(f"  {a.name:<22} {dflt}")
+        if cls.write_handlers:
+            click.echo(f"\nwritable at run time: {', '.join(sorted(cls.write_handlers))}")
+        return
+    for n in sorted(REGISTRY):
+        doc = (REGISTRY[n].__doc__ or "").strip().splitlines()
+        click.echo(f"{n:<16} {doc[0] if doc else ''}")
+
+
+@node_group.command("counters")
+@click.option("--control", "control_path", required=True, help="The node's control socket.")
+def counters_cmd(control_path):
+    """Print a running node's counters as JSON."""
+    from .control import request
+    click.echo(json.dumps(_ask(request, control_path, {"cmd": "counters"}), indent=1))
+
+
+@node_group.command("write")
+@click.option("--control", "control_path", required=True, help="The node's control socket.")
+@click.argument("target", metavar="ELEMENT.HANDLER")
+@click.argument("value")
+def write_cmd(control_path, target, value):
+    """Change a parameter of a running node, e.g. ``wl.distance_m 40``."""
+    from .control import request
+    elem, _, handler = target.partition(".")
+    if not handler:
+        raise click.BadParameter("expected ELEMENT.HANDLER, e.g. wl.loss", param_hint="TARGET")
+    reply = _ask(request, control_path, {"cmd": "write", "element": elem, "handler": handler, "value": value})
+    click.echo(f"{target} = {reply['value']}")
+
+
+def _ask(request, path, req):
+    try:
+        reply = request(path, req)
+    except OSError as exc:
+        raise click.ClickException(f"cannot reach node at {path}: {exc.strerror or exc}")
+    if not reply.get("ok"):
+        raise click.ClickException(reply.get("error", "request failed"))
+    return reply

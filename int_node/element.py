@@ -1,0 +1,178 @@
+"""Element base class, modelled on the Click modular router.
+
+An element does one packet operation. It has numbered input and output ports;
+each port is *push* (the upstream element calls ``push``) or *pull* (the
+downstream element calls ``pull``). ``agnostic`` ports take the kind of the port
+they are connected to. Configuration comes from a Click-style argument string,
+parsed into positional and keyword arguments (``Queue(100)``,
+``INTTransit(node_id 2, queue q)``).
+
+Every element exposes its counters (``counters()``) and named handlers that can
+be read and written at run time (``read_handler`` / ``write_handler``), which is
+how the control socket and the testbed change link parameters live.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+PUSH = "push"
+PULL = "pull"
+AGNOSTIC = "agnostic"
+
+#: name -> Element subclass, filled by :func:`register`.
+REGISTRY: Dict[str, type] = {}
+
+
+def register(cls):
+    """Class decorator: make an element class usable from configurations."""
+    REGISTRY[cls.__name__] = cls
+    return cls
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the element and the problem."""
+
+
+_REQUIRED = object()
+
+
+class Arg:
+    """One declared element argument: name, converter, default."""
+
+    def __init__(self, name: str, conv: Callable[[str], Any] = str,
+                 default: Any = _REQUIRED, positional: bool = True, doc: str = ""):
+        self.name, self.conv, self.default = name, conv, default
+        self.positional, self.doc = positional, doc
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+
+def parse_bool(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+class Element:
+    #: (min, max) number of ports; max None means unbounded.
+    n_inputs: Tuple[int, Optional[int]] = (1, 1)
+    n_outputs: Tuple[int, Optional[int]] = (1, 1)
+    input_kind = PUSH
+    output_kind = PUSH
+    #: Names of counters reported by counters(); each is an int attribute.
+    counter_names: Tuple[str, ...] = ()
+    #: Writable run-time parameters: handler name -> converter from string.
+    write_handlers: Dict[str, Callable[[str], Any]] = {}
+
+    def __init__(self, name: str):
+        self.name = name
+        self.router = None
+        # Filled by the router: output port -> (element, input port)
+        self._out: List[Optional[Tuple["Element", int]]] = []
+        self._in: List[Optional[Tuple["Element", int]]] = []
+        self.n_in = 0
+        self.n_out = 0
+        for c in self.counter_names:
+            setattr(self, c, 0)
+
+    #: Declared arguments, in positional order (see :class:`Arg`).
+    ARGS: Tuple["Arg", ...] = ()
+
+    # -- configuration -------------------------------------------------
+    def configure(self, raw_args: List[str]) -> None:
+        """Bind the comma-separated argument strings to ``ARGS``.
+
+        An argument ``name value`` whose first word names a declared argument is
+        a keyword argument; anything else fills the next positional slot. Every
+        value is converted by its Arg's converter; errors name the argument.
+        """
+        cls = type(self).__name__
+        by_name = {a.name: a for a in self.ARGS}
+        values: Dict[str, Any] = {}
+        positional = [a for a in self.ARGS if a.positional]
+        pos_i = 0
+        for raw in raw_args:
+            words = raw.split(None, 1)
+            if len(words) == 2 and words[0] in by_name:
+                arg, text = by_name[words[0]], words[1]
+            elif len(words) == 1 and words[0] in by_name and by_name[words[0]].conv is parse_bool:
+                arg, text = by_name[words[0]], "true"
+            else:
+                while pos_i < len(positional) and positional[pos_i].name in values:
+                    pos_i += 1
+                if pos_i >= len(positional):
+                    known = ", ".join(a.name for a in self.ARGS) or "none"
+                    raise ConfigError(f"{cls}: unexpected argument {raw!r} (arguments: {known})")
+                arg, text = positional[pos_i], raw
+            if arg.name in values:
+                raise ConfigError(f"{cls}: argument '{arg.name}' given twice")
+            try:
+                values[arg.name] = arg.conv(text.strip())
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{cls}: bad value {text!r} for '{arg.name}': {exc}") from None
+        for arg in self.ARGS:
+            if arg.name not in values:
+                if arg.required:
+                    raise ConfigError(f"{cls}: missing required argument '{arg.name}'")
+                values[arg.name] = arg.default
+            setattr(self, arg.name, values[arg.name])
+        self.configured()
+
+    def configured(self) -> None:
+        """Hook after arguments are bound: validate and derive state here."""
+
+    def initialize(self) -> None:
+        """Called once the graph is connected, before the loop runs."""
+
+    def cleanup(self) -> None:
+        """Called on shutdown; close sockets and files here."""
+
+    # -- packet flow ---------------------------------------------------
+    def push(self, port: int, pkt) -> None:
+        raise NotImplementedError(f"{type(self).__name__} has no push input")
+
+    def pull(self, port: int):
+        raise NotImplementedError(f"{type(self).__name__} has no pull output")
+
+    def output(self, port: int) -> Tuple["Element", int]:
+        return self._out[port]
+
+    def checked_push(self, port: int, pkt) -> None:
+        """Push to an output port that may legitimately be unconnected."""
+        peer = self._out[port] if port < len(self._out) else None
+        if peer is not None:
+            peer[0].push(peer[1], pkt)
+
+    # -- introspection -------------------------------------------------
+    def counters(self) -> Dict[str, int]:
+        return {c: getattr(self, c) for c in self.counter_names}
+
+    def read_handler(self, handler: str) -> Any:
+        if handler == "counters":
+            return self.counters()
+        if handler in self.write_handlers or hasattr(self, handler):
+            return getattr(self, handler)
+        raise ConfigError(f"{self.name}: no handler '{handler}'")
+
+    def write_handler(self, handler: str, value: str) -> None:
+        conv = self.write_handlers.get(handler)
+        if conv is None:
+            raise ConfigError(
+                f"{self.name}: '{handler}' is not writable "
+                f"(writable: {', '.join(sorted(self.write_handlers)) or 'none'})")
+        try:
+            setattr(self, handler, conv(value))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{self.name}.{handler}: bad value {value!r}: {exc}") from exc
+        self.handler_changed(handler)
+
+    def handler_changed(self, handler: str) -> None:
+        """Hook for elements that derive state from a writable parameter."""
+
+    def __repr__(self):
+        return f"{self.name} :: {type(self).__name__}"

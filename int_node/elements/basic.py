@@ -1,0 +1,58 @@
+"""Small utility elements: Counter, Discard, Tee."""
+from __future__ import annotations
+
+from ..element import AGNOSTIC, Element, register
+
+
+@register
+class Counter(Element):
+    """Counts packets and bytes passing through; push or pull."""
+    input_kind = output_kind = AGNOSTIC
+    counter_names = ("packets", "bytes")
+
+    def push(self, port, pkt):
+        self.packets += 1
+        self.bytes += len(pkt.data)
+        peer = self._out[0]
+        peer[0].push(peer[1], pkt)
+
+    def pull(self, port):
+        up = self._in[0]
+        pkt = up[0].pull(up[1])
+        if pkt is not None:
+            self.packets += 1
+            self.bytes += len(pkt.data)
+        return pkt
+
+
+@register
+class Discard(Element):
+    """Drops every packet, counting them."""
+    n_outputs = (0, 0)
+    counter_names = ("dropped",)
+
+    def push(self, port, pkt):
+        self.dropped += 1
+
+
+@register
+class Tee(Element):
+    """Copies each packet to every output (output 0 gets the original)."""
+    n_outputs = (1, None)
+    counter_names = ("packets",)
+
+    def push(self, port, pkt):
+        from ..packet import Packet
+        self.packets += 1
+        for i in range(self.n_out - 1, 0, -1):
+            dup = Packet(bytearray(pkt.data), pkt.rx_ns, pkt.in_port)
+            self._out[i][0].push(self._out[i][1], dup)
+        self._out[0][0].push(self._out[0][1], pkt)
+
+
+@register
+class Idle(Element):
+    """Never emits a packet (Click's Idle): feeds an input that tests or
+    benchmarks drive directly, or keeps an unused port connected."""
+    n_inputs = (0, 0)
+    n_outputs = (0, None)

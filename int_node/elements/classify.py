@@ -1,0 +1,77 @@
+"""Classification: Classifier (by protocol) and EtherFilter (by destination MAC)."""
+from __future__ import annotations
+
+from ..element import Arg, ConfigError, Element, register
+from ..packet import NH_ICMPV6, NH_TCP, NH_UDP, is_ipv6_frame, upper_layer
+from ..units import parse_mac
+
+_PATTERNS = ("ipv6", "tcp", "udp", "icmpv6", "-")
+
+
+@register
+class Classifier(Element):
+    """Sends each packet to the output of the first pattern it matches.
+
+    Patterns: ``ipv6`` (a well-formed IPv6 frame), ``tcp``, ``udp``, ``icmpv6``
+    (IPv6 with that upper layer after any extension headers) and ``-`` (anything).
+    ``Classifier(tcp, udp, -)`` has three outputs. A packet that matches no
+    pattern is dropped and counted in ``unmatched``.
+    """
+    n_outputs = (1, None)
+    counter_names = ("unmatched", "malformed")
+
+    def configure(self, raw_args):
+        if not raw_args:
+            raise ConfigError("Classifier needs at least one pattern")
+        for p in raw_args:
+            if p not in _PATTERNS:
+                raise ConfigError(f"Classifier: unknown pattern {p!r} (use {', '.join(_PATTERNS)})")
+        self.patterns = list(raw_args)
+        self.n_outputs = (len(raw_args), len(raw_args))
+        self.matched = [0] * len(raw_args)
+
+    def counters(self):
+        c = super().counters()
+        for i, p in enumerate(self.patterns):
+            c[f"out{i}_{p}"] = self.matched[i]
+        return c
+
+    def push(self, port, pkt):
+        data = pkt.data
+        ok6 = is_ipv6_frame(data)
+        proto = None
+        if ok6:
+            proto = upper_layer(data)[0]
+            if proto is None:
+                ok6 = False
+                self.malformed += 1
+        for i, p in enumerate(self.patterns):
+            if (p == "-" or (ok6 and (p == "ipv6" or (p == "tcp" and proto == NH_TCP)
+                                      or (p == "udp" and proto == NH_UDP)
+                                      or (p == "icmpv6" and proto == NH_ICMPV6)))):
+                self.matched[i] += 1
+                out = self._out[i]
+                out[0].push(out[1], pkt)
+                return
+        self.unmatched += 1
+
+
+@register
+class EtherFilter(Element):
+    """Passes frames addressed to ``mac`` on output 0; others go to output 1 if
+    connected, else are dropped and counted (``other_dst``). A router's kernel
+    sees the same frames; multicast (neighbour discovery) is left to it."""
+    n_outputs = (1, 2)
+    ARGS = (Arg("mac", parse_mac),)
+    counter_names = ("passed", "other_dst")
+
+    def push(self, port, pkt):
+        if pkt.data[:6] == self.mac:
+            self.passed += 1
+            out = self._out[0]
+            out[0].push(out[1], pkt)
+        else:
+            self.other_dst += 1
+            if self.n_out > 1:
+                out = self._out[1]
+                out[0].push(out[1], pkt)

@@ -1,0 +1,221 @@
+"""FromDevice / ToDevice: AF_PACKET sockets on an interface, in a namespace.
+
+FromDevice reads through a PACKET_RX_RING (TPACKET_V2, mmap): one wakeup drains
+up to ``burst`` frames without a system call per frame, and the kernel's receive
+timestamp becomes the packet's arrival time. It ignores frames this host sends
+(PACKET_IGNORE_OUTGOING), so a ToDevice on the same interface is not looped back.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import mmap
+import socket
+import struct
+import time
+
+from ..element import AGNOSTIC, PULL, PUSH, Arg, ConfigError, Element, parse_bool, register
+from ..netns import interface_mtu, netns
+from ..packet import ETH_HDR_BYTES, ETHERTYPE_IPV6, Packet
+from ..units import parse_pos_int
+from .queues import find_upstream_queues
+
+log = logging.getLogger("intcc.node")
+
+SOL_PACKET = 263
+PACKET_RX_RING = 5
+PACKET_VERSION = 10
+PACKET_QDISC_BYPASS = 20
+PACKET_IGNORE_OUTGOING = 23
+TPACKET_V2 = 1
+TP_STATUS_USER = 1
+ETH_P_ALL = 0x0003
+_TP2_HDR = struct.Struct("=IIIHHII")   # status, len, snaplen, mac, net, sec, nsec
+_U32 = struct.Struct("=I")
+
+
+def _proto(text: str) -> int:
+    t = text.strip().lower()
+    if t == "ipv6":
+        return ETHERTYPE_IPV6
+    if t == "all":
+        return ETH_P_ALL
+    raise ValueError("proto must be ipv6 or all")
+
+
+def _open_packet_socket(dev: str, proto: int, ns):
+    """(socket, ifindex) for ``dev`` in namespace ``ns``."""
+    with netns(ns):
+        try:
+            ifindex = socket.if_nametoindex(dev)
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(proto))
+            sock.bind((dev, proto))
+        except OSError as exc:
+            where = f" in namespace '{ns}'" if ns else ""
+            raise ConfigError(f"cannot open interface '{dev}'{where}: {exc.strerror}") from None
+    return sock, ifindex
+
+
+@register
+class FromDevice(Element):
+    """``FromDevice(eth0)``; options ``burst 256``, ``ring true``, ``proto ipv6|all``,
+    ``rcvbuf_bytes 8388608``. Push output."""
+    n_inputs = (0, 0)
+    output_kind = PUSH
+    ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 256), Arg("ring", parse_bool, True),
+            Arg("proto", _proto, ETHERTYPE_IPV6), Arg("rcvbuf_bytes", parse_pos_int, 8 << 20),
+            Arg("ring_frames", parse_pos_int, 4096))
+    counter_names = ("packets", "bytes", "truncated", "element_errors")
+
+    def initialize(self):
+        self.sock, self.ifindex = _open_packet_socket(self.devname, self.proto, self.router.netns)
+        self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, 33, self.rcvbuf_bytes)  # SO_RCVBUFFORCE
+        except OSError:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf_bytes)
+        self.sock.setblocking(False)
+        self.mtu = interface_mtu(self.sock, self.devname)
+        self.mac = self.sock.getsockname()[4]
+        self.port_id = self.ifindex   # IOAM ingress interface id
+        self._mm = None
+        if self.ring:
+            self._setup_ring()
+            self.router.loop.add_reader(self.sock.fileno(), self._read_ring)
+        else:
+            self._buf = bytearray(65536)
+            self._bufmv = memoryview(self._buf)
+            self.router.loop.add_reader(self.sock.fileno(), self._read_plain)
+        self._err_logged = 0
+
+    def _setup_ring(self):
+        need = self.mtu + ETH_HDR_BYTES + 96
+        frame = 2048
+        while frame < need:
+            frame *= 2
+        block = max(frame, 1 << 16)
+        per_block = block // frame
+        blocks = max(1, -(-self.ring_frames // per_block))
+        self.sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+        self.sock.setsockopt(SOL_PACKET, PACKET_RX_RING, struct.pack("IIII", block, blocks, frame,
+                                                                     blocks * per_block))
+        self._frame_size, self._nframes, self._idx = frame, blocks * per_block, 0
+        self._mm = mmap.mmap(self.sock.fileno(), block * blocks, mmap.MAP_SHARED,
+                             mmap.PROT_READ | mmap.PROT_WRITE)
+        self._mv = memoryview(self._mm)
+
+    def _deliver(self, pkt):
+        try:
+            out = self._out[0]
+            out[0].push(out[1], pkt)
+        except Exception:  # one bad packet must never take the node down
+            self.element_errors += 1
+            if self._err_logged < 5:
+                self._err_logged += 1
+                log.exception("%s: element error on a %d-byte packet (counted)", self.name, len(pkt.data))
+
+    def _read_ring(self):
+        mv, fs, nf, idx = self._mv, self._frame_size, self._nframes, self._idx
+        unpack, set_status, port = _TP2_HDR.unpack_from, _U32.pack_into, self.port_id
+        for _ in range(self.burst):
+            off = idx * fs
+            status, length, snap, mac, _, sec, nsec = unpack(mv, off)
+            if not status & TP_STATUS_USER:
+                break
+            data = bytearray(mv[off + mac:off + mac + snap])
+            set_status(mv, off, 0)
+            idx = idx + 1 if idx + 1 < nf else 0
+            if snap < length:
+                self.truncated += 1
+                continue
+            self.packets += 1
+            self.bytes += snap
+            self._deliver(Packet(data, sec * 1_000_000_000 + nsec, port))
+        self._idx = idx
+
+    def _read_plain(self):
+        recv_into, mv, port = self.sock.recv_into, self._bufmv, self.port_id
+        for _ in range(self.burst):
+            try:
+                n = recv_into(self._buf, 0, socket.MSG_TRUNC)
+            except BlockingIOError:
+                return
+            if n > len(self._buf):
+                self.truncated += 1
+                continue
+            self.packets += 1
+            self.bytes += n
+            self._deliver(Packet(bytearray(mv[:n]), time.time_ns(), port))
+
+    def cleanup(self):
+        if getattr(self, "sock", None) is not None:
+            self.router.loop.remove_reader(self.sock.fileno())
+            if self._mm is not None:
+                self._mv.release()
+                self._mm.close()
+            self.sock.close()
+            self.sock = None
+
+
+@register
+class ToDevice(Element):
+    """``ToDevice(eth1)`` sends frames out of an interface. Push input, or pull
+    input behind a Queue (then it drains up to ``burst`` frames per wakeup).
+    Frames larger than the interface MTU are dropped and counted (``too_big``);
+    a full device backlog is counted in ``send_drops``."""
+    n_outputs = (0, 0)
+    input_kind = AGNOSTIC
+    ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 64), Arg("qdisc_bypass", parse_bool, True))
+    counter_names = ("packets", "bytes", "too_big", "send_drops")
+
+    def initialize(self):
+        self.sock, self.ifindex = _open_packet_socket(self.devname, 0, self.router.netns)
+        if self.qdisc_bypass:
+            self.sock.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 1)
+        self.sock.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)  # SO_SNDBUFFORCE
+        self.sock.setblocking(False)
+        self.mtu = interface_mtu(self.sock, self.devname)
+        self.mac = self.sock.getsockname()[4]
+        self._max_frame = self.mtu + ETH_HDR_BYTES
+        if self.resolved_in_kind == PULL:
+            for q in find_upstream_queues(self):
+                q.add_listener(self._wake)
+            self._task = self.router.loop.timer(self._drain)
+
+    def _send(self, data):
+        if len(data) > self._max_frame:
+            self.too_big += 1
+            return
+        try:
+            self.sock.send(data)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.ENOBUFS, errno.ENOMEM):
+                self.send_drops += 1
+                return
+            if exc.errno == errno.EMSGSIZE:
+                self.too_big += 1
+                return
+            raise
+        self.packets += 1
+        self.bytes += len(data)
+
+    def push(self, port, pkt):
+        self._send(pkt.data)
+
+    def _wake(self):
+        if not self._task.scheduled:
+            self._drain()
+
+    def _drain(self):
+        up = self._in[0]
+        for _ in range(self.burst):
+            pkt = up[0].pull(up[1])
+            if pkt is None:
+                return
+            self._send(pkt.data)
+        self._task.schedule_at(0)   # more left: continue after other work
+
+    def cleanup(self):
+        if getattr(self, "sock", None) is not None:
+            self.sock.close()
+            self.sock = None

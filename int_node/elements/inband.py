@@ -1,0 +1,209 @@
+"""In-band telemetry elements: INTSource, INTTransit, INTSink.
+
+    INTSource(max_hops 2, egress out1)          adds the trace + E2E headers
+    INTTransit(node_id 1, queue q, meter m, link wl, channel wl, egress out1)
+                                                 fills this node's trace slot
+    INTSink(exporter jsonl:/tmp/int.jsonl)       strips both, exports the data
+
+Malformed IOAM never crashes a node: INTTransit forwards such packets untouched,
+INTSink drops the ones it cannot restore; both count them.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from .. import ioam
+from ..element import Arg, ConfigError, Element, register
+from ..exporters import make_exporter
+from ..packet import (IP6_HLIM_OFF, IP6_NH_OFF, IP6_PAYLOAD_OFF, NH_HOPOPTS, flow_key,
+                      is_ipv6_frame)
+from ..units import parse_nonneg_int, parse_pos_int
+from .devices import ToDevice
+from .queues import FlowMeter, Queue
+
+log = logging.getLogger("intcc.node")
+
+_FLOWS_MAX = 1 << 16
+
+
+@register
+class INTSource(Element):
+    """Adds a pre-allocated IOAM trace for ``max_hops`` nodes and an E2E option
+    with a per-flow 32-bit sequence number. Packets that already carry a
+    Hop-by-Hop header, or would exceed the ``egress`` interface MTU with the
+    headers, are forwarded without INT and counted."""
+    ARGS = (Arg("max_hops", parse_pos_int, 2), Arg("namespace_id", parse_nonneg_int, ioam.DEFAULT_NAMESPACE),
+            Arg("egress", str, None), Arg("mtu", parse_pos_int, None))
+    counter_names = ("inserted", "skipped_has_hbh", "skipped_mtu", "skipped_not_ipv6", "flows_reset")
+
+    def configured(self):
+        if self.max_hops > 4:
+            raise ConfigError("INTSource: max_hops is at most 4 (IOAM option length is one byte)")
+        self.overhead_bytes = len(ioam.build_hbh(0, self.max_hops)) + ioam.DOH_BYTES
+        self._seq = {}
+
+    def initialize(self):
+        # The egress MTU is read lazily: the ToDevice may initialize after us.
+        self._egress = self.router.find(self.egress, ToDevice, self.name) if self.egress else None
+
+    def _limit(self):
+        if self.mtu:
+            return self.mtu
+        return getattr(self._egress, "mtu", None) if self._egress is not None else None
+
+    def push(self, port, pkt):
+        data = pkt.data
+        out = self._out[0]
+        if not is_ipv6_frame(data):
+            self.skipped_not_ipv6 += 1
+            out[0].push(out[1], pkt)
+            return
+        if data[IP6_NH_OFF] == NH_HOPOPTS:
+            self.skipped_has_hbh += 1
+            out[0].push(out[1], pkt)
+            return
+        limit = self._limit()
+        if limit is not None and len(data) - 14 + self.overhead_bytes > limit:
+            self.skipped_mtu += 1
+            out[0].push(out[1], pkt)
+            return
+        key = pkt.flow_id
+        if key is None:
+            key = pkt.flow_id = flow_key(data)
+        seq = self._seq.get(key, 0)
+        if seq == 0 and len(self._seq) >= _FLOWS_MAX:
+            self._seq.clear()
+            self.flows_reset += 1
+        self._seq[key] = (seq + 1) & 0xFFFFFFFF
+        pkt.data = ioam.insert_int(data, self.max_hops, seq, time.time_ns(), self.namespace_id)
+        self.inserted += 1
+        out[0].push(out[1], pkt)
+
+
+def _trace_offset(d):
+    """Offset of the trace header; None without INT. Raises IOAMError if malformed.
+    The fast path recognises the layout INTSource writes at fixed offsets."""
+    if len(d) > 70 and d[IP6_NH_OFF] == NH_HOPOPTS and d[58] == ioam.OPT_IOAM_HBH \
+            and d[56] == ioam.OPT_PADN and d[57] == 0 and d[61] == ioam.IOAM_PREALLOC_TRACE:
+        hbh_end = IP6_PAYLOAD_OFF + (d[55] + 1) * 8
+        opt_len = d[59]
+        if hbh_end <= len(d) and 60 + opt_len <= hbh_end and opt_len >= 10 \
+                and not (opt_len - 10) & 3 and (d[65] & 0x7F) * 4 <= opt_len - 10:
+            return 62
+    return ioam.find_trace(d)
+
+
+@register
+class INTTransit(Element):
+    """Stamps this node's slot. Place it after the egress Queue/LinkShaper so the
+    queue depth and transit delay are those the packet saw on the way out.
+    References: ``queue`` (a Queue), ``meter`` (a FlowMeter), ``link`` (any
+    element with a ``link_losses`` counter), ``channel`` (a WirelessChannel),
+    ``egress`` (the ToDevice, for the egress interface id)."""
+    ARGS = (Arg("node_id", parse_nonneg_int), Arg("queue", str, None), Arg("meter", str, None),
+            Arg("link", str, None), Arg("channel", str, None), Arg("egress", str, None))
+    counter_names = ("stamped", "overflow", "no_int", "malformed", "unsupported_trace")
+
+    def configured(self):
+        if self.node_id >= 1 << 24:
+            raise ConfigError("INTTransit: node_id must fit in 24 bits")
+
+    def initialize(self):
+        r, me = self.router, self.name
+        self._queue = r.find(self.queue, Queue, me) if self.queue else None
+        self._meter = r.find(self.meter, FlowMeter, me) if self.meter else None
+        self._link = r.find(self.link, None, me) if self.link else None
+        if self._link is not None and not hasattr(self._link, "link_losses"):
+            raise ConfigError(f"{me}: '{self.link}' has no link_losses counter")
+        self._channel = r.find(self.channel, None, me) if self.channel else None
+        if self._channel is not None and not hasattr(self._channel, "rssi_dbm"):
+            raise ConfigError(f"{me}: '{self.channel}' is not a WirelessChannel")
+        self._egress_if = 0
+        if self.egress:
+            self._egress_dev = r.find(self.egress, ToDevice, me)
+
+    def push(self, port, pkt):
+        d = pkt.data
+        out = self._out[0]
+        try:
+            off = _trace_offset(d)
+        except ioam.IOAMError:
+            self.malformed += 1
+            out[0].push(out[1], pkt)
+            return
+        if off is None:
+            self.no_int += 1
+        elif not ioam.trace_is_default(d, off):
+            self.unsupported_trace += 1
+        else:
+            now = time.time_ns()
+            q, m, ch = self._queue, self._meter, self._channel
+            link = self._link
+            if self.egress and not self._egress_if:
+                self._egress_if = getattr(self._egress_dev, "ifindex", 0) or 0
+            ok = ioam.stamp_default(
+                d, off, d[IP6_HLIM_OFF], self.node_id, pkt.in_port, self._egress_if, now,
+                now - pkt.rx_ns,
+                q.depth_bytes if q else 0, len(q._q) if q else 0,
+                ch.rssi_dbm if ch else -128, ch.mcs if ch else 0xFF, m.flow_count if m else 0,
+                ch.data_rate_kbps if ch else 0, q.drops if q else 0,
+                link.link_losses if link else 0, m.arrival_rate_pps if m else 0,
+                q.capacity_limit_bytes if q else 0)
+            if ok:
+                self.stamped += 1
+            else:
+                self.overflow += 1
+        out[0].push(out[1], pkt)
+
+
+@register
+class INTSink(Element):
+    """Removes the INT headers, restoring the original packet exactly, and hands
+    the telemetry to an exporter (``exporter jsonl:PATH``; default ``none``).
+    Packets without INT pass untouched (``no_int``); packets whose headers are
+    inconsistent are dropped (``malformed``)."""
+    ARGS = (Arg("exporter", str, "none"),)
+    counter_names = ("stripped", "no_int", "malformed")
+
+    def initialize(self):
+        try:
+            self._exporter = make_exporter(self.exporter)
+        except (ValueError, OSError) as exc:
+            raise ConfigError(f"{self.name}: {exc}") from None
+
+    def counters(self):
+        c = super().counters()
+        if hasattr(self, "_exporter"):
+            c.update(self._exporter.counters())
+        return c
+
+    def push(self, port, pkt):
+        d = pkt.data
+        if len(d) <= IP6_PAYLOAD_OFF or d[IP6_NH_OFF] != NH_HOPOPTS:
+            self.no_int += 1
+            out = self._out[0]
+            out[0].push(out[1], pkt)
+            return
+        try:
+            s = ioam.strip_int(d)
+        except ioam.IOAMError as exc:
+            if str(exc) == "no IOAM trace in this packet":
+                self.no_int += 1
+                out = self._out[0]
+                out[0].push(out[1], pkt)
+            else:
+                self.malformed += 1
+            return
+        pkt.data = s.frame
+        self.stripped += 1
+        key = pkt.flow_id
+        if key is None:
+            key = pkt.flow_id = flow_key(s.frame)
+        self._exporter.export(key, s.trace_raw, s.e2e_raw, time.time_ns())
+        out = self._out[0]
+        out[0].push(out[1], pkt)
+
+    def cleanup(self):
+        if hasattr(self, "_exporter"):
+            self._exporter.close()

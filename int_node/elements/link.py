@@ -1,0 +1,151 @@
+"""Link emulation: LinkShaper (serialisation at a rate), Delay (propagation),
+RandomLoss (Bernoulli loss). Together with Queue they make an emulated link:
+``Queue(100) -> LinkShaper(10Mbps) -> RandomLoss(0.05) -> Delay(10ms) -> ToDevice(eth1)``.
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+
+from ..element import PULL, PUSH, Arg, ConfigError, Element, register
+from ..units import parse_fraction, parse_nonneg_int, parse_rate_bps, parse_time_ns
+from .queues import find_upstream_queues
+
+
+def _positive_rate(text: str) -> float:
+    rate = parse_rate_bps(text)
+    if rate <= 0:
+        raise ValueError("rate must be > 0")
+    return rate
+
+
+@register
+class LinkShaper(Element):
+    """Sends packets pulled from its input at ``rate`` (bit/s), one at a time,
+    each released when its last bit would have left: ``LinkShaper(10Mbps)``.
+    Counts the Ethernet frame (header + IPv6 packet) plus ``overhead_bytes``.
+
+    Pull input, push output. Timer lateness is absorbed up to ``catchup``
+    (back-to-back packets keep the nominal rate); packets due within 50 us go
+    out in the same wakeup, so high rates do not need a timer per packet.
+    """
+    input_kind = PULL
+    output_kind = PUSH
+    ARGS = (Arg("rate", _positive_rate), Arg("overhead_bytes", parse_nonneg_int, 0),
+            Arg("catchup", parse_time_ns, 2_000_000))
+    write_handlers = {"rate": _positive_rate}
+    counter_names = ("packets", "bytes")
+    _BATCH_NS = 50_000
+
+    def initialize(self):
+        self.busy_until_ns = 0
+        self._inflight = None
+        self._timer = self.router.loop.timer(self._on_timer)
+        queues = find_upstream_queues(self)
+        if not queues:
+            raise ConfigError(f"{self.name}: LinkShaper needs a Queue upstream")
+        for q in queues:
+            q.add_listener(self._wake)
+        self._wake()
+
+    def _tx_ns(self, pkt) -> int:
+        return int((len(pkt.data) + self.overhead_bytes) * 8e9 / self.rate)
+
+    def _wake(self):
+        if self._timer.scheduled or self._inflight is not None:
+            return
+        now = time.monotonic_ns()
+        self._start(max(now, self.busy_until_ns), now)
+
+    def _start(self, start_ns: int, now: int):
+        up = self._in[0]
+        out = self._out[0]
+        while True:
+            pkt = up[0].pull(up[1])
+            if pkt is None:
+                return
+            self.busy_until_ns = start_ns + self._tx_ns(pkt)
+            self.packets += 1
+            self.bytes += len(pkt.data)
+            if self.busy_until_ns > now + self._BATCH_NS:
+                self._inflight = pkt
+                self._timer.schedule_at(self.busy_until_ns)
+                return
+            out[0].push(out[1], pkt)
+            start_ns = self.busy_until_ns
+
+    def _on_timer(self):
+        pkt, self._inflight = self._inflight, None
+        if pkt is not None:
+            out = self._out[0]
+            out[0].push(out[1], pkt)
+        now = time.monotonic_ns()
+        self._start(max(self.busy_until_ns, now - self.catchup), now)
+
+
+@register
+class Delay(Element):
+    """Holds every packet for ``delay`` before pushing it on: ``Delay(10ms)``.
+    FIFO: a delay lowered at run time never reorders packets."""
+    ARGS = (Arg("delay", parse_time_ns),)
+    write_handlers = {"delay": parse_time_ns}
+    counter_names = ("packets",)
+
+    def configured(self):
+        if self.delay < 0:
+            raise ConfigError("Delay: delay must be >= 0")
+
+    def initialize(self):
+        self._held = deque()
+        self._timer = self.router.loop.timer(self._release)
+
+    def counters(self):
+        c = super().counters()
+        c["held"] = len(self._held)
+        return c
+
+    def push(self, port, pkt):
+        self.packets += 1
+        if self.delay <= 0 and not self._held:
+            out = self._out[0]
+            out[0].push(out[1], pkt)
+            return
+        release = time.monotonic_ns() + self.delay
+        self._held.append((release, pkt))
+        if len(self._held) == 1:
+            self._timer.schedule_at(release)
+
+    def _release(self):
+        held, out = self._held, self._out[0]
+        now = time.monotonic_ns()
+        while held and held[0][0] <= now:
+            out[0].push(out[1], held.popleft()[1])
+        if held:
+            self._timer.schedule_at(held[0][0])
+
+
+@register
+class RandomLoss(Element):
+    """Drops each packet independently with probability ``p``:
+    ``RandomLoss(5%)`` or ``RandomLoss(p 0.05, seed 7)``. ``dropped`` is the
+    ground truth a loss classifier is checked against."""
+    ARGS = (Arg("p", parse_fraction), Arg("seed", int, None))
+    write_handlers = {"p": parse_fraction}
+    counter_names = ("passed", "dropped")
+
+    def configured(self):
+        self._rng = random.Random(self.seed)
+
+    @property
+    def link_losses(self) -> int:
+        """What INTTransit reports as link losses when this emulates the link."""
+        return self.dropped
+
+    def push(self, port, pkt):
+        if self.p and self._rng.random() < self.p:
+            self.dropped += 1
+            return
+        self.passed += 1
+        out = self._out[0]
+        out[0].push(out[1], pkt)

@@ -1,0 +1,187 @@
+"""Queue (drop-tail, push in / pull out) and FlowMeter (arrival rate, flow count)."""
+from __future__ import annotations
+
+from collections import deque
+
+from ..element import AGNOSTIC, PULL, Arg, ConfigError, Element, register
+from ..packet import flow_key
+from ..units import parse_nonneg_int, parse_pos_int, parse_time_ns
+
+
+@register
+class Queue(Element):
+    """Drop-tail FIFO: ``Queue(100)`` holds up to 100 packets;
+    ``Queue(capacity 100, capacity_bytes 150000)`` also bounds bytes (0: no byte bound).
+
+    Push input, pull output. Downstream pullers (ToDevice, LinkShaper) register a
+    listener and are woken when the queue turns non-empty (Click's notifier).
+    ``depth_pkts`` / ``depth_bytes`` are the current occupancy, ``drops`` the
+    cumulative tail drops (what INT reports as queue drops).
+    """
+    output_kind = PULL
+    ARGS = (Arg("capacity", parse_pos_int, 1000), Arg("capacity_bytes", parse_nonneg_int, 0))
+    write_handlers = {"capacity": parse_pos_int, "capacity_bytes": parse_nonneg_int}
+    counter_names = ("enqueued", "dequeued", "drops", "highwater_pkts")
+
+    def configured(self):
+        self._q = deque()
+        self.depth_bytes = 0
+        self._listeners = []
+
+    @property
+    def depth_pkts(self) -> int:
+        return len(self._q)
+
+    @property
+    def capacity_limit_bytes(self) -> int:
+        """The byte capacity INT advertises: the byte bound, else packets x 1500."""
+        return self.capacity_bytes or self.capacity * 1500
+
+    def add_listener(self, callback) -> None:
+        self._listeners.append(callback)
+
+    def counters(self):
+        c = super().counters()
+        c["depth_pkts"] = len(self._q)
+        c["depth_bytes"] = self.depth_bytes
+        return c
+
+    def push(self, port, pkt):
+        q = self._q
+        n = len(pkt.data)
+        if len(q) >= self.capacity or (self.capacity_bytes and self.depth_bytes + n > self.capacity_bytes):
+            self.drops += 1
+            return
+        q.append(pkt)
+        self.depth_bytes += n
+        self.enqueued += 1
+        if len(q) > self.highwater_pkts:
+            self.highwater_pkts = len(q)
+        if len(q) == 1:
+            for cb in self._listeners:
+                cb()
+
+    def pull(self, port):
+        q = self._q
+        if not q:
+            return None
+        pkt = q.popleft()
+        self.depth_bytes -= len(pkt.data)
+        self.dequeued += 1
+        return pkt
+
+
+def find_upstream_queues(elem):
+    """Queues feeding a pull input, through agnostic pull elements (Counter...)."""
+    found, todo, seen = [], list(getattr(elem, "_upstream", [])), set()
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Queue):
+            found.append(e)
+        elif getattr(e, "resolved_out_kind", None) == PULL:
+            todo.extend(getattr(e, "_upstream", []))
+    return found
+
+
+@register
+class FlowMeter(Element):
+    """Measures what arrives here: packet and bit rate (EWMA over ``interval``
+    windows) and the number of flows (5-tuples) seen within ``flow_timeout``.
+    INTTransit reads ``arrival_rate_pps`` and ``flow_count`` from it."""
+    input_kind = output_kind = AGNOSTIC
+    ARGS = (Arg("interval", parse_time_ns, 10_000_000), Arg("flow_timeout", parse_time_ns, 1_000_000_000),
+            Arg("alpha", float, 0.25))
+    counter_names = ("packets",)
+
+    def configured(self):
+        if not 0 < self.alpha <= 1:
+            raise ConfigError("FlowMeter: alpha must be in (0, 1]")
+        self.arrival_rate_pps = 0.0
+        self.arrival_rate_bps = 0.0
+        self._win_start = 0
+        self._win_pkts = 0
+        self._win_bytes = 0
+        self._flows = {}
+        self._flow_purge_at = 0
+        self.flow_count = 0
+
+    def counters(self):
+        c = super().counters()
+        c.update(arrival_rate_pps=int(self.arrival_rate_pps), flow_count=self.flow_count)
+        return c
+
+    def _account(self, pkt):
+        now = pkt.rx_ns
+        self.packets += 1
+        elapsed = now - self._win_start
+        if elapsed >= self.interval:
+            if self._win_start:
+                a = self.alpha
+                # Idle windows decay the estimate as if they had been measured.
+                windows = min(elapsed // self.interval, 50)
+                pps = self._win_pkts * 1e9 / elapsed
+                bps = self._win_bytes * 8e9 / elapsed
+                keep = (1 - a) ** windows
+                self.arrival_rate_pps = self.arrival_rate_pps * keep + pps * (1 - keep)
+                self.arrival_rate_bps = self.arrival_rate_bps * keep + bps * (1 - keep)
+            self._win_start, self._win_pkts, self._win_bytes = now, 0, 0
+        self._win_pkts += 1
+        self._win_bytes += len(pkt.data)
+        key = pkt.flow_id
+        if key is None:
+            key = pkt.flow_id = flow_key(pkt.data)
+        self._flows[key] = now
+        if now >= self._flow_purge_at:
+            cutoff = now - self.flow_timeout
+            self._flows = {k: t for k, t in self._flows.items() if t >= cutoff}
+            self.flow_count = len(self._flows)
+            self._flow_purge_at = now + self.flow_timeout // 10
+        elif len(self._flows) > self.flow_count:
+            self.flow_count = len(self._flows)
+
+    def push(self, port, pkt):
+        self._account(pkt)
+        peer = self._out[0]
+        peer[0].push(peer[1], pkt)
+
+    def pull(self, port):
+        up = self._in[0]
+        pkt = up[0].pull(up[1])
+        if pkt is not None:
+            self._account(pkt)
+        return pkt
+
+
+@register
+class Unqueue(Element):
+    """Pulls packets from a Queue as soon as they arrive and pushes them on
+    (Click's Unqueue): the link-emulation chain without a rate limit."""
+    input_kind = PULL
+    output_kind = "push"
+    ARGS = (Arg("burst", parse_pos_int, 64),)
+    counter_names = ("packets",)
+
+    def initialize(self):
+        queues = find_upstream_queues(self)
+        if not queues:
+            raise ConfigError(f"{self.name}: Unqueue needs a Queue upstream")
+        for q in queues:
+            q.add_listener(self._wake)
+        self._task = self.router.loop.timer(self._drain)
+
+    def _wake(self):
+        if not self._task.scheduled:
+            self._drain()
+
+    def _drain(self):
+        up, out = self._in[0], self._out[0]
+        for _ in range(self.burst):
+            pkt = up[0].pull(up[1])
+            if pkt is None:
+                return
+            self.packets += 1
+            out[0].push(out[1], pkt)
+        self._task.schedule_at(0)

@@ -1,0 +1,423 @@
+"""IOAM wire format (RFC 9197 data fields, RFC 9486 IPv6 options).
+
+Layout inserted by INTSource right after the IPv6 header (docs/wire-format.md
+gives every byte):
+
+    Hop-by-Hop header   NH=60, len, PadN(0)           4 bytes
+      IOAM option 0x31  len, reserved, type 0 (Pre-allocated Trace)
+        trace header    namespace, NodeLen|Flags|RemainingLen, trace type
+        node data list  max_hops x 56-byte slots, filled from the end
+    Destination Options NH=<original>, len, PadN(0)   4 bytes
+      IOAM option 0x11  len, reserved, type 3 (E2E): namespace, E2E type,
+                        32-bit sequence number, timestamp seconds + nanoseconds
+
+Both options start 4n-aligned from their header, as RFC 9486 requires (Linux
+drops a misaligned 0x31 option). Every parser here raises :class:`IOAMError`
+on malformed input and never reads past the buffer it is given.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional, Tuple
+
+from .packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, IP6_PLEN_OFF, NH_DSTOPTS, NH_HOPOPTS
+
+OPT_PAD1 = 0x00
+OPT_PADN = 0x01
+OPT_IOAM_HBH = 0x31          # RFC 9486, Hop-by-Hop option (may change en route)
+OPT_IOAM_DST = 0x11          # RFC 9486, Destination option
+IOAM_PREALLOC_TRACE = 0
+IOAM_INCREMENTAL_TRACE = 1
+IOAM_E2E = 3
+
+DEFAULT_NAMESPACE = 0x1CC0
+#: Opaque state snapshot schema: intcc telemetry v1 (see docs/wire-format.md).
+SCHEMA_INTCC_V1 = 0x1CC001
+
+# Trace type bits, bit 0 = most significant of the 24-bit field.
+def _bit(n: int) -> int:
+    return 1 << (23 - n)
+
+TT_HOPLIM_NODEID = _bit(0)
+TT_IF_IDS = _bit(1)
+TT_TS_SEC = _bit(2)
+TT_TS_FRAC = _bit(3)
+TT_TRANSIT_DELAY = _bit(4)
+TT_NS_DATA = _bit(5)
+TT_QUEUE_DEPTH = _bit(6)
+TT_CHECKSUM = _bit(7)
+TT_HOPLIM_NODEID_WIDE = _bit(8)
+TT_IF_IDS_WIDE = _bit(9)
+TT_NS_DATA_WIDE = _bit(10)
+TT_BUFFER_OCCUPANCY = _bit(11)
+TT_OPAQUE = _bit(22)
+#: (bit, field name(s), width in bytes) in wire order for bits 0..11.
+_TT_FIELDS = (
+    (TT_HOPLIM_NODEID, 4), (TT_IF_IDS, 4), (TT_TS_SEC, 4), (TT_TS_FRAC, 4),
+    (TT_TRANSIT_DELAY, 4), (TT_NS_DATA, 4), (TT_QUEUE_DEPTH, 4), (TT_CHECKSUM, 4),
+    (TT_HOPLIM_NODEID_WIDE, 8), (TT_IF_IDS_WIDE, 8), (TT_NS_DATA_WIDE, 8), (TT_BUFFER_OCCUPANCY, 4),
+)
+_TT_UNDEFINED = sum(_bit(n) for n in range(12, 22))
+
+INTCC_TRACE_TYPE = (TT_HOPLIM_NODEID | TT_IF_IDS | TT_TS_SEC | TT_TS_FRAC | TT_TRANSIT_DELAY
+                    | TT_QUEUE_DEPTH | TT_BUFFER_OCCUPANCY | TT_OPAQUE)
+FLAG_OVERFLOW = 0x8          # of the 4-bit flags field
+
+E2E_SEQ64, E2E_SEQ32, E2E_TS_SEC, E2E_TS_FRAC = 0x8000, 0x4000, 0x2000, 0x1000
+INTCC_E2E_TYPE = E2E_SEQ32 | E2E_TS_SEC | E2E_TS_FRAC
+
+# Node slot for INTCC_TRACE_TYPE: 7 words of standard fields + opaque header + 6 words.
+NODE_FIXED = struct.Struct("!IHHIIIII")            # 28 bytes, NodeLen = 7
+OPAQUE_HDR = struct.Struct("!I")                   # length (words) | schema id
+INTCC_STATE = struct.Struct("!bBHIIIII")           # 24 bytes
+NODE_LEN_WORDS = NODE_FIXED.size // 4
+NODE_SLOT_BYTES = NODE_FIXED.size + OPAQUE_HDR.size + INTCC_STATE.size   # 56
+_NODE_SLOT = struct.Struct("!IHHIIIII" + "I" + "bBHIIIII")
+TRACE_HDR = struct.Struct("!HBBI")                 # namespace, nodelen|flags, flags|remlen, type<<8
+E2E_BODY = struct.Struct("!BBHHIII")               # reserved, type, ns, e2e type, seq, sec, ns
+HBH_PREFIX_BYTES = 4 + 4 + TRACE_HDR.size          # NH,len,PadN + option hdr + trace hdr
+DOH_BYTES = 24
+TRANSIT_DELAY_MAX = (1 << 31) - 1
+NONE_U32 = 0xFFFFFFFF
+
+
+class IOAMError(ValueError):
+    """Malformed or unsupported IOAM data; the message says what is wrong."""
+
+
+@dataclass
+class IntccState:
+    """The opaque state snapshot under SCHEMA_INTCC_V1 (fields IOAM has no slot for)."""
+    rssi_dbm: int = -128            # -128: not a wireless link
+    mcs: int = 0xFF                 # 0xFF: not a wireless link
+    flow_count: int = 0
+    data_rate_kbps: int = 0
+    queue_drops: int = 0            # cumulative, wraps at 2^32
+    link_losses: int = 0            # cumulative, wraps at 2^32
+    arrival_rate_pps: int = 0
+    queue_capacity_bytes: int = 0
+
+    def pack(self) -> bytes:
+        return INTCC_STATE.pack(self.rssi_dbm, self.mcs, self.flow_count, self.data_rate_kbps,
+                                self.queue_drops & NONE_U32, self.link_losses & NONE_U32,
+                                self.arrival_rate_pps, self.queue_capacity_bytes)
+
+
+@dataclass
+class NodeData:
+    hop_limit: Optional[int] = None
+    node_id: Optional[int] = None
+    ingress_if: Optional[int] = None
+    egress_if: Optional[int] = None
+    ts_sec: Optional[int] = None
+    ts_frac: Optional[int] = None     # nanoseconds (PTP truncated format)
+    transit_delay_ns: Optional[int] = None
+    transit_delay_overflow: bool = False
+    queue_depth_bytes: Optional[int] = None
+    buffer_occupancy: Optional[int] = None   # packets in the egress queue
+    state: Optional[IntccState] = None
+    opaque_schema: Optional[int] = None
+    opaque_raw: bytes = b""
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["opaque_raw"] = self.opaque_raw.hex()
+        return d
+
+
+@dataclass
+class Trace:
+    namespace_id: int
+    node_len: int
+    flags: int
+    remaining_len: int
+    trace_type: int
+    nodes: List[NodeData] = field(default_factory=list)   # path order: first hop first
+
+    @property
+    def overflow(self) -> bool:
+        return bool(self.flags & FLAG_OVERFLOW)
+
+
+@dataclass
+class E2E:
+    namespace_id: int
+    e2e_type: int
+    seq: Optional[int] = None
+    ts_sec: Optional[int] = None
+    ts_frac: Optional[int] = None
+
+
+# -- building --------------------------------------------------------------------
+def build_hbh(next_header: int, max_hops: int, namespace_id: int = DEFAULT_NAMESPACE) -> bytes:
+    """A Hop-by-Hop header with an empty pre-allocated trace for ``max_hops`` nodes."""
+    if not 1 <= max_hops <= 4:
+        raise ValueError("max_hops must be 1..4 (the option data length is one byte)")
+    space = max_hops * NODE_SLOT_BYTES
+    opt_len = 2 + TRACE_HDR.size + space
+    total = HBH_PREFIX_BYTES + space
+    assert total % 8 == 0
+    return (bytes((next_header, total // 8 - 1, OPT_PADN, 0, OPT_IOAM_HBH, opt_len, 0, IOAM_PREALLOC_TRACE))
+            + TRACE_HDR.pack(namespace_id, NODE_LEN_WORDS << 3, space // 4, INTCC_TRACE_TYPE << 8)
+            + bytes(space))
+
+
+def build_doh(next_header: int, seq: int, ts_ns: int, namespace_id: int = DEFAULT_NAMESPACE) -> bytes:
+    """A Destination Options header carrying the IOAM E2E option."""
+    sec, frac = divmod(ts_ns, 1_000_000_000)
+    return (bytes((next_header, DOH_BYTES // 8 - 1, OPT_PADN, 0, OPT_IOAM_DST, E2E_BODY.size))
+            + E2E_BODY.pack(0, IOAM_E2E, namespace_id, INTCC_E2E_TYPE, seq & NONE_U32,
+                            sec & NONE_U32, frac))
+
+
+def node_slot(hop_limit: int, node_id: int, ingress_if: int, egress_if: int, ts_ns: int,
+              transit_delay_ns: int, queue_depth_bytes: int, buffer_occupancy: int,
+              state: IntccState) -> bytes:
+    """One node's data for INTCC_TRACE_TYPE, as INTTransit writes it."""
+    buf = bytearray(NODE_SLOT_BYTES)
+    pack_node(buf, 0, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
+              queue_depth_bytes, buffer_occupancy, state.rssi_dbm, state.mcs, state.flow_count,
+              state.data_rate_kbps, state.queue_drops, state.link_losses,
+              state.arrival_rate_pps, state.queue_capacity_bytes)
+    return bytes(buf)
+
+
+def pack_node(buf, off, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
+              qdepth_bytes, occupancy, rssi_dbm, mcs, flow_count, rate_kbps, qdrops,
+              link_losses, arrival_pps, capacity_bytes) -> None:
+    sec, frac = divmod(ts_ns, 1_000_000_000)
+    delay = transit_delay_ns if 0 <= transit_delay_ns <= TRANSIT_DELAY_MAX else (1 << 31)
+    _NODE_SLOT.pack_into(buf, off, ((hop_limit & 0xFF) << 24) | (node_id & 0xFFFFFF),
+                         ingress_if & 0xFFFF, egress_if & 0xFFFF, sec & NONE_U32, frac, delay,
+                         min(qdepth_bytes, NONE_U32), min(occupancy, NONE_U32),
+                         (6 << 24) | SCHEMA_INTCC_V1,
+                         max(-128, min(127, int(rssi_dbm))), mcs & 0xFF, min(flow_count, 0xFFFF),
+                         min(int(rate_kbps), NONE_U32), qdrops & NONE_U32, link_losses & NONE_U32,
+                         min(int(arrival_pps), NONE_U32), min(capacity_bytes, NONE_U32))
+
+
+# -- locating ----------------------------------------------------------------------
+def _options(buf, start: int, end: int):
+    """Yield (type, offset of type byte, data offset, data length) of each option."""
+    off = start
+    while off < end:
+        t = buf[off]
+        if t == OPT_PAD1:
+            off += 1
+            continue
+        if off + 2 > end:
+            raise IOAMError(f"option header truncated at offset {off}")
+        ln = buf[off + 1]
+        if off + 2 + ln > end:
+            raise IOAMError(f"option 0x{t:02x} at offset {off} runs past its header ({ln} bytes)")
+        yield t, off, off + 2, ln
+        off += 2 + ln
+
+
+def _ext_header(buf, off: int) -> Tuple[int, int]:
+    """(next header, length in bytes) of the extension header at ``off``."""
+    if off + 2 > len(buf):
+        raise IOAMError("extension header truncated")
+    length = (buf[off + 1] + 1) * 8
+    if off + length > len(buf):
+        raise IOAMError(f"extension header of {length} bytes runs past the packet")
+    return buf[off], length
+
+
+def find_trace(frame) -> Optional[int]:
+    """Offset of the pre-allocated trace header (namespace id) in an Ethernet
+    frame, None if the packet carries no IOAM trace. Validates lengths."""
+    if len(frame) < IP6_PAYLOAD_OFF or frame[IP6_NH_OFF] != NH_HOPOPTS:
+        return None
+    hbh = IP6_PAYLOAD_OFF
+    _, length = _ext_header(frame, hbh)
+    for t, toff, doff, dlen in _options(frame, hbh + 2, hbh + length):
+        if t != OPT_IOAM_HBH:
+            continue
+        if (toff - hbh) & 3:
+            raise IOAMError(f"IOAM option not 4n-aligned (offset {toff - hbh} in its header)")
+        if dlen < 2 or frame[doff + 1] != IOAM_PREALLOC_TRACE:
+            raise IOAMError("IOAM option is not a pre-allocated trace")
+        if dlen < 2 + TRACE_HDR.size or (dlen - 2 - TRACE_HDR.size) % 4:
+            raise IOAMError(f"trace option length {dlen} is not 10 + 4n")
+        trace = doff + 2
+        remaining = frame[trace + 3] & 0x7F
+        if remaining * 4 > dlen - 2 - TRACE_HDR.size:
+            raise IOAMError(f"RemainingLen {remaining} exceeds the node data space")
+        return trace
+    return None
+
+
+def stamp_default(frame, trace_off: int, *values) -> bool:
+    """Fill this node's slot (``values`` as for :func:`pack_node` after the
+    offset) if the trace is of INTCC_TRACE_TYPE and there is room. Returns
+    False when the Overflow flag had to be set instead. The caller has
+    validated the trace with :func:`find_trace`."""
+    hdr2 = frame[trace_off + 2]
+    remaining = frame[trace_off + 3] & 0x7F
+    need = NODE_SLOT_BYTES // 4
+    if remaining < need:
+        frame[trace_off + 2] = hdr2 | (FLAG_OVERFLOW >> 1)
+        return False
+    remaining -= need
+    pack_node(frame, trace_off + TRACE_HDR.size + remaining * 4, *values)
+    frame[trace_off + 3] = (frame[trace_off + 3] & 0x80) | remaining
+    return True
+
+
+def trace_is_default(frame, trace_off: int) -> bool:
+    return (frame[trace_off + 2] >> 3) == NODE_LEN_WORDS and \
+        int.from_bytes(frame[trace_off + 4:trace_off + 7], "big") == INTCC_TRACE_TYPE
+
+
+# -- decoding ------------------------------------------------------------------------
+def _field_bytes(trace_type: int) -> int:
+    n = sum(w for bit, w in _TT_FIELDS if trace_type & bit)
+    return n + 4 * bin(trace_type & _TT_UNDEFINED).count("1")
+
+
+def decode_trace(buf, off: int = 0, length: Optional[int] = None) -> Trace:
+    """Decode a pre-allocated trace (header + node data) of ``length`` bytes."""
+    end = len(buf) if length is None else off + length
+    if end > len(buf) or end - off < TRACE_HDR.size:
+        raise IOAMError("trace header truncated")
+    ns, b2, b3, tt = TRACE_HDR.unpack_from(buf, off)
+    node_len, flags, remaining, trace_type = b2 >> 3, ((b2 & 7) << 1) | (b3 >> 7), b3 & 0x7F, tt >> 8
+    trace = Trace(ns, node_len, flags, remaining, trace_type)
+    if trace_type & 1:
+        raise IOAMError("trace type bit 23 (reserved) is set")
+    if _field_bytes(trace_type) != node_len * 4:
+        raise IOAMError(f"NodeLen {node_len} does not match trace type 0x{trace_type:06x}")
+    pos = off + TRACE_HDR.size + remaining * 4
+    if pos > end:
+        raise IOAMError(f"RemainingLen {remaining} exceeds the node data space")
+    if node_len == 0 and not trace_type & TT_OPAQUE:
+        return trace
+    nodes = []
+    while pos < end:
+        node, pos = _decode_node(buf, pos, end, trace_type)
+        nodes.append(node)
+    trace.nodes = nodes[::-1]   # the wire has the most recent hop first
+    return trace
+
+
+def _decode_node(buf, pos: int, end: int, tt: int) -> Tuple[NodeData, int]:
+    n = NodeData()
+    need = _field_bytes(tt)
+    if pos + need > end:
+        raise IOAMError("node data truncated")
+    u32 = struct.unpack_from
+    for bit, width in _TT_FIELDS:
+        if not tt & bit:
+            continue
+        if bit == TT_HOPLIM_NODEID:
+            v = u32("!I", buf, pos)[0]
+            n.hop_limit, n.node_id = v >> 24, v & 0xFFFFFF
+        elif bit == TT_IF_IDS:
+            n.ingress_if, n.egress_if = u32("!HH", buf, pos)
+        elif bit == TT_TS_SEC:
+            n.ts_sec = u32("!I", buf, pos)[0]
+        elif bit == TT_TS_FRAC:
+            n.ts_frac = u32("!I", buf, pos)[0]
+        elif bit == TT_TRANSIT_DELAY:
+            v = u32("!I", buf, pos)[0]
+            n.transit_delay_ns, n.transit_delay_overflow = v & TRANSIT_DELAY_MAX, bool(v >> 31)
+        elif bit == TT_QUEUE_DEPTH:
+            n.queue_depth_bytes = u32("!I", buf, pos)[0]
+        elif bit == TT_BUFFER_OCCUPANCY:
+            n.buffer_occupancy = u32("!I", buf, pos)[0]
+        elif bit == TT_HOPLIM_NODEID_WIDE and n.node_id is None:
+            v = u32("!Q", buf, pos)[0]
+            n.hop_limit, n.node_id = v >> 56, v & ((1 << 56) - 1)
+        pos += width
+    pos += 4 * bin(tt & _TT_UNDEFINED).count("1")
+    if tt & TT_OPAQUE:
+        if pos + 4 > end:
+            raise IOAMError("opaque state snapshot header truncated")
+        hdr = u32("!I", buf, pos)[0]
+        olen, schema = (hdr >> 24) * 4, hdr & 0xFFFFFF
+        if pos + 4 + olen > end:
+            raise IOAMError("opaque state snapshot runs past the node data")
+        raw = bytes(buf[pos + 4:pos + 4 + olen])
+        n.opaque_schema, n.opaque_raw = schema, raw
+        if schema == SCHEMA_INTCC_V1 and olen >= INTCC_STATE.size:
+            n.state = IntccState(*INTCC_STATE.unpack_from(raw, 0))
+        pos += 4 + olen
+    return n, pos
+
+
+def decode_e2e(buf, off: int, length: int) -> E2E:
+    """Decode an IOAM E2E option body (after the option type and length bytes)."""
+    if length < 6 or off + length > len(buf):
+        raise IOAMError("E2E option truncated")
+    if buf[off + 1] != IOAM_E2E:
+        raise IOAMError(f"IOAM option type {buf[off + 1]} is not E2E")
+    ns, etype = struct.unpack_from("!HH", buf, off + 2)
+    e = E2E(ns, etype)
+    pos, end = off + 6, off + length
+    for bit, width, name in ((E2E_SEQ64, 8, "seq"), (E2E_SEQ32, 4, "seq"),
+                             (E2E_TS_SEC, 4, "ts_sec"), (E2E_TS_FRAC, 4, "ts_frac")):
+        if etype & bit:
+            if pos + width > end:
+                raise IOAMError("E2E data shorter than its E2E type says")
+            setattr(e, name, int.from_bytes(buf[pos:pos + width], "big"))
+            pos += width
+    return e
+
+
+# -- inserting and stripping --------------------------------------------------------------
+def insert_int(frame: bytearray, max_hops: int, seq: int, ts_ns: int,
+               namespace_id: int = DEFAULT_NAMESPACE) -> bytearray:
+    """A new frame with the HbH trace and the DOH E2E option after the IPv6 header.
+    The caller checks that the packet carries no Hop-by-Hop header yet."""
+    nh = frame[IP6_NH_OFF]
+    hbh = build_hbh(NH_DSTOPTS, max_hops, namespace_id)
+    doh = build_doh(nh, seq, ts_ns, namespace_id)
+    out = bytearray(frame[:IP6_PAYLOAD_OFF])
+    out += hbh
+    out += doh
+    out += frame[IP6_PAYLOAD_OFF:]
+    out[IP6_NH_OFF] = NH_HOPOPTS
+    plen = len(out) - IP6_PAYLOAD_OFF
+    if plen > 0xFFFF:
+        raise IOAMError("payload would exceed 65535 bytes")
+    struct.pack_into("!H", out, IP6_PLEN_OFF, plen)
+    return out
+
+
+@dataclass
+class Stripped:
+    frame: bytearray
+    trace_raw: bytes            # trace header + node data, as on the wire
+    e2e_raw: bytes              # E2E option body, empty if there was none
+
+
+def strip_int(frame) -> Stripped:
+    """Remove the IOAM Hop-by-Hop header and, if it follows, the Destination
+    Options header carrying the IOAM E2E option; restore next header and
+    payload length. Raises IOAMError if the headers are inconsistent."""
+    trace_off = find_trace(frame)
+    if trace_off is None:
+        raise IOAMError("no IOAM trace in this packet")
+    hbh = IP6_PAYLOAD_OFF
+    nh, hbh_len = _ext_header(frame, hbh)
+    opt_len = frame[trace_off - 3]
+    trace_raw = bytes(frame[trace_off:trace_off + opt_len - 2])
+    cut_end, e2e_raw = hbh + hbh_len, b""
+    if nh == NH_DSTOPTS:
+        nh2, doh_len = _ext_header(frame, cut_end)
+        for t, _, doff, dlen in _options(frame, cut_end + 2, cut_end + doh_len):
+            if t == OPT_IOAM_DST and dlen >= 2 and frame[doff + 1] == IOAM_E2E:
+                e2e_raw = bytes(frame[doff:doff + dlen])
+                nh, cut_end = nh2, cut_end + doh_len
+                break
+    removed = cut_end - hbh
+    plen = struct.unpack_from("!H", frame, IP6_PLEN_OFF)[0]
+    if plen < removed or IP6_PAYLOAD_OFF + plen > len(frame):
+        raise IOAMError("payload length inconsistent with the extension headers")
+    out = bytearray(frame[:hbh])
+    out += frame[cut_end:IP6_PAYLOAD_OFF + plen]
+    out[IP6_NH_OFF] = nh
+    struct.pack_into("!H", out, IP6_PLEN_OFF, plen - removed)
+    return Stripped(out, trace_raw, e2e_raw)

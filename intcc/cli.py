@@ -1,0 +1,27 @@
+"""The ``intcc`` command: one click group per package."""
+from __future__ import annotations
+
+import click
+
+from . import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="intcc")
+def main():
+    """intcc: sender-side congestion control driven by in-band network telemetry.
+
+    INT nodes stamp per-hop telemetry into IPv6 headers (node), experiments run
+    on an emulated testbed of network namespaces (testbed, exp).
+    """
+
+
+def _add_groups():
+    from experiments.cli import exp_group, testbed_group
+    from int_node.cli import node_group
+    main.add_command(node_group)
+    main.add_command(testbed_group)
+    main.add_command(exp_group)
+
+
+_add_groups()
