@@ -15,7 +15,8 @@ from typing import List, Optional
 
 from .topo import Link, Topo
 
-INT_HEADROOM_BYTES = 256   # 2 hops: 128-byte HbH + 24-byte DOH; 4 hops: 240 + 24
+INT_HEADROOM_BYTES = 256
+MIRROR_IFNAME = "intcc-mon"   # 2 hops: 128-byte HbH + 24-byte DOH; 4 hops: 240 + 24
 
 
 @dataclass
@@ -68,6 +69,9 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         port = next(i for i, f in enumerate(ifaces) if f.link is out)
         routes.append(f"{link_prefix(link)} {port}")
     lines.append(f"rt :: IPv6Lookup({', '.join(routes)});")
+    mirror = bool(topo.extra.get("int_mirror")) and "sink" in roles
+    if mirror:
+        lines.append(f"mon :: ToDevice({MIRROR_IFNAME});   // INT mirror: capture here with tcpdump")
     for i, f in enumerate(ifaces):
         from_host = topo.is_host(f.peer)
         lines += ["", f"// interface {i}: {f.ifname} <-> {f.peer}"]
@@ -90,7 +94,13 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
             elif f.link.loss_pct:
                 refs.append(f"link loss{i}")
             transit = f"tr{i} :: INTTransit(node_id {info['node_id']}, {', '.join(refs)})"
-        sink = f"sink{i} :: INTSink(exporter {exporter})" if (topo.is_host(f.peer) and "sink" in roles) else None
+        sink = None
+        if topo.is_host(f.peer) and "sink" in roles:
+            sink = f"sink{i} :: INTSink(exporter {exporter})"
+            if mirror:
+                # A copy of each packet as it reached the sink, stamped by every hop.
+                sink = f"mir{i} :: Tee -> {sink}"
+                lines.append(f"mir{i}[1] -> mon;")
         egress = [f"rt[{i}]", "DecHopLimit", f"m{i} :: FlowMeter"]
         egress += _emulation(str(i), f.link, 2 * f.link.index, transit, sink)
         egress += [f"EtherRewrite({f.mac}, {f.peer_mac})", f"out{i}"]

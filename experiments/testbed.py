@@ -19,9 +19,10 @@ import time
 from typing import Dict, List, Optional
 
 from pyroute2 import IPRoute, NetNS, netns
+from pyroute2.netlink.exceptions import NetlinkError
 
 from int_node.control import request as node_request
-from .nodeconf import INT_HEADROOM_BYTES, Iface, link_prefix, node_config
+from .nodeconf import INT_HEADROOM_BYTES, MIRROR_IFNAME, Iface, link_prefix, node_config
 from .topo import Topo, TopologyError
 
 RUN_ROOT = os.environ.get("INTCC_RUN_DIR", "/run/intcc")
@@ -85,6 +86,9 @@ class Testbed:
             self._write_state(exporter)
             self._start_supervisor()
             self._wait_nodes(wait_s)
+        except (OSError, NetlinkError) as exc:
+            teardown(self.name)
+            raise TestbedError(f"bringing up testbed '{self.name}' failed: {exc}") from exc
         except BaseException:
             teardown(self.name)
             raise
@@ -120,6 +124,14 @@ class Testbed:
                     f = ends[end][-1]
                     f.mac, f.peer_mac = macs[end], macs[f.peer]
         self.ifaces = ends
+        if topo.extra.get("int_mirror"):
+            for n, info in topo.nodes.items():
+                if "sink" in info["int"]:
+                    with NetNS(self.ns(n)) as ns:   # a veth pair: this kernel has no dummy
+                        ns.link("add", ifname=MIRROR_IFNAME, kind="veth", peer={"ifname": MIRROR_IFNAME + "p"})
+                        for name in (MIRROR_IFNAME, MIRROR_IFNAME + "p"):
+                            idx = ns.link_lookup(ifname=name)[0]
+                            ns.link("set", index=idx, mtu=HOST_MTU + INT_HEADROOM_BYTES, state="up")
         for h in topo.hosts:
             f = ends[h][0]
             gw = next(g for g in ends[f.peer] if g.link is f.link)

@@ -165,7 +165,7 @@ class ToDevice(Element):
     a full device backlog is counted in ``send_drops``."""
     n_outputs = (0, 0)
     input_kind = AGNOSTIC
-    ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 64), Arg("qdisc_bypass", parse_bool, True))
+    ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 64), Arg("qdisc_bypass", parse_bool, False))
     counter_names = ("packets", "bytes", "too_big", "send_drops")
 
     def initialize(self):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 
 from ..element import Arg, Element, register
 from ..units import parse_fraction, parse_time_ns
@@ -74,6 +75,7 @@ class WirelessChannel(Element):
 
     def handler_changed(self, handler):
         self._next_draw_ns = 0
+        self._update(time.time_ns())   # RSSI/MCS reflect the change at once
 
     def _update(self, now_ns: int):
         if now_ns >= self._next_draw_ns:

@@ -1,0 +1,43 @@
+# intcc: make setup | make test | make demo | make bench
+PYTHON ?= python3
+APT_PACKAGES = iproute2 iputils-ping ethtool iperf3 tshark tcpdump mosquitto mosquitto-clients procps
+STAMP = .setup.stamp
+
+.PHONY: setup test unit integration demo bench clean-testbeds help
+
+help:
+	@echo "make setup        install system packages and the intcc package (idempotent)"
+	@echo "make test         setup, then the whole test suite (unit + integration; root)"
+	@echo "make demo         setup, then the INT smoke experiment on the wireless testbed"
+	@echo "make bench        setup, then the benchmarks in tests/perf (prints figures)"
+	@echo "make clean-testbeds  remove every intcc testbed left on this machine"
+
+setup: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml Makefile
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	$(PYTHON) -m pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "Running pip as the 'root'" || true
+	$(PYTHON) -c "import int_node, experiments, pyroute2, hypothesis, click" 
+	@touch $(STAMP)
+
+test: setup
+	$(PYTHON) -m pytest -q tests/unit tests/integration
+
+unit: setup
+	$(PYTHON) -m pytest -q tests/unit
+
+integration: setup
+	$(PYTHON) -m pytest -q tests/integration
+
+demo: setup
+	intcc exp smoke
+
+bench: setup
+	$(PYTHON) -m pytest -q -s tests/perf
+
+clean-testbeds:
+	intcc testbed down

@@ -1,0 +1,135 @@
+"""The wireless topology (paper 003 Fig. 3) with INT, measured."""
+import os
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import time
+
+import pytest
+from pyroute2 import netns
+
+from experiments.testbed import teardown
+from int_node import ioam
+from tests.helpers import ipv6_frame
+from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed
+
+RATE_MBPS, DELAY_MS = 10.0, 10.0
+
+
+@pytest.fixture(scope="module")
+def tb():
+    t = start_testbed("wireless", "itwl", rate_mbps=RATE_MBPS, delay_ms=DELAY_MS, buffer_pkts=100)
+    yield t
+    t.down()
+
+
+def test_idle_rtt_is_twice_the_link_delay(tb):
+    rtts = ping_rtts_ms(tb, "sta1", tb.addr("sta2"), count=30)
+    assert abs(statistics.median(rtts) - 2 * DELAY_MS) <= 1.0, rtts
+
+
+def test_tcp_goodput_matches_the_link_rate_less_header_overhead(tb):
+    out = iperf3(tb, "sta1", "sta2", seconds=6, extra=["-O", "1"])
+    goodput_mbps = out["end"]["sum_received"]["bits_per_second"] / 1e6
+    # 1428 payload bytes per 1514-byte frame + 152 bytes of INT headers on the air.
+    expected = RATE_MBPS * 1428 / (1514 + 152)
+    assert abs(goodput_mbps - expected) <= 0.1 * expected, (goodput_mbps, expected)
+
+
+def test_int_is_on_the_wireless_hop_and_gone_at_the_receiver(tb, tmp_path):
+    mon, rx = tmp_path / "ap2-mon.pcap", tmp_path / "sta2.pcap"
+    caps = [tb.popen("ap2", ["tcpdump", "--immediate-mode", "-U", "-ni", "intcc-mon", "-w", str(mon)],
+                     stderr=subprocess.DEVNULL),
+            tb.popen("sta2", ["tcpdump", "--immediate-mode", "-U", "-ni", "intcc-ap2", "-w", str(rx)],
+                     stderr=subprocess.DEVNULL)]
+    time.sleep(1.0)
+    ping_rtts_ms(tb, "sta1", tb.addr("sta2"), count=5, interval=0.1)
+    time.sleep(0.5)
+    for c in caps:
+        c.send_signal(signal.SIGINT)
+        c.wait(5)
+    fields = subprocess.run(["tshark", "-r", str(mon), "-Y", "icmpv6.type == 128", "-T", "fields",
+                             "-e", "ipv6.opt.ioam.trace.node.id", "-e", "ipv6.opt.ioam.trace.node.qdepth"],
+                            capture_output=True, text=True, check=True).stdout.split("\n")
+    rows = [r.split("\t") for r in fields if r.strip()]
+    assert len(rows) >= 5
+    for ids, qdepth in rows:
+        assert sorted(int(x, 0) for x in ids.split(",")) == [1, 2]
+        assert len(qdepth.split(",")) == 2
+    nxt = subprocess.run(["tshark", "-r", str(rx), "-Y", "icmpv6.type == 128", "-T", "fields",
+                          "-e", "ipv6.nxt", "-e", "ipv6.opt.ioam.trace.node.id"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert nxt and all(x == "58" for x in nxt)   # ICMPv6 right after the IPv6 header
+
+
+def test_configured_loss_is_measured_within_one_point(tb):
+    tb.write("ap1", "wl1", "loss", "5%")
+    try:
+        before = tb.counters("ap1")["wl1"]
+        out = iperf3(tb, "sta1", "sta2", seconds=5, extra=["-u", "-b", "4M", "-l", "200"], port=5202)
+        after = tb.counters("ap1")["wl1"]
+    finally:
+        tb.write("ap1", "wl1", "loss", "0")
+    lost = after["link_losses"] - before["link_losses"]
+    sent = lost + after["passed"] - before["passed"]
+    assert sent >= 10000
+    assert abs(lost / sent - 0.05) <= 0.01, (lost, sent)
+    iperf_loss = out["end"]["sum"]["lost_percent"] / 100
+    assert abs(iperf_loss - 0.05) <= 0.01, iperf_loss
+
+
+def _raw_send(tb, host, frames):
+    """Send raw Ethernet frames from a host's interface (inside its namespace)."""
+    code = ("import socket,sys,pickle;s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW);"
+            "s.bind((sys.argv[1],0));[s.send(f) for f in pickle.load(sys.stdin.buffer)]")
+    import pickle
+    import sys
+    res = tb.run(host, [sys.executable, "-c", code, tb.state["hosts"][host]["ifaces"][0]],
+                 input=pickle.dumps(frames), text=False)
+    assert res.returncode == 0, res.stderr
+
+
+def test_bad_input_never_crashes_a_node_and_is_counted(tb):
+    mac = bytes.fromhex(tb.run("sta1", ["ip", "-6", "neigh"]).stdout.split("lladdr ")[1][:17]
+                        .replace(":", ""))
+    good = ioam.insert_int(ipv6_frame(64, nh=17, dst_mac=mac), 2, 1, 1)
+    good[38:54] = socket.inet_pton(socket.AF_INET6, tb.addr("sta2"))
+    frames = []
+    for cut in (56, 62, 70, 100):                       # truncated IOAM
+        f = bytearray(good[:cut])
+        struct.pack_into("!H", f, 18, cut - 54)
+        frames.append(bytes(f))
+    wrong = bytearray(good); wrong[59] = 250; frames.append(bytes(wrong))      # option too long
+    wrong = bytearray(good); wrong[65] = 0x7F; frames.append(bytes(wrong))     # RemainingLen too big
+    wrong = bytearray(good); wrong[55] = 40; frames.append(bytes(wrong))       # HbH past the packet
+    frames.append(mac + bytes(6) + b"\x08\x00" + bytes(46))                      # IPv4
+    frames.append(mac + bytes(6) + b"\x86\xdd" + b"\x60" + bytes(10))            # runt IPv6
+    before = tb.counters("ap1")
+    _raw_send(tb, "sta1", frames)
+    time.sleep(0.5)
+    after = tb.counters("ap1")
+    assert after["in0"]["element_errors"] == 0
+    counted = sum(after[e][k] - before[e].get(k, 0) for e in ("cls0", "tr1", "src0")
+                  for k in ("malformed", "out1_-", "skipped_has_hbh", "unsupported_trace") if k in after[e])
+    assert counted >= 7, after
+    # ...and the node still forwards.
+    assert ping_rtts_ms(tb, "sta1", tb.addr("sta2"), count=3, interval=0.1)
+    st = tb.status()
+    assert all(n["alive"] and n["restarts"] == 0 for n in st["nodes"].values())
+
+
+def test_down_after_kill_9_leaves_nothing_behind():
+    t = start_testbed("wireless", "itkill")
+    pid = t.status()["nodes"]["ap1"]["pid"]
+    os.kill(pid, signal.SIGKILL)
+    os.kill(t.status()["supervisor_pid"], signal.SIGKILL)
+    teardown("itkill")
+    teardown("itkill")        # idempotent
+    assert not [n for n in netns.listnetns() if n.startswith("intcc-itkill-")]
+    assert not os.path.exists(t.dir)
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert "intcc" not in links
+    procs = subprocess.run(["pgrep", "-f", t.dir], capture_output=True, text=True).stdout
+    assert not procs.strip()

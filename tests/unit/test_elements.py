@@ -1,0 +1,121 @@
+import time
+
+import pytest
+
+from int_node.element import ConfigError
+from int_node.elements.wireless import MCS_TABLE, mcs_for_rssi, per_for
+from int_node.packet import IP6_HLIM_OFF, Packet
+from tests.helpers import MAC_A, ipv6_frame, push, router
+
+
+def test_queue_drops_at_capacity_and_counts():
+    r = router("Idle -> q :: Queue(3) -> Unqueue -> Discard;")
+    q = r.elements["q"]
+    q.add_listener(lambda: None)   # keep packets queued: Unqueue drains only when woken
+    r.elements["Unqueue@2"]._wake = lambda: None
+    q._listeners = []
+    for _ in range(5):
+        push(r, "q", ipv6_frame(100))
+    assert (q.enqueued, q.drops, q.depth_pkts, q.depth_bytes) == (3, 2, 3, 3 * 154)
+    assert q.pull(0) is not None and q.depth_pkts == 2
+
+
+def test_queue_byte_capacity():
+    r = router("Idle -> q :: Queue(capacity 100, capacity_bytes 400) -> Unqueue -> Discard;")
+    q = r.elements["q"]
+    q._listeners = []
+    for _ in range(4):
+        push(r, "q", ipv6_frame(100))
+    assert q.depth_pkts == 2 and q.drops == 2 and q.capacity_limit_bytes == 400
+
+
+def test_random_loss_fraction_and_runtime_change():
+    r = router("Idle -> l :: RandomLoss(p 5%, seed 3) -> d :: Discard;")
+    l = r.elements["l"]
+    for _ in range(20000):
+        push(r, "l", ipv6_frame(10))
+    assert abs(l.dropped / 20000 - 0.05) < 0.006
+    l.write_handler("p", "0")
+    push(r, "l", ipv6_frame(10))
+    assert l.passed == 20000 - l.dropped + 1
+    with pytest.raises(ConfigError):
+        l.write_handler("p", "2")
+
+
+def test_wireless_channel_rssi_mcs_rate_and_losses():
+    assert mcs_for_rssi(-50) == 7 and mcs_for_rssi(-78) == 1 and mcs_for_rssi(-95) == 0
+    assert per_for(40, 7, 1500) < 1e-6 and per_for(MCS_TABLE[3][2], 3, 1500) == pytest.approx(0.1)
+    r = router("Idle -> w :: WirelessChannel(distance_m 10, shadowing_sigma_db 0, loss 10%, seed 1) -> Discard;")
+    w = r.elements["w"]
+    assert w.rssi_dbm == pytest.approx(20 - 40.05 - 30) and w.mcs == 7 and w.data_rate_kbps == 65000
+    for _ in range(10000):
+        push(r, "w", ipv6_frame(1400))
+    assert abs(w.link_losses / 10000 - 0.10) < 0.01 and w.error_losses == 0
+    w.write_handler("distance_m", "150")         # far away: low MCS, errors appear
+    w.write_handler("loss", "0")
+    assert w.mcs < 7
+    w.write_handler("distance_m", "400")
+    before = w.error_losses
+    for _ in range(2000):
+        push(r, "w", ipv6_frame(1400))
+    assert w.error_losses > before and w.mcs == 0
+
+
+def test_lookup_longest_prefix_and_no_route():
+    r = router("""Idle -> rt :: IPv6Lookup(2001:db8::/32 0, 2001:db8::2/128 1);
+                  rt[0] -> a :: Counter -> Discard; rt[1] -> b :: Counter -> Discard;""")
+    push(r, "rt", ipv6_frame(dst=2))
+    push(r, "rt", ipv6_frame(dst=3))
+    f = ipv6_frame()
+    f[38] = 0x30   # 3001:... no route
+    push(r, "rt", f)
+    assert (r.elements["a"].packets, r.elements["b"].packets, r.elements["rt"].no_route) == (1, 1, 1)
+
+
+def test_hop_limit_and_ether_filter():
+    r = router("""Idle -> e :: EtherFilter(02:00:00:00:00:01) -> h :: DecHopLimit -> c :: Counter -> Discard;""")
+    push(r, "e", ipv6_frame(hlim=5))
+    push(r, "e", ipv6_frame(hlim=1))
+    push(r, "e", ipv6_frame(dst_mac=b"\x33\x33\0\0\0\1"))
+    assert r.elements["c"].packets == 1 and r.elements["h"].expired == 1 and r.elements["e"].other_dst == 1
+
+
+def test_flow_meter_counts_flows_and_rate():
+    r = router("Idle -> m :: FlowMeter(interval 10ms) -> Discard;")
+    m = r.elements["m"]
+    t0 = 1_000_000_000
+    for i in range(1000):     # 1000 packets over 1 s from 4 flows
+        r.elements["m"].push(0, Packet(ipv6_frame(sport=1000 + i % 4), t0 + i * 1_000_000))
+    assert m.flow_count == 4
+    assert m.arrival_rate_pps == pytest.approx(1000, rel=0.1)
+
+
+def _run_loop(r, seconds):
+    r.loop.call_later(int(seconds * 1e9), r.loop.stop)
+    r.loop.run(handle_signals=())
+
+
+def test_link_shaper_rate_and_delay_on_the_real_event_loop():
+    r = router("""Idle -> q :: Queue(1000) -> s :: LinkShaper(8Mbps) -> d :: Delay(20ms) -> c :: Counter -> Discard;""")
+    times = []
+    c = r.elements["c"]
+    orig = c.push
+    c.push = lambda port, pkt: (times.append(time.monotonic_ns()), orig(port, pkt))
+    start = time.monotonic_ns()
+    for _ in range(200):      # 200 x 1000 bytes at 8 Mbit/s = 200 ms of serialisation
+        push(r, "q", bytearray(1000))
+    _run_loop(r, 0.35)
+    assert len(times) == 200
+    first_ms = (times[0] - start) / 1e6
+    span_ms = (times[-1] - times[0]) / 1e6
+    assert 20.5 < first_ms < 25, first_ms        # 1 ms serialisation + 20 ms delay
+    assert 199 * 0.95 < span_ms < 199 * 1.1, span_ms
+
+
+def test_writable_handlers_report_unknown_names():
+    r = router("Idle -> d :: Delay(1ms) -> Discard;")
+    d = r.elements["d"]
+    d.write_handler("delay", "5ms")
+    assert d.read_handler("delay") == 5_000_000
+    with pytest.raises(ConfigError, match="not writable"):
+        d.write_handler("packets", "3")

@@ -1,0 +1,174 @@
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from int_node import ioam
+from int_node.packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, Packet
+from tests.helpers import ipv6_frame, push, router
+
+STATE = ioam.IntccState(rssi_dbm=-61, mcs=5, flow_count=3, data_rate_kbps=52000, queue_drops=7,
+                        link_losses=9, arrival_rate_pps=800, queue_capacity_bytes=150000)
+
+
+def stamp(frame, node_id, qdepth=0, ts_ns=1_700_000_000_123_456_789):
+    off = ioam.find_trace(frame)
+    s = STATE
+    return ioam.stamp_default(frame, off, 63, node_id, 4, 5, ts_ns, 1500, qdepth, qdepth // 1500,
+                              s.rssi_dbm, s.mcs, s.flow_count, s.data_rate_kbps, s.queue_drops,
+                              s.link_losses, s.arrival_rate_pps, s.queue_capacity_bytes)
+
+
+def test_header_sizes_and_alignment():
+    hbh = ioam.build_hbh(60, 2)
+    assert len(hbh) == 16 + 2 * 56 and len(hbh) % 8 == 0
+    assert hbh[4] == ioam.OPT_IOAM_HBH and 4 % 4 == 0         # option starts 4n-aligned
+    doh = ioam.build_doh(6, 1, 0)
+    assert len(doh) == ioam.DOH_BYTES and doh[4] == ioam.OPT_IOAM_DST and (doh[1] + 1) * 8 == 24
+
+
+def test_insert_then_strip_restores_the_packet_exactly():
+    original = ipv6_frame(300, nh=17)
+    with_int = ioam.insert_int(original, 2, seq=41, ts_ns=5_000_000_007)
+    assert with_int[IP6_NH_OFF] == 0 and len(with_int) == len(original) + 128 + 24
+    s = ioam.strip_int(with_int)
+    assert s.frame == original
+    e2e = ioam.decode_e2e(s.e2e_raw, 0, len(s.e2e_raw))
+    assert (e2e.seq, e2e.ts_sec, e2e.ts_frac) == (41, 5, 7)
+
+
+def test_nodes_fill_slots_from_the_end_and_decode_in_path_order():
+    f = ioam.insert_int(ipv6_frame(), 2, 0, 0)
+    assert stamp(f, 1, qdepth=3000) and stamp(f, 2, qdepth=4500)
+    tr = ioam.decode_trace(ioam.strip_int(f).trace_raw)
+    assert [n.node_id for n in tr.nodes] == [1, 2]
+    assert [n.queue_depth_bytes for n in tr.nodes] == [3000, 4500]
+    n = tr.nodes[0]
+    assert (n.hop_limit, n.ingress_if, n.egress_if, n.transit_delay_ns) == (63, 4, 5, 1500)
+    assert (n.ts_sec, n.ts_frac) == (1_700_000_000, 123_456_789)
+    assert n.state == STATE and tr.remaining_len == 0 and not tr.overflow
+
+
+def test_a_full_trace_sets_overflow_instead_of_writing():
+    f = ioam.insert_int(ipv6_frame(), 1, 0, 0)
+    assert stamp(f, 1)
+    before = bytes(f)
+    assert not stamp(f, 2)
+    tr = ioam.decode_trace(ioam.strip_int(f).trace_raw)
+    assert tr.overflow and [n.node_id for n in tr.nodes] == [1]
+    assert sum(a != b for a, b in zip(before, f)) == 1   # only the flags byte changed
+
+
+@pytest.mark.parametrize("cut", [55, 60, 64, 70, 100, 150])
+def test_truncated_headers_raise_ioam_error(cut):
+    f = ioam.insert_int(ipv6_frame(), 2, 0, 0)
+    with pytest.raises(ioam.IOAMError):
+        ioam.strip_int(f[:cut])
+
+
+def test_inconsistent_lengths_are_rejected():
+    f = ioam.insert_int(ipv6_frame(), 2, 0, 0)
+    bad = bytearray(f)
+    bad[59] += 4                          # option longer than its header
+    with pytest.raises(ioam.IOAMError):
+        ioam.find_trace(bad)
+    bad = bytearray(f)
+    bad[65] = 0x7F                        # RemainingLen past the node data
+    with pytest.raises(ioam.IOAMError):
+        ioam.find_trace(bad)
+    bad = bytearray(f)
+    struct.pack_into("!H", bad, 18, 10)   # payload length shorter than the headers
+    with pytest.raises(ioam.IOAMError):
+        ioam.strip_int(bad)
+
+
+# -- property / fuzz tests: > 10,000 generated inputs in all ------------------------
+FUZZ = settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@FUZZ
+@given(st.binary(min_size=0, max_size=400))
+def test_parsers_never_fail_other_than_ioam_error_on_random_bytes(data):
+    frame = bytearray(ipv6_frame(0)[:IP6_PAYLOAD_OFF]) + data
+    frame[IP6_NH_OFF] = 0
+    struct.pack_into("!H", frame, 18, len(data))
+    for fn in (lambda: ioam.find_trace(frame), lambda: ioam.strip_int(frame),
+               lambda: ioam.decode_trace(data), lambda: ioam.decode_e2e(data, 0, len(data))):
+        try:
+            fn()
+        except ioam.IOAMError:
+            pass
+
+
+@FUZZ
+@given(st.data())
+def test_mutated_int_packets_never_crash_the_int_elements(data):
+    f = ioam.insert_int(ipv6_frame(data.draw(st.integers(0, 200))), data.draw(st.integers(1, 4)), 1, 2)
+    for _ in range(data.draw(st.integers(1, 6))):
+        pos = data.draw(st.integers(0, len(f) - 1))
+        f[pos] = data.draw(st.integers(0, 255))
+    f = f[:data.draw(st.integers(0, len(f)))]
+    r = _fuzz_router()
+    push(r, "c", f)   # raises if any element raised
+    counted = sum(sum(v for v in c.values()) for c in r.counters().values())
+    assert counted > 0
+
+
+@FUZZ
+@given(st.binary(min_size=0, max_size=300), st.integers(0, 0xFFFF))
+def test_random_frames_with_any_ethertype_are_forwarded_or_counted(payload, ethertype):
+    f = bytearray(bytes(12) + struct.pack("!H", ethertype) + payload)
+    r = _fuzz_router()
+    push(r, "c", f)
+    c = r.counters()
+    assert c["c"]["out0_ipv6"] + c["c"]["out1_-"] == 1
+
+
+@settings(max_examples=1200, deadline=None)
+@given(st.integers(0, 2000), st.integers(0, 0xFFFFFFFF), st.integers(0, 2**63))
+def test_roundtrip_for_any_size_sequence_and_time(size, seq, ts_ns):
+    original = ipv6_frame(size)
+    s = ioam.strip_int(ioam.insert_int(original, 2, seq, ts_ns))
+    assert s.frame == original
+    e = ioam.decode_e2e(s.e2e_raw, 0, len(s.e2e_raw))
+    assert e.seq == seq and e.ts_frac == ts_ns % 10**9
+
+
+_ROUTER = None
+
+
+def _fuzz_router():
+    global _ROUTER
+    if _ROUTER is None:
+        _ROUTER = router("""
+            Idle -> c :: Classifier(ipv6, -);
+            c[1] -> o :: Discard;
+            c[0] -> t :: INTTransit(node_id 3) -> s :: INTSink -> d :: Discard;
+        """)
+    for e in _ROUTER.elements.values():
+        for name in e.counter_names:
+            setattr(e, name, 0)
+        if hasattr(e, "matched"):
+            e.matched = [0] * len(e.matched)
+    return _ROUTER
+
+
+def test_tshark_decodes_the_trace(tmp_path):
+    import shutil
+    import subprocess
+    if not shutil.which("tshark"):
+        pytest.skip("tshark not installed (make setup installs it)")
+    f = ioam.insert_int(ipv6_frame(60), 2, 0, 0)
+    stamp(f, 1, 1500)
+    stamp(f, 2, 3000)
+    pcap = tmp_path / "int.pcap"
+    with open(pcap, "wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        out.write(struct.pack("<IIII", 0, 0, len(f), len(f)) + bytes(f))
+    res = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "ipv6.opt.ioam.trace.node.id",
+                          "-e", "ipv6.opt.ioam.trace.node.qdepth", "-e", "ipv6.opt.ioam.trace.node.oss.scid"],
+                         capture_output=True, text=True, check=True)
+    ids, qdepths, schemas = res.stdout.strip().split("\t")
+    assert sorted(int(x, 0) for x in ids.split(",")) == [1, 2]
+    assert sorted(int(x, 0) for x in qdepths.split(",")) == [1500, 3000]
+    assert {int(x, 0) for x in schemas.split(",")} == {ioam.SCHEMA_INTCC_V1}

@@ -1,0 +1,67 @@
+import os
+
+import pytest
+
+from experiments.nodeconf import Iface, node_config
+from experiments.topo import TopologyError, build_topo, load_topo, parse_set, substitute
+from int_node.router import Router
+
+TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies")
+
+
+def test_substitution_and_expressions():
+    p = {"a": 2, "b": 10.0}
+    assert substitute("${a}", p) == 2
+    assert substitute({"x": ["${max(a, 3) * b / 2}"]}, p) == {"x": [15.0]}
+    with pytest.raises(TopologyError, match="unknown parameter 'c'"):
+        substitute("${c}", p)
+    with pytest.raises(TopologyError, match="unsupported expression"):
+        substitute("${__import__('os')}", p)
+
+
+def test_set_overrides_are_typed_and_checked():
+    assert parse_set(["loss_pct=5", "name=abc", "on=true"]) == {"loss_pct": 5, "name": "abc", "on": True}
+    with pytest.raises(TopologyError, match="key=value"):
+        parse_set(["oops"])
+    with pytest.raises(TopologyError, match="no such parameter"):
+        load_topo(os.path.join(TOPO_DIR, "wireless.toml"), {"nope": 1})
+
+
+def test_shipped_topologies_load_with_paper_parameters():
+    w = load_topo(os.path.join(TOPO_DIR, "wireless.toml"), {"loss_pct": 5})
+    assert w.hosts == ["sta1", "sta2"] and set(w.nodes) == {"ap1", "ap2"}
+    air = w.links[1]
+    assert (air.rate_mbps, air.delay_ms, air.loss_pct, air.buffer_pkts) == (10.0, 10.0, 5.0, 100)
+    assert air.wireless["distance_m"] == 10.0
+    d = load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"buffer_bdp": 2})
+    assert d.links[0].rate_mbps == 20.0 and d.links[0].delay_ms == 1.0
+    assert d.links[2].buffer_pkts == 40        # 2 BDP of 10 Mbit/s x 24 ms in 1500-byte packets
+
+
+@pytest.mark.parametrize("raw, words", [
+    ({"hosts": [{"name": "h1"}], "links": []}, "has no link"),
+    ({"hosts": [{"name": "h1"}, {"name": "h2"}], "links": [{"ends": ["h1", "h2"]}]}, "at least one node"),
+    ({"nodes": [{"name": "Bad"}]}, "lowercase"),
+    ({"nodes": [{"name": "n", "int": ["spy"]}]}, "unknown INT role"),
+    ({"nodes": [{"name": "n"}], "hosts": [{"name": "h"}], "links": [{"ends": ["h", "n"], "rate": 1}]},
+     "unknown key"),
+])
+def test_bad_topologies_are_rejected_clearly(raw, words):
+    with pytest.raises(TopologyError, match=words):
+        build_topo(raw)
+
+
+@pytest.mark.parametrize("name", ["wireless", "dumbbell"])
+def test_generated_node_configs_pass_the_graph_checks(name):
+    topo = load_topo(os.path.join(TOPO_DIR, f"{name}.toml"), {"loss_pct": 1})
+    for node in topo.nodes:
+        ifaces = []
+        for i, link in enumerate(topo.links_of(node)):
+            ifaces.append(Iface(link, f"intcc-{link.other(node)}", f"02:00:00:00:00:{i:02x}",
+                                link.other(node), "02:00:00:00:01:00", "2001:db8::1", "2001:db8::/64", 1756))
+        text = node_config(topo, node, ifaces, "none")
+        r = Router(text)   # parse + graph checks, no devices opened
+        classes = {type(e).__name__ for e in r.elements.values()}
+        assert "INTTransit" in classes
+        assert ("INTSource" in classes) == ("source" in topo.nodes[node]["int"])
+        assert ("INTSink" in classes) == ("sink" in topo.nodes[node]["int"])
