@@ -37,7 +37,7 @@ demo: setup
 	intcc exp smoke
 
 bench: setup
-	$(PYTHON) -m pytest -q -s tests/perf
+	$(PYTHON) -m pytest -q -s tests/perf/bench_*.py
 
 clean-testbeds:
 	intcc testbed down

@@ -74,6 +74,7 @@ INTCC_STATE = struct.Struct("!bBHIIIII")           # 24 bytes
 NODE_LEN_WORDS = NODE_FIXED.size // 4
 NODE_SLOT_BYTES = NODE_FIXED.size + OPAQUE_HDR.size + INTCC_STATE.size   # 56
 _NODE_SLOT = struct.Struct("!IHHIIIII" + "I" + "bBHIIIII")
+_OPAQUE_HDR_V1 = ((INTCC_STATE.size // 4) << 24) | SCHEMA_INTCC_V1
 TRACE_HDR = struct.Struct("!HBBI")                 # namespace, nodelen|flags, flags|remlen, type<<8
 E2E_BODY = struct.Struct("!BBHHIII")               # reserved, type, ns, e2e type, seq, sec, ns
 HBH_PREFIX_BYTES = 4 + 4 + TRACE_HDR.size          # NH,len,PadN + option hdr + trace hdr
@@ -177,7 +178,7 @@ def node_slot(hop_limit: int, node_id: int, ingress_if: int, egress_if: int, ts_
     """One node's data for INTCC_TRACE_TYPE, as INTTransit writes it."""
     buf = bytearray(NODE_SLOT_BYTES)
     pack_node(buf, 0, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
-              queue_depth_bytes, buffer_occupancy, state.rssi_dbm, state.mcs, state.flow_count,
+              queue_depth_bytes, buffer_occupancy, max(-128, min(127, int(state.rssi_dbm))), state.mcs, state.flow_count,
               state.data_rate_kbps, state.queue_drops, state.link_losses,
               state.arrival_rate_pps, state.queue_capacity_bytes)
     return bytes(buf)
@@ -186,15 +187,16 @@ def node_slot(hop_limit: int, node_id: int, ingress_if: int, egress_if: int, ts_
 def pack_node(buf, off, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
               qdepth_bytes, occupancy, rssi_dbm, mcs, flow_count, rate_kbps, qdrops,
               link_losses, arrival_pps, capacity_bytes) -> None:
+    # Masks rather than clamps: this runs per packet; callers pass in-range ints
+    # (rssi_dbm in -128..127), and cumulative counters wrap as documented.
     sec, frac = divmod(ts_ns, 1_000_000_000)
-    delay = transit_delay_ns if 0 <= transit_delay_ns <= TRANSIT_DELAY_MAX else (1 << 31)
     _NODE_SLOT.pack_into(buf, off, ((hop_limit & 0xFF) << 24) | (node_id & 0xFFFFFF),
-                         ingress_if & 0xFFFF, egress_if & 0xFFFF, sec & NONE_U32, frac, delay,
-                         min(qdepth_bytes, NONE_U32), min(occupancy, NONE_U32),
-                         (6 << 24) | SCHEMA_INTCC_V1,
-                         max(-128, min(127, int(rssi_dbm))), mcs & 0xFF, min(flow_count, 0xFFFF),
-                         min(int(rate_kbps), NONE_U32), qdrops & NONE_U32, link_losses & NONE_U32,
-                         min(int(arrival_pps), NONE_U32), min(capacity_bytes, NONE_U32))
+                         ingress_if & 0xFFFF, egress_if & 0xFFFF, sec & NONE_U32, frac,
+                         transit_delay_ns if 0 <= transit_delay_ns <= TRANSIT_DELAY_MAX else (1 << 31),
+                         qdepth_bytes & NONE_U32, occupancy & NONE_U32, _OPAQUE_HDR_V1,
+                         rssi_dbm, mcs & 0xFF, flow_count & 0xFFFF, rate_kbps & NONE_U32,
+                         qdrops & NONE_U32, link_losses & NONE_U32, arrival_pps & NONE_U32,
+                         capacity_bytes & NONE_U32)
 
 
 # -- locating ----------------------------------------------------------------------
@@ -367,23 +369,40 @@ def decode_e2e(buf, off: int, length: int) -> E2E:
 
 
 # -- inserting and stripping --------------------------------------------------------------
-def insert_int(frame: bytearray, max_hops: int, seq: int, ts_ns: int,
+class Inserter:
+    """Inserts the INT headers from a prebuilt template: per packet, one slice
+    insertion and three small writes (the source runs this for every packet)."""
+
+    def __init__(self, max_hops: int, namespace_id: int = DEFAULT_NAMESPACE):
+        hbh = build_hbh(NH_DSTOPTS, max_hops, namespace_id)
+        self.template = hbh + build_doh(0, 0, 0, namespace_id)
+        self.doh_off = IP6_PAYLOAD_OFF + len(hbh)
+        self.size = len(self.template)
+
+    def insert(self, frame: bytearray, seq: int, ts_ns: int) -> bytearray:
+        """Insert in place (the frame grows); the caller checks there is no HbH yet."""
+        plen = len(frame) - IP6_PAYLOAD_OFF + self.size
+        if plen > 0xFFFF:
+            raise IOAMError("payload would exceed 65535 bytes")
+        nh = frame[IP6_NH_OFF]
+        frame[IP6_PAYLOAD_OFF:IP6_PAYLOAD_OFF] = self.template
+        frame[IP6_NH_OFF] = NH_HOPOPTS
+        _U16.pack_into(frame, IP6_PLEN_OFF, plen)
+        d = self.doh_off
+        frame[d] = nh
+        sec, frac = divmod(ts_ns, 1_000_000_000)
+        _E2E_DATA.pack_into(frame, d + 12, seq & NONE_U32, sec & NONE_U32, frac)
+        return frame
+
+
+_U16 = struct.Struct("!H")
+_E2E_DATA = struct.Struct("!III")
+
+
+def insert_int(frame, max_hops: int, seq: int, ts_ns: int,
                namespace_id: int = DEFAULT_NAMESPACE) -> bytearray:
-    """A new frame with the HbH trace and the DOH E2E option after the IPv6 header.
-    The caller checks that the packet carries no Hop-by-Hop header yet."""
-    nh = frame[IP6_NH_OFF]
-    hbh = build_hbh(NH_DSTOPTS, max_hops, namespace_id)
-    doh = build_doh(nh, seq, ts_ns, namespace_id)
-    out = bytearray(frame[:IP6_PAYLOAD_OFF])
-    out += hbh
-    out += doh
-    out += frame[IP6_PAYLOAD_OFF:]
-    out[IP6_NH_OFF] = NH_HOPOPTS
-    plen = len(out) - IP6_PAYLOAD_OFF
-    if plen > 0xFFFF:
-        raise IOAMError("payload would exceed 65535 bytes")
-    struct.pack_into("!H", out, IP6_PLEN_OFF, plen)
-    return out
+    """A new frame with the HbH trace and the DOH E2E option after the IPv6 header."""
+    return Inserter(max_hops, namespace_id).insert(bytearray(frame), seq, ts_ns)
 
 
 @dataclass

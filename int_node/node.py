@@ -1,6 +1,7 @@
 """Running a node: router + control socket + event loop, clean shutdown."""
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ def run_node(config_text: str, netns=None, control_path=None, counters_path=None
         router.initialize()
         if control_path:
             control = ControlServer(router, control_path)
+        gc.freeze()   # configuration objects are permanent: keep them out of GC scans
         log.info("node running: %d elements%s", len(router.elements),
                  f" in namespace {netns}" if netns else "")
         router.run()

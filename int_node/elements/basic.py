@@ -44,10 +44,10 @@ class Tee(Element):
     def push(self, port, pkt):
         from ..packet import Packet
         self.packets += 1
-        for i in range(self.n_out - 1, 0, -1):
-            dup = Packet(bytearray(pkt.data), pkt.rx_ns, pkt.in_port)
+        copies = [Packet(bytearray(pkt.data), pkt.rx_ns, pkt.in_port) for _ in range(self.n_out - 1)]
+        self._out[0][0].push(self._out[0][1], pkt)    # the original goes first (latency)
+        for i, dup in enumerate(copies, 1):
             self._out[i][0].push(self._out[i][1], dup)
-        self._out[0][0].push(self._out[0][1], pkt)
 
 
 @register

@@ -40,7 +40,8 @@ class INTSource(Element):
     def configured(self):
         if self.max_hops > 4:
             raise ConfigError("INTSource: max_hops is at most 4 (IOAM option length is one byte)")
-        self.overhead_bytes = len(ioam.build_hbh(0, self.max_hops)) + ioam.DOH_BYTES
+        self._inserter = ioam.Inserter(self.max_hops, self.namespace_id)
+        self.overhead_bytes = self._inserter.size
         self._seq = {}
 
     def initialize(self):
@@ -76,7 +77,7 @@ class INTSource(Element):
             self._seq.clear()
             self.flows_reset += 1
         self._seq[key] = (seq + 1) & 0xFFFFFFFF
-        pkt.data = ioam.insert_int(data, self.max_hops, seq, time.time_ns(), self.namespace_id)
+        self._inserter.insert(data, seq, time.time_ns())
         self.inserted += 1
         out[0].push(out[1], pkt)
 
@@ -146,9 +147,9 @@ class INTTransit(Element):
                 d, off, d[IP6_HLIM_OFF], self.node_id, pkt.in_port, self._egress_if, now,
                 now - pkt.rx_ns,
                 q.depth_bytes if q else 0, len(q._q) if q else 0,
-                ch.rssi_dbm if ch else -128, ch.mcs if ch else 0xFF, m.flow_count if m else 0,
+                ch.rssi_int if ch else -128, ch.mcs if ch else 0xFF, m.flow_count if m else 0,
                 ch.data_rate_kbps if ch else 0, q.drops if q else 0,
-                link.link_losses if link else 0, m.arrival_rate_pps if m else 0,
+                link.link_losses if link else 0, int(m.arrival_rate_pps) if m else 0,
                 q.capacity_limit_bytes if q else 0)
             if ok:
                 self.stamped += 1
@@ -200,9 +201,10 @@ class INTSink(Element):
         key = pkt.flow_id
         if key is None:
             key = pkt.flow_id = flow_key(s.frame)
-        self._exporter.export(key, s.trace_raw, s.e2e_raw, time.time_ns())
+        now = time.time_ns()
         out = self._out[0]
-        out[0].push(out[1], pkt)
+        out[0].push(out[1], pkt)    # forward first: exporting is off the latency path
+        self._exporter.export(key, s.trace_raw, s.e2e_raw, now)
 
     def cleanup(self):
         if hasattr(self, "_exporter"):

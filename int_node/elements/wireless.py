@@ -84,6 +84,7 @@ class WirelessChannel(Element):
         mean_loss = self.ref_loss_db + 10 * self.path_loss_exponent * math.log10(self.distance_m)
         self.rssi_dbm = self.tx_power_dbm - mean_loss + self._shadow_db
         self.snr_db = self.rssi_dbm - self.noise_floor_dbm
+        self.rssi_int = max(-128, min(127, round(self.rssi_dbm)))   # as INT carries it
         self.mcs = mcs_for_rssi(self.rssi_dbm)
         self.data_rate_kbps = MCS_TABLE[self.mcs][1]
         self._per_cache = {}
