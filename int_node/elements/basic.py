@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..element import AGNOSTIC, Element, register
+from ..packet import Packet
 
 
 @register
@@ -42,7 +43,6 @@ class Tee(Element):
     counter_names = ("packets",)
 
     def push(self, port, pkt):
-        from ..packet import Packet
         self.packets += 1
         copies = [Packet(bytearray(pkt.data), pkt.rx_ns, pkt.in_port) for _ in range(self.n_out - 1)]
         self._out[0][0].push(self._out[0][1], pkt)    # the original goes first (latency)

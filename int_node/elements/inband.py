@@ -187,14 +187,14 @@ class INTSink(Element):
             out[0].push(out[1], pkt)
             return
         try:
-            s = ioam.strip_int(d)
-        except ioam.IOAMError as exc:
-            if str(exc) == "no IOAM trace in this packet":
-                self.no_int += 1
-                out = self._out[0]
-                out[0].push(out[1], pkt)
-            else:
-                self.malformed += 1
+            s = ioam.strip_int(d) if ioam.find_trace(d) is not None else None
+        except ioam.IOAMError:
+            self.malformed += 1
+            return
+        if s is None:   # a Hop-by-Hop header without an IOAM trace: not ours
+            self.no_int += 1
+            out = self._out[0]
+            out[0].push(out[1], pkt)
             return
         pkt.data = s.frame
         self.stripped += 1
