@@ -12,7 +12,7 @@ import json
 import time
 from typing import Callable, Dict
 
-from . import ioam
+from . import ioam, ioam_decode
 
 
 def flow_tuple(key: bytes) -> dict:
@@ -24,12 +24,12 @@ def flow_tuple(key: bytes) -> dict:
 
 def decode_record(flow_key: bytes, trace_raw: bytes, e2e_raw: bytes, sink_ns: int) -> dict:
     """A JSON-able record of one packet's telemetry. Raises ioam.IOAMError."""
-    trace = ioam.decode_trace(trace_raw)
+    trace = ioam_decode.decode_trace(trace_raw)
     rec = {"sink_ns": sink_ns, "flow": flow_tuple(flow_key),
            "trace": {"namespace_id": trace.namespace_id, "overflow": trace.overflow,
                      "trace_type": trace.trace_type, "hops": [n.to_dict() for n in trace.nodes]}}
     if e2e_raw:
-        e = ioam.decode_e2e(e2e_raw, 0, len(e2e_raw))
+        e = ioam_decode.decode_e2e(e2e_raw, 0, len(e2e_raw))
         rec["e2e"] = {"seq": e.seq, "ts_sec": e.ts_sec, "ts_frac": e.ts_frac}
     return rec
 

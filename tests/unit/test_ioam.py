@@ -3,8 +3,8 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from int_node import ioam
-from int_node.packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, Packet
+from int_node import ioam, ioam_decode
+from int_node.packet import IP6_NH_OFF, IP6_PAYLOAD_OFF
 from tests.helpers import ipv6_frame, push, router
 
 STATE = ioam.IntccState(rssi_dbm=-61, mcs=5, flow_count=3, data_rate_kbps=52000, queue_drops=7,
@@ -33,14 +33,14 @@ def test_insert_then_strip_restores_the_packet_exactly():
     assert with_int[IP6_NH_OFF] == 0 and len(with_int) == len(original) + 128 + 24
     s = ioam.strip_int(with_int)
     assert s.frame == original
-    e2e = ioam.decode_e2e(s.e2e_raw, 0, len(s.e2e_raw))
+    e2e = ioam_decode.decode_e2e(s.e2e_raw, 0, len(s.e2e_raw))
     assert (e2e.seq, e2e.ts_sec, e2e.ts_frac) == (41, 5, 7)
 
 
 def test_nodes_fill_slots_from_the_end_and_decode_in_path_order():
     f = ioam.insert_int(ipv6_frame(), 2, 0, 0)
     assert stamp(f, 1, qdepth=3000) and stamp(f, 2, qdepth=4500)
-    tr = ioam.decode_trace(ioam.strip_int(f).trace_raw)
+    tr = ioam_decode.decode_trace(ioam.strip_int(f).trace_raw)
     assert [n.node_id for n in tr.nodes] == [1, 2]
     assert [n.queue_depth_bytes for n in tr.nodes] == [3000, 4500]
     n = tr.nodes[0]
@@ -54,7 +54,7 @@ def test_a_full_trace_sets_overflow_instead_of_writing():
     assert stamp(f, 1)
     before = bytes(f)
     assert not stamp(f, 2)
-    tr = ioam.decode_trace(ioam.strip_int(f).trace_raw)
+    tr = ioam_decode.decode_trace(ioam.strip_int(f).trace_raw)
     assert tr.overflow and [n.node_id for n in tr.nodes] == [1]
     assert sum(a != b for a, b in zip(before, f)) == 1   # only the flags byte changed
 
@@ -93,7 +93,7 @@ def test_parsers_never_fail_other_than_ioam_error_on_random_bytes(data):
     frame[IP6_NH_OFF] = 0
     struct.pack_into("!H", frame, 18, len(data))
     for fn in (lambda: ioam.find_trace(frame), lambda: ioam.strip_int(frame),
-               lambda: ioam.decode_trace(data), lambda: ioam.decode_e2e(data, 0, len(data))):
+               lambda: ioam_decode.decode_trace(data), lambda: ioam_decode.decode_e2e(data, 0, len(data))):
         try:
             fn()
         except ioam.IOAMError:
@@ -130,7 +130,7 @@ def test_roundtrip_for_any_size_sequence_and_time(size, seq, ts_ns):
     original = ipv6_frame(size)
     s = ioam.strip_int(ioam.insert_int(original, 2, seq, ts_ns))
     assert s.frame == original
-    e = ioam.decode_e2e(s.e2e_raw, 0, len(s.e2e_raw))
+    e = ioam_decode.decode_e2e(s.e2e_raw, 0, len(s.e2e_raw))
     assert e.seq == seq and e.ts_frac == ts_ns % 10**9
 
 
@@ -172,3 +172,15 @@ def test_tshark_decodes_the_trace(tmp_path):
     assert sorted(int(x, 0) for x in ids.split(",")) == [1, 2]
     assert sorted(int(x, 0) for x in qdepths.split(",")) == [1500, 3000]
     assert {int(x, 0) for x in schemas.split(",")} == {ioam.SCHEMA_INTCC_V1}
+
+
+def test_fast_slot_decoder_agrees_with_the_generic_one():
+    f = ioam.insert_int(ipv6_frame(), 3, 0, 0)
+    assert stamp(f, 1, qdepth=3000) and stamp(f, 2, qdepth=4500)
+    raw = ioam.strip_int(f).trace_raw
+    fast = ioam_decode.decode_trace(raw).nodes
+    pos, generic = ioam.TRACE_HDR.size + ioam.NODE_SLOT_BYTES, []   # one empty slot first
+    while pos < len(raw):
+        node, pos = ioam_decode._decode_node(raw, pos, len(raw), ioam.INTCC_TRACE_TYPE)
+        generic.append(node)
+    assert fast == generic[::-1] and len(fast) == 2
