@@ -32,11 +32,14 @@ def testbed_group():
 @click.argument("topo")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a topology parameter.")
 @click.option("--name", help="Testbed name (default: the topology's name).")
-@click.option("--exporter", type=click.Choice(["jsonl", "none"]), default="jsonl", show_default=True,
-              help="What INT sinks do with telemetry: a JSON-lines file in the run dir, or nothing.")
+@click.option("--exporter", default="jsonl", show_default=True, metavar="jsonl|none|mqtt://HOST:PORT",
+              help="What INT sinks do with telemetry: a JSON-lines file in the run dir, nothing, "
+                   "or publish it to an MQTT broker (see 'intcc broker run').")
 def up_cmd(topo, sets, name, exporter):
     """Build the testbed of TOPO (a .toml file or a shipped name) and start its nodes."""
     from .testbed import Testbed, TestbedError
+    if exporter not in ("jsonl", "none") and not exporter.startswith(("mqtt://", "mqtts://")):
+        raise click.BadParameter("must be jsonl, none or an mqtt:// URL", param_hint="--exporter")
     try:
         t = load_topo(_topo_path(topo), parse_set(sets))
         tb = Testbed(t, name).up(exporter=exporter)

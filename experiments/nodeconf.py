@@ -96,7 +96,7 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
             transit = f"tr{i} :: INTTransit(node_id {info['node_id']}, {', '.join(refs)})"
         sink = None
         if topo.is_host(f.peer) and "sink" in roles:
-            sink = f"sink{i} :: INTSink(exporter {exporter})"
+            sink = f'sink{i} :: INTSink(exporter "{exporter}")'
             if mirror:
                 # A copy of each packet as it reached the sink, stamped by every hop.
                 sink = f"mir{i} :: Tee -> {sink}"

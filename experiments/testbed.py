@@ -165,13 +165,15 @@ class Testbed:
             exp = "none"
             if exporter == "jsonl" and "sink" in info["int"]:
                 exp = f"jsonl:{os.path.join(self.dir, n + '.int.jsonl')}"
+            elif exporter.startswith(("mqtt:", "mqtts:")) and "sink" in info["int"]:
+                exp = exporter    # the sink publishes telemetry to this broker
             conf = os.path.join(self.dir, f"{n}.click")
             with open(conf, "w") as f:
                 f.write(node_config(topo, n, self.ifaces[n], exp))
             nodes[n] = {"node_id": info["node_id"], "int": info["int"], "netns": self.ns(n),
                         "config": conf, "control": os.path.join(self.dir, f"{n}.sock"),
                         "log": os.path.join(self.dir, f"{n}.log"), "cpu": info.get("cpu"),
-                        "int_log": exp.partition(":")[2] or None}
+                        "int_log": exp.partition(":")[2] if exp.startswith("jsonl:") else None}
         self.state = {
             "name": self.name, "topology": topo.path, "params": topo.params, "created": time.time(),
             "hosts": {h: {"netns": self.ns(h), "addrs": [f.addr for f in self.ifaces[h]],

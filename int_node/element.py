@@ -100,6 +100,8 @@ class Element:
             words = raw.split(None, 1)
             if len(words) == 2 and words[0] in by_name:
                 arg, text = by_name[words[0]], words[1]
+                if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+                    text = text[1:-1]   # a quoted value: name "mqtt://host:1883"
             elif len(words) == 1 and words[0] in by_name and by_name[words[0]].conv is parse_bool:
                 arg, text = by_name[words[0]], "true"
             else:

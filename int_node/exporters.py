@@ -7,6 +7,7 @@ publisher in broker/ plugs in through :func:`register_exporter`.
 """
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import json
 import time
@@ -81,13 +82,19 @@ _FACTORIES: Dict[str, Callable[[str], Exporter]] = {
 }
 
 
+# Exporters living in other packages, imported on first use (they register themselves).
+_PLUGINS = {"mqtt": "broker.publisher", "mqtts": "broker.publisher"}
+
+
 def register_exporter(scheme: str, factory: Callable[[str], Exporter]) -> None:
     _FACTORIES[scheme] = factory
 
 
 def make_exporter(spec: str) -> Exporter:
-    """'none', 'jsonl:/path/file.jsonl', or a registered 'scheme:argument'."""
+    """'none', 'jsonl:/path/file.jsonl', 'mqtt://host:port', or a registered 'scheme:argument'."""
     scheme, _, arg = spec.partition(":")
+    if scheme not in _FACTORIES and scheme in _PLUGINS:
+        importlib.import_module(_PLUGINS[scheme])
     factory = _FACTORIES.get(scheme)
     if factory is None:
         raise ValueError(f"unknown exporter '{scheme}' (known: {', '.join(sorted(_FACTORIES))})")

@@ -13,8 +13,8 @@ from experiments.topo import load_topo
 TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies")
 
 
-def start_testbed(topo: str, name: str, **params) -> Testbed:
-    return Testbed(load_topo(os.path.join(TOPO_DIR, f"{topo}.toml"), params), name).up()
+def start_testbed(topo: str, name: str, exporter: str = "jsonl", **params) -> Testbed:
+    return Testbed(load_topo(os.path.join(TOPO_DIR, f"{topo}.toml"), params), name).up(exporter=exporter)
 
 
 def ping_rtts_ms(tb: Testbed, src: str, dst_addr: str, count: int = 20, interval: float = 0.05):

@@ -1,0 +1,165 @@
+"""Loss detection and attribution at the sink.
+
+End-to-end losses come from gaps in the IOAM E2E sequence numbers the source
+writes per flow (32-bit, serial-number arithmetic as in RFC 1982 so they wrap).
+A gap is only *pending* at first: if the missing packet turns up within
+``reorder_pkts`` later packets it was reordered, not lost (TCP's dupthresh
+idea). Each gap is labelled when it is seen, from the per-hop counters the
+packets on either side of it carry:
+
+* a queue on the path counted drops in between, or a queue is nearly full
+  -> congestion;
+* a link counted losses in between and no queue dropped -> link;
+* both moved -> split in proportion of the two deltas.
+
+Counters are per node egress (all flows), so with many flows a delta may
+include other flows' drops; the proportion is still the best estimate.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+SEQ_MOD = 1 << 32
+SEQ_HALF = 1 << 31
+U32_MASK = SEQ_MOD - 1
+
+
+def u32_delta(new: int, old: int) -> int:
+    """Increase of a wrapping 32-bit counter."""
+    return (new - old) & U32_MASK
+
+
+@dataclass
+class HopCounters:
+    node_id: int
+    queue_drops: int
+    link_losses: int
+    occupancy: float          # 0..1, 0 if unknown
+
+
+@dataclass
+class GapLabel:
+    congestion: int
+    link: int
+
+
+def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCounters],
+              near_full: float = 0.9) -> GapLabel:
+    """Split ``lost`` packets between congestion and link from the counters of
+    the packets just before and just after the gap."""
+    prev = {h.node_id: h for h in before}
+    drops = link = 0
+    for h in after:
+        p = prev.get(h.node_id)
+        if p is None:
+            continue   # a hop we have no earlier snapshot of: no delta to read
+        drops += u32_delta(h.queue_drops, p.queue_drops)
+        link += u32_delta(h.link_losses, p.link_losses)
+    if drops and link:
+        congestion = round(lost * drops / (drops + link))
+        return GapLabel(congestion, lost - congestion)
+    if drops:
+        return GapLabel(lost, 0)
+    if link:
+        return GapLabel(0, lost)
+    full = max([h.occupancy for h in after] + [h.occupancy for h in before], default=0.0)
+    return GapLabel(lost, 0) if full >= near_full else GapLabel(0, lost)
+
+
+@dataclass
+class SeqResult:
+    """What one sequence number told the tracker."""
+    gap: int = 0                 # packets newly missing (pending) because of this one
+    confirmed: Tuple[int, int] = (0, 0)   # (congestion, link) losses confirmed now
+    reordered: bool = False      # it filled a pending gap
+    late: bool = False           # it arrived after its loss had been confirmed (corrected)
+    duplicate: bool = False
+    resync: bool = False
+
+
+class SeqTracker:
+    """Gap bookkeeping for one flow's E2E sequence numbers.
+
+    ``pending`` maps a missing sequence number to the label share it will
+    count as once confirmed; ``recent_lost`` remembers confirmed ones so a very
+    late packet corrects the count instead of being called a duplicate.
+    """
+    def __init__(self, reorder_pkts: int = 3, resync_gap: int = 1 << 16, max_pending: int = 4096):
+        self.reorder_pkts = reorder_pkts
+        self.resync_gap = resync_gap
+        self.max_pending = max_pending
+        self.expected: Optional[int] = None
+        self.pending: "OrderedDict[int, str]" = OrderedDict()
+        self.recent_lost: "OrderedDict[int, str]" = OrderedDict()
+        self.lost = {"congestion": 0, "link": 0}
+        self.reordered = self.duplicates = self.resyncs = self.late = 0
+
+    @property
+    def highest(self) -> Optional[int]:
+        return None if self.expected is None else (self.expected - 1) & U32_MASK
+
+    def observe(self, seq: int, label_gap_cb=None) -> SeqResult:
+        """Feed one sequence number. ``label_gap_cb(n)`` -> GapLabel is called
+        when a gap of n packets opens (it reads the hop counters)."""
+        r = SeqResult()
+        seq &= U32_MASK
+        if self.expected is None:
+            self.expected = (seq + 1) & U32_MASK
+            return r
+        d = (seq - self.expected) & U32_MASK
+        if d == 0:
+            self.expected = (seq + 1) & U32_MASK
+        elif d < SEQ_HALF:
+            if d >= self.resync_gap:      # the source restarted or reset its flow table
+                self.resyncs += 1
+                r.resync = True
+                self.pending.clear()
+            else:
+                r.gap = d
+                lab = label_gap_cb(d) if label_gap_cb else GapLabel(0, d)
+                causes = ["congestion"] * lab.congestion + ["link"] * lab.link
+                for i in range(d):
+                    self.pending[(self.expected + i) & U32_MASK] = causes[i]
+            self.expected = (seq + 1) & U32_MASK
+        else:
+            cause = self.pending.pop(seq, None)
+            if cause is not None:
+                self.reordered += 1
+                r.reordered = True
+            else:
+                cause = self.recent_lost.pop(seq, None)
+                if cause is not None:
+                    self.lost[cause] -= 1
+                    self.late += 1
+                    self.reordered += 1
+                    r.late = r.reordered = True
+                else:
+                    self.duplicates += 1
+                    r.duplicate = True
+        r.confirmed = self._confirm()
+        return r
+
+    def _confirm(self) -> Tuple[int, int]:
+        cong = link = 0
+        highest = self.highest
+        while self.pending:
+            s, cause = next(iter(self.pending.items()))
+            if ((highest - s) & U32_MASK) < self.reorder_pkts and len(self.pending) <= self.max_pending:
+                break
+            self.pending.popitem(last=False)
+            self.lost[cause] += 1
+            self.recent_lost[s] = cause
+            if len(self.recent_lost) > self.max_pending:
+                self.recent_lost.popitem(last=False)
+            if cause == "congestion":
+                cong += 1
+            else:
+                link += 1
+        return cong, link
+
+    @property
+    def total_lost(self) -> int:
+        return self.lost["congestion"] + self.lost["link"]
+

@@ -1,0 +1,39 @@
+"""A paho-mqtt client set up the intcc way: MQTT 3.1.1 (every broker speaks it),
+clean session, reconnects by itself with a short backoff, optional TLS."""
+from __future__ import annotations
+
+import os
+import ssl
+from typing import Optional
+
+import paho.mqtt.client as mqtt
+
+from .auth import BrokerURL
+
+RECONNECT_MIN_S, RECONNECT_MAX_S = 0.2, 2.0
+KEEPALIVE_S = 10
+
+
+def make_client(url: BrokerURL, client_id_prefix: str, client_id: Optional[str] = None) -> mqtt.Client:
+    cid = client_id or f"{client_id_prefix}-{os.getpid()}-{os.urandom(3).hex()}"
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=cid, clean_session=True,
+                    protocol=mqtt.MQTTv311, reconnect_on_failure=True)
+    if url.username:
+        c.username_pw_set(url.username, url.password)
+    if url.tls:
+        c.tls_set(ca_certs=url.ca_file, cert_reqs=ssl.CERT_REQUIRED)
+    c.reconnect_delay_set(RECONNECT_MIN_S, RECONNECT_MAX_S)
+    return c
+
+
+def start(client: mqtt.Client, url: BrokerURL) -> None:
+    """Connect in the background: a broker that is not up yet is retried, not fatal."""
+    client.connect_async(url.host, url.port, keepalive=KEEPALIVE_S)
+    client.loop_start()
+
+
+def stop(client: mqtt.Client) -> None:
+    try:
+        client.disconnect()
+    finally:
+        client.loop_stop()

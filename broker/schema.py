@@ -1,0 +1,230 @@
+"""Telemetry records, version 1: what the sink publishes and subscribers accept.
+
+Two record types, JSON objects with ``"v": 1`` and ``"type"``:
+
+* ``flow`` on ``intcc/v1/flow/<flow-id>``: end-to-end losses of one flow with
+  their attribution (congestion vs link), the path's queue state, one-way delay;
+* ``hop``  on ``intcc/v1/hop/<node-id>``: one node's egress state.
+
+``docs/telemetry.md`` documents every field and unit. :func:`decode` is the
+only way bytes become records: anything malformed raises :class:`SchemaError`
+naming the problem, so garbage never reaches an algorithm.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import List, Optional
+
+from .flowid import FLOW_ID_RE
+
+VERSION = 1
+TOPIC_ROOT = f"intcc/v{VERSION}"
+FLOW_TOPIC = TOPIC_ROOT + "/flow/{flow_id}"
+HOP_TOPIC = TOPIC_ROOT + "/hop/{node_id}"
+ESTIMATE_TOPIC = TOPIC_ROOT + "/estimate/{flow_id}"
+ALL_TOPICS = TOPIC_ROOT + "/#"
+LOSS_CAUSES = ("congestion", "link")
+REASONS = ("loss", "periodic")
+MAX_PAYLOAD_BYTES = 64 * 1024
+
+
+class SchemaError(ValueError):
+    """A record that is not valid telemetry v1; the message says why."""
+
+
+def flow_topic(flow_id: str) -> str:
+    return FLOW_TOPIC.format(flow_id=flow_id)
+
+
+def hop_topic(node_id: int) -> str:
+    return HOP_TOPIC.format(node_id=node_id)
+
+
+# -- field checks --------------------------------------------------------------------
+def _int(lo=0, hi=None):
+    def check(v):
+        if not isinstance(v, int) or isinstance(v, bool):
+            return "must be an integer"
+        if v < lo or (hi is not None and v > hi):
+            return f"must be in [{lo}, {hi if hi is not None else 'inf'}]"
+    return check
+
+
+def _num(lo=0.0, hi=None):
+    def check(v):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v:
+            return "must be a number"
+        if v < lo or (hi is not None and v > hi):
+            return f"must be in [{lo}, {hi if hi is not None else 'inf'}]"
+    return check
+
+
+def _one_of(choices):
+    def check(v):
+        if v not in choices:
+            return f"must be one of {', '.join(map(str, choices))}"
+    return check
+
+
+def _str(v):
+    if not isinstance(v, str) or not v:
+        return "must be a non-empty string"
+
+
+def _flow_id(v):
+    if not isinstance(v, str) or not FLOW_ID_RE.match(v):
+        return "must be 16 lowercase hex digits"
+
+
+def _opt(check):
+    def opt(v):
+        return None if v is None else check(v)
+    opt.optional = True
+    return opt
+
+
+U32 = _int(0, 0xFFFFFFFF)
+
+
+def _validate(cls, d: dict, where: str):
+    if not isinstance(d, dict):
+        raise SchemaError(f"{where}: must be a JSON object, got {type(d).__name__}")
+    for f in fields(cls):
+        check = f.metadata.get("check")
+        if check is None:
+            continue
+        if f.name not in d:
+            if getattr(check, "optional", False):
+                continue
+            raise SchemaError(f"{where}: field '{f.name}' is missing")
+        problem = check(d[f.name])
+        if problem:
+            raise SchemaError(f"{where}: field '{f.name}' {problem} (got {d[f.name]!r:.40})")
+
+
+def _f(check, default=None):
+    return field(default=default, metadata={"check": check})
+
+
+# -- records -------------------------------------------------------------------------
+@dataclass
+class HopState:
+    """One node's egress state as stamped into a packet (IOAM trace + intcc snapshot)."""
+    node_id: int = _f(_int(0, 0xFFFFFF))
+    ts_ns: int = _f(_int(0))                              # node clock when it stamped, ns since epoch
+    queue_depth_bytes: int = _f(U32)
+    queue_depth_pkts: int = _f(U32)
+    queue_capacity_bytes: int = _f(U32)                   # 0: no byte limit known
+    queue_drops: int = _f(U32)                            # cumulative, wraps at 2^32
+    link_losses: int = _f(U32)                            # cumulative, wraps at 2^32
+    data_rate_kbps: int = _f(U32)
+    arrival_rate_pps: int = _f(U32)
+    flow_count: int = _f(_int(0, 0xFFFF))
+    queue_occupancy: Optional[float] = _f(_opt(_num(0.0, 1e6)))   # depth / capacity
+    rssi_dbm: Optional[int] = _f(_opt(_int(-127, 127)))   # None: not a wireless link
+    mcs: Optional[int] = _f(_opt(_int(0, 254)))
+    transit_delay_ns: Optional[int] = _f(_opt(_int(0)))
+    hop_limit: Optional[int] = _f(_opt(_int(0, 255)))
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "hop") -> "HopState":
+        _validate(cls, d, where)
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+
+@dataclass
+class HopRecord(HopState):
+    v: int = VERSION
+    type: str = "hop"
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "hop record") -> "HopRecord":
+        _validate(HopState, d, where)
+        return cls(**{f.name: d.get(f.name) for f in fields(HopState)})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class FlowRecord:
+    """A flow's end-to-end loss accounting at the sink (counts are cumulative
+    since the sink first saw the flow; ``interval_*`` since the previous record)."""
+    flow_id: str = _f(_flow_id)
+    ts_ns: int = _f(_int(0))                              # sink clock at publication, ns since epoch
+    reason: str = _f(_one_of(REASONS))
+    src: str = _f(_str)
+    dst: str = _f(_str)
+    proto: int = _f(_int(0, 255))
+    sport: int = _f(_int(0, 0xFFFF))
+    dport: int = _f(_int(0, 0xFFFF))
+    seq: int = _f(U32)                                    # highest IOAM E2E sequence number seen
+    packets: int = _f(_int(0))                            # received at the sink
+    lost: int = _f(_int(0))                               # confirmed e2e losses
+    lost_congestion: int = _f(_int(0))
+    lost_link: int = _f(_int(0))
+    reordered: int = _f(_int(0))
+    loss_rate: float = _f(_num(0.0, 1.0))                 # lost / (packets + lost)
+    interval_ms: float = _f(_num(0.0))
+    interval_packets: int = _f(_int(0))
+    interval_lost: int = _f(_int(0))
+    interval_lost_congestion: int = _f(_int(0))
+    interval_lost_link: int = _f(_int(0))
+    path: List[HopState] = field(default_factory=list)    # first hop first
+    last_loss_cause: Optional[str] = _f(_opt(_one_of(LOSS_CAUSES)))
+    last_loss_ns: Optional[int] = _f(_opt(_int(0)))
+    one_way_delay_us: Optional[float] = _f(_opt(_num(-1e9)))
+    sink_node_id: Optional[int] = _f(_opt(_int(0, 0xFFFFFF)))
+    v: int = VERSION
+    type: str = "flow"
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "flow record") -> "FlowRecord":
+        _validate(cls, d, where)
+        path = d.get("path")
+        if not isinstance(path, list):
+            raise SchemaError(f"{where}: field 'path' must be a list of hops")
+        hops = [HopState.from_dict(h, f"{where}: path[{i}]") for i, h in enumerate(path)]
+        rec = cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name != "path"})
+        rec.path = hops
+        if rec.lost_congestion + rec.lost_link > rec.lost:
+            raise SchemaError(f"{where}: lost_congestion + lost_link exceeds lost")
+        return rec
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def max_queue_occupancy(self) -> float:
+        return max((h.queue_occupancy or 0.0 for h in self.path), default=0.0)
+
+
+_TYPES = {"flow": FlowRecord, "hop": HopRecord}
+
+
+def encode(record) -> bytes:
+    return json.dumps(record.to_dict(), separators=(",", ":")).encode()
+
+
+def decode(payload: bytes, topic: Optional[str] = None):
+    """Bytes (and optionally the topic they came on) -> FlowRecord | HopRecord."""
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise SchemaError(f"record of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
+    try:
+        d = json.loads(payload)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SchemaError(f"not JSON: {exc}") from None
+    if not isinstance(d, dict):
+        raise SchemaError("a record must be a JSON object")
+    if d.get("v") != VERSION:
+        raise SchemaError(f"unsupported version {d.get('v')!r} (this reader knows v{VERSION})")
+    cls = _TYPES.get(d.get("type"))
+    if cls is None:
+        raise SchemaError(f"unknown record type {d.get('type')!r} (known: {', '.join(_TYPES)})")
+    rec = cls.from_dict(d)
+    if topic is not None:
+        expected = flow_topic(rec.flow_id) if cls is FlowRecord else hop_topic(rec.node_id)
+        if topic != expected:
+            raise SchemaError(f"a {d['type']} record for {expected} arrived on {topic}")
+    return rec

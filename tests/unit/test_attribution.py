@@ -1,0 +1,104 @@
+"""Sink-side loss detection (E2E sequence gaps) and attribution (hop counter deltas)."""
+from broker.attribution import GapLabel, HopCounters, SeqTracker, label_gap
+
+
+def feed(tracker, seqs, label=GapLabel(0, 1)):
+    out = []
+    for s in seqs:
+        out.append(tracker.observe(s, lambda n: GapLabel(n, 0) if label.congestion else GapLabel(0, n)))
+    return out
+
+
+def test_in_order_sequence_has_no_losses():
+    t = SeqTracker()
+    feed(t, range(100))
+    assert t.total_lost == 0 and not t.pending and t.highest == 99
+
+
+def test_a_gap_is_confirmed_after_reorder_window():
+    t = SeqTracker(reorder_pkts=3)
+    res = feed(t, [0, 1, 2, 4, 5])           # 3 missing, two packets after it
+    assert res[3].gap == 1 and t.total_lost == 0 and 3 in t.pending
+    res = feed(t, [6])                        # third packet past the gap: confirmed
+    assert res[0].confirmed == (0, 1) and t.lost["link"] == 1 and not t.pending
+
+
+def test_reordered_packet_within_window_is_not_a_loss():
+    t = SeqTracker(reorder_pkts=3)
+    res = feed(t, [0, 1, 3, 2, 4, 5, 6, 7])
+    assert t.total_lost == 0 and t.reordered == 1 and res[3].reordered
+
+
+def test_very_late_packet_corrects_a_confirmed_loss():
+    t = SeqTracker(reorder_pkts=3)
+    feed(t, [0, 1, 3, 4, 5, 6])
+    assert t.total_lost == 1
+    r = feed(t, [2])[0]
+    assert r.late and t.total_lost == 0 and t.late == 1
+
+
+def test_wraparound_is_not_a_gap():
+    t = SeqTracker()
+    feed(t, [0xFFFFFFFE, 0xFFFFFFFF, 0, 1, 2, 3])
+    assert t.total_lost == 0 and t.highest == 3
+
+
+def test_gap_across_wraparound_counts_the_missing_ones():
+    t = SeqTracker(reorder_pkts=1)
+    feed(t, [0xFFFFFFFE, 1, 2])               # 0xFFFFFFFF and 0 missing
+    assert t.total_lost == 2
+
+
+def test_huge_jump_is_a_resync_not_a_loss():
+    t = SeqTracker(resync_gap=1000)
+    res = feed(t, [10, 11, 500_000, 500_001])
+    assert res[2].resync and t.total_lost == 0 and t.resyncs == 1
+
+
+def test_duplicates_are_counted_not_lost():
+    t = SeqTracker()
+    res = feed(t, [0, 1, 2, 2, 3])
+    assert res[3].duplicate and t.duplicates == 1 and t.total_lost == 0
+
+
+def test_labels_from_the_gap_callback_are_what_gets_confirmed():
+    t = SeqTracker(reorder_pkts=1)
+    feed(t, [0, 3, 4], label=GapLabel(1, 0))
+    assert t.lost == {"congestion": 2, "link": 0}
+
+
+def test_pending_list_is_bounded():
+    t = SeqTracker(reorder_pkts=10**6, max_pending=100)
+    feed(t, [0, 5000])
+    assert len(t.pending) == 100 and t.total_lost == 4999 - 100   # oldest confirmed early
+
+
+def hops(drops1, link1, drops2=0, link2=0, occ=0.0):
+    return [HopCounters(1, drops1, link1, occ), HopCounters(2, drops2, link2, 0.0)]
+
+
+def test_label_link_when_only_link_counter_moved():
+    assert label_gap(3, hops(5, 10), hops(5, 13)) == GapLabel(0, 3)
+
+
+def test_label_congestion_when_a_queue_dropped():
+    assert label_gap(2, hops(5, 10), hops(5, 10, drops2=2)) == GapLabel(2, 0)
+
+
+def test_label_splits_in_proportion_when_both_moved():
+    assert label_gap(4, hops(0, 0), hops(3, 1)) == GapLabel(3, 1)
+
+
+def test_label_near_full_queue_without_counters_is_congestion():
+    assert label_gap(1, hops(0, 0, occ=0.95), hops(0, 0, occ=0.95)) == GapLabel(1, 0)
+    assert label_gap(1, hops(0, 0, occ=0.2), hops(0, 0, occ=0.2)) == GapLabel(0, 1)
+
+
+def test_label_counter_wraparound():
+    assert label_gap(1, hops(0xFFFFFFFF, 0), hops(0, 0)) == GapLabel(1, 0)
+
+
+def test_label_ignores_hops_without_an_earlier_snapshot():
+    before = [HopCounters(1, 0, 0, 0.0)]
+    after = [HopCounters(1, 0, 1, 0.0), HopCounters(9, 1000, 0, 0.0)]
+    assert label_gap(1, before, after) == GapLabel(0, 1)

@@ -1,0 +1,80 @@
+"""Telemetry v1 records: validation, topics, flow ids."""
+import json
+
+import pytest
+
+from broker.flowid import flow_id, flow_id_from_key
+from broker.schema import FlowRecord, HopRecord, SchemaError, decode, encode, flow_topic, hop_topic
+from int_node.packet import flow_key as frame_flow_key
+from tests.helpers import ipv6_frame
+
+HOP = dict(node_id=3, ts_ns=1, queue_depth_bytes=3000, queue_depth_pkts=2, queue_capacity_bytes=150000,
+           queue_drops=0, link_losses=7, data_rate_kbps=65000, arrival_rate_pps=800, flow_count=1,
+           queue_occupancy=0.02, rssi_dbm=-60, mcs=5, transit_delay_ns=1000, hop_limit=63)
+
+
+def flow(**over):
+    d = dict(v=1, type="flow", flow_id="0123456789abcdef", ts_ns=5, reason="loss", src="2001:db8:1::1",
+             dst="2001:db8:3::2", proto=6, sport=40000, dport=5201, seq=99, packets=90, lost=10,
+             lost_congestion=2, lost_link=8, reordered=0, loss_rate=0.1, interval_ms=10.0,
+             interval_packets=9, interval_lost=1, interval_lost_congestion=0, interval_lost_link=1,
+             path=[HOP], last_loss_cause="link", last_loss_ns=5, one_way_delay_us=10200.0, sink_node_id=3)
+    d.update(over)
+    return d
+
+
+def test_flow_record_roundtrip():
+    rec = decode(json.dumps(flow()).encode(), flow_topic("0123456789abcdef"))
+    assert isinstance(rec, FlowRecord) and rec.lost_link == 8 and rec.path[0].rssi_dbm == -60
+    assert decode(encode(rec)) == rec
+
+
+def test_hop_record_roundtrip():
+    rec = HopRecord(**HOP)
+    again = decode(encode(rec), hop_topic(3))
+    assert again == rec and again.queue_occupancy == 0.02
+
+
+@pytest.mark.parametrize("payload, words", [
+    (b"\xff\xfe garbage", "not JSON"),
+    (b"[1, 2]", "JSON object"),
+    (json.dumps(flow(v=2)).encode(), "unsupported version"),
+    (json.dumps(flow(type="nope")).encode(), "unknown record type"),
+    (json.dumps({k: v for k, v in flow().items() if k != "lost"}).encode(), "'lost' is missing"),
+    (json.dumps(flow(lost=-1)).encode(), "'lost' must be in"),
+    (json.dumps(flow(loss_rate="high")).encode(), "'loss_rate' must be a number"),
+    (json.dumps(flow(flow_id="XYZ")).encode(), "'flow_id' must be 16"),
+    (json.dumps(flow(path=[{"node_id": 1}])).encode(), "path[0]: field 'ts_ns' is missing"),
+    (json.dumps(flow(path="none")).encode(), "'path' must be a list"),
+    (json.dumps(flow(lost_congestion=9)).encode(), "exceeds lost"),
+    (json.dumps(flow(reason="whim")).encode(), "'reason' must be one of"),
+    (b"{" + b" " * 70000 + b"}", "exceeds"),
+])
+def test_malformed_records_are_rejected_with_a_reason(payload, words):
+    with pytest.raises(SchemaError, match=None) as exc:
+        decode(payload)
+    assert words in str(exc.value)
+
+
+def test_record_on_the_wrong_topic_is_rejected():
+    with pytest.raises(SchemaError, match="arrived on"):
+        decode(json.dumps(flow()).encode(), flow_topic("ffffffffffffffff"))
+
+
+def test_flow_id_is_the_same_from_a_frame_and_from_a_socket_tuple():
+    frame = ipv6_frame(nh=6, sport=40000, dport=5201)
+    by_frame = flow_id_from_key(frame_flow_key(frame))
+    assert by_frame == flow_id("2001:db8::1", "2001:db8::2", 6, 40000, 5201)
+
+
+def test_flow_id_normalises_addresses_and_separates_directions():
+    a = flow_id("2001:db8:1::1", "2001:db8:3::2", 6, 1, 2)
+    assert a == flow_id("2001:0db8:0001:0:0:0:0:0001", "2001:db8:3::2", 6, 1, 2)
+    assert a != flow_id("2001:db8:3::2", "2001:db8:1::1", 6, 2, 1)
+    assert len(a) == 16 and int(a, 16) >= 0
+
+
+@pytest.mark.parametrize("args", [("nope", "::1", 6, 1, 2), ("::1", "::2", 6, 70000, 1), ("::1", "::2", 300, 1, 1)])
+def test_flow_id_rejects_bad_tuples(args):
+    with pytest.raises(ValueError):
+        flow_id(*args)
