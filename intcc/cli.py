@@ -12,16 +12,20 @@ def main():
     """intcc: sender-side congestion control driven by in-band network telemetry.
 
     INT nodes stamp per-hop telemetry into IPv6 headers (node), experiments run
-    on an emulated testbed of network namespaces (testbed, exp).
+    on an emulated testbed of network namespaces (testbed, exp), sinks publish
+    it over MQTT (broker, telemetry).
     """
 
 
 def _add_groups():
+    from broker.cli import broker_group, telemetry_group
     from experiments.cli import exp_group, testbed_group
     from int_node.cli import node_group
     main.add_command(node_group)
     main.add_command(testbed_group)
     main.add_command(exp_group)
+    main.add_command(broker_group)
+    main.add_command(telemetry_group)
 
 
 _add_groups()

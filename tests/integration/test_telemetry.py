@@ -1,0 +1,247 @@
+"""Telemetry over MQTT with real brokers, real sinks and real flows.
+
+Loss attribution is checked against the elements' own ground-truth counters:
+the wireless channel's link losses and the bottleneck queue's drops.
+"""
+import json
+import re
+import socket
+import subprocess
+import time
+
+import paho.mqtt.client as mqtt
+import pytest
+
+from broker.auth import AGENT_USER, SINK_USER, load_credentials
+from broker.launch import BrokerProcess
+from broker.schema import decode, flow_topic, hop_topic
+from broker.subscriber import TelemetryView
+from experiments.testbed import teardown
+from tests.integration.tbutil import start_testbed
+
+CREDS = "/run/intcc/test-broker/credentials.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def udp_flow(tb, src, dst, rate, seconds, port=5201):
+    """iperf3 UDP at a fixed rate; returns when it is done."""
+    srv = tb.popen(dst, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        tb.run(src, ["iperf3", "-6", "-c", tb.addr(dst), "-p", str(port), "-u", "-b", rate, "-t", str(seconds),
+                     "-l", "1200"], timeout=seconds + 30)
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def main_flow(view):
+    """The flow with the most packets (iperf3's control connection is a second, tiny one)."""
+    flows = view.flows()
+    assert flows, f"no flow records arrived ({view.counters()})"
+    return max(flows.values(), key=lambda f: f.record.packets).record
+
+
+@pytest.fixture(scope="module")
+def mosquitto():
+    with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def wireless(mosquitto):
+    teardown("tmq")
+    tb = start_testbed("wireless", "tmq", exporter=f"{mosquitto.url}?credentials={CREDS}", loss_pct=5)
+    yield tb
+    tb.down()
+
+
+def test_link_losses_are_attributed_to_the_link(wireless, mosquitto):
+    with TelemetryView(mosquitto.url) as view:
+        assert view.wait_connected()
+        before = wireless.counters("ap1")
+        udp_flow(wireless, "sta1", "sta2", "4M", 6)
+        time.sleep(0.3)
+        after = wireless.counters("ap1")
+        rec = main_flow(view)
+    link_truth = after["wl1"]["link_losses"] - before["wl1"]["link_losses"]
+    drops_truth = after["q1"]["drops"] - before["q1"]["drops"]
+    assert drops_truth == 0 and link_truth > 50, (drops_truth, link_truth)
+    # The sink saw (nearly) every loss the channel made, and called them link losses.
+    assert rec.lost >= 0.9 * link_truth and rec.lost <= link_truth + 5, (rec.lost, link_truth)
+    assert rec.lost_link >= 0.95 * rec.lost, rec
+    assert rec.path[0].rssi_dbm is not None and rec.path[0].link_losses > 0
+
+
+def test_congestion_losses_are_attributed_to_congestion(mosquitto):
+    teardown("tmqd")
+    tb = start_testbed("dumbbell", "tmqd", exporter=f"{mosquitto.url}?credentials={CREDS}",
+                       bottleneck_mbps=5)
+    try:
+        with TelemetryView(mosquitto.url) as view:
+            assert view.wait_connected()
+            udp_flow(tb, "s1", "r1", "8M", 5)        # 8 Mbit/s into a 5 Mbit/s bottleneck
+            time.sleep(0.3)
+            rec = main_flow(view)
+        c = tb.counters("sw1")
+        drops_truth = c["q2"]["drops"]
+    finally:
+        tb.down()
+    assert drops_truth > 500
+    assert rec.lost >= 0.9 * drops_truth and rec.lost_link == rec.lost - rec.lost_congestion
+    assert rec.lost_congestion >= 0.95 * rec.lost, rec
+
+
+def test_mosquitto_sub_receives_valid_json_records_during_a_flow(wireless, mosquitto):
+    sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(mosquitto.port), "-t", "intcc/v1/#",
+                            "-v", "-C", "40", "-W", "20"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    ping = wireless.popen("sta1", ["ping", "-6", "-i", "0.01", "-c", "400", wireless.addr("sta2")],
+                          stdout=subprocess.DEVNULL)
+    out, _ = sub.communicate(timeout=30)
+    ping.kill()
+    ping.wait()
+    lines = out.strip().splitlines()
+    assert len(lines) == 40
+    kinds = set()
+    for line in lines:
+        topic, payload = line.split(" ", 1)
+        rec = decode(payload.encode(), topic)
+        assert json.loads(payload)["v"] == 1
+        kinds.add(rec.type)
+    assert kinds == {"flow", "hop"}
+
+
+def test_broker_killed_and_restarted_mid_flow(wireless):
+    """Packets keep flowing while the broker is down; sink and subscriber come back by themselves."""
+    port = free_port()
+    teardown("tmqr")
+    b = BrokerProcess("mosquitto", port=port, credentials_file=CREDS).start()
+    tb = start_testbed("wireless", "tmqr", exporter=f"{b.url}?credentials={CREDS}")
+    try:
+        view = TelemetryView(b.url).start()
+        assert view.wait_connected()
+        ping = tb.popen("sta1", ["ping", "-6", "-i", "0.01", "-w", "12", tb.addr("sta2")],
+                        stdout=subprocess.PIPE, text=True)
+        time.sleep(2)
+        assert view.flows(), "no telemetry before the broker was killed"
+        b.kill()
+        down_at = time.monotonic_ns()
+        stripped0 = tb.counters("ap2")["sink1"]["stripped"]
+        time.sleep(2)
+        sink = tb.counters("ap2")["sink1"]
+        assert sink["stripped"] > stripped0 + 100, "packets stopped while the broker was down"
+        assert sink["connected"] == 0
+        b = BrokerProcess("mosquitto", port=port, credentials_file=CREDS).start()
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            fresh = [f for f in view.flows().values() if f.received_ns > down_at + 2e9]
+            if fresh and tb.counters("ap2")["sink1"]["broker_connects"] >= 2:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"no telemetry after the broker came back: {view.counters()}, "
+                        f"{tb.counters('ap2')['sink1']}")
+        out, _ = ping.communicate(timeout=20)
+        sent, received = map(int, re.search(r"(\d+) packets transmitted, (\d+) received", out).groups())
+        assert received >= 0.95 * sent, out[-300:]          # the data plane never noticed
+        assert view.connects >= 2
+        view.stop()
+    finally:
+        tb.down()
+        b.stop()
+
+
+def _publish(port, user, password, topic, payload):
+    """Publish once; returns the CONNACK reason as text."""
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
+    if user:
+        c.username_pw_set(user, password)
+    reasons = []
+    c.on_connect = lambda cl, ud, fl, rc, pr=None: reasons.append(str(rc))
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    end = time.time() + 3
+    while not reasons and time.time() < end:
+        time.sleep(0.02)
+    if c.is_connected():
+        c.publish(topic, payload).wait_for_publish(2)
+    time.sleep(0.2)
+    c.disconnect()
+    c.loop_stop()
+    return reasons[0] if reasons else "no answer"
+
+
+HOP = {"v": 1, "type": "hop", "node_id": 7, "ts_ns": 1, "queue_depth_bytes": 0, "queue_depth_pkts": 0,
+       "queue_capacity_bytes": 0, "queue_drops": 0, "link_losses": 0, "data_rate_kbps": 0,
+       "arrival_rate_pps": 0, "flow_count": 0}
+
+
+@pytest.mark.parametrize("kind", ["embedded", "mosquitto"])
+def test_only_the_sink_may_publish_telemetry(kind):
+    with BrokerProcess(kind, port=free_port(), credentials_file=CREDS) as b:
+        users = load_credentials(CREDS)
+        with TelemetryView(b.url) as view:
+            assert view.wait_connected()
+            payload = json.dumps(HOP).encode()
+            assert _publish(b.port, None, None, hop_topic(7), payload) == "Success"   # anonymous
+            assert _publish(b.port, SINK_USER, "wrong", hop_topic(7), payload) == "Not authorized"
+            assert _publish(b.port, AGENT_USER, users[AGENT_USER], hop_topic(7), payload) == "Success"
+            time.sleep(0.5)
+            assert view.hop(7) is None and view.received == 0
+            assert _publish(b.port, SINK_USER, users[SINK_USER], hop_topic(7), payload) == "Success"
+            end = time.time() + 3
+            while view.hop(7) is None and time.time() < end:
+                time.sleep(0.05)
+            assert view.hop(7) is not None
+
+
+@pytest.mark.parametrize("kind", ["embedded", "mosquitto"])
+def test_malformed_records_are_counted_and_never_delivered(kind):
+    with BrokerProcess(kind, port=free_port(), credentials_file=CREDS) as b:
+        users = load_credentials(CREDS)
+        delivered = []
+        with TelemetryView(b.url) as view:
+            view.on_record(lambda rec, topic: delivered.append(rec))
+            assert view.wait_connected()
+            bad = [b"\x00\xffnot json", json.dumps(dict(HOP, v=9)).encode(),
+                   json.dumps({k: v for k, v in HOP.items() if k != "queue_drops"}).encode(),
+                   json.dumps(dict(HOP, node_id=8)).encode()]              # right record, wrong topic
+            for payload in bad:
+                _publish(b.port, SINK_USER, users[SINK_USER], hop_topic(7), payload)
+            end = time.time() + 3
+            while view.rejected < len(bad) and time.time() < end:
+                time.sleep(0.05)
+            assert view.rejected == len(bad) and view.accepted == 0 and not delivered
+            assert view.hop(7) is None and view.hop(8) is None
+            assert set(view.rejected_reasons) >= {"not JSON", "unsupported version 9 (this reader knows v1)"}
+
+
+def test_sink_url_with_the_wrong_password_is_refused_and_counted(mosquitto):
+    from broker.publisher import MqttExporter
+    exp = MqttExporter(f"mqtt://{SINK_USER}:wrong@127.0.0.1:{mosquitto.port}")
+    try:
+        time.sleep(1.0)
+        assert exp.counters()["connected"] == 0 and exp.counters()["broker_connects"] == 0
+    finally:
+        exp.close()
+
+
+def test_flow_topic_matches_the_sender_side_flow_id(wireless, mosquitto):
+    """The sender computes the same flow id from its socket as the sink does from packets."""
+    from broker.flowid import flow_id
+    with TelemetryView(mosquitto.url) as view:
+        assert view.wait_connected()
+        udp_flow(wireless, "sta1", "sta2", "1M", 1, port=5202)
+        time.sleep(0.3)
+        rec = main_flow(view)
+    assert (rec.src, rec.dst, rec.dport) == (wireless.addr("sta1"), wireless.addr("sta2"), 5202)
+    fid = flow_id(wireless.addr("sta1"), wireless.addr("sta2"), 17, rec.sport, 5202)
+    assert fid == rec.flow_id and view.flow(fid) is not None
+    assert flow_topic(fid) == f"intcc/v1/flow/{fid}"
