@@ -21,7 +21,7 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 	$(PYTHON) -m pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "Running pip as the 'root'" || true
-	$(PYTHON) -c "import int_node, experiments, pyroute2, hypothesis, click" 
+	$(PYTHON) -c "import int_node, experiments, broker.publisher, broker.embedded, pyroute2, hypothesis, click"
 	@touch $(STAMP)
 
 test: setup

@@ -3,6 +3,7 @@ clean session, reconnects by itself with a short backoff, optional TLS."""
 from __future__ import annotations
 
 import os
+import socket
 import ssl
 from typing import Optional
 
@@ -23,7 +24,17 @@ def make_client(url: BrokerURL, client_id_prefix: str, client_id: Optional[str] 
     if url.tls:
         c.tls_set(ca_certs=url.ca_file, cert_reqs=ssl.CERT_REQUIRED)
     c.reconnect_delay_set(RECONNECT_MIN_S, RECONNECT_MAX_S)
+    c.on_socket_open = _no_delay
     return c
+
+
+def _no_delay(client, userdata, sock) -> None:
+    """Nagle holds a small record back until the previous one is ACKed, and the
+    peer delays that ACK by up to 40 ms: telemetry is all small records."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (OSError, AttributeError):
+        pass    # not a TCP socket (unix or websocket transport)
 
 
 def start(client: mqtt.Client, url: BrokerURL) -> None:

@@ -57,6 +57,7 @@ def mosquitto_files(state_dir: str, host: str, port: int, credentials_file: str,
             f"password_file {passwd}",
             f"acl_file {acl}",
             "persistence false",
+            "set_tcp_nodelay true",      # records are small: no Nagle delay towards subscribers
             "log_dest stderr",
             "log_type error",
             "log_type warning",
