@@ -1,6 +1,7 @@
 # intcc: make setup | make test | make demo | make bench
 PYTHON ?= python3
-APT_PACKAGES = iproute2 iputils-ping ethtool iperf3 tshark tcpdump mosquitto mosquitto-clients procps
+APT_PACKAGES = iproute2 iputils-ping ethtool iperf3 tshark tcpdump mosquitto mosquitto-clients procps \
+	clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config
 STAMP = .setup.stamp
 
 .PHONY: setup test unit integration demo bench clean-testbeds help
@@ -14,7 +15,7 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml Makefile
+$(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc_ccp.bpf.c
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
@@ -22,6 +23,7 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 	fi
 	$(PYTHON) -m pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "Running pip as the 'root'" || true
 	$(PYTHON) -c "import int_node, experiments, broker.publisher, broker.embedded, pyroute2, hypothesis, click"
+	$(MAKE) -C datapath
 	@touch $(STAMP)
 
 test: setup

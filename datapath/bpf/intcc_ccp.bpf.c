@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+/* intcc CCP datapath, kernel side: a BPF struct_ops TCP congestion control
+ * registered as "ccp".
+ *
+ * - init:     a CREATE event (socket id, MSS, initial cwnd, 4-tuple) on the ring buffer;
+ * - each ACK: a MEASURE event with libccp's primitives (cong_control sees every ACK);
+ *             then the cwnd / pacing rate userspace left in intcc_ccp_ctl is applied;
+ * - release:  a CLOSE event.
+ *
+ * Userspace (the Rust daemon) writes a heartbeat into intcc_ccp_cfg while a CCP
+ * agent is connected. A flow without a command, or whose agent stopped beating
+ * for agent_timeout_ns, runs a Reno fallback through the kernel's own kfuncs:
+ * no flow ever stalls because the agent is away.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+
+char _license[] SEC("license") = "GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define TCP_INFINITE_SSTHRESH 0x7fffffff
+#define SK_PACING_NEEDED 1
+
+#define EV_CREATE 1
+#define EV_MEASURE 2
+#define EV_CLOSE 3
+
+#define CTL_HAS_CWND 1
+#define CTL_HAS_RATE 2
+
+extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
+extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
+extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
+
+/* Shared with datapath/src/events.rs: keep the layouts in step. */
+struct intcc_ccp_event {
+	__u32 kind;
+	__u32 sid;
+	__u64 ts_ns;
+	/* CREATE */
+	__u32 mss;
+	__u32 init_cwnd_bytes;
+	__u32 family;
+	__u16 src_port;
+	__u16 dst_port;
+	__u8 src_addr[16];
+	__u8 dst_addr[16];
+	/* MEASURE (libccp primitives) */
+	__u32 bytes_acked;
+	__u32 packets_acked;
+	__u32 bytes_misordered;
+	__u32 packets_misordered;
+	__u32 ecn_bytes;
+	__u32 ecn_packets;
+	__u32 lost_pkts_sample;
+	__u32 was_timeout;
+	__u32 rtt_sample_us;
+	__u32 bytes_in_flight;
+	__u32 packets_in_flight;
+	__u32 snd_cwnd_bytes;
+	__u64 rate_outgoing_bps;     /* bytes per second */
+	__u64 rate_incoming_bps;
+	__u64 snd_rate_bps;
+	__u32 bytes_pending;
+	__u32 ca_state;
+};
+
+struct intcc_ccp_ctl {
+	__u32 flags;             /* CTL_HAS_CWND | CTL_HAS_RATE */
+	__u32 cwnd_bytes;
+	__u64 rate_bps;          /* bytes per second */
+	__u64 seq;               /* bumped by userspace on every write */
+};
+
+struct intcc_ccp_cfg {
+	__u64 heartbeat_ns;      /* bpf_ktime_get_ns() clock; 0: no agent */
+	__u64 agent_timeout_ns;
+	__u64 events_lost;       /* ring buffer full */
+	__u64 flows_created;
+	__u64 fallback_acks;
+	__u64 controlled_acks;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} intcc_ccp_ev SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct intcc_ccp_ctl);
+} intcc_ccp_ctl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct intcc_ccp_cfg);
+} intcc_ccp_cfg SEC(".maps");
+
+/* Per-socket state in icsk_ca_priv (at most 104 bytes). */
+struct ccp_priv {
+	__u32 sid;
+	__u32 prior_snd_una;
+	__u32 prior_delivered_ce;
+	__u32 applied_cwnd_bytes;
+	__u64 applied_seq;
+};
+
+__u32 next_sid = 1;
+
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline struct ccp_priv *priv(const struct sock *sk)
+{
+	return (struct ccp_priv *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
+}
+
+static __always_inline struct intcc_ccp_cfg *cfg(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&intcc_ccp_cfg, &zero);
+}
+
+static __always_inline int agent_alive(struct intcc_ccp_cfg *c, __u64 now)
+{
+	return c && c->heartbeat_ns && now - c->heartbeat_ns < c->agent_timeout_ns;
+}
+
+SEC("struct_ops")
+void BPF_PROG(ccp_init, struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+	struct intcc_ccp_cfg *c = cfg();
+	struct intcc_ccp_event *e;
+	__u64 now = bpf_ktime_get_ns();
+
+	p->sid = __sync_fetch_and_add(&next_sid, 1);
+	p->prior_snd_una = tp->snd_una;
+	p->prior_delivered_ce = tp->delivered_ce;
+	p->applied_cwnd_bytes = 0;
+	p->applied_seq = 0;
+	if (c)
+		__sync_fetch_and_add(&c->flows_created, 1);
+	if (!agent_alive(c, now))
+		return;   /* nobody to tell: the flow runs the fallback */
+	e = bpf_ringbuf_reserve(&intcc_ccp_ev, sizeof(*e), 0);
+	if (!e) {
+		if (c)
+			__sync_fetch_and_add(&c->events_lost, 1);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = EV_CREATE;
+	e->sid = p->sid;
+	e->ts_ns = now;
+	e->mss = tp->mss_cache;
+	e->init_cwnd_bytes = tp->snd_cwnd * tp->mss_cache;
+	e->family = sk->__sk_common.skc_family;
+	e->src_port = sk->__sk_common.skc_num;
+	e->dst_port = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (e->family == AF_INET6) {
+		__builtin_memcpy(e->src_addr, &sk->__sk_common.skc_v6_rcv_saddr, 16);
+		__builtin_memcpy(e->dst_addr, &sk->__sk_common.skc_v6_daddr, 16);
+	} else {
+		__builtin_memcpy(e->src_addr, &sk->__sk_common.skc_rcv_saddr, 4);
+		__builtin_memcpy(e->dst_addr, &sk->__sk_common.skc_daddr, 4);
+	}
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void report(struct sock *sk, const struct rate_sample *rs,
+				   struct intcc_ccp_cfg *c, __u64 now)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+	struct intcc_ccp_event *e;
+	__u32 mss = tp->mss_cache;
+	__u32 in_flight;
+
+	e = bpf_ringbuf_reserve(&intcc_ccp_ev, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&c->events_lost, 1);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = EV_MEASURE;
+	e->sid = p->sid;
+	e->ts_ns = now;
+	e->mss = mss;
+	e->bytes_acked = tp->snd_una - p->prior_snd_una;
+	e->packets_acked = rs->acked_sacked;
+	e->packets_misordered = tp->sacked_out;
+	e->bytes_misordered = tp->sacked_out * mss;
+	e->ecn_packets = tp->delivered_ce - p->prior_delivered_ce;
+	e->ecn_bytes = e->ecn_packets * mss;
+	e->lost_pkts_sample = rs->losses > 0 ? rs->losses : 0;
+	e->was_timeout = ((struct inet_connection_sock *)sk)->icsk_ca_state == TCP_CA_Loss;
+	e->rtt_sample_us = rs->rtt_us > 0 ? rs->rtt_us : tp->srtt_us >> 3;
+	in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+	e->packets_in_flight = in_flight;
+	e->bytes_in_flight = in_flight * mss;
+	e->snd_cwnd_bytes = tp->snd_cwnd * mss;
+	if (rs->interval_us > 0 && rs->delivered > 0) {
+		e->rate_incoming_bps = (__u64)rs->delivered * mss * 1000000 / rs->interval_us;
+		e->rate_outgoing_bps = e->rate_incoming_bps;
+	}
+	e->snd_rate_bps = sk->sk_pacing_rate;
+	e->bytes_pending = tp->write_seq - tp->snd_nxt;
+	e->ca_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
+	bpf_ringbuf_submit(e, 0);
+	p->prior_snd_una = tp->snd_una;
+	p->prior_delivered_ce = tp->delivered_ce;
+}
+
+static __always_inline void fallback(struct sock *sk, __u32 ack, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u8 state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
+
+	/* cong_control replaces the kernel's own cwnd handling (PRR included):
+	 * hold cwnd at ssthresh while recovering, Reno otherwise. */
+	if (state == TCP_CA_Recovery || state == TCP_CA_CWR) {
+		if (tp->snd_ssthresh < tp->snd_cwnd)
+			tp->snd_cwnd = tp->snd_ssthresh > 2 ? tp->snd_ssthresh : 2;
+		return;
+	}
+	tcp_reno_cong_avoid(sk, ack, rs->acked_sacked);
+}
+
+SEC("struct_ops")
+void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+	struct intcc_ccp_cfg *c = cfg();
+	struct intcc_ccp_ctl *ctl;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 sid = p->sid;
+
+	if (!c || !agent_alive(c, now)) {
+		if (c)
+			__sync_fetch_and_add(&c->fallback_acks, 1);
+		fallback(sk, ack, rs);
+		return;
+	}
+	report(sk, rs, c, now);
+	ctl = bpf_map_lookup_elem(&intcc_ccp_ctl, &sid);
+	if (!ctl || !ctl->flags) {
+		__sync_fetch_and_add(&c->fallback_acks, 1);
+		fallback(sk, ack, rs);    /* not taken over (yet) */
+		return;
+	}
+	__sync_fetch_and_add(&c->controlled_acks, 1);
+	if (ctl->seq == p->applied_seq)
+		return;
+	p->applied_seq = ctl->seq;
+	if (ctl->flags & CTL_HAS_CWND) {
+		__u32 mss = tp->mss_cache ? tp->mss_cache : 1;
+		__u32 pkts = ctl->cwnd_bytes / mss;
+
+		tp->snd_cwnd = pkts > 1 ? pkts : 1;
+		p->applied_cwnd_bytes = ctl->cwnd_bytes;
+	}
+	if (ctl->flags & CTL_HAS_RATE) {
+		sk->sk_pacing_rate = ctl->rate_bps;
+		sk->sk_pacing_status = SK_PACING_NEEDED;
+	}
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(ccp_ssthresh, struct sock *sk)
+{
+	struct intcc_ccp_cfg *c = cfg();
+	struct ccp_priv *p = priv(sk);
+	__u32 sid = p->sid;
+
+	/* A controlled flow's window is the agent's call: do not halve it behind its back. */
+	if (agent_alive(c, bpf_ktime_get_ns()) && bpf_map_lookup_elem(&intcc_ccp_ctl, &sid))
+		return tcp_sk(sk)->snd_cwnd > 2 ? tcp_sk(sk)->snd_cwnd : 2;
+	return tcp_reno_ssthresh(sk);
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(ccp_undo_cwnd, struct sock *sk)
+{
+	return tcp_reno_undo_cwnd(sk);
+}
+
+SEC("struct_ops")
+void BPF_PROG(ccp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{
+	/* Not called: cong_control takes every ACK. Registration requires it. */
+}
+
+SEC("struct_ops")
+void BPF_PROG(ccp_release, struct sock *sk)
+{
+	struct ccp_priv *p = priv(sk);
+	struct intcc_ccp_event *e;
+	__u32 sid = p->sid;
+
+	bpf_map_delete_elem(&intcc_ccp_ctl, &sid);
+	if (!agent_alive(cfg(), bpf_ktime_get_ns()))
+		return;
+	e = bpf_ringbuf_reserve(&intcc_ccp_ev, sizeof(*e), 0);
+	if (!e)
+		return;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = EV_CLOSE;
+	e->sid = sid;
+	e->ts_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* A struct_ops link ties the registration to the daemon's link fd: if the
+ * daemon dies, even by SIGKILL, "ccp" is unregistered and a restart succeeds.
+ * -DINTCC_NO_LINK builds the plain map form for older loaders (bpftool 7.1). */
+#ifdef INTCC_NO_LINK
+SEC(".struct_ops")
+#else
+SEC(".struct_ops.link")
+#endif
+struct tcp_congestion_ops intcc_ccp = {
+	.init = (void *)ccp_init,
+	.release = (void *)ccp_release,
+	.ssthresh = (void *)ccp_ssthresh,
+	.undo_cwnd = (void *)ccp_undo_cwnd,
+	.cong_avoid = (void *)ccp_cong_avoid,
+	.cong_control = (void *)ccp_cong_control,
+	.name = "ccp",
+};
