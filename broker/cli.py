@@ -89,7 +89,7 @@ def watch_cmd(url, flow_id, hops, as_json, count):
     seen = []
 
     def show(rec, topic):
-        if rec.type == "hop" and not hops:
+        if (rec.type == "hop" and not hops) or (count is not None and len(seen) >= count):
             return
         click.echo(json.dumps(rec.to_dict()) if as_json else _line(rec))
         seen.append(1)
