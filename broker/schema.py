@@ -140,8 +140,7 @@ class HopRecord(HopState):
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "hop record") -> "HopRecord":
-        _validate(HopState, d, where)
-        return cls(**{f.name: d.get(f.name) for f in fields(HopState)})
+        return cls(**vars(HopState.from_dict(d, where)))
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)     # flat: much cheaper than dataclasses.asdict

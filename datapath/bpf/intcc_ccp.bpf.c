@@ -135,6 +135,24 @@ static __always_inline int agent_alive(struct intcc_ccp_cfg *c, __u64 now)
 	return c && c->heartbeat_ns && now - c->heartbeat_ns < c->agent_timeout_ns;
 }
 
+/* A zeroed event with its header filled, or NULL (counted) when the ring is full. */
+static __always_inline struct intcc_ccp_event *new_event(__u32 kind, __u32 sid, __u64 now,
+							 struct intcc_ccp_cfg *c)
+{
+	struct intcc_ccp_event *e = bpf_ringbuf_reserve(&intcc_ccp_ev, sizeof(*e), 0);
+
+	if (!e) {
+		if (c)
+			__sync_fetch_and_add(&c->events_lost, 1);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = kind;
+	e->sid = sid;
+	e->ts_ns = now;
+	return e;
+}
+
 SEC("struct_ops")
 void BPF_PROG(ccp_init, struct sock *sk)
 {
@@ -153,16 +171,9 @@ void BPF_PROG(ccp_init, struct sock *sk)
 		__sync_fetch_and_add(&c->flows_created, 1);
 	if (!agent_alive(c, now))
 		return;   /* nobody to tell: the flow runs the fallback */
-	e = bpf_ringbuf_reserve(&intcc_ccp_ev, sizeof(*e), 0);
-	if (!e) {
-		if (c)
-			__sync_fetch_and_add(&c->events_lost, 1);
+	e = new_event(EV_CREATE, p->sid, now, c);
+	if (!e)
 		return;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->kind = EV_CREATE;
-	e->sid = p->sid;
-	e->ts_ns = now;
 	e->mss = tp->mss_cache;
 	e->init_cwnd_bytes = tp->snd_cwnd * tp->mss_cache;
 	e->family = sk->__sk_common.skc_family;
@@ -187,15 +198,9 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	__u32 mss = tp->mss_cache;
 	__u32 in_flight;
 
-	e = bpf_ringbuf_reserve(&intcc_ccp_ev, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&c->events_lost, 1);
+	e = new_event(EV_MEASURE, p->sid, now, c);
+	if (!e)
 		return;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->kind = EV_MEASURE;
-	e->sid = p->sid;
-	e->ts_ns = now;
 	e->mss = mss;
 	e->bytes_acked = tp->snd_una - p->prior_snd_una;
 	e->packets_acked = rs->acked_sacked;
@@ -305,21 +310,17 @@ void BPF_PROG(ccp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops")
 void BPF_PROG(ccp_release, struct sock *sk)
 {
-	struct ccp_priv *p = priv(sk);
+	struct intcc_ccp_cfg *c = cfg();
 	struct intcc_ccp_event *e;
-	__u32 sid = p->sid;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 sid = priv(sk)->sid;
 
 	bpf_map_delete_elem(&intcc_ccp_ctl, &sid);
-	if (!agent_alive(cfg(), bpf_ktime_get_ns()))
+	if (!agent_alive(c, now))
 		return;
-	e = bpf_ringbuf_reserve(&intcc_ccp_ev, sizeof(*e), 0);
-	if (!e)
-		return;
-	__builtin_memset(e, 0, sizeof(*e));
-	e->kind = EV_CLOSE;
-	e->sid = sid;
-	e->ts_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, 0);
+	e = new_event(EV_CLOSE, sid, now, c);
+	if (e)
+		bpf_ringbuf_submit(e, 0);
 }
 
 /* A struct_ops link ties the registration to the daemon's link fd: if the

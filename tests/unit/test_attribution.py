@@ -2,11 +2,11 @@
 from broker.attribution import GapLabel, HopCounters, SeqTracker, label_gap
 
 
-def feed(tracker, seqs, label=GapLabel(0, 1)):
-    out = []
-    for s in seqs:
-        out.append(tracker.observe(s, lambda n: GapLabel(n, 0) if label.congestion else GapLabel(0, n)))
-    return out
+def feed(tracker, seqs, cause="link"):
+    """Observe ``seqs``; every gap is labelled ``cause`` entirely."""
+    def label(n):
+        return GapLabel(n, 0) if cause == "congestion" else GapLabel(0, n)
+    return [tracker.observe(s, label) for s in seqs]
 
 
 def test_in_order_sequence_has_no_losses():
@@ -63,7 +63,7 @@ def test_duplicates_are_counted_not_lost():
 
 def test_labels_from_the_gap_callback_are_what_gets_confirmed():
     t = SeqTracker(reorder_pkts=1)
-    feed(t, [0, 3, 4], label=GapLabel(1, 0))
+    feed(t, [0, 3, 4], cause="congestion")
     assert t.lost == {"congestion": 2, "link": 0}
 
 
