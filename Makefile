@@ -1,8 +1,9 @@
 # intcc: make setup | make test | make demo | make bench
 PYTHON ?= python3
 APT_PACKAGES = iproute2 iputils-ping ethtool iperf3 tshark tcpdump mosquitto mosquitto-clients procps \
-	clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config
+	clang llvm libclang-dev libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config
 STAMP = .setup.stamp
+PYPORTUS_VERSION = 0.6.1
 
 .PHONY: setup test unit integration demo bench clean-testbeds help
 
@@ -15,14 +16,18 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc_ccp.bpf.c
+$(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc_ccp.bpf.c \
+		datapath/Cargo.toml datapath/Cargo.lock $(wildcard datapath/src/*.rs)
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 	$(PYTHON) -m pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "Running pip as the 'root'" || true
-	$(PYTHON) -c "import int_node, experiments, broker.publisher, broker.embedded, pyroute2, hypothesis, click"
+	@# pyportus 0.6.1 is a source-only Rust extension; newer rustc needs lints capped to build it
+	$(PYTHON) -c "import pyportus" 2>/dev/null || RUSTFLAGS="--cap-lints warn" $(PYTHON) -m pip install -q \
+		--disable-pip-version-check "pyportus==$(PYPORTUS_VERSION)" 2>&1 | grep -v "Running pip as the 'root'" || true
+	$(PYTHON) -c "import int_node, experiments, broker.publisher, broker.embedded, ccp_algs.cli, pyportus, pyroute2, hypothesis, click"
 	$(MAKE) -C datapath
 	@touch $(STAMP)
 

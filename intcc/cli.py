@@ -13,12 +13,14 @@ def main():
 
     INT nodes stamp per-hop telemetry into IPv6 headers (node), experiments run
     on an emulated testbed of network namespaces (testbed, exp), sinks publish
-    it over MQTT (broker, telemetry).
+    it over MQTT (broker, telemetry), CCP algorithms (alg) control kernel TCP
+    flows through the BPF datapath (datapath).
     """
 
 
 def _add_groups():
     from broker.cli import broker_group, telemetry_group
+    from ccp_algs.cli import alg_group, datapath_group
     from experiments.cli import exp_group, testbed_group
     from int_node.cli import node_group
     main.add_command(node_group)
@@ -26,6 +28,8 @@ def _add_groups():
     main.add_command(exp_group)
     main.add_command(broker_group)
     main.add_command(telemetry_group)
+    main.add_command(alg_group)
+    main.add_command(datapath_group)
 
 
 _add_groups()

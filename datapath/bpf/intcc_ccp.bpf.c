@@ -2,9 +2,11 @@
 /* intcc CCP datapath, kernel side: a BPF struct_ops TCP congestion control
  * registered as "ccp".
  *
- * - init:     a CREATE event (socket id, MSS, initial cwnd, 4-tuple) on the ring buffer;
- * - each ACK: a MEASURE event with libccp's primitives (cong_control sees every ACK);
- *             then the cwnd / pacing rate userspace left in intcc_ccp_ctl is applied;
+ * - each ACK: the cwnd / pacing rate userspace left in intcc_ccp_ctl is applied, then
+ *             a MEASURE event with libccp's primitives (cong_control sees every ACK);
+ * - a CREATE event (socket id, MSS, cwnd, 4-tuple) the first time a flow is seen in
+ *   the current agent epoch: at init, or on its next ACK after an agent (re)connects,
+ *   so a restarted agent takes over flows that began without it;
  * - release:  a CLOSE event.
  *
  * Userspace (the Rust daemon) writes a heartbeat into intcc_ccp_cfg while a CCP
@@ -35,7 +37,8 @@ extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
-/* Shared with datapath/src/events.rs: keep the layouts in step. */
+/* Event, control, config and stats layouts are shared with datapath/src/bpf.rs:
+ * keep them in step. */
 struct intcc_ccp_event {
 	__u32 kind;
 	__u32 sid;
@@ -66,6 +69,7 @@ struct intcc_ccp_event {
 	__u64 snd_rate_bps;
 	__u32 bytes_pending;
 	__u32 ca_state;
+	__u64 applied_seq;       /* intcc_ccp_ctl seq in force after this ACK */
 };
 
 struct intcc_ccp_ctl {
@@ -75,13 +79,21 @@ struct intcc_ccp_ctl {
 	__u64 seq;               /* bumped by userspace on every write */
 };
 
+/* Written by userspace only (a whole-value update must not race BPF's counters). */
 struct intcc_ccp_cfg {
-	__u64 heartbeat_ns;      /* bpf_ktime_get_ns() clock; 0: no agent */
+	__u64 heartbeat_ns;      /* bpf_ktime_get_ns() clock (CLOCK_MONOTONIC); 0: no agent */
 	__u64 agent_timeout_ns;
+	__u64 epoch;             /* bumped when an agent (re)connects: flows announce themselves again */
+};
+
+/* Written by BPF only. */
+struct intcc_ccp_stats {
 	__u64 events_lost;       /* ring buffer full */
 	__u64 flows_created;
 	__u64 fallback_acks;
 	__u64 controlled_acks;
+	__u64 creates_sent;
+	__u64 cmds_applied;
 };
 
 struct {
@@ -103,6 +115,13 @@ struct {
 	__type(value, struct intcc_ccp_cfg);
 } intcc_ccp_cfg SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct intcc_ccp_stats);
+} intcc_ccp_stats SEC(".maps");
+
 /* Per-socket state in icsk_ca_priv (at most 104 bytes). */
 struct ccp_priv {
 	__u32 sid;
@@ -110,6 +129,7 @@ struct ccp_priv {
 	__u32 prior_delivered_ce;
 	__u32 applied_cwnd_bytes;
 	__u64 applied_seq;
+	__u64 epoch;             /* agent epoch this flow last announced itself in */
 };
 
 __u32 next_sid = 1;
@@ -130,20 +150,32 @@ static __always_inline struct intcc_ccp_cfg *cfg(void)
 	return bpf_map_lookup_elem(&intcc_ccp_cfg, &zero);
 }
 
+static __always_inline struct intcc_ccp_stats *stats(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&intcc_ccp_stats, &zero);
+}
+
+static __always_inline void count(__u64 *counter)
+{
+	__sync_fetch_and_add(counter, 1);
+}
+
 static __always_inline int agent_alive(struct intcc_ccp_cfg *c, __u64 now)
 {
 	return c && c->heartbeat_ns && now - c->heartbeat_ns < c->agent_timeout_ns;
 }
 
 /* A zeroed event with its header filled, or NULL (counted) when the ring is full. */
-static __always_inline struct intcc_ccp_event *new_event(__u32 kind, __u32 sid, __u64 now,
-							 struct intcc_ccp_cfg *c)
+static __always_inline struct intcc_ccp_event *new_event(__u32 kind, __u32 sid, __u64 now)
 {
 	struct intcc_ccp_event *e = bpf_ringbuf_reserve(&intcc_ccp_ev, sizeof(*e), 0);
+	struct intcc_ccp_stats *st;
 
 	if (!e) {
-		if (c)
-			__sync_fetch_and_add(&c->events_lost, 1);
+		st = stats();
+		if (st)
+			count(&st->events_lost);
 		return NULL;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
@@ -153,27 +185,17 @@ static __always_inline struct intcc_ccp_event *new_event(__u32 kind, __u32 sid, 
 	return e;
 }
 
-SEC("struct_ops")
-void BPF_PROG(ccp_init, struct sock *sk)
+/* Tell the agent about this flow, once per agent epoch. */
+static __always_inline void announce(struct sock *sk, struct intcc_ccp_cfg *c, __u64 now)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct ccp_priv *p = priv(sk);
-	struct intcc_ccp_cfg *c = cfg();
+	struct intcc_ccp_stats *st;
 	struct intcc_ccp_event *e;
-	__u64 now = bpf_ktime_get_ns();
 
-	p->sid = __sync_fetch_and_add(&next_sid, 1);
-	p->prior_snd_una = tp->snd_una;
-	p->prior_delivered_ce = tp->delivered_ce;
-	p->applied_cwnd_bytes = 0;
-	p->applied_seq = 0;
-	if (c)
-		__sync_fetch_and_add(&c->flows_created, 1);
-	if (!agent_alive(c, now))
-		return;   /* nobody to tell: the flow runs the fallback */
-	e = new_event(EV_CREATE, p->sid, now, c);
+	e = new_event(EV_CREATE, p->sid, now);
 	if (!e)
-		return;
+		return;   /* retried on the next ACK */
 	e->mss = tp->mss_cache;
 	e->init_cwnd_bytes = tp->snd_cwnd * tp->mss_cache;
 	e->family = sk->__sk_common.skc_family;
@@ -187,10 +209,35 @@ void BPF_PROG(ccp_init, struct sock *sk)
 		__builtin_memcpy(e->dst_addr, &sk->__sk_common.skc_daddr, 4);
 	}
 	bpf_ringbuf_submit(e, 0);
+	p->epoch = c->epoch;
+	st = stats();
+	if (st)
+		count(&st->creates_sent);
 }
 
-static __always_inline void report(struct sock *sk, const struct rate_sample *rs,
-				   struct intcc_ccp_cfg *c, __u64 now)
+SEC("struct_ops")
+void BPF_PROG(ccp_init, struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+	struct intcc_ccp_cfg *c = cfg();
+	struct intcc_ccp_stats *st = stats();
+	__u64 now = bpf_ktime_get_ns();
+
+	p->sid = __sync_fetch_and_add(&next_sid, 1);
+	p->prior_snd_una = tp->snd_una;
+	p->prior_delivered_ce = tp->delivered_ce;
+	p->applied_cwnd_bytes = 0;
+	p->applied_seq = 0;
+	p->epoch = 0;
+	if (st)
+		count(&st->flows_created);
+	if (agent_alive(c, now))
+		announce(sk, c, now);
+	/* else: the flow runs the fallback and announces itself once an agent beats */
+}
+
+static __always_inline void report(struct sock *sk, const struct rate_sample *rs, __u64 now)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct ccp_priv *p = priv(sk);
@@ -198,7 +245,7 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	__u32 mss = tp->mss_cache;
 	__u32 in_flight;
 
-	e = new_event(EV_MEASURE, p->sid, now, c);
+	e = new_event(EV_MEASURE, p->sid, now);
 	if (!e)
 		return;
 	e->mss = mss;
@@ -222,6 +269,7 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->snd_rate_bps = sk->sk_pacing_rate;
 	e->bytes_pending = tp->write_seq - tp->snd_nxt;
 	e->ca_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
+	e->applied_seq = p->applied_seq;
 	bpf_ringbuf_submit(e, 0);
 	p->prior_snd_una = tp->snd_una;
 	p->prior_delivered_ce = tp->delivered_ce;
@@ -242,33 +290,15 @@ static __always_inline void fallback(struct sock *sk, __u32 ack, const struct ra
 	tcp_reno_cong_avoid(sk, ack, rs->acked_sacked);
 }
 
-SEC("struct_ops")
-void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const struct rate_sample *rs)
+/* The agent's command, enforced on every ACK: the kernel's own cwnd changes
+ * (an RTO collapsing it to one segment) must not outlive the agent's decision,
+ * as with ccp-kernel, where libccp sets the window after every program run. */
+static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct ccp_priv *p = priv(sk);
-	struct intcc_ccp_cfg *c = cfg();
-	struct intcc_ccp_ctl *ctl;
-	__u64 now = bpf_ktime_get_ns();
-	__u32 sid = p->sid;
+	struct intcc_ccp_stats *st;
 
-	if (!c || !agent_alive(c, now)) {
-		if (c)
-			__sync_fetch_and_add(&c->fallback_acks, 1);
-		fallback(sk, ack, rs);
-		return;
-	}
-	report(sk, rs, c, now);
-	ctl = bpf_map_lookup_elem(&intcc_ccp_ctl, &sid);
-	if (!ctl || !ctl->flags) {
-		__sync_fetch_and_add(&c->fallback_acks, 1);
-		fallback(sk, ack, rs);    /* not taken over (yet) */
-		return;
-	}
-	__sync_fetch_and_add(&c->controlled_acks, 1);
-	if (ctl->seq == p->applied_seq)
-		return;
-	p->applied_seq = ctl->seq;
 	if (ctl->flags & CTL_HAS_CWND) {
 		__u32 mss = tp->mss_cache ? tp->mss_cache : 1;
 		__u32 pkts = ctl->cwnd_bytes / mss;
@@ -280,6 +310,43 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 		sk->sk_pacing_rate = ctl->rate_bps;
 		sk->sk_pacing_status = SK_PACING_NEEDED;
 	}
+	if (ctl->seq != p->applied_seq) {
+		p->applied_seq = ctl->seq;
+		st = stats();
+		if (st)
+			count(&st->cmds_applied);
+	}
+}
+
+SEC("struct_ops")
+void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const struct rate_sample *rs)
+{
+	struct ccp_priv *p = priv(sk);
+	struct intcc_ccp_cfg *c = cfg();
+	struct intcc_ccp_stats *st = stats();
+	struct intcc_ccp_ctl *ctl;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 sid = p->sid;
+
+	if (!st)
+		return;   /* cannot happen: array maps always have their element */
+	if (!agent_alive(c, now)) {
+		count(&st->fallback_acks);
+		fallback(sk, ack, rs);
+		return;
+	}
+	if (p->epoch != c->epoch)
+		announce(sk, c, now);
+	ctl = bpf_map_lookup_elem(&intcc_ccp_ctl, &sid);
+	if (ctl && ctl->flags)
+		apply(sk, ctl);
+	report(sk, rs, now);
+	if (!ctl || !ctl->flags) {
+		count(&st->fallback_acks);
+		fallback(sk, ack, rs);    /* not taken over (yet) */
+		return;
+	}
+	count(&st->controlled_acks);
 }
 
 SEC("struct_ops")
@@ -312,13 +379,14 @@ void BPF_PROG(ccp_release, struct sock *sk)
 {
 	struct intcc_ccp_cfg *c = cfg();
 	struct intcc_ccp_event *e;
+	struct ccp_priv *p = priv(sk);
 	__u64 now = bpf_ktime_get_ns();
-	__u32 sid = priv(sk)->sid;
+	__u32 sid = p->sid;
 
 	bpf_map_delete_elem(&intcc_ccp_ctl, &sid);
-	if (!agent_alive(c, now))
-		return;
-	e = new_event(EV_CLOSE, sid, now, c);
+	if (!agent_alive(c, now) || p->epoch != c->epoch)
+		return;   /* the agent never heard of it */
+	e = new_event(EV_CLOSE, sid, now);
 	if (e)
 		bpf_ringbuf_submit(e, 0);
 }

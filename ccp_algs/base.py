@@ -1,0 +1,107 @@
+"""What every intcc CCP algorithm shares: the per-RTT / on-loss report program,
+per-flow state with its MSS, and an optional CSV trace of every decision."""
+from __future__ import annotations
+
+import csv
+import logging
+import time
+
+log = logging.getLogger("intcc.alg")
+
+# Report once per RTT (but at most every millisecond: on a bare veth the RTT is
+# ~20 us and per-RTT reports would swamp the agent), and at once on a loss or a
+# timeout. Acked bytes and losses accumulate between reports.
+REPORT_PER_RTT_AND_ON_LOSS = """\
+(def (Report
+    (volatile acked 0)
+    (volatile sacked 0)
+    (volatile loss 0)
+    (volatile timeout false)
+    (volatile rtt 0)
+    (volatile inflight 0)
+    (volatile rin 0)
+    (volatile rout 0)
+))
+(when true
+    (:= Report.inflight Flow.packets_in_flight)
+    (:= Report.rtt Flow.rtt_sample_us)
+    (:= Report.rin Flow.rate_incoming)
+    (:= Report.rout Flow.rate_outgoing)
+    (:= Report.acked (+ Report.acked Ack.bytes_acked))
+    (:= Report.sacked (+ Report.sacked Ack.packets_misordered))
+    (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
+    (:= Report.timeout Flow.was_timeout)
+    (fallthrough)
+)
+(when (|| Report.timeout (> Report.loss 0))
+    (report)
+    (:= Micros 0)
+)
+(when (&& (> Micros Flow.rtt_sample_us) (> Micros 1000))
+    (report)
+    (:= Micros 0)
+)
+"""
+
+TRACE_FIELDS = ["t_s", "mono_ns", "sid", "event", "cwnd_bytes", "ssthresh_bytes", "rtt_us",
+                "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason"]
+
+
+class Trace:
+    """CSV rows, line-buffered: portus ends the process with exit() on SIGTERM."""
+
+    def __init__(self, path: str | None):
+        self._file = open(path, "w", buffering=1, newline="") if path else None
+        self._csv = csv.DictWriter(self._file, TRACE_FIELDS) if self._file else None
+        if self._csv:
+            self._csv.writeheader()
+        self._t0 = time.monotonic_ns()
+
+    def row(self, mono_ns: int | None = None, **fields):
+        if not self._csv:
+            return
+        now = mono_ns or time.monotonic_ns()
+        self._csv.writerow({"t_s": f"{(now - self._t0) / 1e9:.6f}", "mono_ns": now, **fields})
+
+
+class Report:
+    """The fields of REPORT_PER_RTT_AND_ON_LOSS, read once from portus's report object."""
+    __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "inflight", "rin", "rout")
+
+    def __init__(self, r):
+        self.acked = r.acked
+        self.sacked = r.sacked
+        self.loss = r.loss
+        self.timeout = bool(r.timeout)
+        self.rtt_us = r.rtt
+        self.inflight = r.inflight
+        self.rin = r.rin
+        self.rout = r.rout
+
+
+class FlowBase:
+    """One flow: the datapath handle, MSS, and the trace. Subclasses implement on_report."""
+
+    program = "default"
+
+    def __init__(self, alg, datapath, datapath_info):
+        self.alg = alg
+        self.datapath = datapath
+        self.info = datapath_info
+        self.sid = datapath_info.sock_id
+        self.mss = datapath_info.mss or 1448
+        self.trace = alg.trace
+
+    def install(self, cwnd_bytes: int):
+        self.datapath.set_program(self.program, [("Cwnd", int(cwnd_bytes))])
+
+    def set_cwnd(self, cwnd_bytes: int, event: str, r: Report | None = None, reason: str = "",
+                 ssthresh_bytes: int | None = None):
+        cwnd_bytes = max(int(cwnd_bytes), 2 * self.mss)
+        now_ns = time.monotonic_ns()    # before the call: the latency benchmark starts here
+        self.datapath.update_field("Cwnd", cwnd_bytes)
+        self.trace.row(mono_ns=now_ns, sid=self.sid, event=event, cwnd_bytes=cwnd_bytes, ssthresh_bytes=ssthresh_bytes,
+                       rtt_us=r.rtt_us if r else None, acked_bytes=r.acked if r else None,
+                       loss_pkts=r.loss if r else None, timeout=int(r.timeout) if r else None,
+                       inflight_pkts=r.inflight if r else None, reason=reason)
+        return cwnd_bytes

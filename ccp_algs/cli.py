@@ -1,0 +1,126 @@
+"""``intcc alg`` (run a CCP algorithm) and ``intcc datapath`` (the BPF datapath daemon)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+
+import click
+
+from .portus_compat import IPC_CHOICES, AlgorithmError, start
+
+
+@click.group("alg")
+def alg_group():
+    """CCP algorithms (portus agents): list them, run one.
+
+    An agent controls every flow whose congestion control is 'ccp', through the
+    intcc BPF datapath ('intcc datapath run', IPC unix) or ccp-kernel (IPC netlink).
+    """
+
+
+def _common(f):
+    f = click.option("--ipc", type=click.Choice(IPC_CHOICES), default="unix", show_default=True,
+                     help="unix: the intcc BPF datapath; netlink: ccp-kernel")(f)
+    f = click.option("--trace", "trace", type=click.Path(dir_okay=False),
+                     help="CSV of every decision: time, flow, cwnd, RTT, acked, losses, reason")(f)
+    f = click.option("-v", "--verbose", is_flag=True, help="log decisions to stderr")(f)
+    return f
+
+
+def _run(alg, ipc: str, verbose: bool):
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(name)s %(message)s")
+    click.echo(f"intcc alg: {alg.name} on portus ({ipc} IPC); flows with TCP congestion control "
+               f"'ccp' are controlled. Ctrl-C stops.", err=True)
+    try:
+        start(alg, ipc)
+    except AlgorithmError as e:
+        raise click.ClickException(str(e))
+
+
+@alg_group.group("run")
+def run_group():
+    """Run algorithm NAME as the CCP agent (blocks until SIGINT/SIGTERM)."""
+
+
+@run_group.command("const")
+@click.option("--cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True,
+              help="the fixed congestion window, in MSS-sized packets")
+@click.option("--rate-mbps", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="also pace at this rate (0: no pacing)")
+@_common
+def run_const(cwnd_pkts, rate_mbps, ipc, trace, verbose):
+    """Fixed cwnd (tests, calibration): goodput = cwnd / RTT."""
+    from .const import Const
+    _run(Const(cwnd_pkts=cwnd_pkts, rate_mbps=rate_mbps, trace=trace), ipc, verbose)
+
+
+@run_group.command("reno")
+@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
+@_common
+def run_reno(init_cwnd_pkts, ipc, trace, verbose):
+    """Reno AIMD: slow start, +1 MSS per RTT, halve on loss, 1 MSS on timeout."""
+    from .reno import Reno
+    _run(Reno(init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
+
+
+@alg_group.command("list")
+def list_algs():
+    """The algorithms 'intcc alg run' knows."""
+    for name, cmd in sorted(run_group.commands.items()):
+        click.echo(f"{name:12s} {cmd.get_short_help_str(70)}")
+
+
+@click.group("datapath")
+def datapath_group():
+    """The CCP datapath for stock Linux: BPF struct_ops 'ccp' + Rust daemon (libccp)."""
+
+
+@datapath_group.command("run", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.pass_context
+def datapath_run(ctx):
+    """Register 'ccp' and serve CCP agents until SIGINT/SIGTERM (root).
+
+    Options are the daemon's own: see 'intcc datapath run --help-daemon'.
+    """
+    from .datapath import DatapathError, daemon_binary
+    try:
+        binary = daemon_binary()
+    except DatapathError as e:
+        raise click.ClickException(str(e))
+    args = ["--help" if a == "--help-daemon" else a for a in ctx.args]
+    os.execv(binary, [binary, *args])
+
+
+@datapath_group.command("status")
+@click.option("--state-dir", default="/run/intcc/datapath", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print the daemon's stats.json as it is")
+def datapath_status(state_dir, as_json):
+    """Is the daemon running, is an agent connected, which flows are controlled."""
+    from .datapath import ccp_registered
+    path = os.path.join(state_dir, "stats.json")
+    try:
+        with open(path) as f:
+            stats = json.load(f)
+    except FileNotFoundError:
+        raise click.ClickException(f"no daemon state in {state_dir} (is 'intcc datapath run' running?)")
+    alive = os.path.exists(f"/proc/{stats.get('pid')}") and ccp_registered()
+    if as_json:
+        click.echo(json.dumps({**stats, "running": alive}, indent=2))
+        return
+    k, d = stats["kernel"], stats["daemon"]
+    click.echo(f"daemon pid {stats['pid']}: {'running' if alive else 'NOT running (stale state)'}; "
+               f"agent {'connected' if stats['agent_connected'] else 'absent'} (epoch {stats['epoch']}); "
+               f"{stats['flows']} flows controlled")
+    click.echo(f"kernel: {k['flows_created']} flows seen, ACKs {k['controlled_acks']} controlled / "
+               f"{k['fallback_acks']} fallback, {k['events_lost']} events lost")
+    click.echo(f"daemon: {d['measures']} measurements, {d['cmds_written']} commands, "
+               f"IPC {d['ipc_sent']} sent / {d['ipc_received']} received")
+    try:
+        with open(os.path.join(state_dir, "flows.json")) as f:
+            for fl in json.load(f)["flows"]:
+                click.echo(f"  flow {fl['sid']}: [{fl['src']}]:{fl['sport']} -> [{fl['dst']}]:{fl['dport']}")
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,38 @@
+"""const: a fixed congestion window (and optionally a pacing rate). For tests and
+calibration: goodput should be cwnd / RTT whatever the path does."""
+from __future__ import annotations
+
+from .base import REPORT_PER_RTT_AND_ON_LOSS, FlowBase, Report, Trace
+
+
+class ConstFlow(FlowBase):
+    def __init__(self, alg, datapath, datapath_info):
+        super().__init__(alg, datapath, datapath_info)
+        self.cwnd_bytes = alg.cwnd_pkts * self.mss
+        fields = [("Cwnd", self.cwnd_bytes)]
+        if alg.rate_bytes_per_s:
+            fields.append(("Rate", alg.rate_bytes_per_s))
+        self.datapath.set_program(self.program, fields)
+        self.trace.row(sid=self.sid, event="start", cwnd_bytes=self.cwnd_bytes, reason="const")
+
+    def on_report(self, r):
+        r = Report(r)
+        # Re-assert every report: cheap, and repairs a window the kernel collapsed on RTO.
+        self.set_cwnd(self.cwnd_bytes, "report", r, reason="const")
+
+
+class Const:
+    name = "const"
+
+    def __init__(self, cwnd_pkts: int = 10, rate_mbps: float = 0.0, trace: str | None = None):
+        if cwnd_pkts < 1:
+            raise ValueError(f"cwnd_pkts must be >= 1, not {cwnd_pkts}")
+        self.cwnd_pkts = cwnd_pkts
+        self.rate_bytes_per_s = int(rate_mbps * 1e6 / 8)
+        self.trace = Trace(trace)
+
+    def datapath_programs(self):
+        return {"default": REPORT_PER_RTT_AND_ON_LOSS}
+
+    def new_flow(self, datapath, datapath_info):
+        return ConstFlow(self, datapath, datapath_info)

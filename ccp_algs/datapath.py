@@ -1,0 +1,168 @@
+"""Start and watch the CCP datapath daemon (datapath/, Rust) and CCP agents as
+child processes, for experiments and tests.
+
+    with DatapathProcess() as dp, AgentProcess("const", ["--cwnd-pkts", "10"]) as agent:
+        dp.wait_agent()            # the daemon has seen the agent
+        ...                        # flows with TCP_CONGESTION "ccp" are now controlled
+        dp.stats()["kernel"]["controlled_acks"]
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_STATE_DIR = "/run/intcc/datapath"
+AVAILABLE_CCAS = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+
+class DatapathError(RuntimeError):
+    pass
+
+
+def daemon_binary() -> str:
+    """The daemon: $INTCC_DATAPATH_BIN, the repository's build, or one on PATH."""
+    for candidate in (os.environ.get("INTCC_DATAPATH_BIN"), str(REPO / "datapath" / "build" / "intcc-datapath"),
+                      shutil.which("intcc-datapath")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise DatapathError("intcc-datapath is not built: run 'make setup' (or 'make -C datapath')")
+
+
+def ccp_registered() -> bool:
+    with open(AVAILABLE_CCAS) as f:
+        return "ccp" in f.read().split()
+
+
+def _wait(predicate, timeout_s: float, what: str, proc=None, log_path=None):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        if proc is not None and proc.poll() is not None:
+            tail = Path(log_path).read_text()[-2000:] if log_path else ""
+            raise DatapathError(f"{what}: process exited with {proc.returncode}\n{tail}")
+        time.sleep(0.02)
+    raise DatapathError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+class DatapathProcess:
+    def __init__(self, state_dir: str | None = None, heartbeat_ms: int = 20, agent_timeout_ms: int = 200,
+                 applied_log: str | None = None, agent: str = "portus", log_path: str | None = None):
+        self.state_dir = state_dir or tempfile.mkdtemp(prefix="intcc-datapath-")
+        self.args = ["--state-dir", self.state_dir, "--heartbeat-ms", str(heartbeat_ms),
+                     "--agent-timeout-ms", str(agent_timeout_ms), "--agent", agent, "-v"]
+        if applied_log:
+            self.args += ["--applied-log", applied_log]
+        self.log_path = log_path or os.path.join(self.state_dir, "daemon.log")
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 10) -> "DatapathProcess":
+        if ccp_registered():
+            raise DatapathError("a congestion control 'ccp' is already registered "
+                                "(another intcc-datapath running? 'intcc datapath status')")
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([daemon_binary(), *self.args], stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        _wait(lambda: ccp_registered() and os.path.exists(self.stats_path), timeout_s,
+              "the datapath to register 'ccp'", self.proc, self.log_path)
+        return self
+
+    @property
+    def stats_path(self) -> str:
+        return os.path.join(self.state_dir, "stats.json")
+
+    def stats(self) -> dict:
+        """The daemon's counters, refreshed by it once a second."""
+        with open(self.stats_path) as f:
+            return json.load(f)
+
+    def flows(self) -> list[dict]:
+        try:
+            with open(os.path.join(self.state_dir, "flows.json")) as f:
+                return json.load(f)["flows"]
+        except FileNotFoundError:
+            return []
+
+    def wait_agent(self, connected: bool = True, timeout_s: float = 10):
+        _wait(lambda: self.stats().get("agent_connected") == connected, timeout_s + 1.5,
+              f"the datapath to see the agent {'connect' if connected else 'leave'}", self.proc, self.log_path)
+
+    def stop(self, timeout_s: float = 10) -> int:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode if self.proc else 0
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self):
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class AgentProcess:
+    """``intcc alg run NAME OPTIONS`` as a child process (portus owns its process)."""
+
+    def __init__(self, name: str, options: list[str] | None = None, ipc: str = "unix",
+                 log_path: str | None = None):
+        self.cmd = [sys.executable, "-m", "intcc", "alg", "run", name, "--ipc", ipc, *(options or [])]
+        self.log_path = log_path or tempfile.mktemp(prefix=f"intcc-agent-{name}-", suffix=".log")
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 15) -> "AgentProcess":
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        _wait(lambda: _socket_bound("/tmp/ccp/portus"), timeout_s, "the agent to bind /tmp/ccp/portus",
+              self.proc, self.log_path)
+        return self
+
+    def log(self) -> str:
+        return Path(self.log_path).read_text(errors="replace")
+
+    def stop(self, sig=signal.SIGTERM, timeout_s: float = 10):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self):
+        self.stop(signal.SIGKILL)
+
+    def __enter__(self):
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _socket_bound(path: str) -> bool:
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()

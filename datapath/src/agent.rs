@@ -1,0 +1,324 @@
+//! The userspace half of the datapath for one CCP agent connection: a libccp
+//! `Datapath` speaking portus's unix-datagram IPC, one libccp `Connection` per
+//! kernel flow, and the commands libccp issues (set_cwnd / set_rate_abs) written
+//! into the BPF control map.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
+use std::os::unix::net::UnixDatagram;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use libccp::{Connection, CongestionOps, Datapath, DatapathBuilder, DatapathOps, FlowInfo, Primitives};
+
+use crate::bpf::{Ctl, Event, Maps, CTL_HAS_CWND, CTL_HAS_RATE};
+
+/// Daemon-wide counters (single-threaded: Cells).
+#[derive(Default)]
+pub struct Counters {
+    pub ipc_sent: Cell<u64>,
+    pub ipc_send_dropped: Cell<u64>,
+    pub ipc_received: Cell<u64>,
+    pub ipc_rejected: Cell<u64>,
+    pub ipc_not_from_agent: Cell<u64>,
+    pub measures: Cell<u64>,
+    pub measures_unknown_flow: Cell<u64>,
+    pub creates: Cell<u64>,
+    pub closes: Cell<u64>,
+    pub bad_events: Cell<u64>,
+    pub cmds_written: Cell<u64>,
+    pub cmd_write_errors: Cell<u64>,
+    pub invoke_errors: Cell<u64>,
+    pub agent_sessions: Cell<u64>,
+}
+
+pub fn bump(c: &Cell<u64>) {
+    c.set(c.get() + 1);
+}
+
+/// Where the agent is and whether it is still there.
+struct AgentLink {
+    sock: Rc<UnixDatagram>,
+    agent_path: PathBuf,
+    lost: Rc<Cell<bool>>,
+    counters: Rc<Counters>,
+}
+
+impl DatapathOps for AgentLink {
+    fn send_msg(&mut self, msg: &[u8]) {
+        match self.sock.send_to(msg, &self.agent_path) {
+            Ok(_) => bump(&self.counters.ipc_sent),
+            Err(e) => match e.raw_os_error() {
+                // nobody bound there any more: the agent is gone
+                Some(libc::ECONNREFUSED) | Some(libc::ENOENT) => self.lost.set(true),
+                _ => bump(&self.counters.ipc_send_dropped),
+            },
+        }
+    }
+}
+
+/// A command written to the kernel whose application we wait to see (for latency figures).
+struct PendingCmd {
+    seq: u64,
+    cwnd_bytes: u32,
+    written_ns: u64,
+}
+
+/// Per-flow state libccp calls back into.
+pub struct FlowCtl {
+    sid: u32,
+    maps: Rc<Maps>,
+    counters: Rc<Counters>,
+    applied: Rc<AppliedLog>,
+    ctl: Ctl,
+    /// What the kernel reported on the ACK being processed: libccp hands the
+    /// registers back through set_cwnd / set_rate_abs after every program run.
+    kernel_rate_bps: u64,
+    pending: VecDeque<PendingCmd>,
+}
+
+impl FlowCtl {
+    fn write(&mut self) {
+        self.ctl.seq += 1;
+        match self.maps.write_ctl(self.sid, &self.ctl) {
+            Ok(()) => {
+                bump(&self.counters.cmds_written);
+                if self.pending.len() < 1024 {
+                    self.pending.push_back(PendingCmd {
+                        seq: self.ctl.seq,
+                        cwnd_bytes: self.ctl.cwnd_bytes,
+                        written_ns: monotonic_ns(),
+                    });
+                }
+            }
+            Err(_) => bump(&self.counters.cmd_write_errors),
+        }
+    }
+
+    /// The kernel says which command is in force: record the ones now applied.
+    fn saw_applied(&mut self, applied_seq: u64, ts_ns: u64) {
+        while let Some(p) = self.pending.front() {
+            if p.seq > applied_seq {
+                break;
+            }
+            self.applied.record(self.sid, p.seq, p.cwnd_bytes, p.written_ns, ts_ns);
+            self.pending.pop_front();
+        }
+    }
+}
+
+impl CongestionOps for FlowCtl {
+    fn set_cwnd(&mut self, cwnd_bytes: u32) {
+        // Called after every program run; only a change (or the takeover) reaches the kernel.
+        if self.ctl.flags & CTL_HAS_CWND != 0 && self.ctl.cwnd_bytes == cwnd_bytes {
+            return;
+        }
+        self.ctl.flags |= CTL_HAS_CWND;
+        self.ctl.cwnd_bytes = cwnd_bytes;
+        self.write();
+    }
+
+    fn set_rate_abs(&mut self, rate_bps: u32) {
+        // The Rate register starts as the kernel's own pacing rate: echoing it back is
+        // not a command. Pacing starts when the algorithm sets something else.
+        let rate = rate_bps as u64;
+        if self.ctl.flags & CTL_HAS_RATE == 0 && rate == self.kernel_rate_bps.min(u32::MAX as u64) {
+            return;
+        }
+        if self.ctl.flags & CTL_HAS_RATE != 0 && self.ctl.rate_bps == rate {
+            return;
+        }
+        self.ctl.flags |= CTL_HAS_RATE;
+        self.ctl.rate_bps = rate;
+        self.write();
+    }
+}
+
+/// Optional CSV of commands and when the kernel applied them (latency benchmark).
+pub struct AppliedLog {
+    out: RefCell<Option<std::io::BufWriter<std::fs::File>>>,
+    /// daemon write -> kernel apply, most recent samples (ns)
+    pub lat_ns: RefCell<VecDeque<u64>>,
+}
+
+impl AppliedLog {
+    pub fn new(path: Option<&PathBuf>) -> std::io::Result<AppliedLog> {
+        let out = match path {
+            Some(p) => {
+                let mut w = std::io::BufWriter::new(std::fs::File::create(p)?);
+                writeln!(w, "sid,seq,cwnd_bytes,written_ns,applied_ns")?;
+                Some(w)
+            }
+            None => None,
+        };
+        Ok(AppliedLog { out: RefCell::new(out), lat_ns: RefCell::new(VecDeque::new()) })
+    }
+
+    fn record(&self, sid: u32, seq: u64, cwnd_bytes: u32, written_ns: u64, applied_ns: u64) {
+        let mut lat = self.lat_ns.borrow_mut();
+        if lat.len() >= 10_000 {
+            lat.pop_front();
+        }
+        lat.push_back(applied_ns.saturating_sub(written_ns));
+        if let Some(w) = self.out.borrow_mut().as_mut() {
+            let _ = writeln!(w, "{sid},{seq},{cwnd_bytes},{written_ns},{applied_ns}");
+        }
+    }
+
+    pub fn flush(&self) {
+        if let Some(w) = self.out.borrow_mut().as_mut() {
+            let _ = w.flush();
+        }
+    }
+}
+
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid pointer; CLOCK_MONOTONIC is bpf_ktime_get_ns()'s clock.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What a flow looked like when it was announced (for flows.json).
+#[derive(Clone)]
+pub struct FlowMeta {
+    pub sid: u32,
+    pub event: Event,
+    /// the 32-bit addresses libccp's create message carries (IPv6: the low 32 bits)
+    pub ccp_src_ip: u32,
+    pub ccp_dst_ip: u32,
+}
+
+fn ccp_ip(family: u32, raw: &[u8; 16]) -> u32 {
+    let b = if family == crate::bpf::AF_INET6 { &raw[12..16] } else { &raw[0..4] };
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+struct Flow {
+    // 'static is a lie told to libccp's borrow: Session keeps the Datapath alive and
+    // drops every Connection before it (field order).
+    conn: Connection<'static, FlowCtl>,
+    meta: FlowMeta,
+}
+
+/// One connected agent: libccp state and its flows.
+pub struct Session {
+    flows: HashMap<u32, Flow>,
+    dp: Box<Datapath>,
+    pub lost: Rc<Cell<bool>>,
+    maps: Rc<Maps>,
+    counters: Rc<Counters>,
+    applied: Rc<AppliedLog>,
+}
+
+impl Session {
+    pub fn start(
+        sock: Rc<UnixDatagram>,
+        agent_path: PathBuf,
+        maps: Rc<Maps>,
+        counters: Rc<Counters>,
+        applied: Rc<AppliedLog>,
+    ) -> Result<Session, String> {
+        let lost = Rc::new(Cell::new(false));
+        let link = AgentLink { sock, agent_path, lost: lost.clone(), counters: counters.clone() };
+        // init sends READY: the agent answers by installing its datapath programs.
+        let dp = DatapathBuilder::default()
+            .with_ops(link)
+            .with_id(0)
+            .init()
+            .map_err(|e| format!("libccp init: {e:?}"))?;
+        bump(&counters.agent_sessions);
+        Ok(Session { flows: HashMap::new(), dp: Box::new(dp), lost, maps, counters, applied })
+    }
+
+    pub fn on_create(&mut self, ev: &Event) {
+        bump(&self.counters.creates);
+        self.flows.remove(&ev.sid); // re-announced: start afresh
+        let ccp_src_ip = ccp_ip(ev.family, &ev.src_addr);
+        let ccp_dst_ip = ccp_ip(ev.family, &ev.dst_addr);
+        let info = FlowInfo::default()
+            .with_init_cwnd(ev.init_cwnd_bytes)
+            .with_mss(ev.mss)
+            .with_four_tuple(ccp_src_ip, ev.src_port as u32, ccp_dst_ip, ev.dst_port as u32);
+        let ctl = FlowCtl {
+            sid: ev.sid,
+            maps: self.maps.clone(),
+            counters: self.counters.clone(),
+            applied: self.applied.clone(),
+            ctl: Ctl::default(),
+            kernel_rate_bps: 0,
+            pending: VecDeque::new(),
+        };
+        // SAFETY: see `Flow::conn`; the Box gives the Datapath a stable address.
+        let dp: &'static Datapath = unsafe { &*(self.dp.as_ref() as *const Datapath) };
+        match Connection::start(dp, ctl, info) {
+            Ok(conn) => {
+                let meta = FlowMeta { sid: ev.sid, event: *ev, ccp_src_ip, ccp_dst_ip };
+                self.flows.insert(ev.sid, Flow { conn, meta });
+            }
+            Err(e) => eprintln!("intcc-datapath: flow {} not taken over: {e:?}", ev.sid),
+        }
+    }
+
+    pub fn on_measure(&mut self, ev: &Event) {
+        bump(&self.counters.measures);
+        let Some(flow) = self.flows.get_mut(&ev.sid) else {
+            bump(&self.counters.measures_unknown_flow);
+            return;
+        };
+        flow.conn.kernel_rate_bps = ev.snd_rate_bps;
+        if !flow.conn.pending.is_empty() {
+            flow.conn.saw_applied(ev.applied_seq, ev.ts_ns);
+        }
+        let prims = Primitives::default()
+            .with_bytes_acked(ev.bytes_acked)
+            .with_packets_acked(ev.packets_acked)
+            .with_bytes_misordered(ev.bytes_misordered)
+            .with_packets_misordered(ev.packets_misordered)
+            .with_ecn_bytes(ev.ecn_bytes)
+            .with_ecn_packets(ev.ecn_packets)
+            .with_lost_pkts_sample(ev.lost_pkts_sample)
+            .with_was_timeout(ev.was_timeout != 0)
+            .with_rtt_sample_us(ev.rtt_sample_us as u64)
+            .with_rate_outgoing(ev.rate_outgoing_bps)
+            .with_rate_incoming(ev.rate_incoming_bps)
+            .with_bytes_in_flight(ev.bytes_in_flight)
+            .with_packets_in_flight(ev.packets_in_flight)
+            .with_snd_cwnd(ev.snd_cwnd_bytes)
+            .with_snd_rate(ev.snd_rate_bps)
+            .with_bytes_pending(ev.bytes_pending);
+        flow.conn.load_primitives(prims);
+        if flow.conn.invoke().is_err() {
+            bump(&self.counters.invoke_errors);
+        }
+    }
+
+    pub fn on_close(&mut self, sid: u32) {
+        if self.flows.remove(&sid).is_some() {
+            bump(&self.counters.closes); // dropping the Connection tells the agent
+        }
+    }
+
+    /// A message from the agent (install, update_field, change_prog).
+    pub fn on_ipc(&mut self, msg: &mut [u8]) {
+        bump(&self.counters.ipc_received);
+        if self.dp.recv_msg(msg).is_err() {
+            bump(&self.counters.ipc_rejected);
+        }
+    }
+
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    pub fn flows(&self) -> impl Iterator<Item = &FlowMeta> {
+        self.flows.values().map(|f| &f.meta)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.flows.clear(); // every Connection before the Datapath it points into
+    }
+}

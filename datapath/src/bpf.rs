@@ -1,0 +1,242 @@
+//! The kernel side: load `bpf/intcc_ccp.bpf.c`'s object, register the struct_ops
+//! congestion control "ccp" through a link, and give typed access to its maps.
+//! Struct layouts here mirror the C structs field for field.
+
+use std::fmt;
+
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, Object, ObjectBuilder};
+
+/// The compiled object, embedded so the binary is self-contained (built by datapath/Makefile first).
+static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/build/intcc_ccp.bpf.o"));
+
+pub const EV_CREATE: u32 = 1;
+pub const EV_MEASURE: u32 = 2;
+pub const EV_CLOSE: u32 = 3;
+
+pub const CTL_HAS_CWND: u32 = 1;
+pub const CTL_HAS_RATE: u32 = 2;
+
+pub const AF_INET6: u32 = 10;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Event {
+    pub kind: u32,
+    pub sid: u32,
+    pub ts_ns: u64,
+    pub mss: u32,
+    pub init_cwnd_bytes: u32,
+    pub family: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub src_addr: [u8; 16],
+    pub dst_addr: [u8; 16],
+    pub bytes_acked: u32,
+    pub packets_acked: u32,
+    pub bytes_misordered: u32,
+    pub packets_misordered: u32,
+    pub ecn_bytes: u32,
+    pub ecn_packets: u32,
+    pub lost_pkts_sample: u32,
+    pub was_timeout: u32,
+    pub rtt_sample_us: u32,
+    pub bytes_in_flight: u32,
+    pub packets_in_flight: u32,
+    pub snd_cwnd_bytes: u32,
+    pub rate_outgoing_bps: u64,
+    pub rate_incoming_bps: u64,
+    pub snd_rate_bps: u64,
+    pub bytes_pending: u32,
+    pub ca_state: u32,
+    pub applied_seq: u64,
+}
+
+impl Event {
+    /// The event in a ring-buffer sample, or None when the sample is too short (counted by the caller).
+    pub fn parse(sample: &[u8]) -> Option<Event> {
+        if sample.len() < std::mem::size_of::<Event>() {
+            return None;
+        }
+        // SAFETY: length checked; Event is plain old data; the sample may be unaligned.
+        Some(unsafe { std::ptr::read_unaligned(sample.as_ptr() as *const Event) })
+    }
+
+    pub fn src_ip(&self) -> std::net::IpAddr {
+        ip(self.family, &self.src_addr)
+    }
+
+    pub fn dst_ip(&self) -> std::net::IpAddr {
+        ip(self.family, &self.dst_addr)
+    }
+}
+
+fn ip(family: u32, raw: &[u8; 16]) -> std::net::IpAddr {
+    if family == AF_INET6 {
+        std::net::IpAddr::from(*raw)
+    } else {
+        std::net::IpAddr::from([raw[0], raw[1], raw[2], raw[3]])
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Ctl {
+    pub flags: u32,
+    pub cwnd_bytes: u32,
+    pub rate_bps: u64,
+    pub seq: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cfg {
+    pub heartbeat_ns: u64,
+    pub agent_timeout_ns: u64,
+    pub epoch: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stats {
+    pub events_lost: u64,
+    pub flows_created: u64,
+    pub fallback_acks: u64,
+    pub controlled_acks: u64,
+    pub creates_sent: u64,
+    pub cmds_applied: u64,
+}
+
+fn bytes_of<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: T is one of the repr(C) plain structs above.
+    unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
+}
+
+fn from_bytes<T: Copy + Default>(b: &[u8]) -> T {
+    let mut v = T::default();
+    let n = b.len().min(std::mem::size_of::<T>());
+    // SAFETY: copies at most size_of::<T>() bytes into a plain struct.
+    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), &mut v as *mut T as *mut u8, n) };
+    v
+}
+
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn err<E: fmt::Display>(what: &str) -> impl FnOnce(E) -> Error + '_ {
+    move |e| Error(format!("{what}: {e}"))
+}
+
+/// Handles to the maps the daemon uses; cheap to clone into per-flow state.
+pub struct Maps {
+    pub ctl: MapHandle,
+    pub cfg: MapHandle,
+    pub stats: MapHandle,
+}
+
+impl Maps {
+    pub fn write_ctl(&self, sid: u32, ctl: &Ctl) -> Result<(), Error> {
+        self.ctl
+            .update(&sid.to_ne_bytes(), bytes_of(ctl), MapFlags::ANY)
+            .map_err(err("write control map"))
+    }
+
+    /// Forget every command: used when an agent comes or goes, so no stale one applies.
+    pub fn clear_ctl(&self) {
+        let keys: Vec<Vec<u8>> = self.ctl.keys().collect();
+        for k in keys {
+            let _ = self.ctl.delete(&k);
+        }
+    }
+
+    pub fn write_cfg(&self, cfg: &Cfg) -> Result<(), Error> {
+        self.cfg
+            .update(&0u32.to_ne_bytes(), bytes_of(cfg), MapFlags::ANY)
+            .map_err(err("write config map"))
+    }
+
+    pub fn stats(&self) -> Stats {
+        match self.stats.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(b)) => from_bytes(&b),
+            _ => Stats::default(),
+        }
+    }
+}
+
+/// The loaded program, registered as "ccp" for as long as this value (its link) lives.
+pub struct Loaded {
+    pub object: Object,
+    _link: Link,
+}
+
+pub fn ccp_registered() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| s.split_whitespace().any(|n| n == "ccp"))
+        .unwrap_or(false)
+}
+
+pub fn load_and_register() -> Result<(Loaded, Maps), Error> {
+    if ccp_registered() {
+        return Err(Error(
+            "a congestion control named 'ccp' is already registered (another intcc-datapath running, \
+             ccp-kernel loaded, or 'bpftool struct_ops register' left one: \
+             'bpftool struct_ops unregister name intcc_ccp')"
+                .into(),
+        ));
+    }
+    let open = ObjectBuilder::default()
+        .name("intcc_ccp")
+        .map_err(err("object name"))?
+        .open_memory(BPF_OBJECT)
+        .map_err(err("open BPF object"))?;
+    let mut object = open.load().map_err(err(
+        "load BPF object (needs root, BTF at /sys/kernel/btf/vmlinux and struct_ops support)",
+    ))?;
+    let link = {
+        let mut ops = object
+            .maps_mut()
+            .find(|m| m.name() == "intcc_ccp")
+            .ok_or_else(|| Error("struct_ops map intcc_ccp missing from the object".into()))?;
+        ops.attach_struct_ops().map_err(err("register struct_ops 'ccp'"))?
+    };
+    let handle = |name: &str| -> Result<MapHandle, Error> {
+        let m = object
+            .maps()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| Error(format!("map {name} missing from the BPF object")))?;
+        MapHandle::try_from(&m).map_err(err("map handle"))
+    };
+    let maps = Maps { ctl: handle("intcc_ccp_ctl")?, cfg: handle("intcc_ccp_cfg")?, stats: handle("intcc_ccp_stats")? };
+    Ok((Loaded { object, _link: link }, maps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_match_the_c_structs() {
+        // sizes of the C structs in bpf/intcc_ccp.bpf.c (x86_64 / BPF: same alignment rules)
+        assert_eq!(std::mem::size_of::<Event>(), 152);
+        assert_eq!(std::mem::size_of::<Ctl>(), 24);
+        assert_eq!(std::mem::size_of::<Cfg>(), 24);
+        assert_eq!(std::mem::size_of::<Stats>(), 48);
+    }
+
+    #[test]
+    fn short_samples_are_rejected() {
+        assert!(Event::parse(&[0u8; 10]).is_none());
+        let mut raw = vec![0u8; 152];
+        raw[0] = 2;
+        raw[4] = 7;
+        let e = Event::parse(&raw).unwrap();
+        assert_eq!((e.kind, e.sid), (EV_MEASURE, 7));
+    }
+}

@@ -1,0 +1,417 @@
+//! intcc-datapath: the CCP datapath for stock Linux.
+//!
+//! Registers the BPF struct_ops congestion control "ccp" (every network
+//! namespace sees it), turns its ring-buffer events into libccp calls, and talks
+//! to a CCP agent (portus / pyportus) over portus's unix datagram IPC in
+//! /tmp/ccp. While an agent answers, a heartbeat in the BPF config map tells the
+//! kernel side to obey the agent; without one, flows run the BPF Reno fallback.
+
+mod agent;
+mod bpf;
+
+use std::cell::RefCell;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use libbpf_rs::{MapCore, RingBufferBuilder};
+use serde_json::json;
+
+use agent::{bump, monotonic_ns, AppliedLog, Counters, Session};
+use bpf::{Cfg, Event, Maps, EV_CLOSE, EV_CREATE, EV_MEASURE};
+
+/// portus binds its socket in this directory and replies to `/tmp/ccp/<sender address>`.
+const IPC_DIR: &str = "/tmp/ccp";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "intcc-datapath",
+    about = "CCP datapath for stock Linux: BPF struct_ops congestion control 'ccp' + libccp + portus unix IPC",
+    after_help = "Flows opt in with the congestion control 'ccp' (sysctl net.ipv4.tcp_congestion_control, \
+                  setsockopt TCP_CONGESTION, iperf3 -C ccp). Start an agent with 'intcc alg run NAME'.\n\
+                  SIGTERM/SIGINT unregister 'ccp' and remove the socket and state files."
+)]
+struct Args {
+    /// Name of the agent's socket in /tmp/ccp (portus binds 'portus')
+    #[arg(long, default_value = "portus")]
+    agent: String,
+    /// Name of this datapath's socket in /tmp/ccp
+    #[arg(long, default_value = "intcc-datapath")]
+    name: String,
+    /// How often the agent is probed and the heartbeat refreshed (ms)
+    #[arg(long, default_value_t = 20)]
+    heartbeat_ms: u64,
+    /// Without a heartbeat for this long, the kernel falls back to Reno (ms)
+    #[arg(long, default_value_t = 200)]
+    agent_timeout_ms: u64,
+    /// Where flows.json and stats.json are kept up to date
+    #[arg(long, default_value = "/run/intcc/datapath")]
+    state_dir: PathBuf,
+    /// Write every cwnd command and when the kernel applied it (CSV), for latency figures
+    #[arg(long)]
+    applied_log: Option<PathBuf>,
+    /// Print agent sessions and flows as they come and go
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+struct Daemon {
+    args: Args,
+    maps: Rc<Maps>,
+    counters: Rc<Counters>,
+    applied: Rc<AppliedLog>,
+    sock: Rc<UnixDatagram>,
+    agent_path: PathBuf,
+    session: Option<Session>,
+    epoch: u64,
+    flows_dirty: bool,
+    started: Instant,
+    last_stats: Instant,
+}
+
+impl Daemon {
+    fn log(&self, msg: &str) {
+        if self.args.verbose {
+            eprintln!("intcc-datapath: {msg}");
+        }
+    }
+
+    fn on_sample(&mut self, sample: &[u8]) {
+        let Some(ev) = Event::parse(sample) else {
+            bump(&self.counters.bad_events);
+            return;
+        };
+        let Some(s) = self.session.as_mut() else { return };
+        match ev.kind {
+            EV_MEASURE => s.on_measure(&ev),
+            EV_CREATE => {
+                s.on_create(&ev);
+                self.flows_dirty = true;
+                if self.args.verbose {
+                    eprintln!(
+                        "intcc-datapath: flow {} [{}]:{} -> [{}]:{} mss {}",
+                        ev.sid,
+                        ev.src_ip(),
+                        ev.src_port,
+                        ev.dst_ip(),
+                        ev.dst_port,
+                        ev.mss
+                    );
+                }
+            }
+            EV_CLOSE => {
+                s.on_close(ev.sid);
+                self.flows_dirty = true;
+            }
+            _ => bump(&self.counters.bad_events),
+        }
+    }
+
+    fn drain_ipc(&mut self) {
+        let mut buf = [0u8; 65536];
+        loop {
+            match self.sock.recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    // only the agent may command flows
+                    if from.as_pathname() != Some(self.agent_path.as_path()) {
+                        bump(&self.counters.ipc_not_from_agent);
+                        continue;
+                    }
+                    match self.session.as_mut() {
+                        Some(s) => s.on_ipc(&mut buf[..n]),
+                        None => bump(&self.counters.ipc_not_from_agent),
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    bump(&self.counters.ipc_rejected);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Is a socket bound at the agent's address? (connect() on a datagram socket sends nothing.)
+    fn agent_present(&self) -> bool {
+        UnixDatagram::unbound().and_then(|s| s.connect(&self.agent_path)).is_ok()
+    }
+
+    fn write_cfg(&self, alive: bool) {
+        let cfg = Cfg {
+            heartbeat_ns: if alive { monotonic_ns() } else { 0 },
+            agent_timeout_ns: self.args.agent_timeout_ms * 1_000_000,
+            epoch: self.epoch,
+        };
+        if let Err(e) = self.maps.write_cfg(&cfg) {
+            eprintln!("intcc-datapath: {e}");
+        }
+    }
+
+    fn tick(&mut self) {
+        if let Some(s) = &self.session {
+            if s.lost.get() || !self.agent_present() {
+                self.end_session();
+            }
+        }
+        if self.session.is_none() && self.agent_present() {
+            self.start_session();
+        }
+        self.write_cfg(self.session.is_some());
+        if self.flows_dirty {
+            self.write_flows();
+        }
+        if self.last_stats.elapsed() >= Duration::from_secs(1) {
+            self.write_stats();
+            self.applied.flush();
+            self.last_stats = Instant::now();
+        }
+    }
+
+    fn start_session(&mut self) {
+        self.epoch += 1;
+        self.maps.clear_ctl();
+        match Session::start(
+            self.sock.clone(),
+            self.agent_path.clone(),
+            self.maps.clone(),
+            self.counters.clone(),
+            self.applied.clone(),
+        ) {
+            Ok(s) => {
+                self.session = Some(s);
+                self.log(&format!("agent at {} connected (epoch {})", self.agent_path.display(), self.epoch));
+            }
+            Err(e) => eprintln!("intcc-datapath: {e}"),
+        }
+        self.flows_dirty = true;
+    }
+
+    fn end_session(&mut self) {
+        self.write_cfg(false); // the kernel falls back at once, not after the timeout
+        self.session = None;
+        self.maps.clear_ctl();
+        self.flows_dirty = true;
+        self.log("agent gone: flows run the fallback");
+    }
+
+    fn write_flows(&mut self) {
+        let flows: Vec<_> = self
+            .session
+            .iter()
+            .flat_map(|s| s.flows())
+            .map(|f| {
+                json!({
+                    "sid": f.sid,
+                    "family": if f.event.family == bpf::AF_INET6 { "ipv6" } else { "ipv4" },
+                    "src": f.event.src_ip().to_string(),
+                    "dst": f.event.dst_ip().to_string(),
+                    "sport": f.event.src_port,
+                    "dport": f.event.dst_port,
+                    "mss": f.event.mss,
+                    "ccp_src_ip": f.ccp_src_ip,
+                    "ccp_dst_ip": f.ccp_dst_ip,
+                })
+            })
+            .collect();
+        write_atomic(&self.args.state_dir.join("flows.json"), &json!({ "epoch": self.epoch, "flows": flows }));
+        self.flows_dirty = false;
+    }
+
+    fn write_stats(&self) {
+        let c = &self.counters;
+        let k = self.maps.stats();
+        let lat = {
+            let mut v: Vec<u64> = self.applied.lat_ns.borrow().iter().copied().collect();
+            v.sort_unstable();
+            let pct = |p: f64| v.get(((v.len() as f64 - 1.0) * p).round() as usize).map(|x| *x as f64 / 1000.0);
+            json!({"samples": v.len(), "p50_us": pct(0.5), "p99_us": pct(0.99), "max_us": v.last().map(|x| *x as f64 / 1000.0)})
+        };
+        let stats = json!({
+            "pid": std::process::id(),
+            "uptime_s": self.started.elapsed().as_secs_f64(),
+            "agent_connected": self.session.is_some(),
+            "agent": self.agent_path,
+            "epoch": self.epoch,
+            "flows": self.session.as_ref().map(|s| s.flow_count()).unwrap_or(0),
+            "daemon": {
+                "agent_sessions": c.agent_sessions.get(), "creates": c.creates.get(), "closes": c.closes.get(),
+                "measures": c.measures.get(), "measures_unknown_flow": c.measures_unknown_flow.get(),
+                "bad_events": c.bad_events.get(), "ipc_sent": c.ipc_sent.get(),
+                "ipc_send_dropped": c.ipc_send_dropped.get(), "ipc_received": c.ipc_received.get(),
+                "ipc_rejected": c.ipc_rejected.get(), "ipc_not_from_agent": c.ipc_not_from_agent.get(), "cmds_written": c.cmds_written.get(),
+                "cmd_write_errors": c.cmd_write_errors.get(), "invoke_errors": c.invoke_errors.get(),
+            },
+            "kernel": {
+                "flows_created": k.flows_created, "creates_sent": k.creates_sent, "events_lost": k.events_lost,
+                "fallback_acks": k.fallback_acks, "controlled_acks": k.controlled_acks, "cmds_applied": k.cmds_applied,
+            },
+            "cmd_apply_latency": lat,
+        });
+        write_atomic(&self.args.state_dir.join("stats.json"), &stats);
+    }
+}
+
+fn write_atomic(path: &Path, value: &serde_json::Value) {
+    let tmp = path.with_extension("json.tmp");
+    let ok = std::fs::write(&tmp, serde_json::to_vec_pretty(value).unwrap_or_default())
+        .and_then(|_| std::fs::rename(&tmp, path));
+    if let Err(e) = ok {
+        eprintln!("intcc-datapath: cannot write {}: {e}", path.display());
+    }
+}
+
+/// Bind our IPC socket by a path relative to /tmp/ccp: portus answers to
+/// "/tmp/ccp/" + the sender's address, so the address must be relative.
+fn bind_ipc(name: &str) -> std::io::Result<UnixDatagram> {
+    std::fs::create_dir_all(IPC_DIR)?;
+    std::env::set_current_dir(IPC_DIR)?;
+    match std::fs::remove_file(name) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let sock = UnixDatagram::bind(name)?;
+    sock.set_nonblocking(true)?;
+    Ok(sock)
+}
+
+struct Epoll(i32);
+
+impl Epoll {
+    fn new(fds: &[i32]) -> std::io::Result<Epoll> {
+        // SAFETY: plain syscalls on fds we own.
+        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if ep < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        for &fd in fds {
+            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
+            if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(Epoll(ep))
+    }
+
+    fn wait(&self, timeout: Duration) {
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 4];
+        // SAFETY: buffer and length agree. EINTR (a signal) just returns.
+        unsafe { libc::epoll_wait(self.0, evs.as_mut_ptr(), evs.len() as i32, timeout.as_millis() as i32) };
+    }
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// portus's socket queues at most net.unix.max_dgram_qlen datagrams (default 10):
+/// a burst of reports from many flows would be dropped. Raised before the agent
+/// creates its socket (the limit is taken at socket creation).
+const MIN_DGRAM_QLEN: u32 = 1024;
+
+fn raise_dgram_qlen() {
+    let path = "/proc/sys/net/unix/max_dgram_qlen";
+    let current: u32 = std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+    if current < MIN_DGRAM_QLEN {
+        match std::fs::write(path, MIN_DGRAM_QLEN.to_string()) {
+            Ok(()) => eprintln!("intcc-datapath: raised net.unix.max_dgram_qlen {current} -> {MIN_DGRAM_QLEN}"),
+            Err(e) => eprintln!("intcc-datapath: warning: cannot raise {path} ({e}): report bursts may drop"),
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("signal handler: {e}"))?;
+    }
+    std::fs::create_dir_all(&args.state_dir)
+        .map_err(|e| format!("cannot create state dir {}: {e}", args.state_dir.display()))?;
+    let (loaded, maps) = bpf::load_and_register().map_err(|e| e.to_string())?;
+    raise_dgram_qlen();
+    let sock = bind_ipc(&args.name).map_err(|e| format!("cannot bind {IPC_DIR}/{}: {e}", args.name))?;
+    let applied = AppliedLog::new(args.applied_log.as_ref()).map_err(|e| format!("applied log: {e}"))?;
+    let agent_path = Path::new(IPC_DIR).join(&args.agent);
+    let sock_fd = sock.as_raw_fd();
+    let socket_path = Path::new(IPC_DIR).join(&args.name);
+    let state_dir = args.state_dir.clone();
+    let heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
+    eprintln!(
+        "intcc-datapath: 'ccp' registered; IPC {} <-> {}; state in {}",
+        socket_path.display(),
+        agent_path.display(),
+        state_dir.display()
+    );
+    let daemon = Rc::new(RefCell::new(Daemon {
+        args,
+        maps: Rc::new(maps),
+        counters: Rc::new(Counters::default()),
+        applied: Rc::new(applied),
+        sock: Rc::new(sock),
+        agent_path,
+        session: None,
+        epoch: 0,
+        flows_dirty: true,
+        started: Instant::now(),
+        last_stats: Instant::now() - Duration::from_secs(10),
+    }));
+    daemon.borrow_mut().tick();
+
+    let ev_map = loaded
+        .object
+        .maps()
+        .find(|m| m.name() == "intcc_ccp_ev")
+        .ok_or("ring buffer intcc_ccp_ev missing from the BPF object")?;
+    let mut rb = RingBufferBuilder::new();
+    let d = daemon.clone();
+    rb.add(&ev_map, move |sample: &[u8]| {
+        d.borrow_mut().on_sample(sample);
+        0
+    })
+    .map_err(|e| format!("ring buffer: {e}"))?;
+    let ring = rb.build().map_err(|e| format!("ring buffer: {e}"))?;
+    let epoll = Epoll::new(&[ring.epoll_fd(), sock_fd]).map_err(|e| format!("epoll: {e}"))?;
+
+    let mut next_tick = Instant::now() + heartbeat;
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        epoll.wait(next_tick.saturating_duration_since(now));
+        // bounded batches, so IPC and the heartbeat are never starved by a busy ring
+        ring.consume_raw_n(4096);
+        daemon.borrow_mut().drain_ipc();
+        if Instant::now() >= next_tick {
+            daemon.borrow_mut().tick();
+            next_tick = Instant::now() + heartbeat;
+        }
+    }
+
+    // Orderly exit: tell the kernel to fall back, drop the agent session, unregister.
+    {
+        let mut d = daemon.borrow_mut();
+        d.write_cfg(false);
+        d.session = None;
+        d.write_stats();
+        d.applied.flush();
+    }
+    drop(ring);
+    drop(loaded); // the struct_ops link: 'ccp' is unregistered here
+    let _ = std::fs::remove_file(&socket_path);
+    let _ = std::fs::remove_file(state_dir.join("flows.json"));
+    eprintln!("intcc-datapath: stopped; 'ccp' unregistered");
+    Ok(())
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(args) {
+        eprintln!("intcc-datapath: error: {e}");
+        std::process::exit(1);
+    }
+}
