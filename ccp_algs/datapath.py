@@ -68,6 +68,7 @@ class DatapathProcess:
         if ccp_registered():
             raise DatapathError("a congestion control 'ccp' is already registered "
                                 "(another intcc-datapath running? 'intcc datapath status')")
+        os.makedirs(self.state_dir, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([daemon_binary(), *self.args], stdout=log, stderr=subprocess.STDOUT)
         log.close()

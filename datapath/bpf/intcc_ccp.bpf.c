@@ -290,6 +290,23 @@ static __always_inline void fallback(struct sock *sk, __u32 ack, const struct ra
 	tcp_reno_cong_avoid(sk, ack, rs->acked_sacked);
 }
 
+/* What tcp_update_pacing_rate() does after cong_avoid, which the kernel skips
+ * when cong_control is set: without it sk_pacing_rate freezes at its first
+ * value and TSO autosizing (which sizes bursts from it) starves fast flows.
+ * 200% of cwnd/srtt in slow start, 120% after (net.ipv4.tcp_pacing_*_ratio). */
+static __always_inline void update_pacing_rate(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 pkts = tp->snd_cwnd > tp->packets_out ? tp->snd_cwnd : tp->packets_out;
+	__u64 rate = (__u64)tp->mss_cache * ((1000000 / 100) << 3);
+
+	rate *= tp->snd_cwnd < tp->snd_ssthresh / 2 ? 200 : 120;
+	rate *= pkts;
+	if (tp->srtt_us)
+		rate /= tp->srtt_us;
+	sk->sk_pacing_rate = rate < sk->sk_max_pacing_rate ? rate : sk->sk_max_pacing_rate;
+}
+
 /* The agent's command, enforced on every ACK: the kernel's own cwnd changes
  * (an RTO collapsing it to one segment) must not outlive the agent's decision,
  * as with ccp-kernel, where libccp sets the window after every program run. */
@@ -333,6 +350,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 	if (!agent_alive(c, now)) {
 		count(&st->fallback_acks);
 		fallback(sk, ack, rs);
+		update_pacing_rate(sk);
 		return;
 	}
 	if (p->epoch != c->epoch)
@@ -344,9 +362,12 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 	if (!ctl || !ctl->flags) {
 		count(&st->fallback_acks);
 		fallback(sk, ack, rs);    /* not taken over (yet) */
+		update_pacing_rate(sk);
 		return;
 	}
 	count(&st->controlled_acks);
+	if (!(ctl->flags & CTL_HAS_RATE))
+		update_pacing_rate(sk);
 }
 
 SEC("struct_ops")

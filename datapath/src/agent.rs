@@ -22,6 +22,7 @@ pub struct Counters {
     pub ipc_received: Cell<u64>,
     pub ipc_rejected: Cell<u64>,
     pub ipc_not_from_agent: Cell<u64>,
+    pub ipc_applied_at_once: Cell<u64>,
     pub measures: Cell<u64>,
     pub measures_unknown_flow: Cell<u64>,
     pub creates: Cell<u64>,
@@ -43,10 +44,25 @@ struct AgentLink {
     agent_path: PathBuf,
     lost: Rc<Cell<bool>>,
     counters: Rc<Counters>,
+    /// socket id in the latest CREATE message libccp sent: the id portus will use
+    created_sid: Rc<Cell<Option<u32>>>,
+}
+
+const MSG_CREATE: u16 = 0;
+
+/// (type, socket id) from a CCP message header: u16 type, u16 length, u32 socket id.
+fn msg_header(msg: &[u8]) -> Option<(u16, u32)> {
+    if msg.len() < 8 {
+        return None;
+    }
+    Some((u16::from_ne_bytes([msg[0], msg[1]]), u32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]])))
 }
 
 impl DatapathOps for AgentLink {
     fn send_msg(&mut self, msg: &[u8]) {
+        if let Some((MSG_CREATE, sid)) = msg_header(msg) {
+            self.created_sid.set(Some(sid));
+        }
         match self.sock.send_to(msg, &self.agent_path) {
             Ok(_) => bump(&self.counters.ipc_sent),
             Err(e) => match e.raw_os_error() {
@@ -62,6 +78,7 @@ impl DatapathOps for AgentLink {
 struct PendingCmd {
     seq: u64,
     cwnd_bytes: u32,
+    ipc_ns: u64,
     written_ns: u64,
 }
 
@@ -88,6 +105,7 @@ impl FlowCtl {
                     self.pending.push_back(PendingCmd {
                         seq: self.ctl.seq,
                         cwnd_bytes: self.ctl.cwnd_bytes,
+                        ipc_ns: self.applied.last_ipc_ns.get(),
                         written_ns: monotonic_ns(),
                     });
                 }
@@ -102,7 +120,7 @@ impl FlowCtl {
             if p.seq > applied_seq {
                 break;
             }
-            self.applied.record(self.sid, p.seq, p.cwnd_bytes, p.written_ns, ts_ns);
+            self.applied.record(self.sid, p, ts_ns);
             self.pending.pop_front();
         }
     }
@@ -122,8 +140,9 @@ impl CongestionOps for FlowCtl {
     fn set_rate_abs(&mut self, rate_bps: u32) {
         // The Rate register starts as the kernel's own pacing rate: echoing it back is
         // not a command. Pacing starts when the algorithm sets something else.
+        // libccp carries rates as u32 (bytes/s) and truncates the kernel's u64: compare truncated.
         let rate = rate_bps as u64;
-        if self.ctl.flags & CTL_HAS_RATE == 0 && rate == self.kernel_rate_bps.min(u32::MAX as u64) {
+        if self.ctl.flags & CTL_HAS_RATE == 0 && rate_bps == self.kernel_rate_bps as u32 {
             return;
         }
         if self.ctl.flags & CTL_HAS_RATE != 0 && self.ctl.rate_bps == rate {
@@ -140,6 +159,8 @@ pub struct AppliedLog {
     out: RefCell<Option<std::io::BufWriter<std::fs::File>>>,
     /// daemon write -> kernel apply, most recent samples (ns)
     pub lat_ns: RefCell<VecDeque<u64>>,
+    /// when the latest message from the agent arrived (CLOCK_MONOTONIC ns)
+    pub last_ipc_ns: Cell<u64>,
 }
 
 impl AppliedLog {
@@ -147,22 +168,22 @@ impl AppliedLog {
         let out = match path {
             Some(p) => {
                 let mut w = std::io::BufWriter::new(std::fs::File::create(p)?);
-                writeln!(w, "sid,seq,cwnd_bytes,written_ns,applied_ns")?;
+                writeln!(w, "sid,seq,cwnd_bytes,ipc_ns,written_ns,applied_ns")?;
                 Some(w)
             }
             None => None,
         };
-        Ok(AppliedLog { out: RefCell::new(out), lat_ns: RefCell::new(VecDeque::new()) })
+        Ok(AppliedLog { out: RefCell::new(out), lat_ns: RefCell::new(VecDeque::new()), last_ipc_ns: Cell::new(0) })
     }
 
-    fn record(&self, sid: u32, seq: u64, cwnd_bytes: u32, written_ns: u64, applied_ns: u64) {
+    fn record(&self, sid: u32, p: &PendingCmd, applied_ns: u64) {
         let mut lat = self.lat_ns.borrow_mut();
         if lat.len() >= 10_000 {
             lat.pop_front();
         }
-        lat.push_back(applied_ns.saturating_sub(written_ns));
+        lat.push_back(applied_ns.saturating_sub(p.written_ns));
         if let Some(w) = self.out.borrow_mut().as_mut() {
-            let _ = writeln!(w, "{sid},{seq},{cwnd_bytes},{written_ns},{applied_ns}");
+            let _ = writeln!(w, "{sid},{},{},{},{},{applied_ns}", p.seq, p.cwnd_bytes, p.ipc_ns, p.written_ns);
         }
     }
 
@@ -200,11 +221,21 @@ struct Flow {
     // drops every Connection before it (field order).
     conn: Connection<'static, FlowCtl>,
     meta: FlowMeta,
+    /// libccp's socket id for it (portus's sock_id)
+    ccp_sid: u32,
+    /// the latest primitives, replayed as an empty ACK to apply a command at once
+    last: Event,
 }
+
+const MSG_UPDATE_FIELDS: u16 = 3;
+const MSG_CHANGE_PROG: u16 = 4;
 
 /// One connected agent: libccp state and its flows.
 pub struct Session {
     flows: HashMap<u32, Flow>,
+    /// libccp socket id -> our BPF socket id (agent messages name the former)
+    by_ccp_sid: HashMap<u32, u32>,
+    created_sid: Rc<Cell<Option<u32>>>,
     dp: Box<Datapath>,
     pub lost: Rc<Cell<bool>>,
     maps: Rc<Maps>,
@@ -221,7 +252,14 @@ impl Session {
         applied: Rc<AppliedLog>,
     ) -> Result<Session, String> {
         let lost = Rc::new(Cell::new(false));
-        let link = AgentLink { sock, agent_path, lost: lost.clone(), counters: counters.clone() };
+        let created_sid = Rc::new(Cell::new(None));
+        let link = AgentLink {
+            sock,
+            agent_path,
+            lost: lost.clone(),
+            counters: counters.clone(),
+            created_sid: created_sid.clone(),
+        };
         // init sends READY: the agent answers by installing its datapath programs.
         let dp = DatapathBuilder::default()
             .with_ops(link)
@@ -229,12 +267,12 @@ impl Session {
             .init()
             .map_err(|e| format!("libccp init: {e:?}"))?;
         bump(&counters.agent_sessions);
-        Ok(Session { flows: HashMap::new(), dp: Box::new(dp), lost, maps, counters, applied })
+        Ok(Session { flows: HashMap::new(), by_ccp_sid: HashMap::new(), created_sid, dp: Box::new(dp), lost, maps, counters, applied })
     }
 
     pub fn on_create(&mut self, ev: &Event) {
         bump(&self.counters.creates);
-        self.flows.remove(&ev.sid); // re-announced: start afresh
+        self.remove(ev.sid); // re-announced: start afresh
         let ccp_src_ip = ccp_ip(ev.family, &ev.src_addr);
         let ccp_dst_ip = ccp_ip(ev.family, &ev.dst_addr);
         let info = FlowInfo::default()
@@ -252,10 +290,16 @@ impl Session {
         };
         // SAFETY: see `Flow::conn`; the Box gives the Datapath a stable address.
         let dp: &'static Datapath = unsafe { &*(self.dp.as_ref() as *const Datapath) };
+        self.created_sid.set(None);
         match Connection::start(dp, ctl, info) {
             Ok(conn) => {
+                // start() sends CREATE synchronously: its header carries libccp's id
+                let ccp_sid = self.created_sid.get().unwrap_or(0);
+                self.by_ccp_sid.insert(ccp_sid, ev.sid);
                 let meta = FlowMeta { sid: ev.sid, event: *ev, ccp_src_ip, ccp_dst_ip };
-                self.flows.insert(ev.sid, Flow { conn, meta });
+                let mut last = *ev;
+                last.snd_cwnd_bytes = ev.init_cwnd_bytes;
+                self.flows.insert(ev.sid, Flow { conn, meta, ccp_sid, last });
             }
             Err(e) => eprintln!("intcc-datapath: flow {} not taken over: {e:?}", ev.sid),
         }
@@ -271,6 +315,26 @@ impl Session {
         if !flow.conn.pending.is_empty() {
             flow.conn.saw_applied(ev.applied_seq, ev.ts_ns);
         }
+        flow.last = *ev;
+        if invoke(flow, ev).is_err() {
+            bump(&self.counters.invoke_errors);
+        }
+    }
+
+    fn remove(&mut self, sid: u32) -> bool {
+        match self.flows.remove(&sid) {
+            Some(f) => {
+                self.by_ccp_sid.remove(&f.ccp_sid);
+                true // dropping the Connection freed libccp's slot and told the agent
+            }
+            None => false,
+        }
+    }
+}
+
+/// Run the flow's datapath program on these primitives (libccp applies staged commands first).
+fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
+    {
         let prims = Primitives::default()
             .with_bytes_acked(ev.bytes_acked)
             .with_packets_acked(ev.packets_acked)
@@ -289,14 +353,14 @@ impl Session {
             .with_snd_rate(ev.snd_rate_bps)
             .with_bytes_pending(ev.bytes_pending);
         flow.conn.load_primitives(prims);
-        if flow.conn.invoke().is_err() {
-            bump(&self.counters.invoke_errors);
-        }
     }
+    flow.conn.invoke()
+}
 
+impl Session {
     pub fn on_close(&mut self, sid: u32) {
-        if self.flows.remove(&sid).is_some() {
-            bump(&self.counters.closes); // dropping the Connection tells the agent
+        if self.remove(sid) {
+            bump(&self.counters.closes);
         }
     }
 
@@ -305,6 +369,30 @@ impl Session {
         bump(&self.counters.ipc_received);
         if self.dp.recv_msg(msg).is_err() {
             bump(&self.counters.ipc_rejected);
+            return;
+        }
+        // libccp stages a command until the flow's next ACK. Apply it now instead,
+        // by running the program on an empty ACK (no bytes, no losses: the flow's
+        // last state), so a command reaches the kernel without waiting for traffic.
+        let Some((kind, ccp_sid)) = msg_header(msg) else { return };
+        if kind != MSG_UPDATE_FIELDS && kind != MSG_CHANGE_PROG {
+            return;
+        }
+        let Some(&sid) = self.by_ccp_sid.get(&ccp_sid) else { return };
+        if let Some(flow) = self.flows.get_mut(&sid) {
+            let mut empty = flow.last;
+            empty.bytes_acked = 0;
+            empty.packets_acked = 0;
+            empty.bytes_misordered = 0;
+            empty.packets_misordered = 0;
+            empty.ecn_bytes = 0;
+            empty.ecn_packets = 0;
+            empty.lost_pkts_sample = 0;
+            empty.was_timeout = 0;
+            bump(&self.counters.ipc_applied_at_once);
+            if invoke(flow, &empty).is_err() {
+                bump(&self.counters.invoke_errors);
+            }
         }
     }
 

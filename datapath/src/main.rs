@@ -122,6 +122,7 @@ impl Daemon {
                         bump(&self.counters.ipc_not_from_agent);
                         continue;
                     }
+                    self.applied.last_ipc_ns.set(monotonic_ns());
                     match self.session.as_mut() {
                         Some(s) => s.on_ipc(&mut buf[..n]),
                         None => bump(&self.counters.ipc_not_from_agent),
@@ -244,7 +245,8 @@ impl Daemon {
                 "measures": c.measures.get(), "measures_unknown_flow": c.measures_unknown_flow.get(),
                 "bad_events": c.bad_events.get(), "ipc_sent": c.ipc_sent.get(),
                 "ipc_send_dropped": c.ipc_send_dropped.get(), "ipc_received": c.ipc_received.get(),
-                "ipc_rejected": c.ipc_rejected.get(), "ipc_not_from_agent": c.ipc_not_from_agent.get(), "cmds_written": c.cmds_written.get(),
+                "ipc_rejected": c.ipc_rejected.get(), "ipc_not_from_agent": c.ipc_not_from_agent.get(),
+                "ipc_applied_at_once": c.ipc_applied_at_once.get(), "cmds_written": c.cmds_written.get(),
                 "cmd_write_errors": c.cmd_write_errors.get(), "invoke_errors": c.invoke_errors.get(),
             },
             "kernel": {
@@ -383,9 +385,10 @@ fn run(args: Args) -> Result<(), String> {
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         epoll.wait(next_tick.saturating_duration_since(now));
-        // bounded batches, so IPC and the heartbeat are never starved by a busy ring
-        ring.consume_raw_n(4096);
+        // agent messages first (few, and latency-sensitive), then bounded batches
+        // of ring events so IPC and the heartbeat are never starved by a busy ring
         daemon.borrow_mut().drain_ipc();
+        ring.consume_raw_n(1024);
         if Instant::now() >= next_tick {
             daemon.borrow_mut().tick();
             next_tick = Instant::now() + heartbeat;

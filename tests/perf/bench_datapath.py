@@ -1,0 +1,177 @@
+"""Benchmark: the CCP datapath against the kernel, on an unconstrained veth pair.
+
+Same run, same veth, interleaved rounds: iperf3 with native kernel reno, then
+with 'ccp' driven by the CCP reno agent (ccp_algs/reno.py) through the intcc daemon. Prints
+throughput, their ratio (target >= 0.9), CPU (cores busy, machine-wide, per
+Gbit/s) and the time from `update_field` in Python to the cwnd applied in the
+kernel (target p99 <= 1 ms), split at the daemon's control-map write:
+
+  agent update_field (trace mono_ns) -> daemon writes the map (applied log
+  written_ns) -> the BPF program applies it on the next ACK (applied_ns).
+
+All three clocks are CLOCK_MONOTONIC. Asserts nothing about speed.
+
+    python -m tests.perf.bench_datapath        or        make bench
+"""
+from __future__ import annotations
+
+import bisect
+import csv
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_registered
+
+NS_A, NS_B = "intcc-dpb-a", "intcc-dpb-b"
+SECONDS = 6
+ROUNDS = 3
+
+
+def sh(*cmd):
+    subprocess.run(list(cmd), check=True, capture_output=True)
+
+
+def veth_up():
+    veth_down()
+    for ns in (NS_A, NS_B):
+        sh("ip", "netns", "add", ns)
+    sh("ip", "link", "add", "intcc-dpb0", "netns", NS_A, "type", "veth", "peer", "name", "intcc-dpb1", "netns", NS_B)
+    for ns, dev, addr in ((NS_A, "intcc-dpb0", "10.98.0.1/24"), (NS_B, "intcc-dpb1", "10.98.0.2/24")):
+        sh("ip", "-n", ns, "addr", "add", addr, "dev", dev)
+        sh("ip", "-n", ns, "link", "set", dev, "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+
+
+def veth_down():
+    for ns in (NS_A, NS_B):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def busy_jiffies():
+    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def proc_cpu_s(pid: int) -> float:
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def iperf(cca: str, pids=()) -> dict:
+    srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        b0, t0 = busy_jiffies()
+        p0 = [proc_cpu_s(p) for p in pids]
+        out = subprocess.run(["ip", "netns", "exec", NS_A, "iperf3", "-c", "10.98.0.2", "-C", cca,
+                              "-t", str(SECONDS), "-J"], capture_output=True, text=True, timeout=SECONDS + 30).stdout
+        b1, t1 = busy_jiffies()
+        p1 = [proc_cpu_s(p) for p in pids]
+    finally:
+        srv.wait(timeout=10)
+    res = json.loads(out)
+    gbps = res["end"]["sum_received"]["bits_per_second"] / 1e9
+    cores = (b1 - b0) / (t1 - t0) * os.cpu_count()
+    return {"cca": cca, "gbps": gbps, "cores_busy": cores, "cores_per_gbps": cores / gbps if gbps else None,
+            "retransmits": res["end"]["sum_sent"].get("retransmits"),
+            "process_cores": [(b - a) / SECONDS for a, b in zip(p0, p1)]}
+
+
+def apply_latencies_us(trace_csv: str, applied_csv: str):
+    """Pair each update_field with the first kernel application of that cwnd after it."""
+    applied = {}
+    with open(applied_csv) as f:
+        for r in csv.DictReader(f):
+            applied.setdefault(int(r["cwnd_bytes"]), []).append(
+                (int(r["written_ns"]), int(r["applied_ns"]), int(r["ipc_ns"])))
+    for v in applied.values():
+        v.sort()
+    total, to_map, to_ipc = [], [], []
+    with open(trace_csv) as f:
+        for r in csv.DictReader(f):
+            if r["event"] not in ("report", "loss", "timeout", "recovery"):
+                continue
+            t, cwnd = int(r["mono_ns"]), int(r["cwnd_bytes"])
+            cands = applied.get(cwnd, [])
+            i = bisect.bisect_left(cands, (t, 0, 0))
+            if i < len(cands) and cands[i][0] - t < 1_000_000_000:
+                to_map.append((cands[i][0] - t) / 1e3)
+                total.append((cands[i][1] - t) / 1e3)
+                to_ipc.append((cands[i][2] - t) / 1e3)
+    return total, to_map, to_ipc
+
+
+def median_run(runs):
+    return sorted(runs, key=lambda r: r["gbps"])[len(runs) // 2]
+
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, round((len(v) - 1) * p))] if v else float("nan")
+
+
+def run_benchmark() -> dict:
+    if ccp_registered():
+        raise RuntimeError("'ccp' is already registered: stop the running datapath first")
+    tmp = tempfile.mkdtemp(prefix="intcc-bench-dp-")
+    veth_up()
+    try:
+        with DatapathProcess(state_dir=tmp, applied_log=os.path.join(tmp, "applied.csv")) as dp:
+            fallback = iperf("ccp", [dp.proc.pid])    # no agent: the BPF Reno fallback alone
+            with AgentProcess("reno", ["--trace", os.path.join(tmp, "trace.csv")],
+                              log_path=os.path.join(tmp, "agent.log")) as agent:
+                dp.wait_agent(True)
+                natives, ccps = [], []
+                for _ in range(ROUNDS):    # interleaved: the machine's speed drifts between runs
+                    natives.append(iperf("reno", [dp.proc.pid, agent.proc.pid]))
+                    ccps.append(iperf("ccp", [dp.proc.pid, agent.proc.pid]))
+                time.sleep(1.2)    # the daemon writes its stats once a second
+                stats = dp.stats()
+    finally:
+        veth_down()
+    total, to_map, to_ipc = apply_latencies_us(os.path.join(tmp, "trace.csv"), os.path.join(tmp, "applied.csv"))
+    fallback["cca"] = "ccp, no agent"
+    native, ccp = median_run(natives), median_run(ccps)
+    return {"runs": natives + ccps, "native": native, "ccp": ccp, "fallback": fallback,
+            "ratio": ccp["gbps"] / native["gbps"],
+            "update_to_applied_us": {"n": len(total), "p50": pct(total, .5), "p99": pct(total, .99),
+                                     "max": max(total, default=float("nan"))},
+            "update_to_map_write_us": {"p50": pct(to_map, .5), "p99": pct(to_map, .99)},
+            "update_to_daemon_recv_us": {"p50": pct(to_ipc, .5), "p99": pct(to_ipc, .99)},
+            "daemon": stats, "dir": tmp}
+
+
+def report(r: dict) -> str:
+    lines = [f"{'run':26} {'Gbit/s':>8} {'cores busy':>10} {'cores/Gbit/s':>12} {'retx':>6}  daemon, agent cores"]
+    rows = [("fallback", r["fallback"])] + [(f"round {i % ROUNDS + 1}", x) for i, x in enumerate(r["runs"])]
+    rows += [("median native", r["native"]), ("median ccp", r["ccp"])]
+    for k, x in rows:
+        procs = ", ".join(f"{c:.2f}" for c in x["process_cores"])
+        lines.append(f"{k + ' (' + x['cca'] + ')':26} {x['gbps']:>8.2f} {x['cores_busy']:>10.2f} "
+                     f"{x['cores_per_gbps']:>12.3f} {x['retransmits']:>6}  {procs}")
+    u, m = r["update_to_applied_us"], r["update_to_map_write_us"]
+    k = r["daemon"]["kernel"]
+    lines += [f"throughput ratio ccp / native reno (medians of {ROUNDS}): {r['ratio']:.2f}  (target >= 0.9)",
+              f"update_field -> cwnd applied in kernel: p50 {u['p50']:.0f} us, p99 {u['p99']:.0f} us, "
+              f"max {u['max']:.0f} us over {u['n']} updates  (target p99 <= 1000 us)",
+              f"  update_field -> daemon receives it: p50 {r['update_to_daemon_recv_us']['p50']:.0f} us, "
+              f"p99 {r['update_to_daemon_recv_us']['p99']:.0f} us",
+              f"  update_field -> daemon's map write: p50 {m['p50']:.0f} us, p99 {m['p99']:.0f} us",
+              f"datapath: {k['controlled_acks']} controlled ACKs, {k['events_lost']} events lost, "
+              f"{r['daemon']['daemon']['ipc_send_dropped']} reports dropped (agent queue full)",
+              f"files: {r['dir']}"]
+    return "\n".join(lines)
+
+
+def test_datapath_benchmark():
+    r = run_benchmark()
+    print("\n" + report(r))
+    assert r["ccp"]["gbps"] > 0 and r["update_to_applied_us"]["n"] > 0
+
+
+if __name__ == "__main__":
+    print(report(run_benchmark()))
