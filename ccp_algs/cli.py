@@ -66,6 +66,41 @@ def run_reno(init_cwnd_pkts, ipc, trace, verbose):
     _run(Reno(init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
 
 
+@run_group.command("cubic")
+@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
+@_common
+def run_cubic(init_cwnd_pkts, ipc, trace, verbose):
+    """CUBIC (RFC 9438: beta 0.7, C 0.4, fast convergence, Reno-friendly region; no HyStart)."""
+    from .cubic import Cubic
+    _run(Cubic(init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
+
+
+@run_group.command("cubic-int")
+@click.option("--policy", type=click.Choice(["l1", "l2"]), default="l1", show_default=True,
+              help="on a link (non-congestive) loss: l1 keeps cwnd, l2 multiplies it by 0.95")
+@click.option("--increment", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="slow-start growth factor of paper Eq. (1) (paper: 1, 2, 3)")
+@click.option("--broker", "broker_url", default="mqtt://127.0.0.1:1883", show_default=True,
+              help="MQTT broker the INT sink publishes to")
+@click.option("--max-age-ms", type=click.FloatRange(min=0), default=200.0, show_default=True,
+              help="older telemetry is ignored: the flow is then plain CUBIC")
+@click.option("--state-dir", default="/run/intcc/datapath", show_default=True,
+              help="the datapath daemon's state (flows.json maps flows to their telemetry)")
+@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
+@_common
+def run_cubic_int(policy, increment, broker_url, max_age_ms, state_dir, init_cwnd_pkts, ipc, trace, verbose):
+    """INT-aware CUBIC: link losses do not cut cwnd like congestion (paper 003)."""
+    from .cubic_int import CubicInt
+    from .flows import FlowDirectory
+    from .telemetry_feed import TelemetryFeed
+    feed = TelemetryFeed(broker_url).start()
+    try:
+        _run(CubicInt(policy=policy, increment=increment, telemetry=feed, directory=FlowDirectory(state_dir),
+                      max_age_ms=max_age_ms, init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
+    finally:
+        feed.stop()
+
+
 @alg_group.command("list")
 def list_algs():
     """The algorithms 'intcc alg run' knows."""

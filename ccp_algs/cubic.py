@@ -1,0 +1,126 @@
+"""cubic: CUBIC in CCP, after RFC 9438, driven by per-RTT reports (and at once on
+loss or timeout).
+
+- beta_cubic = 0.7 (window retained after a congestion loss), C = 0.4;
+- fast convergence: a loss below the last W_max lowers W_max to cwnd·(1+β)/2;
+- TCP-friendly (Reno-friendly) region: W_est grows by α = 3(1-β)/(1+β) per RTT and
+  wins when above the cubic curve;
+- slow start to ssthresh (initially infinite), ssthresh = cwnd·β on loss;
+- one window reduction per window of data (as reno.py), timeout: cwnd 1 MSS;
+- HyStart is NOT in: slow start ends at the first loss, as with HyStart off
+  (Linux: tcp_cubic.hystart=0). Kernel cubic has it on: expect kernel cubic to leave
+  slow start earlier on deep buffers.
+
+Subclasses (cubic_int.py) change two decisions: the backoff on a loss
+(`loss_backoff`) and slow-start growth (`slow_start_growth`).
+"""
+from __future__ import annotations
+
+import time
+
+from .base import REPORT_PER_RTT_AND_ON_LOSS, FlowBase, Report, Trace
+
+BETA = 0.7
+C = 0.4
+
+
+class CubicFlow(FlowBase):
+    def __init__(self, alg, datapath, datapath_info):
+        super().__init__(alg, datapath, datapath_info)
+        self.cwnd = float(alg.init_cwnd_pkts * self.mss)     # bytes
+        self.ssthresh = float("inf")
+        self.w_max = 0.0                                      # bytes
+        self.epoch_start_s: float | None = None
+        self.k_s = 0.0
+        self.w_est = 0.0
+        self.cwnd_epoch = 0.0
+        self.recovery_bytes_left = 0.0
+        self.install(self.cwnd)
+        self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
+
+    # -- decisions subclasses may change ---------------------------------------------
+    def loss_backoff(self, r: Report) -> tuple[float, str, bool]:
+        """(retained fraction, reason, congestive?) for a loss episode."""
+        return BETA, "loss: CUBIC beta 0.7", True
+
+    def slow_start_growth(self, r: Report) -> tuple[float, str]:
+        return float(r.acked), "slow start"
+
+    # -- CUBIC ---------------------------------------------------------------------
+    def _w_cubic(self, t_s: float) -> float:
+        mss = self.mss
+        return (C * (t_s - self.k_s) ** 3) * mss + self.w_max
+
+    def _congestion_avoidance(self, r: Report, now_s: float) -> str:
+        mss = self.mss
+        rtt_s = max(r.rtt_us, 1) / 1e6
+        if self.epoch_start_s is None:
+            self.epoch_start_s = now_s
+            self.cwnd_epoch = self.cwnd
+            self.w_est = self.cwnd
+            if self.w_max < self.cwnd:
+                self.w_max = self.cwnd
+            self.k_s = ((self.w_max - self.cwnd) / mss / C) ** (1 / 3)
+        t = now_s - self.epoch_start_s
+        target = self._w_cubic(t + rtt_s)
+        target = min(max(target, self.cwnd), 1.5 * self.cwnd)
+        alpha = 3 * (1 - BETA) / (1 + BETA)
+        self.w_est += alpha * mss * r.acked / self.cwnd
+        if self.w_est > self._w_cubic(t):
+            self.cwnd = max(self.cwnd, self.w_est)
+            return "congestion avoidance (Reno-friendly region)"
+        self.cwnd += (target - self.cwnd) * r.acked / self.cwnd
+        return "congestion avoidance (cubic)"
+
+    def on_report(self, r):
+        r = Report(r)
+        now_s = time.monotonic()
+        in_recovery = self.recovery_bytes_left > 0
+        self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - r.acked)
+        if r.timeout:
+            self.ssthresh = max(self.cwnd * BETA, 2 * self.mss)
+            self.w_max = self.cwnd
+            self.cwnd = self.mss
+            self.epoch_start_s = None
+            self.recovery_bytes_left = 0
+            event, reason = "timeout", "timeout: cwnd 1 MSS"
+        elif r.loss > 0 and not in_recovery:
+            beta, reason, congestive = self.loss_backoff(r)
+            self.recovery_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)
+            if beta < 1.0:
+                if congestive:
+                    # fast convergence (RFC 9438 4.7): release bandwidth to newer flows
+                    self.w_max = self.cwnd * (1 + beta) / 2 if self.cwnd < self.w_max else self.cwnd
+                else:
+                    self.w_max = self.cwnd
+                self.cwnd = max(self.cwnd * beta, 2 * self.mss)
+                self.ssthresh = self.cwnd
+                self.epoch_start_s = None
+            event = "loss"
+        elif r.loss > 0 or in_recovery:
+            event, reason = ("loss" if r.loss else "recovery"), "in recovery: the window was already cut"
+        elif self.cwnd < self.ssthresh:
+            growth, reason = self.slow_start_growth(r)
+            self.cwnd += growth
+            event = "report"
+        else:
+            reason = self._congestion_avoidance(r, now_s)
+            event = "report"
+        self.cwnd = max(self.cwnd, 2 * self.mss)
+        self.set_cwnd(self.cwnd, event, r, reason=reason,
+                      ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh))
+
+
+class Cubic:
+    name = "cubic"
+    flow_class = CubicFlow
+
+    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None):
+        self.init_cwnd_pkts = init_cwnd_pkts
+        self.trace = Trace(trace)
+
+    def datapath_programs(self):
+        return {"default": REPORT_PER_RTT_AND_ON_LOSS}
+
+    def new_flow(self, datapath, datapath_info):
+        return self.flow_class(self, datapath, datapath_info)

@@ -1,0 +1,118 @@
+"""cubic-int: CUBIC that reads in-band network telemetry (paper 003, section VI).
+
+On a loss episode the flow's latest telemetry record from the sink (fresh: at
+most ``max_age_ms`` old) says what the loss was:
+
+- congestive (the sink attributed new losses to queue drops, or the last loss
+  it saw was congestive): CUBIC's beta 0.7;
+- non-congestive (only link losses since the last look, or the last loss it saw
+  was on the link): policy L1 keeps cwnd, policy L2 multiplies it by 0.95;
+- no fresh telemetry, or nothing the sink saw: exactly CUBIC.
+
+Slow-start growth follows paper Eq. (1),
+``cwnd += free_queue_capacity * increment / (arrival_rate * flow_count)`` per ACK.
+Made dimensionless for per-report growth: over a report that acked ``acked``
+bytes, growth = increment * free_bytes * acked / (arrival_bytes_per_rtt /
+flow_count), where arrival_bytes_per_rtt = arrival_rate_pps * MSS * RTT at the
+bottleneck hop (the hop with the least free buffer). A flow acking its fair
+share of the bottleneck's arrivals grows by increment * free buffer per RTT;
+growth is capped at the free buffer, so it cannot overshoot it. Without fresh
+hop telemetry, slow start is CUBIC's.
+
+Every decision is traced with its reason and the telemetry's age.
+"""
+from __future__ import annotations
+
+import time
+
+from .cubic import BETA, Cubic, CubicFlow
+from .base import Report
+
+POLICIES = ("l1", "l2")
+L2_BETA = 0.95
+
+
+def classify(rec, prev_congestion: int, prev_link: int, max_age_ns: int, now_ns_wall: int) -> str:
+    """'congestion', 'link' or 'unknown' for a loss, from a flow record."""
+    d_cong = rec.lost_congestion - prev_congestion
+    d_link = rec.lost_link - prev_link
+    if d_cong > 0:
+        return "congestion"
+    if d_link > 0:
+        return "link"
+    if rec.last_loss_cause and rec.last_loss_ns and now_ns_wall - rec.last_loss_ns <= max_age_ns:
+        return rec.last_loss_cause if rec.last_loss_cause in ("congestion", "link") else "unknown"
+    return "unknown"
+
+
+def bottleneck(rec):
+    """The hop with the least free buffer (bytes), or None."""
+    hops = [h for h in rec.path if h.queue_capacity_bytes]
+    if not hops:
+        return None
+    return min(hops, key=lambda h: h.queue_capacity_bytes - h.queue_depth_bytes)
+
+
+class CubicIntFlow(CubicFlow):
+    def __init__(self, alg, datapath, datapath_info):
+        self.flow_id = None
+        self.seen_congestion = self.seen_link = 0
+        super().__init__(alg, datapath, datapath_info)
+
+    def _telemetry(self):
+        alg = self.alg
+        if alg.telemetry is None:
+            return None
+        if self.flow_id is None:
+            self.flow_id = alg.directory.flow_id(self.info) if alg.directory else None
+            if self.flow_id is None:
+                return None
+        return alg.telemetry.flow(self.flow_id, alg.max_age_ms / 1e3)
+
+    def loss_backoff(self, r: Report):
+        fresh = self._telemetry()
+        if fresh is None:
+            return BETA, "loss: no fresh telemetry, CUBIC beta 0.7", True
+        rec = fresh.record
+        cause = classify(rec, self.seen_congestion, self.seen_link, self.alg.max_age_ms * 1_000_000,
+                         time.time_ns())
+        self.seen_congestion, self.seen_link = rec.lost_congestion, rec.lost_link
+        age = f"telemetry {fresh.age_s * 1e3:.1f} ms old"
+        if cause == "link":
+            if self.alg.policy == "l1":
+                return 1.0, f"loss: link (sink), L1 keeps cwnd; {age}", False
+            return L2_BETA, f"loss: link (sink), L2 beta 0.95; {age}", False
+        if cause == "congestion":
+            return BETA, f"loss: congestion (sink), CUBIC beta 0.7; {age}", True
+        return BETA, f"loss: sink saw no loss yet, CUBIC beta 0.7; {age}", True
+
+    def slow_start_growth(self, r: Report):
+        fresh = self._telemetry()
+        hop = bottleneck(fresh.record) if fresh else None
+        if hop is None or not hop.arrival_rate_pps or r.rtt_us <= 0:
+            return float(r.acked), "slow start (no fresh hop telemetry)"
+        free = max(0, hop.queue_capacity_bytes - hop.queue_depth_bytes)
+        arrivals_per_rtt = hop.arrival_rate_pps * self.mss * r.rtt_us / 1e6
+        share = r.acked / max(arrivals_per_rtt / max(hop.flow_count, 1), self.mss)
+        growth = min(self.alg.increment * free * share, free)
+        return growth, (f"slow start Eq.1: free {free} B, arrivals {hop.arrival_rate_pps} pps, "
+                        f"{hop.flow_count} flows, increment {self.alg.increment}; "
+                        f"telemetry {fresh.age_s * 1e3:.1f} ms old")
+
+
+class CubicInt(Cubic):
+    name = "cubic-int"
+    flow_class = CubicIntFlow
+
+    def __init__(self, policy: str = "l1", increment: float = 1.0, telemetry=None, directory=None,
+                 max_age_ms: float = 200.0, init_cwnd_pkts: int = 10, trace: str | None = None):
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+        if increment <= 0:
+            raise ValueError(f"increment must be > 0, not {increment}")
+        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace)
+        self.policy = policy
+        self.increment = increment
+        self.telemetry = telemetry      # .flow(flow_id, max_age_s) -> Fresh | None
+        self.directory = directory      # .flow_id(datapath_info) -> str | None
+        self.max_age_ms = max_age_ms

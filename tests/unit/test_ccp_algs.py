@@ -1,0 +1,225 @@
+"""Decision logic of the CCP algorithms on a mock datapath (no portus runtime, no kernel)."""
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from broker.schema import FlowRecord, HopState
+from broker.subscriber import Fresh
+from ccp_algs import portus_compat
+from ccp_algs.const import Const
+from ccp_algs.cubic import Cubic
+from ccp_algs.cubic_int import CubicInt, classify
+from ccp_algs.reno import Reno
+
+MSS = 1448
+
+
+class FakeDatapath:
+    def __init__(self):
+        self.cwnd = None
+        self.programs = []
+
+    def set_program(self, name, fields):
+        self.programs.append(name)
+        self.cwnd = dict(fields).get("Cwnd", self.cwnd)
+
+    def update_field(self, name, value):
+        assert name == "Cwnd"
+        self.cwnd = value
+
+
+def info(sid=1):
+    return SimpleNamespace(sock_id=sid, mss=MSS, init_cwnd=10 * MSS, src_ip=1, src_port=40000, dst_ip=2,
+                           dst_port=5201)
+
+
+def report(acked=0, loss=0, timeout=False, rtt_us=20_000, inflight=10):
+    return SimpleNamespace(acked=acked, sacked=0, loss=loss, timeout=timeout, rtt=rtt_us, inflight=inflight,
+                           rin=0, rout=0)
+
+
+def flow_record(lost_congestion=0, lost_link=0, cause=None, depth=0, capacity=150_000, arrival_pps=800,
+                flows=1):
+    hop = HopState(node_id=1, ts_ns=time.time_ns(), queue_depth_bytes=depth, queue_depth_pkts=depth // 1500,
+                   queue_capacity_bytes=capacity, queue_drops=0, link_losses=0, data_rate_kbps=10_000,
+                   arrival_rate_pps=arrival_pps, flow_count=flows)
+    lost = lost_congestion + lost_link
+    return FlowRecord(flow_id="00112233aabbccdd", ts_ns=time.time_ns(), reason="loss", src="2001:db8:1::1",
+                      dst="2001:db8:3::2", proto=6, sport=40000, dport=5201, seq=100, packets=100, lost=lost,
+                      lost_congestion=lost_congestion, lost_link=lost_link, reordered=0, loss_rate=0.0,
+                      interval_ms=10.0, interval_packets=10, interval_lost=0, interval_lost_congestion=0,
+                      interval_lost_link=0, path=[hop], last_loss_cause=cause,
+                      last_loss_ns=time.time_ns() if cause else None)
+
+
+class FakeTelemetry:
+    def __init__(self, rec=None, age_s=0.01):
+        self.rec, self.age_s = rec, age_s
+
+    def flow(self, flow_id, max_age_s=None):
+        if self.rec is None or (max_age_s is not None and self.age_s > max_age_s):
+            return None
+        return Fresh(self.rec, self.age_s, time.monotonic_ns())
+
+
+class FakeDirectory:
+    def flow_id(self, info):
+        return "00112233aabbccdd"
+
+
+def start(alg):
+    dp = FakeDatapath()
+    return alg.new_flow(dp, info()), dp
+
+
+def grow_to(flow, cwnd_bytes):
+    """Leave slow start at a known window (as after an earlier loss)."""
+    flow.cwnd = float(cwnd_bytes)
+    flow.ssthresh = float(cwnd_bytes)
+
+
+def test_const_holds_its_window():
+    flow, dp = start(Const(cwnd_pkts=20))
+    assert dp.cwnd == 20 * MSS
+    flow.on_report(report(acked=50 * MSS, loss=3))
+    assert dp.cwnd == 20 * MSS
+
+
+def test_reno_halves_once_per_window_then_grows_additively():
+    flow, dp = start(Reno())
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == 50 * MSS
+    flow.on_report(report(acked=10 * MSS, loss=2, inflight=90))       # same episode: no second cut
+    assert dp.cwnd == 50 * MSS
+    flow.on_report(report(acked=100 * MSS))                           # episode over
+    flow.on_report(report(acked=50 * MSS))
+    assert 50 * MSS < dp.cwnd <= 52 * MSS                             # +1 MSS per window acked
+
+
+def test_cubic_cuts_to_beta_and_regrows_concave_toward_wmax():
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == pytest.approx(70 * MSS, abs=2)
+    assert flow.w_max == pytest.approx(100 * MSS)
+    flow.recovery_bytes_left = 0
+    flow.epoch_start_s = time.monotonic() - 2.0                       # 2 s into the epoch
+    flow.k_s = ((flow.w_max - flow.cwnd) / MSS / 0.4) ** (1 / 3)      # ~4.2 s: still below W_max
+    before = dp.cwnd
+    flow.on_report(report(acked=70 * MSS))
+    assert before < dp.cwnd < 100 * MSS
+
+
+def test_cubic_timeout_restarts_from_one_mss():
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(timeout=True))
+    assert dp.cwnd == 2 * MSS           # floor of two segments
+    assert flow.ssthresh == pytest.approx(70 * MSS)
+
+
+def cubic_int(policy, rec=None, age_s=0.01, increment=1.0):
+    alg = CubicInt(policy=policy, increment=increment, telemetry=FakeTelemetry(rec, age_s),
+                   directory=FakeDirectory(), max_age_ms=200)
+    flow, dp = start(alg)
+    grow_to(flow, 100 * MSS)
+    return flow, dp
+
+
+def test_l1_keeps_cwnd_on_a_link_loss():
+    flow, dp = cubic_int("l1", flow_record(lost_link=3, cause="link"))
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == 100 * MSS
+
+
+def test_l2_backs_off_gently_on_a_link_loss():
+    flow, dp = cubic_int("l2", flow_record(lost_link=3, cause="link"))
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == pytest.approx(95 * MSS, abs=2)
+
+
+@pytest.mark.parametrize("policy", ["l1", "l2"])
+def test_a_congestive_loss_gets_cubic_beta(policy):
+    flow, dp = cubic_int(policy, flow_record(lost_congestion=2, cause="congestion", depth=149_000))
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == pytest.approx(70 * MSS, abs=2)
+
+
+@pytest.mark.parametrize("policy", ["l1", "l2"])
+def test_stale_or_absent_telemetry_is_plain_cubic(policy):
+    for rec, age in ((flow_record(lost_link=3, cause="link"), 5.0), (None, 0.0)):
+        flow, dp = cubic_int(policy, rec, age_s=age)
+        flow.on_report(report(acked=MSS, loss=1, inflight=100))
+        assert dp.cwnd == pytest.approx(70 * MSS, abs=2), (rec, age)
+
+
+def test_new_link_losses_after_old_congestion_count_as_link():
+    flow, dp = cubic_int("l1", flow_record(lost_congestion=5, lost_link=2, cause="congestion"))
+    flow.seen_congestion, flow.seen_link = 5, 0     # the congestion losses were already acted on
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == 100 * MSS
+
+
+def test_classify():
+    now = time.time_ns()
+    assert classify(flow_record(lost_congestion=1), 0, 0, 10**9, now) == "congestion"
+    assert classify(flow_record(lost_link=1), 0, 0, 10**9, now) == "link"
+    assert classify(flow_record(lost_link=1), 0, 1, 10**9, now) == "unknown"
+    assert classify(flow_record(lost_link=1, cause="link"), 0, 1, 10**9, now) == "link"
+
+
+def test_eq1_slow_start_growth_is_capped_by_the_free_buffer():
+    free = 150_000 - 30_000
+    for increment in (1, 2, 3):
+        alg = CubicInt(policy="l1", increment=increment, telemetry=FakeTelemetry(flow_record(depth=30_000)),
+                       directory=FakeDirectory())
+        flow, dp = start(alg)
+        before = dp.cwnd
+        # the flow acked a small share of the bottleneck's arrivals in this report
+        flow.on_report(report(acked=2 * MSS, rtt_us=20_000))
+        growth = dp.cwnd - before
+        arrivals = 800 * MSS * 0.02
+        assert growth == pytest.approx(min(increment * free * 2 * MSS / arrivals, free), rel=1e-3)
+        assert growth <= free
+
+
+def test_eq1_without_hop_telemetry_is_cubic_slow_start():
+    flow, dp = start(CubicInt(policy="l1", telemetry=FakeTelemetry(None), directory=FakeDirectory()))
+    before = dp.cwnd
+    flow.on_report(report(acked=5 * MSS))
+    assert dp.cwnd - before == 5 * MSS
+
+
+def test_portus_compat_names_a_bad_algorithm():
+    class NoNewFlow:
+        def datapath_programs(self):
+            return {"default": "(def (Report (volatile acked 0))) (when true (report))"}
+
+    with pytest.raises(portus_compat.AlgorithmError, match="new_flow"):
+        portus_compat.check(NoNewFlow())
+
+    class WrongArgs(NoNewFlow):
+        def new_flow(self, dp):
+            pass
+
+    with pytest.raises(portus_compat.AlgorithmError, match=r"new_flow takes \(self, dp\)"):
+        portus_compat.check(WrongArgs())
+
+    class BadProgram(NoNewFlow):
+        def datapath_programs(self):
+            return {"default": "(def (Report (volatile acked 0)) (when true"}
+
+        def new_flow(self, datapath, datapath_info):
+            pass
+
+    with pytest.raises(portus_compat.AlgorithmError, match="does not compile"):
+        portus_compat.check(BadProgram())
+    with pytest.raises(portus_compat.AlgorithmError, match="ipc must be"):
+        portus_compat.start(Cubic(), "tcp")
+
+
+def test_every_shipped_program_compiles():
+    for alg in (Const(), Reno(), Cubic(), CubicInt()):
+        portus_compat.check(alg)
