@@ -10,7 +10,7 @@ PYPORTUS_VERSION = 0.6.1
 help:
 	@echo "make setup        install system packages and the intcc package (idempotent)"
 	@echo "make test         setup, then the whole test suite (unit + integration; root)"
-	@echo "make demo         setup, then the INT smoke experiment on the wireless testbed"
+	@echo "make demo         setup, then the lossy-link experiment (quick) and its table"
 	@echo "make bench        setup, then the benchmarks in tests/perf (prints figures)"
 	@echo "make clean-testbeds  remove every intcc testbed left on this machine"
 
@@ -41,7 +41,7 @@ integration: setup
 	$(PYTHON) -m pytest -q tests/integration
 
 demo: setup
-	intcc exp smoke
+	intcc exp run lossy_link --quick --out results/demo-lossy-link
 
 bench: setup
 	$(PYTHON) -m pytest -q -s tests/perf/bench_*.py

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import sys
 
 import click
@@ -114,6 +115,38 @@ def write_cmd(name, node, target, value):
 @click.group("exp")
 def exp_group():
     """Scripted experiments on the testbed (scenario files)."""
+
+
+@exp_group.command("run")
+@click.argument("scenario")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="results directory "
+              "(default: results/<scenario>-<time>)")
+@click.option("--quick", is_flag=True, help="the scenario's [quick] settings: fewer, shorter runs")
+def run_cmd(scenario, out_dir, quick):
+    """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
+
+    Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
+    agent traces and OUT/goodput.png.
+    """
+    from .runner import run_scenario, table
+    from .scenario import ScenarioError, load
+    from .testbed import TestbedError
+    try:
+        sc = load(scenario, quick=quick)
+    except ScenarioError as e:
+        raise click.ClickException(str(e))
+    out_dir = out_dir or os.path.join("results", f"{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    n = sum(1 for _ in sc.runs())
+    click.echo(f"{sc.name}: {n} runs of {sc.seconds:g} s -> {out_dir}")
+    try:
+        records = run_scenario(sc, out_dir, echo=click.echo)
+    except (TestbedError, OSError, RuntimeError) as exc:
+        raise click.ClickException(str(exc))
+    key = next(iter(sc.sweep), None)
+    baseline = next((a.label for a in sc.algorithms if a.cca == "cubic"), None)
+    click.echo("")
+    click.echo(table(records, key, baseline) if key else table(records, "repeat"))
+    click.echo(f"\nresults: {out_dir}/summary.json, plots: {out_dir}/goodput.png, {out_dir}/runs/*/series.png")
 
 
 @exp_group.command("smoke")
