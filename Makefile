@@ -32,6 +32,7 @@ $(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc
 	@touch $(STAMP)
 
 test: setup
+	$(MAKE) -s -C datapath test
 	$(PYTHON) -m pytest -q tests/unit tests/integration
 
 unit: setup

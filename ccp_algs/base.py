@@ -100,6 +100,9 @@ class FlowBase:
         cwnd_bytes = max(int(cwnd_bytes), 2 * self.mss)
         now_ns = time.monotonic_ns()    # before the call: the latency benchmark starts here
         self.datapath.update_field("Cwnd", cwnd_bytes)
+        if event != "report" or log.isEnabledFor(logging.DEBUG):
+            log.log(logging.DEBUG if event == "report" else logging.INFO, "flow %s %s: cwnd %d B (%s)",
+                    self.sid, event, cwnd_bytes, reason)
         self.trace.row(mono_ns=now_ns, sid=self.sid, event=event, cwnd_bytes=cwnd_bytes, ssthresh_bytes=ssthresh_bytes,
                        rtt_us=r.rtt_us if r else None, acked_bytes=r.acked if r else None,
                        loss_pkts=r.loss if r else None, timeout=int(r.timeout) if r else None,

@@ -25,12 +25,13 @@ def _common(f):
                      help="unix: the intcc BPF datapath; netlink: ccp-kernel")(f)
     f = click.option("--trace", "trace", type=click.Path(dir_okay=False),
                      help="CSV of every decision: time, flow, cwnd, RTT, acked, losses, reason")(f)
-    f = click.option("-v", "--verbose", is_flag=True, help="log decisions to stderr")(f)
+    f = click.option("-v", "--verbose", is_flag=True, help="log every decision to stderr")(f)
     return f
 
 
 def _run(alg, ipc: str, verbose: bool):
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+    # -v: every decision to stderr (losses at INFO, reports at DEBUG); --trace keeps them all as CSV
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
     click.echo(f"intcc alg: {alg.name} on portus ({ipc} IPC); flows with TCP congestion control "
                f"'ccp' are controlled. Ctrl-C stops.", err=True)

@@ -128,7 +128,7 @@ def run_cmd(scenario, out_dir, quick):
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
     agent traces and OUT/goodput.png.
     """
-    from .runner import run_scenario, table
+    from .runner import run_scenario, table, table_by_algorithm
     from .scenario import ScenarioError, load
     from .testbed import TestbedError
     try:
@@ -145,8 +145,9 @@ def run_cmd(scenario, out_dir, quick):
     key = next(iter(sc.sweep), None)
     baseline = next((a.label for a in sc.algorithms if a.cca == "cubic"), None)
     click.echo("")
-    click.echo(table(records, key, baseline) if key else table(records, "repeat"))
-    click.echo(f"\nresults: {out_dir}/summary.json, plots: {out_dir}/goodput.png, {out_dir}/runs/*/series.png")
+    click.echo(table(records, key, baseline) if key else table_by_algorithm(records))
+    plots = "goodput.png" if key else "cwnd.png (and jain.png with a competitor)"
+    click.echo(f"\nresults in {out_dir}: summary.json, {plots}, runs/*/series.png")
 
 
 @exp_group.command("smoke")

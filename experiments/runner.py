@@ -158,27 +158,96 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print) -> list[dict]:
             (key, value), = sweep.items()
             if key == "loss_pct":
                 set_loss(tb, value)
-            name = f"{slug(alg.label)}_{key}-{value}_r{rep}"
+            name = f"{slug(alg.label)}_{key}-{value}_r{rep}" if key != "none" else f"{slug(alg.label)}_r{rep}"
             run_dir = os.path.join(out_dir, "runs", name)
             os.makedirs(run_dir, exist_ok=True)
             rec = _one_run(tb, dp, alg, sc, client, server, run_dir, broker_url, AgentProcess)
-            rec.update({"algorithm": alg.label, key: value, "repeat": rep, "run": name})
+            rec.update({"algorithm": alg.label, "repeat": rep, "run": name})
+            if key != "none":
+                rec[key] = value
             records.append(rec)
             with open(os.path.join(out_dir, "summary.json"), "w") as f:   # resumable reading
                 json.dump(records, f, indent=1)
             elapsed = time.monotonic() - t_start
             eta = elapsed / i * (len(runs) - i)
-            echo(f"[{i}/{len(runs)}] {alg.label:16s} {key} {value:<5} repeat {rep}: "
+            what = f"{key} {value:<5} " if key != "none" else ""
+            echo(f"[{i}/{len(runs)}] {alg.label:16s} {what}repeat {rep}: "
                  f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits  (eta {eta / 60:.0f} min)")
     if sc.sweep:
         key = next(iter(sc.sweep))
         plot_summary(records, key, os.path.join(out_dir, "goodput.png"), sc.description or sc.name)
+    else:
+        plot_overlay(records, out_dir, "cwnd_bytes", "cwnd (kB)", 1e-3, "cwnd.png", sc.description or sc.name)
+        if any("competitor" in r for r in records):
+            plot_overlay(records, out_dir, "jain", "Jain's index", 1, "jain.png", sc.description or sc.name)
     return records
 
 
+def plot_overlay(records, out_dir, column, ylabel, scale, filename, title):
+    """One line per algorithm (its first repeat) of a series column over time."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in records:
+        if r["repeat"] != 0:
+            continue
+        with open(os.path.join(out_dir, "runs", r["run"], "series.csv")) as f:
+            rows = [x for x in csv.DictReader(f) if x.get(column) not in (None, "")]
+        ax.plot([float(x["t_s"]) for x in rows], [float(x[column]) * scale for x in rows], label=r["algorithm"])
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, filename), dpi=90)
+    plt.close(fig)
+
+
+def jain(xs) -> float | None:
+    xs = [x for x in xs if x is not None]
+    if not xs or not any(xs):
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def slow_start_exit_s(trace_csv: str) -> float | None:
+    """Seconds from the flow's start to its first window cut (where ssthresh is set)."""
+    if not os.path.exists(trace_csv):
+        return None
+    starts, sender = {}, None
+    with open(trace_csv) as f:
+        rows = list(csv.DictReader(f))
+    counts = {}
+    for r in rows:
+        counts[r["sid"]] = counts.get(r["sid"], 0) + 1
+    if not counts:
+        return None
+    sender = max(counts, key=counts.get)      # the data flow (iperf3's control flow is tiny)
+    for r in rows:
+        if r["sid"] != sender:
+            continue
+        if r["event"] == "start":
+            starts[sender] = float(r["t_s"])
+        elif r["ssthresh_bytes"] and sender in starts:
+            return float(r["t_s"]) - starts[sender]
+    return None
+
+
+def _competitor(tb, sc, alg, holder):
+    c_client, c_server = sc.flows["competitor"]
+    try:
+        holder["out"] = iperf(tb, c_client, c_server, alg.competitor, sc.seconds, sc.interval_s, port=5202)
+    except Exception as e:     # reported with the run
+        holder["error"] = str(e)
+
+
 def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, broker_url, AgentProcess) -> dict:
+    import threading
     agent = None
     before = link_loss_counts(tb)
+    comp, comp_thread = {}, None
     try:
         if alg.ccp:
             opts = list(alg.options) + ["--trace", os.path.join(run_dir, "trace.csv")]
@@ -186,13 +255,33 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
                 opts += ["--broker", broker_url, "--state-dir", dp.state_dir]
             agent = AgentProcess(alg.ccp, opts, log_path=os.path.join(run_dir, "agent.log")).start()
             dp.wait_agent(True)
+        if alg.competitor:
+            comp_thread = threading.Thread(target=_competitor, args=(tb, sc, alg, comp))
+            comp_thread.start()
         out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s)
     finally:
+        if comp_thread is not None:
+            comp_thread.join()
         if agent is not None:
             agent.stop()
             dp.wait_agent(False)
     after = link_loss_counts(tb)
     rows = series(out)
+    extra = {}
+    if alg.competitor:
+        if "out" not in comp:
+            raise RuntimeError(f"competitor flow failed: {comp.get('error')}")
+        crows = series(comp["out"])
+        for r, c in zip(rows, crows):
+            r["competitor_goodput_mbps"] = c["goodput_mbps"]
+            r["jain"] = jain([r["goodput_mbps"], c["goodput_mbps"]])
+        warm = [r["jain"] for r in rows if r["t_s"] > 0.2 * sc.seconds and r.get("jain") is not None]
+        extra = {"competitor": alg.competitor,
+                 "competitor_goodput_mbps": comp["out"]["end"]["sum_received"]["bits_per_second"] / 1e6,
+                 "jain_mean": statistics.mean(warm) if warm else None,
+                 "jain_min": min(warm) if warm else None}
+        extra["jain_total"] = jain([out["end"]["sum_received"]["bits_per_second"],
+                                    comp["out"]["end"]["sum_received"]["bits_per_second"]])
     with open(os.path.join(run_dir, "series.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, list(rows[0]) if rows else ["t_s"])
         w.writeheader()
@@ -204,7 +293,24 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
     return {"goodput_mbps": out["end"]["sum_received"]["bits_per_second"] / 1e6,
             "retransmits": out["end"]["sum_sent"].get("retransmits", 0),
             "seconds": sc.seconds, "measured_link_loss_pct": 100 * lost / max(passed + lost, 1),
-            "mss": out["start"].get("tcp_mss_default")}
+            "mss": out["start"].get("tcp_mss_default"),
+            "slow_start_exit_s": slow_start_exit_s(os.path.join(run_dir, "trace.csv")), **extra}
+
+
+def table_by_algorithm(records: list[dict]) -> str:
+    """For scenarios without a sweep: one row per algorithm, means over repeats."""
+    cols = [("goodput_mbps", "goodput Mbit/s", "{:.2f}"), ("retransmits", "retx", "{:.0f}"),
+            ("slow_start_exit_s", "1st cut s", "{:.2f}"), ("competitor_goodput_mbps", "competitor", "{:.2f}"),
+            ("jain_mean", "Jain mean", "{:.3f}"), ("jain_min", "Jain min", "{:.3f}")]
+    cols = [c for c in cols if any(r.get(c[0]) is not None for r in records)]
+    lines = [f"{'algorithm':22s}" + "".join(f"{h:>15s}" for _, h, _ in cols)]
+    for a in dict.fromkeys(r["algorithm"] for r in records):
+        cells = []
+        for key, _, fmt in cols:
+            v = [r[key] for r in records if r["algorithm"] == a and r.get(key) is not None]
+            cells.append(f"{fmt.format(statistics.mean(v)):>15s}" if v else f"{'-':>15s}")
+        lines.append(f"{a:22s}" + "".join(cells))
+    return "\n".join(lines)
 
 
 def table(records: list[dict], key: str = "loss_pct", baseline: str | None = None) -> str:

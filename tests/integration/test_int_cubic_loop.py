@@ -1,0 +1,72 @@
+"""The whole loop, short runs: INT nodes stamp, the sink attributes losses and
+publishes over MQTT (mosquitto), the cubic-int agent (pyportus) reads them and
+commands the BPF datapath, which controls a kernel TCP flow."""
+import csv
+import socket
+
+import pytest
+
+from broker.launch import BrokerProcess
+from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_registered
+from experiments.runner import iperf, set_loss
+from tests.integration.tbutil import start_testbed
+
+CREDS = "/run/intcc/test-broker/credentials.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory):
+    if ccp_registered():
+        pytest.skip("a 'ccp' congestion control is already registered (datapath daemon running?)")
+    state = tmp_path_factory.mktemp("loop")
+    with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS, state_dir=str(state / "broker")) as b:
+        tb = start_testbed("wireless", "itic", exporter=f"{b.url}?credentials={CREDS}", rate_mbps=10.0,
+                           delay_ms=10.0, buffer_pkts=100)
+        try:
+            with DatapathProcess(state_dir=str(state / "dp")) as dp:
+                yield tb, dp, b.url
+        finally:
+            tb.down()
+
+
+def run_cubic_int(tb, dp, url, tmp_path, policy, seconds=8):
+    trace = tmp_path / f"{policy}.csv"
+    agent = AgentProcess("cubic-int", ["--policy", policy, "--broker", url, "--state-dir", dp.state_dir,
+                                       "--trace", str(trace)], log_path=str(tmp_path / "agent.log")).start()
+    try:
+        dp.wait_agent(True)
+        out = iperf(tb, "sta1", "sta2", "ccp", seconds, 1.0)
+    finally:
+        agent.stop()
+        dp.wait_agent(False)
+    rows = list(csv.DictReader(open(trace)))
+    decisions = [r["reason"] for r in rows if r["reason"].startswith("loss:")]
+    return out["end"]["sum_received"]["bits_per_second"] / 1e6, decisions
+
+
+def test_link_losses_keep_the_window_and_the_goodput(loop, tmp_path):
+    tb, dp, url = loop
+    set_loss(tb, 10)
+    try:
+        cubic = iperf(tb, "sta1", "sta2", "cubic", 8, 1.0)["end"]["sum_received"]["bits_per_second"] / 1e6
+        gp, decisions = run_cubic_int(tb, dp, url, tmp_path, "l1")
+    finally:
+        set_loss(tb, 0)
+    link = [d for d in decisions if d.startswith("loss: link (sink), L1 keeps cwnd")]
+    assert decisions and len(link) >= 0.8 * len(decisions), decisions[:10]
+    assert gp >= 2 * cubic, (gp, cubic)
+
+
+def test_queue_overflow_is_congestion_and_backs_off_like_cubic(loop, tmp_path):
+    tb, dp, url = loop
+    gp, decisions = run_cubic_int(tb, dp, url, tmp_path, "l1")
+    assert decisions, "slow start into a 100-packet buffer must overflow it"
+    assert not [d for d in decisions if "L1 keeps cwnd" in d], decisions
+    assert any(d.startswith("loss: congestion (sink), CUBIC beta 0.7") for d in decisions), decisions
+    assert gp > 7.0, gp

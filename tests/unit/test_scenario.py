@@ -1,0 +1,74 @@
+"""Scenario files and the runner's arithmetic (no testbed)."""
+import pytest
+
+from experiments import runner
+from experiments.scenario import ScenarioError, load
+
+
+@pytest.mark.parametrize("name", ["lossy_link", "cwnd_progression", "congestion_fairness"])
+def test_shipped_scenarios_load_quick_and_full(name):
+    full, quick = load(name), load(name, quick=True)
+    assert sum(1 for _ in quick.runs()) < sum(1 for _ in full.runs())
+    assert quick.seconds <= full.seconds
+
+
+def test_lossy_link_covers_the_paper_grid():
+    sc = load("lossy_link")
+    assert sc.sweep == {"loss_pct": [0, 1, 2, 5, 10, 20]}
+    labels = [a.label for a in sc.algorithms]
+    assert labels == ["kernel cubic", "kernel bbr", "kernel reno", "ccp cubic", "cubic-int L1", "cubic-int L2"]
+    assert sum(1 for _ in sc.runs()) == 6 * 6 * sc.repeats
+
+
+def write(tmp_path, text):
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('topology = "wireless"\nseconds = 5\n', "missing field 'algorithms'"),
+    ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\n', "exactly one of 'cca'"),
+    ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "cubic"\nccp = "cubic"\n',
+     "exactly one of"),
+    ('topology = "nowhere"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "cubic"\n', "not found"),
+    ('topology = "wireless"\nseconds = 5\n[sweep]\nrate_mbps = [1]\n[[algorithms]]\nlabel = "x"\ncca = "c"\n',
+     r"\[sweep\] takes one of loss_pct"),
+    ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "c"\ncolour = 1\n', "colour"),
+    ('topology = "wireless"\nseconds = [\n', "s.toml"),
+])
+def test_bad_scenarios_name_the_problem(tmp_path, text, message):
+    with pytest.raises(ScenarioError, match=message):
+        load(write(tmp_path, text))
+
+
+def test_unknown_scenario_lists_the_known_ones():
+    with pytest.raises(ScenarioError, match="lossy_link"):
+        load("no_such_scenario")
+
+
+def test_jain():
+    assert runner.jain([5, 5]) == pytest.approx(1.0)
+    assert runner.jain([10, 0]) == pytest.approx(0.5)
+    assert runner.jain([None, None]) is None
+
+
+def test_table_has_means_and_ratios():
+    recs = [{"algorithm": a, "loss_pct": l, "goodput_mbps": g}
+            for a, l, g in [("kernel cubic", 0, 8.0), ("kernel cubic", 20, 0.5), ("cubic-int L1", 0, 8.0),
+                            ("cubic-int L1", 20, 3.0), ("cubic-int L1", 20, 5.0)]]
+    t = runner.table(recs, "loss_pct", "kernel cubic")
+    assert "4.00" in t and "8.00" in t       # mean of the two repeats, ratio 4.0/0.5 = 8
+    assert "ratio to kernel cubic" in t
+
+
+def test_slow_start_exit_from_a_trace(tmp_path):
+    p = tmp_path / "trace.csv"
+    p.write_text("t_s,mono_ns,sid,event,cwnd_bytes,ssthresh_bytes,rtt_us,acked_bytes,loss_pkts,timeout,"
+                 "inflight_pkts,reason\n"
+                 "0.5,1,7,start,14480,,,,,,,init\n"
+                 "0.6,1,7,report,28960,,20000,14480,0,0,10,slow start\n"
+                 "0.7,1,9,start,14480,,,,,,,init\n"
+                 "2.0,1,7,loss,100000,100000,30000,0,1,0,90,1 lost\n")
+    assert runner.slow_start_exit_s(str(p)) == pytest.approx(1.5)
+    assert runner.slow_start_exit_s(str(tmp_path / "none.csv")) is None
