@@ -1,0 +1,116 @@
+"""Random Forest per local CCA (paper 002): the competitor's CCA from Table I
+features, scikit-learn estimator API, grid search over trees and depth with
+folds split by experiment, persisted with its metadata.
+
+    model = CCAEstimator().fit(X, y, local_cca=locals_, groups=experiment_ids)
+    model.predict(X_new, local_cca="cubic")
+    model.save("model.joblib");  CCAEstimator.load("model.joblib")
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+
+import joblib
+import numpy as np
+import sklearn
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.model_selection import GridSearchCV, GroupKFold
+
+from .features import FEATURES
+
+CCAS = ("bbr", "cubic", "reno", "vegas")
+MODEL_FORMAT = 1
+PAPER_GRID = {"n_estimators": [10, 50, 100, 200, 400, 600], "max_depth": [1, 5, 10, 15, 20, 30]}
+
+
+class ModelError(ValueError):
+    pass
+
+
+def check_labels(labels, what: str):
+    bad = sorted(set(labels) - set(CCAS))
+    if bad:
+        raise ModelError(f"unknown CCA label(s) in {what}: {', '.join(map(str, bad))} (known: {', '.join(CCAS)})")
+
+
+class CCAEstimator:
+    """One RandomForestClassifier per local (flow 1) CCA."""
+
+    def __init__(self, grid: dict | None = None, folds: int = 3, seed: int = 0, n_jobs: int = 1,
+                 feature_names=FEATURES):
+        self.grid = grid or PAPER_GRID
+        self.folds = folds
+        self.seed = seed
+        self.n_jobs = n_jobs
+        self.feature_names = tuple(feature_names)
+        self.models_: dict = {}
+        self.best_params_: dict = {}
+        self.cv_accuracy_: dict = {}
+        self.training_: dict = {}
+
+    def fit(self, X, y, local_cca, groups):
+        X, y, local_cca, groups = (np.asarray(a) for a in (X, y, local_cca, groups))
+        if X.ndim != 2 or X.shape[1] != len(self.feature_names):
+            raise ModelError(f"X must be (n, {len(self.feature_names)}), got {X.shape}")
+        check_labels(y, "y")
+        check_labels(local_cca, "local_cca")
+        for local in sorted(set(local_cca)):
+            sel = local_cca == local
+            g = groups[sel]
+            n_groups = len(set(g))
+            if n_groups < 2:
+                raise ModelError(f"local CCA {local}: needs runs from >= 2 experiments, got {n_groups}")
+            search = GridSearchCV(RandomForestClassifier(random_state=self.seed, n_jobs=self.n_jobs),
+                                  self.grid, cv=GroupKFold(n_splits=min(self.folds, n_groups)), n_jobs=1)
+            search.fit(X[sel], y[sel], groups=g)
+            self.models_[local] = search.best_estimator_
+            self.best_params_[local] = search.best_params_
+            self.cv_accuracy_[local] = float(search.best_score_)
+            self.training_[local] = {"rows": int(sel.sum()), "experiments": n_groups,
+                                     "classes": {c: int((y[sel] == c).sum()) for c in sorted(set(y[sel]))}}
+        return self
+
+    def predict(self, X, local_cca: str):
+        return self._model(local_cca).predict(np.asarray(X))
+
+    def predict_proba(self, X, local_cca: str):
+        m = self._model(local_cca)
+        return m.classes_, m.predict_proba(np.asarray(X))
+
+    def _model(self, local_cca):
+        if local_cca not in self.models_:
+            raise ModelError(f"no model for local CCA {local_cca!r} (have: {', '.join(sorted(self.models_))})")
+        return self.models_[local_cca]
+
+    def metadata(self) -> dict:
+        return {"format": MODEL_FORMAT, "features": list(self.feature_names), "ccas": list(CCAS),
+                "sklearn": sklearn.__version__, "numpy": np.__version__, "python": platform.python_version(),
+                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "seed": self.seed, "best_params": self.best_params_, "cv_accuracy": self.cv_accuracy_,
+                "training": self.training_}
+
+    def save(self, path: str):
+        joblib.dump({"metadata": self.metadata(), "models": self.models_}, path, compress=3)
+        with open(path + ".json", "w") as f:
+            json.dump(self.metadata(), f, indent=1)
+
+    @classmethod
+    def load(cls, path: str) -> "CCAEstimator":
+        try:
+            blob = joblib.load(path)
+        except Exception as e:   # a pickle from elsewhere fails in many ways
+            raise ModelError(f"{path}: not an intcc estimator model ({type(e).__name__}: {e})") from None
+        meta = blob.get("metadata") if isinstance(blob, dict) else None
+        if not meta or meta.get("format") != MODEL_FORMAT:
+            raise ModelError(f"{path}: model format {meta and meta.get('format')}, this intcc reads {MODEL_FORMAT}")
+        if meta.get("sklearn") != sklearn.__version__:
+            raise ModelError(f"{path}: trained with scikit-learn {meta.get('sklearn')}, this is "
+                             f"{sklearn.__version__}: retrain it or install that version")
+        est = cls(feature_names=meta["features"], seed=meta.get("seed", 0))
+        est.models_ = blob["models"]
+        est.best_params_ = meta.get("best_params", {})
+        est.cv_accuracy_ = meta.get("cv_accuracy", {})
+        est.training_ = meta.get("training", {})
+        return est

@@ -1,0 +1,72 @@
+"""Majority vote and the per-local-CCA Random Forest on synthetic features."""
+import numpy as np
+import pytest
+
+from estimator.features import FEATURES
+from estimator.model import CCAS, CCAEstimator, ModelError
+from estimator.vote import MajorityVote, vote_series
+
+
+def test_majority_vote_window():
+    mv = MajorityVote(3)
+    assert mv.verdict().estimate is None
+    assert mv.update("bbr").estimate == "bbr"
+    mv.update("cubic")
+    v = mv.update("cubic")
+    assert (v.estimate, v.confidence, v.votes) == ("cubic", pytest.approx(2 / 3), {"bbr": 1, "cubic": 2})
+    mv.update("bbr")
+    v = mv.update("bbr")                     # window: cubic, bbr, bbr
+    assert v.estimate == "bbr" and v.votes == {"cubic": 1, "bbr": 2}
+    assert vote_series(["a", "b", "b", "a", "a"], 1) == ["a", "b", "b", "a", "a"]
+    with pytest.raises(ValueError):
+        MajorityVote(0)
+
+
+def synthetic(rng, experiments=24, rows=40):
+    X, y, local, groups = [], [], [], []
+    for e in range(experiments):
+        comp = CCAS[e % 4]
+        mine = CCAS[(e // 4) % 2]            # two local CCAs
+        centre = np.arange(len(FEATURES)) * 0.1 + CCAS.index(comp)
+        X.append(rng.normal(centre, 0.6, (rows, len(FEATURES))))
+        y += [comp] * rows
+        local += [mine] * rows
+        groups += [e] * rows
+    return np.vstack(X), np.array(y), np.array(local), np.array(groups)
+
+
+def test_forest_per_local_cca_learns_and_round_trips(tmp_path):
+    rng = np.random.default_rng(1)
+    X, y, local, groups = synthetic(rng)
+    est = CCAEstimator(grid={"n_estimators": [10, 30], "max_depth": [2, 8]}, folds=3).fit(X, y, local, groups)
+    assert set(est.models_) == {"bbr", "cubic"}
+    Xt, yt, lt, _ = synthetic(np.random.default_rng(2), experiments=8)
+    sel = lt == "bbr"
+    acc = (est.predict(Xt[sel], "bbr") == yt[sel]).mean()
+    assert acc > 0.8, acc
+    path = str(tmp_path / "m.joblib")
+    est.save(path)
+    back = CCAEstimator.load(path)
+    np.testing.assert_array_equal(back.predict(Xt[sel], "bbr"), est.predict(Xt[sel], "bbr"))
+    assert back.training_["bbr"]["experiments"] == 12
+    with pytest.raises(ModelError, match="no model for local CCA 'vegas'"):
+        back.predict(Xt[:2], "vegas")
+
+
+def test_bad_inputs_are_named(tmp_path):
+    rng = np.random.default_rng(3)
+    X, y, local, groups = synthetic(rng, experiments=8, rows=5)
+    y = y.astype(object)
+    y[0] = "westwood"
+    with pytest.raises(ModelError, match="unknown CCA label.*westwood"):
+        CCAEstimator(grid={"n_estimators": [5], "max_depth": [2]}).fit(X, y, local, groups)
+    with pytest.raises(ModelError, match=r"X must be \(n, 8\)"):
+        CCAEstimator().fit(X[:, :3], y, local, groups)
+    junk = tmp_path / "junk.joblib"
+    junk.write_bytes(b"not a model")
+    with pytest.raises(ModelError, match="not an intcc estimator model"):
+        CCAEstimator.load(str(junk))
+    import joblib
+    joblib.dump({"metadata": {"format": 99}, "models": {}}, str(tmp_path / "old.joblib"))
+    with pytest.raises(ModelError, match="format 99"):
+        CCAEstimator.load(str(tmp_path / "old.joblib"))
