@@ -1,0 +1,60 @@
+"""Benchmark: Table I feature extraction for one minute of trace, and Random
+Forest inference per estimate (one ACK's features) and per batch.
+
+    python -m tests.perf.bench_estimator        or        make bench
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from estimator.features import FEATURES, SenderTrace, features
+from estimator.model import CCAS, CCAEstimator
+
+
+def minute_trace(rate_mbps: float, rng, seconds=60.0, mss=1448):
+    pkts = int(rate_mbps * 1e6 / 8 / mss * seconds)
+    send_t = np.sort(rng.uniform(0, seconds, pkts))
+    ack_t = send_t[1::2] + 0.02                     # delayed ACKs, 20 ms RTT
+    n = len(ack_t)
+    return SenderTrace(ack_t=ack_t, rtt_s=rng.uniform(0.02, 0.04, n), acked_bytes=np.full(n, 2.0 * mss),
+                       send_t=send_t, retrans=rng.random(pkts) < 0.01)
+
+
+def run_benchmark() -> list[str]:
+    rng = np.random.default_rng(0)
+    lines = []
+    for rate in (10, 100):
+        tr = minute_trace(rate, rng)
+        features(tr)                                  # warm up
+        t0 = time.perf_counter()
+        f = features(tr)
+        dt = time.perf_counter() - t0
+        lines.append(f"features, 60 s at {rate:>3} Mbit/s: {len(tr.ack_t):>7} ACKs in {dt * 1e3:7.1f} ms "
+                     f"({len(tr.ack_t) / dt / 1e6:.2f} M ACKs/s)")
+    X = rng.normal(size=(4000, len(FEATURES)))
+    y = np.array([CCAS[i % 4] for i in range(4000)])
+    est = CCAEstimator(grid={"n_estimators": [200], "max_depth": [15]}, folds=2).fit(
+        X, y, np.array(["cubic"] * 4000), np.arange(4000) % 20)
+    one = X[:1]
+    est.predict(one, "cubic")
+    n = 200
+    t0 = time.perf_counter()
+    for _ in range(n):
+        est.predict(one, "cubic")
+    per = (time.perf_counter() - t0) / n
+    t0 = time.perf_counter()
+    est.predict(X, "cubic")
+    batch = (time.perf_counter() - t0) / len(X)
+    lines.append(f"inference, 200 trees depth 15: {per * 1e3:.2f} ms per single estimate, "
+                 f"{batch * 1e6:.1f} us per row in a batch of {len(X)}")
+    return lines
+
+
+def test_estimator_benchmark():
+    print("\n" + "\n".join(run_benchmark()))
+
+
+if __name__ == "__main__":
+    print("\n".join(run_benchmark()))
