@@ -102,6 +102,15 @@ def run_cubic_int(policy, increment, broker_url, max_age_ms, state_dir, init_cwn
         feed.stop()
 
 
+@run_group.command("vegas")
+@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
+@_common
+def run_vegas(init_cwnd_pkts, ipc, trace, verbose):
+    """TCP Vegas: delay-based, alpha 2 / beta 4 / gamma 1 packets (estimator experiments)."""
+    from .vegas import Vegas
+    _run(Vegas(init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
+
+
 @alg_group.command("list")
 def list_algs():
     """The algorithms 'intcc alg run' knows."""

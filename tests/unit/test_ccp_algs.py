@@ -221,5 +221,36 @@ def test_portus_compat_names_a_bad_algorithm():
 
 
 def test_every_shipped_program_compiles():
-    for alg in (Const(), Reno(), Cubic(), CubicInt()):
+    from ccp_algs.vegas import Vegas
+    for alg in (Const(), Reno(), Cubic(), CubicInt(), Vegas()):
         portus_compat.check(alg)
+
+
+def vegas_report(acked=10 * MSS, minrtt=20_000, loss=0, timeout=False, inflight=10):
+    return SimpleNamespace(acked=acked, loss=loss, timeout=timeout, minrtt=minrtt, inflight=inflight)
+
+
+def test_vegas_holds_alpha_to_beta_packets_in_the_queue():
+    from ccp_algs.vegas import Vegas
+    flow, dp = start(Vegas())
+    flow.on_report(vegas_report(minrtt=20_000))          # base RTT 20 ms
+    grow_to(flow, 20 * MSS)
+    flow.on_report(vegas_report(minrtt=20_500))          # diff = 20 * 0.5/20.5 < 2: +1 MSS
+    assert dp.cwnd == 21 * MSS
+    flow.on_report(vegas_report(minrtt=26_000))          # diff = 21 * 6/26 = 4.8 > 4: -1 MSS
+    assert dp.cwnd == 20 * MSS
+    flow.on_report(vegas_report(minrtt=23_000))          # diff = 20 * 3/23 = 2.6: hold
+    assert dp.cwnd == 20 * MSS
+    flow.on_report(vegas_report(loss=2, inflight=20))
+    assert dp.cwnd == 10 * MSS
+
+
+def test_vegas_leaves_slow_start_when_a_queue_builds():
+    from ccp_algs.vegas import Vegas
+    flow, dp = start(Vegas())
+    flow.on_report(vegas_report(minrtt=20_000))          # doubles (every other RTT)
+    assert dp.cwnd == 20 * MSS
+    flow.on_report(vegas_report(minrtt=20_000))          # the other RTT: hold
+    assert dp.cwnd == 20 * MSS
+    flow.on_report(vegas_report(minrtt=30_000))          # diff = 20 * 10/30 = 6.7 > gamma
+    assert flow.ssthresh == 20 * MSS and dp.cwnd < 20 * MSS
