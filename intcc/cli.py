@@ -21,6 +21,7 @@ def main():
 def _add_groups():
     from broker.cli import broker_group, telemetry_group
     from ccp_algs.cli import alg_group, datapath_group
+    from estimator.cli import estimator_group
     from experiments.cli import exp_group, testbed_group
     from int_node.cli import node_group
     main.add_command(node_group)
@@ -30,6 +31,7 @@ def _add_groups():
     main.add_command(telemetry_group)
     main.add_command(alg_group)
     main.add_command(datapath_group)
+    main.add_command(estimator_group)
 
 
 _add_groups()

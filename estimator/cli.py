@@ -1,0 +1,87 @@
+"""``intcc estimator``: collect training data, train, evaluate (paper 002 tables)."""
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+
+@click.group("estimator")
+def estimator_group():
+    """Identify a competing flow's CCA from sender-side observations (Random Forest + vote)."""
+
+
+@estimator_group.command("collect")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="dataset directory")
+@click.option("--runs", type=click.IntRange(min=1), default=64, show_default=True,
+              help="experiments (the 16 CCA pairs cycle)")
+@click.option("--seconds", type=click.FloatRange(min=5), default=60.0, show_default=True,
+              help="run length (paper: 60 s)")
+@click.option("--seed", type=int, default=1, show_default=True, help="seed of the run parameters")
+@click.option("--samples", type=click.IntRange(min=1), default=100, show_default=True,
+              help="feature rows kept per run (evenly spaced ACKs)")
+def collect_cmd(out_dir, runs, seconds, seed, samples):
+    """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
+    from .collect import collect
+    from .features import TraceError
+
+    with click.progressbar(length=runs, label="collecting", show_pos=True) as bar:
+        done_before = len([f for f in os.listdir(os.path.join(out_dir, "runs"))]) \
+            if os.path.isdir(os.path.join(out_dir, "runs")) else 0
+        bar.update(min(done_before, runs))
+
+        def progress(plan, extra, dt):
+            bar.label = f"{plan['run']} {plan['cca1']:>5} vs {plan['cca2']:<5} ({dt:.0f} s)"
+            bar.update(1)
+
+        try:
+            res = collect(out_dir, runs, seconds, seed, samples, progress=progress, echo=click.echo)
+        except (TraceError, OSError) as e:
+            raise click.ClickException(str(e))
+    click.echo(f"{res['done']}/{runs} runs in {out_dir}; {len(res['failed'])} failed")
+
+
+@estimator_group.command("train")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--model", "model_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--grid", type=click.Choice(["paper", "small"]), default="small", show_default=True,
+              help="paper: trees 10-600 x depth 1-30; small: a quick subset")
+@click.option("--seed", type=int, default=0, show_default=True)
+def train_cmd(data_dir, model_path, grid, seed):
+    """Train on the training half of a dataset (split by experiment, seeded)."""
+    from .evaluate import load_dataset, split, train
+    from .features import TraceError
+    from .model import ModelError, PAPER_GRID
+    grids = {"paper": PAPER_GRID, "small": {"n_estimators": [50, 200], "max_depth": [5, 15, 30]}}
+    try:
+        runs = load_dataset(data_dir)
+        tr, te = split(runs, seed=seed)
+        model = train(tr, grids[grid], seed=seed)
+    except (TraceError, ModelError) as e:
+        raise click.ClickException(str(e))
+    model.save(model_path)
+    click.echo(f"trained on {len(tr)} runs ({len(te)} held out): cv accuracy "
+               + ", ".join(f"{k} {v:.2f}" for k, v in model.cv_accuracy_.items()) + f" -> {model_path}")
+
+
+@estimator_group.command("eval")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--seed", type=int, default=0, show_default=True, help="the split seed used in training")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="also write the tables as JSON")
+def eval_cmd(data_dir, model_path, seed, json_path):
+    """Tables III and IV on the held-out half."""
+    from .evaluate import evaluate, format_tables, load_dataset, split
+    from .features import TraceError
+    from .model import CCAEstimator, ModelError
+    try:
+        model = CCAEstimator.load(model_path)
+        _, te = split(load_dataset(data_dir), seed=seed)
+        res = evaluate(model, te)
+    except (TraceError, ModelError) as e:
+        raise click.ClickException(str(e))
+    click.echo(format_tables(res))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(res, f, indent=1)

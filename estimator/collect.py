@@ -1,0 +1,139 @@
+"""Training data: randomised dumbbell experiments (paper 002, Table II).
+
+Each run draws the bottleneck (1-10 Mbit/s, one-way delay 1-100 ms, buffer
+1-100 BDP) from its own seed, runs flow 1 (s1 -> r1) and flow 2 (s2 -> r2)
+with one of the four CCAs each (pairs cycle so every one of the 16 is equally
+represented), captures flow 1 at s1's interface, and stores the Table I
+features of ``samples`` evenly spaced ACKs (after a warm-up) with the run's
+parameters in ``DIR/runs/<run>.npz``. Runs already on disk are skipped: a
+collection can be stopped and resumed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+from .capture import Capture, sender_trace
+from .features import FEATURES, TraceError, features
+
+CCAS = ("bbr", "cubic", "reno", "vegas")
+KERNEL = {"bbr", "cubic", "reno"}          # vegas runs on the CCP datapath
+RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
+DATA_FORMAT = 1
+
+
+def run_plan(index: int, seed: int) -> dict:
+    """The parameters of run ``index`` of a collection: reproducible from the seed."""
+    rng = np.random.default_rng([seed, index])
+    params = {k: round(float(rng.uniform(lo, hi)), 3) for k, (lo, hi) in RANGES.items()}
+    pair = index % 16
+    return {"run": f"run{index:05d}", "index": index, "seed": seed, "params": params,
+            "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
+
+
+def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict):
+    meta = {**plan, **extra, "features": list(FEATURES), "format": DATA_FORMAT}
+    tmp = path + ".tmp.npz"
+    np.savez_compressed(tmp, X=X.astype(np.float32), t=t, meta=json.dumps(meta))
+    os.replace(tmp, path)
+
+
+def load_run(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            X, t = z["X"], z["t"]
+    except Exception as e:
+        raise TraceError(f"{path}: not a collected run ({type(e).__name__}: {e})") from None
+    if meta.get("format") != DATA_FORMAT or meta.get("features") != list(FEATURES):
+        raise TraceError(f"{path}: data format {meta.get('format')} / features differ from this intcc's")
+    for key in ("cca1", "cca2"):
+        if meta.get(key) not in CCAS:
+            raise TraceError(f"{path}: unknown CCA label {meta.get(key)!r} (known: {', '.join(CCAS)})")
+    return X, t, meta
+
+
+def _flow(tb, client, server, cca, seconds, port):
+    srv = tb.popen(server, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return srv, tb.popen(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
+                                  "-C", "ccp" if cca == "vegas" else cca, "-J"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str):
+    """Run one experiment; returns (X, t, extra) for flow 1."""
+    from experiments.testbed import Testbed, teardown
+    from experiments.topo import load_topo
+    topo = os.path.join(os.path.dirname(__file__), "..", "experiments", "topologies", "dumbbell.toml")
+    teardown("est")
+    tb = Testbed(load_topo(topo, plan["params"]), "est").up()
+    pcap = os.path.join(workdir, f"{plan['run']}.pcap")
+    try:
+        with Capture(tb.ns("s1"), "intcc-sw1", pcap):
+            s1, c1 = _flow(tb, "s1", "r1", plan["cca1"], seconds, 5201)
+            s2, c2 = _flow(tb, "s2", "r2", plan["cca2"], seconds, 5202)
+            outs = []
+            for c in (c1, c2):
+                out, err = c.communicate(timeout=seconds + 60)
+                outs.append(json.loads(out) if out.strip() else {"error": err})
+            for s in (s1, s2):
+                s.kill()
+                s.wait()
+        for i, o in enumerate(outs, 1):
+            if "error" in o:
+                raise RuntimeError(f"flow {i} ({plan[f'cca{i}']}): {o['error']}")
+        tr = sender_trace(pcap, sender=tb.addr("s1"))
+    finally:
+        tb.down()
+        if os.path.exists(pcap):
+            os.remove(pcap)
+    F = features(tr)
+    start = int(len(F) * warmup_frac)
+    idx = np.unique(np.linspace(start, len(F) - 1, samples).astype(int))
+    goodputs = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in outs]
+    return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), "goodput_mbps": goodputs,
+                                                   "seconds": seconds}
+
+
+def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, samples: int = 100,
+            warmup_frac: float = 0.1, progress=None, echo=print) -> dict:
+    """Collect runs 0..runs-1 into out_dir (skipping those on disk)."""
+    from ccp_algs.datapath import AgentProcess, DatapathProcess
+    os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
+    with open(os.path.join(out_dir, "collection.json"), "w") as f:
+        json.dump({"seed": seed, "seconds": seconds, "samples": samples, "warmup_frac": warmup_frac,
+                   "ranges": RANGES, "ccas": CCAS, "format": DATA_FORMAT}, f, indent=1)
+    plans = [run_plan(i, seed) for i in range(runs)]
+    todo = [p for p in plans if not os.path.exists(os.path.join(out_dir, "runs", p["run"] + ".npz"))]
+    done, failed = runs - len(todo), []
+    workdir = tempfile.mkdtemp(prefix="intcc-collect-")
+    dp = agent = None
+    try:
+        if any("vegas" in (p["cca1"], p["cca2"]) for p in todo):
+            dp = DatapathProcess(state_dir=os.path.join(workdir, "dp")).start()
+            agent = AgentProcess("vegas", log_path=os.path.join(workdir, "vegas.log")).start()
+            dp.wait_agent(True)
+        for p in todo:
+            t0 = time.monotonic()
+            try:
+                X, t, extra = one_run(p, seconds, samples, warmup_frac, workdir)
+            except (TraceError, RuntimeError, OSError) as e:
+                failed.append({"run": p["run"], "error": str(e)})
+                echo(f"{p['run']} {p['cca1']} vs {p['cca2']}: FAILED {e}")
+                continue
+            save_run(os.path.join(out_dir, "runs", p["run"] + ".npz"), p, X, t, extra)
+            done += 1
+            if progress:
+                progress(p, extra, time.monotonic() - t0)
+    finally:
+        if agent:
+            agent.stop()
+        if dp:
+            dp.stop()
+    return {"runs": runs, "done": done, "failed": failed}

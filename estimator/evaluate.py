@@ -1,0 +1,98 @@
+"""Held-out evaluation (paper 002, Tables III and IV) on collected runs, split
+by experiment: no run contributes rows to both training and test sets."""
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+
+from .collect import CCAS, load_run
+from .features import TraceError
+from .model import CCAEstimator
+from .vote import vote_series
+
+VOTE_WINDOWS = (1, 10, 20, 30, 40, 50)
+
+
+def load_dataset(data_dir: str):
+    paths = sorted(glob.glob(os.path.join(data_dir, "runs", "*.npz")))
+    if not paths:
+        raise TraceError(f"{data_dir}: no collected runs (runs/*.npz); run 'intcc estimator collect' first")
+    return [load_run(p) for p in paths]
+
+
+def split(runs, test_fraction: float = 0.5, seed: int = 0):
+    """Shuffle whole runs into train and test (stratified by CCA pair)."""
+    rng = np.random.default_rng(seed)
+    train, test = [], []
+    by_pair = {}
+    for r in runs:
+        by_pair.setdefault((r[2]["cca1"], r[2]["cca2"]), []).append(r)
+    for pair in sorted(by_pair):
+        group = by_pair[pair]
+        order = rng.permutation(len(group))
+        n_test = int(round(len(group) * test_fraction))
+        test += [group[i] for i in order[:n_test]]
+        train += [group[i] for i in order[n_test:]]
+    return train, test
+
+
+def stack(runs):
+    X = np.vstack([r[0] for r in runs])
+    y = np.concatenate([[r[2]["cca2"]] * len(r[0]) for r in runs])
+    local = np.concatenate([[r[2]["cca1"]] * len(r[0]) for r in runs])
+    groups = np.concatenate([[r[2]["index"]] * len(r[0]) for r in runs])
+    return X, y, local, groups
+
+
+def train(runs, grid=None, folds=3, seed=0) -> CCAEstimator:
+    X, y, local, groups = stack(runs)
+    return CCAEstimator(grid=grid, folds=folds, seed=seed).fit(X, y, local, groups)
+
+
+def evaluate(model: CCAEstimator, test_runs) -> dict:
+    """Table III (row accuracy per local x competitor) and Table IV (majority vote per w)."""
+    cells = {}
+    votes = {w: {} for w in VOTE_WINDOWS}
+    for X, _, meta in test_runs:
+        local, comp = meta["cca1"], meta["cca2"]
+        if local not in model.models_:
+            continue
+        pred = model.predict(X, local)
+        cells.setdefault((local, comp), []).append((pred == comp))
+        for w in VOTE_WINDOWS:
+            v = np.array(vote_series(list(pred), w))
+            votes[w].setdefault((local, comp), []).append(v == comp)
+    table3 = {l: {c: _acc(cells.get((l, c))) for c in CCAS} for l in CCAS}
+    table4 = {str(w): {"mean": _mean_cells({k: _acc(v) for k, v in votes[w].items()}),
+                       "pairs": {f"{l}/{c}": _acc(v) for (l, c), v in sorted(votes[w].items())}}
+              for w in VOTE_WINDOWS}
+    return {"table3": table3, "mean_accuracy": _mean_cells({k: _acc(v) for k, v in cells.items()}),
+            "table4": table4, "test_runs": len(test_runs)}
+
+
+def _acc(chunks):
+    if not chunks:
+        return None
+    return float(np.concatenate(chunks).mean())
+
+
+def _mean_cells(d):
+    vals = [v for v in d.values() if v is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def format_tables(res: dict) -> str:
+    lines = ["Table III: accuracy per local CCA (rows) and competitor (columns), held-out runs",
+             f"{'local / competitor':20s}" + "".join(f"{c:>9s}" for c in CCAS)]
+    for l in CCAS:
+        lines.append(f"{l:20s}" + "".join(f"{v:9.2f}" if v is not None else f"{'-':>9s}"
+                                           for v in res["table3"][l].values()))
+    lines.append(f"mean accuracy over pairs: {res['mean_accuracy']:.3f}  (paper: 0.53; target 0.70)")
+    lines += ["", "Table IV: majority vote over the last w estimates (mean over pairs)",
+              "".join(f"{'w=' + w:>9s}" for w in res["table4"])]
+    lines.append("".join(f"{v['mean']:9.3f}" if v["mean"] is not None else f"{'-':>9s}"
+                         for v in res["table4"].values()))
+    lines.append("(paper: 0.576 at w=50; target 0.85)")
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""Dataset files, the split by experiment and the held-out tables, on synthetic runs."""
+import json
+
+import numpy as np
+import pytest
+
+from estimator.collect import CCAS, load_run, run_plan, save_run
+from estimator.evaluate import evaluate, format_tables, load_dataset, split, train
+from estimator.features import FEATURES, TraceError
+
+
+def fake_dataset(tmp_path, runs=64, rows=30):
+    (tmp_path / "runs").mkdir()
+    for i in range(runs):
+        plan = run_plan(i, seed=7)
+        rng = np.random.default_rng(i)
+        centre = CCAS.index(plan["cca2"]) + np.arange(len(FEATURES)) * 0.1
+        X = rng.normal(centre, 0.5, (rows, len(FEATURES)))
+        save_run(str(tmp_path / "runs" / f"{plan['run']}.npz"), plan, X, np.arange(rows) * 0.5, {"acks": rows})
+    return str(tmp_path)
+
+
+def test_plans_are_reproducible_and_cover_all_pairs():
+    plans = [run_plan(i, 3) for i in range(32)]
+    assert plans == [run_plan(i, 3) for i in range(32)]
+    assert len({(p["cca1"], p["cca2"]) for p in plans}) == 16
+    for p in plans:
+        assert 1 <= p["params"]["bottleneck_mbps"] <= 10 and 1 <= p["params"]["buffer_bdp"] <= 100
+
+
+def test_split_never_shares_a_run_and_tables_come_out(tmp_path):
+    runs = load_dataset(fake_dataset(tmp_path))
+    tr, te = split(runs, seed=0)
+    assert {r[2]["run"] for r in tr}.isdisjoint({r[2]["run"] for r in te})
+    assert len(tr) + len(te) == 64
+    model = train(tr, grid={"n_estimators": [20], "max_depth": [6]}, folds=2)
+    res = evaluate(model, te)
+    assert res["mean_accuracy"] > 0.7
+    assert set(res["table4"]) == {"1", "10", "20", "30", "40", "50"}
+    assert res["table4"]["10"]["mean"] >= res["table4"]["1"]["mean"] - 0.05
+    assert "Table III" in format_tables(res)
+
+
+def test_bad_data_is_named(tmp_path):
+    with pytest.raises(TraceError, match="no collected runs"):
+        load_dataset(str(tmp_path))
+    plan = run_plan(0, 1)
+    plan["cca2"] = "westwood"
+    p = tmp_path / "x.npz"
+    save_run(str(p), plan, np.zeros((3, len(FEATURES))), np.zeros(3), {})
+    with pytest.raises(TraceError, match="unknown CCA label 'westwood'"):
+        load_run(str(p))
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"PK\x03\x04 not really")
+    with pytest.raises(TraceError, match="not a collected run"):
+        load_run(str(junk))
