@@ -59,6 +59,10 @@ def telemetry_group():
 
 
 def _line(rec) -> str:
+    if rec.type == "estimate":
+        votes = " ".join(f"{k}={v}" for k, v in sorted(rec.votes.items()))
+        return (f"est  {rec.flow_id} competitor of a {rec.local_cca} flow: {rec.estimate} "
+                f"({rec.confidence:.0%} of the last {rec.window}; {votes}; {rec.estimates} estimates)")
     if rec.type == "flow":
         hops = " ".join(f"[{h.node_id} q={h.queue_depth_pkts}p drops={h.queue_drops} loss={h.link_losses}"
                         + (f" rssi={h.rssi_dbm}" if h.rssi_dbm is not None else "") + "]" for h in rec.path)

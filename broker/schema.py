@@ -1,10 +1,12 @@
 """Telemetry records, version 1: what the sink publishes and subscribers accept.
 
-Two record types, JSON objects with ``"v": 1`` and ``"type"``:
+Three record types, JSON objects with ``"v": 1`` and ``"type"``:
 
 * ``flow`` on ``intcc/v1/flow/<flow-id>``: end-to-end losses of one flow with
   their attribution (congestion vs link), the path's queue state, one-way delay;
-* ``hop``  on ``intcc/v1/hop/<node-id>``: one node's egress state.
+* ``hop``  on ``intcc/v1/hop/<node-id>``: one node's egress state;
+* ``estimate`` on ``intcc/v1/estimate/<flow-id>``: the estimator's verdict on
+  the CCA of the flow's competitor.
 
 ``docs/telemetry.md`` documents every field and unit. :func:`decode` is the
 only way bytes become records: anything malformed raises :class:`SchemaError`
@@ -201,7 +203,43 @@ class FlowRecord:
         return max((h.queue_occupancy or 0.0 for h in self.path), default=0.0)
 
 
-_TYPES = {"flow": FlowRecord, "hop": HopRecord}
+ESTIMATE_LABELS = ("bbr", "cubic", "reno", "vegas")
+
+
+def _votes(v):
+    if not isinstance(v, dict) or any(k not in ESTIMATE_LABELS or not isinstance(n, int) or n < 0
+                                      for k, n in v.items()):
+        return f"must map CCA labels ({', '.join(ESTIMATE_LABELS)}) to counts"
+
+
+def estimate_topic(flow_id: str) -> str:
+    return ESTIMATE_TOPIC.format(flow_id=flow_id)
+
+
+@dataclass
+class EstimateRecord:
+    """The competitor's CCA as the estimator sees it from this flow's sender."""
+    flow_id: str = _f(_flow_id)
+    ts_ns: int = _f(_int(0))                      # estimator clock, ns since epoch
+    local_cca: str = _f(_one_of(ESTIMATE_LABELS))
+    estimate: str = _f(_one_of(ESTIMATE_LABELS))  # majority over the last `window` estimates
+    confidence: float = _f(_num(0.0, 1.0))        # share of the window voting for it
+    votes: dict = _f(_votes)
+    window: int = _f(_int(1))
+    estimates: int = _f(_int(0))                  # estimates made so far for this flow
+    v: int = VERSION
+    type: str = "estimate"
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "estimate record") -> "EstimateRecord":
+        _validate(cls, d, where)
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+_TYPES = {"flow": FlowRecord, "hop": HopRecord, "estimate": EstimateRecord}
 
 
 def encode(record) -> bytes:
@@ -209,7 +247,7 @@ def encode(record) -> bytes:
 
 
 def decode(payload: bytes, topic: Optional[str] = None):
-    """Bytes (and optionally the topic they came on) -> FlowRecord | HopRecord."""
+    """Bytes (and optionally the topic they came on) -> FlowRecord | HopRecord | EstimateRecord."""
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise SchemaError(f"record of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
     try:
@@ -225,7 +263,8 @@ def decode(payload: bytes, topic: Optional[str] = None):
         raise SchemaError(f"unknown record type {d.get('type')!r} (known: {', '.join(_TYPES)})")
     rec = cls.from_dict(d)
     if topic is not None:
-        expected = flow_topic(rec.flow_id) if cls is FlowRecord else hop_topic(rec.node_id)
+        expected = (flow_topic(rec.flow_id) if cls is FlowRecord else hop_topic(rec.node_id) if cls is HopRecord
+                    else estimate_topic(rec.flow_id))
         if topic != expected:
             raise SchemaError(f"a {d['type']} record for {expected} arrived on {topic}")
     return rec

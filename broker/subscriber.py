@@ -21,10 +21,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from . import client as mqttc
 from .auth import parse_url, resolve_login
-from .schema import ALL_TOPICS, FlowRecord, HopRecord, SchemaError, decode
+from .schema import ALL_TOPICS, EstimateRecord, FlowRecord, HopRecord, SchemaError, decode
 
 log = logging.getLogger("intcc.telemetry")
-Record = Union[FlowRecord, HopRecord]
+Record = Union[FlowRecord, HopRecord, EstimateRecord]
 
 
 @dataclass
@@ -42,6 +42,7 @@ class TelemetryView:
         self._lock = threading.Lock()
         self._flows: Dict[str, tuple] = {}
         self._hops: Dict[int, tuple] = {}
+        self._estimates: Dict[str, tuple] = {}
         self._callbacks: List[Callable[[Record, str], None]] = []
         self.received = self.accepted = self.rejected = self.callback_errors = self.connects = 0
         self.rejected_reasons: "collections.Counter[str]" = collections.Counter()
@@ -89,6 +90,10 @@ class TelemetryView:
 
     def flow(self, flow_id: str, max_age_s: Optional[float] = None) -> Optional[Fresh]:
         return self._get(self._flows, flow_id, max_age_s)
+
+    def estimate(self, flow_id: str, max_age_s: Optional[float] = None) -> Optional[Fresh]:
+        """The latest CCA estimate for the competitor of ``flow_id``."""
+        return self._get(self._estimates, flow_id, max_age_s)
 
     def hop(self, node_id: int, max_age_s: Optional[float] = None) -> Optional[Fresh]:
         return self._get(self._hops, node_id, max_age_s)
@@ -144,8 +149,10 @@ class TelemetryView:
         with self._lock:
             if isinstance(rec, FlowRecord):
                 self._flows[rec.flow_id] = (rec, rx_ns)
-            else:
+            elif isinstance(rec, HopRecord):
                 self._hops[rec.node_id] = (rec, rx_ns)
+            else:
+                self._estimates[rec.flow_id] = (rec, rx_ns)
             callbacks = list(self._callbacks)
         for cb in callbacks:
             try:

@@ -87,7 +87,7 @@ class TelemetryFeed:
                 continue
             if rec.type == "flow":
                 self._flows[rec.flow_id] = (rec, rx_ns)
-            else:
+            elif rec.type == "hop":
                 self._hops[rec.node_id] = (rec, rx_ns)
         return n
 

@@ -104,62 +104,145 @@ def _unwrap(x: int, ref: int) -> int:
     return base
 
 
+class _Flow:
+    """Sender-side state of one TCP flow (data direction src -> dst)."""
+
+    def __init__(self):
+        self.payload = 0
+        self.send_t, self.retrans = [], []
+        self.seg_end, self.seg_time, self.seg_retx = [], [], []   # first transmissions (sorted by end)
+        self.ack_t, self.acked, self.rtt = [], [], []
+        self.high = None        # highest end sequence sent
+        self.snd_una = None
+        self.last_rtt = None
+
+    def data(self, t, seq, plen):
+        start = _unwrap(seq, self.high if self.high is not None else seq)
+        if self.snd_una is None:
+            self.snd_una = start        # the capture's first data: everything before is acked
+        end = start + plen
+        is_retx = self.high is not None and end <= self.high
+        self.payload += plen
+        self.send_t.append(t)
+        self.retrans.append(is_retx)
+        if is_retx:
+            i = bisect.bisect_left(self.seg_end, end)
+            if i < len(self.seg_end) and self.seg_end[i] == end:
+                self.seg_retx[i] = True
+        else:
+            self.seg_end.append(end)
+            self.seg_time.append(t)
+            self.seg_retx.append(False)
+            self.high = end
+
+    def ack(self, t, ack):
+        if self.high is None:
+            return
+        a = _unwrap(ack, self.high)
+        newly = max(0, a - self.snd_una)
+        if newly:
+            self.snd_una = a
+            i = bisect.bisect_right(self.seg_end, a) - 1      # highest segment this ACK covers
+            if i >= 0 and not self.seg_retx[i] and t > self.seg_time[i]:
+                self.last_rtt = t - self.seg_time[i]           # Karn: never from a retransmission
+        if self.last_rtt is None:
+            return                                             # no RTT known yet: not usable
+        self.ack_t.append(t)
+        self.acked.append(newly)
+        self.rtt.append(self.last_rtt)
+
+    def trace(self, where: str) -> SenderTrace:
+        if len(self.ack_t) < 2:
+            raise TraceError(f"{where}: the flow has {len(self.ack_t)} usable ACKs (capture too short or one-way?)")
+        return SenderTrace(np.array(self.ack_t), np.array(self.rtt), np.array(self.acked, dtype=float),
+                           np.array(self.send_t), np.array(self.retrans, dtype=bool)).validate()
+
+
+class SenderObserver:
+    """Packets in, SenderTrace of the busiest flow (from ``sender`` if given) out; incremental."""
+
+    def __init__(self, sender: str | None = None):
+        self.sender = ipaddress.ip_address(sender).packed if sender else None
+        self.flows: dict = {}
+        self.packets = 0
+
+    def add(self, t: float, p) -> None:
+        src, dst, sport, dport, seq, ack, flags, plen = p
+        self.packets += 1
+        if plen and (self.sender is None or src == self.sender):
+            key = (src, dst, sport, dport)
+            f = self.flows.get(key)
+            if f is None:
+                f = self.flows[key] = _Flow()
+            f.data(t, seq, plen)
+        if flags & 0x10:
+            f = self.flows.get((dst, src, dport, sport))
+            if f is not None:
+                f.ack(t, ack)
+
+    def busiest(self):
+        if not self.flows:
+            return None, None
+        key = max(self.flows, key=lambda k: self.flows[k].payload)
+        return key, self.flows[key]
+
+    def flow_tuple(self):
+        key, _ = self.busiest()
+        if key is None:
+            return None
+        src, dst, sport, dport = key
+        return str(ipaddress.ip_address(src)), str(ipaddress.ip_address(dst)), sport, dport
+
+    def trace(self, where: str = "capture") -> SenderTrace:
+        if not self.packets:
+            raise TraceError(f"{where}: no TCP packets")
+        _, f = self.busiest()
+        if f is None:
+            raise TraceError(f"{where}: no TCP flow carried data"
+                             + (f" from {ipaddress.ip_address(self.sender)}" if self.sender else ""))
+        return f.trace(where)
+
+
 def sender_trace(path: str, sender: str | None = None) -> SenderTrace:
     """The SenderTrace of the flow that sent the most payload (from ``sender`` if given)."""
-    pkts = [(t, p) for t, fr in read_pcap(path) if (p := parse_tcp(fr)) is not None]
-    if not pkts:
-        raise TraceError(f"{path}: no TCP packets")
-    sender_b = ipaddress.ip_address(sender).packed if sender else None
-    volume = defaultdict(int)
-    for _, p in pkts:
-        if p[7] and (sender_b is None or p[0] == sender_b):
-            volume[(p[0], p[1], p[2], p[3])] += p[7]
-    if not volume:
-        raise TraceError(f"{path}: no TCP flow carried data" + (f" from {sender}" if sender else ""))
-    src, dst, sport, dport = max(volume, key=volume.get)
+    obs = SenderObserver(sender)
+    for t, fr in read_pcap(path):
+        p = parse_tcp(fr)
+        if p is not None:
+            obs.add(t, p)
+    return obs.trace(path)
 
-    send_t, retrans = [], []
-    seg_end, seg_time, seg_retx = [], [], []     # first transmissions, by end sequence (sorted)
-    ack_t, acked, rtt = [], [], []
-    high = None          # highest end sequence sent
-    snd_una = None
-    last_rtt = None
-    for t, (s, d, sp, dp, seq, ack, flags, plen) in pkts:
-        if (s, d, sp, dp) == (src, dst, sport, dport) and plen:
-            ref = high if high is not None else seq
-            start = _unwrap(seq, ref)
-            if snd_una is None:
-                snd_una = start         # the capture's first data: everything before is acked
-            end = start + plen
-            is_retx = high is not None and end <= high
-            send_t.append(t)
-            retrans.append(is_retx)
-            if is_retx:
-                i = bisect.bisect_left(seg_end, end)
-                if i < len(seg_end) and seg_end[i] == end:
-                    seg_retx[i] = True
-            else:
-                seg_end.append(end)
-                seg_time.append(t)
-                seg_retx.append(False)
-                high = end
-        elif (s, d, sp, dp) == (dst, src, dport, sport) and flags & 0x10 and high is not None:
-            a = _unwrap(ack, high)
-            newly = max(0, a - snd_una)
-            if newly:
-                snd_una = a
-                i = bisect.bisect_right(seg_end, a) - 1      # highest segment this ACK covers
-                if i >= 0 and not seg_retx[i] and seg_end[i] <= a and t > seg_time[i]:
-                    last_rtt = t - seg_time[i]
-            if last_rtt is None:
-                continue                                       # no RTT known yet: not usable
-            ack_t.append(t)
-            acked.append(newly)
-            rtt.append(last_rtt)
-    if len(ack_t) < 2:
-        raise TraceError(f"{path}: the flow has {len(ack_t)} usable ACKs (capture too short or one-way?)")
-    return SenderTrace(np.array(ack_t), np.array(rtt), np.array(acked, dtype=float), np.array(send_t),
-                       np.array(retrans, dtype=bool)).validate()
+
+class PcapTail:
+    """Complete records appended to a pcap file being written (tcpdump -U -w)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._f = None
+        self._buf = b""
+        self._rec = None
+        self._unit = 1e-6
+
+    def read_new(self):
+        if self._f is None:
+            if not os.path.exists(self.path) or os.path.getsize(self.path) < 24:
+                return []
+            self._f = open(self.path, "rb")
+            head = self._f.read(24)
+            if head[:4] not in PCAP_MAGIC:
+                raise TraceError(f"{self.path}: not a pcap file")
+            endian, self._unit = PCAP_MAGIC[head[:4]]
+            self._rec = struct.Struct(endian + "IIII")
+        self._buf += self._f.read()
+        out, off = [], 0
+        while len(self._buf) - off >= 16:
+            sec, frac, caplen, _ = self._rec.unpack_from(self._buf, off)
+            if len(self._buf) - off - 16 < caplen:
+                break                       # the rest of this record is not written yet
+            out.append((sec + frac * self._unit, self._buf[off + 16:off + 16 + caplen]))
+            off += 16 + caplen
+        self._buf = self._buf[off:]
+        return out
 
 
 class Capture:

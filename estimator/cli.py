@@ -85,3 +85,59 @@ def eval_cmd(data_dir, model_path, seed, json_path):
     if json_path:
         with open(json_path, "w") as f:
             json.dump(res, f, indent=1)
+
+
+@estimator_group.command("run")
+@click.option("--netns", required=True, help="the sender's network namespace (testbed: intcc-<tb>-<host>)")
+@click.option("--interface", required=True, help="the sender's interface in it")
+@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--local-cca", required=True, type=click.Choice(["bbr", "cubic", "reno", "vegas"]),
+              help="the CCA of the observed (local) flow")
+@click.option("--sender", help="the sender's address (default: whoever sends most)")
+@click.option("--window", type=click.IntRange(min=1), default=50, show_default=True, help="majority vote window w")
+@click.option("--interval-s", type=click.FloatRange(min=0.05), default=0.5, show_default=True,
+              help="one estimate per interval (training rows are ~0.5 s apart)")
+@click.option("--broker", "broker_url", help="publish verdicts on intcc/v1/estimate/<flow-id> there")
+@click.option("--seconds", type=click.FloatRange(min=0), help="stop after this long")
+@click.option("--json", "as_json", is_flag=True, help="print each verdict as JSON")
+def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s, broker_url, seconds, as_json):
+    """Estimate online for a live flow (root): capture, features, forest, vote, publish."""
+    import tempfile
+    import time as _time
+    from .capture import Capture, PcapTail
+    from .features import TraceError
+    from .model import CCAEstimator, ModelError
+    from .online import OnlineEstimator, Publisher
+    try:
+        est = OnlineEstimator(CCAEstimator.load(model_path), local_cca, window, sender)
+    except ModelError as e:
+        raise click.ClickException(str(e))
+    pcap = tempfile.mktemp(prefix="intcc-est-", suffix=".pcap")
+    pub = Publisher(broker_url) if broker_url else None
+    try:
+        with Capture(netns, interface, pcap):
+            tail = PcapTail(pcap)
+            t_end = _time.monotonic() + seconds if seconds else None
+            while t_end is None or _time.monotonic() < t_end:
+                _time.sleep(interval_s)
+                est.feed_pcap(tail)
+                step = est.step()
+                if step is None or step.flow_id is None:
+                    continue
+                rec = est.record(step)
+                if pub:
+                    pub.publish(rec)
+                if as_json:
+                    click.echo(json.dumps({**rec.to_dict(), "t_s": round(step.t_s, 3), "raw": step.estimate}))
+                else:
+                    click.echo(f"{step.t_s:7.1f} s  flow {step.flow_id}: estimate {step.estimate:5}  verdict "
+                               f"{rec.estimate} ({rec.confidence:.0%} of {sum(rec.votes.values())})")
+    except TraceError as e:
+        raise click.ClickException(str(e))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if pub:
+            pub.close()
+        if os.path.exists(pcap):
+            os.remove(pcap)

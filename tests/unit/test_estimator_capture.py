@@ -73,3 +73,24 @@ def test_sender_filter_and_errors(tmp_path):
     pcap(oneway, flow()[:5])          # a few segments, one ACK
     with pytest.raises(TraceError, match="usable ACKs"):
         sender_trace(str(oneway))
+
+
+def test_pcap_tail_returns_only_complete_records(tmp_path):
+    from estimator.capture import PcapTail, SenderObserver, parse_tcp
+    p = tmp_path / "live.pcap"
+    pcap(p, flow())
+    raw = p.read_bytes()
+    live = tmp_path / "growing.pcap"
+    live.write_bytes(raw[:24 + 16 + 10])            # header, then a partial record
+    tail = PcapTail(str(live))
+    assert tail.read_new() == []
+    obs = SenderObserver()
+    got = 0
+    for cut in (len(raw) // 2, len(raw)):
+        live.write_bytes(raw[:cut])
+        for t, fr in tail.read_new():
+            obs.add(t, parse_tcp(fr))
+            got += 1
+    assert got == len(flow())
+    assert len(obs.trace().ack_t) == 20
+    assert obs.flow_tuple() == (SND, RCV, 40000, 5201)

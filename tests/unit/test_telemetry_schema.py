@@ -78,3 +78,18 @@ def test_flow_id_normalises_addresses_and_separates_directions():
 def test_flow_id_rejects_bad_tuples(args):
     with pytest.raises(ValueError):
         flow_id(*args)
+
+
+def test_estimate_records_round_trip_and_are_checked():
+    from broker.schema import EstimateRecord, encode, decode, estimate_topic, SchemaError
+    rec = EstimateRecord(flow_id="0123456789abcdef", ts_ns=1, local_cca="cubic", estimate="bbr",
+                         confidence=0.6, votes={"bbr": 30, "cubic": 20}, window=50, estimates=120)
+    back = decode(encode(rec), estimate_topic(rec.flow_id))
+    assert back == rec
+    bad = rec.to_dict() | {"votes": {"westwood": 3}}
+    import json
+    import pytest
+    with pytest.raises(SchemaError, match="votes"):
+        decode(json.dumps(bad).encode())
+    with pytest.raises(SchemaError, match="arrived on"):
+        decode(encode(rec), "intcc/v1/flow/0123456789abcdef")

@@ -1,0 +1,79 @@
+"""Online estimation for a live flow: capture at the sender's interface, Table I
+features on everything seen so far, one Random Forest estimate every
+``interval_s`` (the spacing the training rows have), a majority vote over the
+last ``window`` estimates, and the verdict published on
+``intcc/v1/estimate/<flow-id>`` (as the intcc-agent user: the ACL lets agents
+publish estimates)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from broker.flowid import PROTO_TCP, flow_id
+from broker.schema import EstimateRecord, encode, estimate_topic
+
+from .capture import PcapTail, SenderObserver, parse_tcp
+from .features import TraceError, features
+from .model import CCAEstimator
+from .vote import MajorityVote, Verdict
+
+
+@dataclass
+class Step:
+    t_s: float                 # since observation started
+    flow_id: str | None
+    estimate: str | None       # this step's raw estimate
+    verdict: Verdict
+
+
+class OnlineEstimator:
+    def __init__(self, model: CCAEstimator, local_cca: str, window: int = 50, sender: str | None = None):
+        model._model(local_cca)                       # fails early, naming the CCAs it has
+        self.model, self.local_cca = model, local_cca
+        self.vote = MajorityVote(window)
+        self.observer = SenderObserver(sender)
+        self.estimates = 0
+        self.t0 = time.monotonic()
+
+    def feed_pcap(self, tail: PcapTail) -> int:
+        n = 0
+        for t, fr in tail.read_new():
+            p = parse_tcp(fr)
+            if p is not None:
+                self.observer.add(t, p)
+                n += 1
+        return n
+
+    def step(self) -> Step | None:
+        """One estimate from the latest ACK's features; None until the flow has enough ACKs."""
+        try:
+            f = features(self.observer.trace())
+        except TraceError:
+            return None
+        est = str(self.model.predict(f[-1:], self.local_cca)[0])
+        self.estimates += 1
+        tup = self.observer.flow_tuple()
+        fid = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3]) if tup else None
+        return Step(time.monotonic() - self.t0, fid, est, self.vote.update(est))
+
+    def record(self, step: Step) -> EstimateRecord:
+        v = step.verdict
+        return EstimateRecord(flow_id=step.flow_id, ts_ns=time.time_ns(), local_cca=self.local_cca,
+                              estimate=v.estimate, confidence=round(v.confidence, 4), votes=v.votes,
+                              window=self.vote.w, estimates=self.estimates)
+
+
+class Publisher:
+    def __init__(self, url: str):
+        from broker import client as mqttc
+        from broker.auth import AGENT_USER, parse_url, resolve_login
+        self._mqttc = mqttc
+        self.url = resolve_login(parse_url(url), AGENT_USER)
+        self.client = mqttc.make_client(self.url, "intcc-estimator")
+        mqttc.start(self.client, self.url)
+
+    def publish(self, rec: EstimateRecord):
+        self.client.publish(estimate_topic(rec.flow_id), encode(rec), qos=0)
+
+    def close(self):
+        self._mqttc.stop(self.client)
