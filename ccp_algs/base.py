@@ -43,6 +43,11 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
 )
 """
 
+try:   # DESIGN: an algorithm is a portus AlgBase (pyportus is built by 'make setup')
+    from pyportus import AlgBase
+except ImportError:   # unit tests of decisions do not need the portus runtime
+    AlgBase = object
+
 TRACE_FIELDS = ["t_s", "mono_ns", "sid", "event", "cwnd_bytes", "ssthresh_bytes", "rtt_us",
                 "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason"]
 

@@ -2,7 +2,7 @@
 calibration: goodput should be cwnd / RTT whatever the path does."""
 from __future__ import annotations
 
-from .base import REPORT_PER_RTT_AND_ON_LOSS, FlowBase, Report, Trace
+from .base import AlgBase, FlowBase, REPORT_PER_RTT_AND_ON_LOSS, Report, Trace
 
 
 class ConstFlow(FlowBase):
@@ -21,7 +21,7 @@ class ConstFlow(FlowBase):
         self.set_cwnd(self.cwnd_bytes, "report", r, reason="const")
 
 
-class Const:
+class Const(AlgBase):
     name = "const"
 
     def __init__(self, cwnd_pkts: int = 10, rate_mbps: float = 0.0, trace: str | None = None):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from .base import REPORT_PER_RTT_AND_ON_LOSS, FlowBase, Report, Trace
+from .base import AlgBase, FlowBase, REPORT_PER_RTT_AND_ON_LOSS, Report, Trace
 
 BETA = 0.7
 C = 0.4
@@ -111,7 +111,7 @@ class CubicFlow(FlowBase):
                       ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh))
 
 
-class Cubic:
+class Cubic(AlgBase):
     name = "cubic"
     flow_class = CubicFlow
 

@@ -25,24 +25,12 @@ from __future__ import annotations
 
 import time
 
-from .cubic import BETA, Cubic, CubicFlow
 from .base import Report
+from .cubic import BETA, Cubic, CubicFlow
+from .loss_classifier import classify
 
 POLICIES = ("l1", "l2")
 L2_BETA = 0.95
-
-
-def classify(rec, prev_congestion: int, prev_link: int, max_age_ns: int, now_ns_wall: int) -> str:
-    """'congestion', 'link' or 'unknown' for a loss, from a flow record."""
-    d_cong = rec.lost_congestion - prev_congestion
-    d_link = rec.lost_link - prev_link
-    if d_cong > 0:
-        return "congestion"
-    if d_link > 0:
-        return "link"
-    if rec.last_loss_cause and rec.last_loss_ns and now_ns_wall - rec.last_loss_ns <= max_age_ns:
-        return rec.last_loss_cause if rec.last_loss_cause in ("congestion", "link") else "unknown"
-    return "unknown"
 
 
 def bottleneck(rec):

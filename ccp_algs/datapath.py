@@ -21,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_STATE_DIR = "/run/intcc/datapath"
 AVAILABLE_CCAS = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+AGENT_SOCKET = "/tmp/ccp/portus"
 
 
 class DatapathError(RuntimeError):
@@ -131,14 +132,14 @@ class AgentProcess:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        _wait(lambda: _socket_bound("/tmp/ccp/portus"), timeout_s, "the agent to bind /tmp/ccp/portus",
+        _wait(lambda: _socket_bound(AGENT_SOCKET), timeout_s, f"the agent to bind {AGENT_SOCKET}",
               self.proc, self.log_path)
         return self
 
     def log(self) -> str:
         return Path(self.log_path).read_text(errors="replace")
 
-    def stop(self, sig=signal.SIGTERM, timeout_s: float = 10):
+    def stop(self, sig=signal.SIGTERM, timeout_s: float = 10, remove_socket: bool = True):
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:
@@ -146,9 +147,12 @@ class AgentProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        # portus exits from its signal handler and leaves its socket file behind
+        if remove_socket and os.path.exists(AGENT_SOCKET) and not _socket_bound(AGENT_SOCKET):
+            os.remove(AGENT_SOCKET)
 
     def kill(self):
-        self.stop(signal.SIGKILL)
+        self.stop(signal.SIGKILL, remove_socket=False)
 
     def __enter__(self):
         return self.start() if self.proc is None else self

@@ -4,7 +4,7 @@ slow start to ssthresh, +1 MSS per RTT after, halve once per window on loss
 NewReno's recovery point), back to one MSS on a timeout."""
 from __future__ import annotations
 
-from .base import REPORT_PER_RTT_AND_ON_LOSS, FlowBase, Report, Trace
+from .base import AlgBase, FlowBase, REPORT_PER_RTT_AND_ON_LOSS, Report, Trace
 
 
 class RenoFlow(FlowBase):
@@ -49,7 +49,7 @@ class RenoFlow(FlowBase):
                       ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh))
 
 
-class Reno:
+class Reno(AlgBase):
     name = "reno"
 
     def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None):

@@ -12,7 +12,7 @@ diff > gamma (1). Losses: Reno halving; timeout: 1 MSS.
 """
 from __future__ import annotations
 
-from .base import FlowBase, Trace
+from .base import AlgBase, FlowBase, Trace
 
 ALPHA, BETA, GAMMA = 2, 4, 1
 
@@ -105,7 +105,7 @@ class VegasFlow(FlowBase):
                        inflight_pkts=r.inflight, reason=reason)
 
 
-class Vegas:
+class Vegas(AlgBase):
     name = "vegas"
 
     def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None):

@@ -1,7 +1,5 @@
 """Decision logic of the CCP algorithms on a mock datapath (no portus runtime, no kernel)."""
 import time
-from types import SimpleNamespace
-
 import pytest
 
 from broker.schema import FlowRecord, HopState
@@ -9,34 +7,16 @@ from broker.subscriber import Fresh
 from ccp_algs import portus_compat
 from ccp_algs.const import Const
 from ccp_algs.cubic import Cubic
-from ccp_algs.cubic_int import CubicInt, classify
+from ccp_algs.cubic_int import CubicInt
+from ccp_algs.loss_classifier import classify
+from ccp_algs.mock import MockDatapath, datapath_info, report
 from ccp_algs.reno import Reno
 
 MSS = 1448
 
 
-class FakeDatapath:
-    def __init__(self):
-        self.cwnd = None
-        self.programs = []
-
-    def set_program(self, name, fields):
-        self.programs.append(name)
-        self.cwnd = dict(fields).get("Cwnd", self.cwnd)
-
-    def update_field(self, name, value):
-        assert name == "Cwnd"
-        self.cwnd = value
-
-
 def info(sid=1):
-    return SimpleNamespace(sock_id=sid, mss=MSS, init_cwnd=10 * MSS, src_ip=1, src_port=40000, dst_ip=2,
-                           dst_port=5201)
-
-
-def report(acked=0, loss=0, timeout=False, rtt_us=20_000, inflight=10):
-    return SimpleNamespace(acked=acked, sacked=0, loss=loss, timeout=timeout, rtt=rtt_us, inflight=inflight,
-                           rin=0, rout=0)
+    return datapath_info(sock_id=sid, mss=MSS)
 
 
 def flow_record(lost_congestion=0, lost_link=0, cause=None, depth=0, capacity=150_000, arrival_pps=800,
@@ -69,7 +49,7 @@ class FakeDirectory:
 
 
 def start(alg):
-    dp = FakeDatapath()
+    dp = MockDatapath()
     return alg.new_flow(dp, info()), dp
 
 
@@ -227,7 +207,7 @@ def test_every_shipped_program_compiles():
 
 
 def vegas_report(acked=10 * MSS, minrtt=20_000, loss=0, timeout=False, inflight=10):
-    return SimpleNamespace(acked=acked, loss=loss, timeout=timeout, minrtt=minrtt, inflight=inflight)
+    return report(acked=acked, loss=loss, timeout=timeout, minrtt=minrtt, inflight=inflight)
 
 
 def test_vegas_holds_alpha_to_beta_packets_in_the_queue():

@@ -1,0 +1,40 @@
+"""A pure-Python stand-in for portus's datapath handle, for unit tests of
+algorithm decisions (no portus runtime, no kernel): it records the programs
+installed and the window last set."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+
+class MockDatapath:
+    def __init__(self):
+        self.cwnd = None
+        self.rate = None
+        self.programs = []
+        self.updates = 0
+
+    def set_program(self, name, fields=None):
+        self.programs.append(name)
+        for k, v in fields or []:
+            self.update_field(k, v)
+
+    def update_field(self, name, value):
+        if name == "Cwnd":
+            self.cwnd = value
+        elif name == "Rate":
+            self.rate = value
+        else:
+            raise KeyError(f"unknown register {name!r}")
+        self.updates += 1
+
+
+def datapath_info(sock_id=1, mss=1448, init_cwnd_pkts=10, src_ip=1, src_port=40000, dst_ip=2, dst_port=5201):
+    """What portus hands new_flow() as DatapathInfo."""
+    return SimpleNamespace(sock_id=sock_id, mss=mss, init_cwnd=init_cwnd_pkts * mss, src_ip=src_ip,
+                           src_port=src_port, dst_ip=dst_ip, dst_port=dst_port)
+
+
+def report(acked=0, loss=0, timeout=False, rtt_us=20_000, inflight=10, sacked=0, rin=0, rout=0, minrtt=None):
+    """A report of the shared program (base.REPORT_PER_RTT_AND_ON_LOSS; minrtt: vegas's)."""
+    return SimpleNamespace(acked=acked, sacked=sacked, loss=loss, timeout=timeout, rtt=rtt_us, inflight=inflight,
+                           rin=rin, rout=rout, minrtt=rtt_us if minrtt is None else minrtt)
