@@ -34,6 +34,17 @@ class Fresh:
     received_ns: int        # time.monotonic_ns() at arrival
 
 
+def fresh(entry: Optional[tuple], max_age_s: Optional[float]) -> Optional[Fresh]:
+    """(record, received monotonic ns) -> Fresh, or None when absent or older than max_age_s."""
+    if entry is None:
+        return None
+    rec, rx_ns = entry
+    age = (time.monotonic_ns() - rx_ns) / 1e9
+    if max_age_s is not None and age > max_age_s:
+        return None
+    return Fresh(rec, age, rx_ns)
+
+
 class TelemetryView:
     def __init__(self, url: str = "mqtt://127.0.0.1:1883", topics: Sequence[str] = (ALL_TOPICS,),
                  login_as: Optional[str] = None):
@@ -111,13 +122,7 @@ class TelemetryView:
     def _get(self, table, key, max_age_s):
         with self._lock:
             entry = table.get(key)
-        if entry is None:
-            return None
-        rec, rx_ns = entry
-        age = (time.monotonic_ns() - rx_ns) / 1e9
-        if max_age_s is not None and age > max_age_s:
-            return None
-        return Fresh(rec, age, rx_ns)
+        return fresh(entry, max_age_s)
 
     def counters(self) -> dict:
         return {"received": self.received, "accepted": self.accepted, "rejected": self.rejected,

@@ -11,6 +11,17 @@ log = logging.getLogger("intcc.alg")
 # Report once per RTT (but at most every millisecond: on a bare veth the RTT is
 # ~20 us and per-RTT reports would swamp the agent), and at once on a loss or a
 # timeout. Acked bytes and losses accumulate between reports.
+REPORT_TRIGGERS = """\
+(when (|| Report.timeout (> Report.loss 0))
+    (report)
+    (:= Micros 0)
+)
+(when (&& (> Micros Flow.rtt_sample_us) (> Micros 1000))
+    (report)
+    (:= Micros 0)
+)
+"""
+
 REPORT_PER_RTT_AND_ON_LOSS = """\
 (def (Report
     (volatile acked 0)
@@ -33,15 +44,7 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (:= Report.timeout Flow.was_timeout)
     (fallthrough)
 )
-(when (|| Report.timeout (> Report.loss 0))
-    (report)
-    (:= Micros 0)
-)
-(when (&& (> Micros Flow.rtt_sample_us) (> Micros 1000))
-    (report)
-    (:= Micros 0)
-)
-"""
+""" + REPORT_TRIGGERS
 
 try:   # DESIGN: an algorithm is a portus AlgBase (pyportus is built by 'make setup')
     from pyportus import AlgBase
@@ -113,3 +116,72 @@ class FlowBase:
                        loss_pkts=r.loss if r else None, timeout=int(r.timeout) if r else None,
                        inflight_pkts=r.inflight if r else None, reason=reason)
         return cwnd_bytes
+
+
+class WindowFlow(FlowBase):
+    """The skeleton of a loss-reacting window algorithm, per report:
+
+    timeout -> ``on_timeout``; the first loss of an episode -> ``on_loss``; later
+    losses of data sent before the cut (the same episode, as NewReno's recovery
+    point) -> nothing; otherwise ``on_ack``. Each returns the decision's reason.
+    """
+
+    def __init__(self, alg, datapath, datapath_info):
+        super().__init__(alg, datapath, datapath_info)
+        self.cwnd = float(alg.init_cwnd_pkts * self.mss)    # bytes
+        self.ssthresh = float("inf")
+        self.recovery_bytes_left = 0.0                       # data in flight at the last cut, not yet acked
+        self.install(self.cwnd)
+        self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
+
+    def parse(self, r) -> Report:
+        return Report(r)
+
+    def on_timeout(self, r) -> str:
+        self.ssthresh = max(self.cwnd / 2, 2 * self.mss)
+        self.cwnd = self.mss
+        return "timeout: cwnd 1 MSS, ssthresh cwnd/2"
+
+    def on_loss(self, r) -> str:
+        raise NotImplementedError
+
+    def on_ack(self, r) -> str:
+        raise NotImplementedError
+
+    def on_report(self, r):
+        r = self.parse(r)
+        in_recovery = self.recovery_bytes_left > 0
+        self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - r.acked)
+        if r.timeout:
+            self.recovery_bytes_left = 0.0
+            event, reason = "timeout", self.on_timeout(r)
+        elif r.loss > 0 and not in_recovery:
+            # everything sent under the old window may still be reported lost: one cut for all of it
+            self.recovery_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)
+            event, reason = "loss", self.on_loss(r)
+        elif r.loss > 0 or in_recovery:
+            event, reason = ("loss" if r.loss else "recovery"), "in recovery: the window was already cut"
+        else:
+            event, reason = "report", self.on_ack(r)
+        self.cwnd = max(self.cwnd, 2 * self.mss)
+        self.set_cwnd(self.cwnd, event, r, reason=reason,
+                      ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh))
+
+
+class Algorithm(AlgBase):
+    """An algorithm: its datapath program and the flow class it makes."""
+    name = ""
+    flow_class = FlowBase
+    program = REPORT_PER_RTT_AND_ON_LOSS
+
+    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None):
+        if init_cwnd_pkts < 1:
+            raise ValueError(f"init_cwnd_pkts must be >= 1, not {init_cwnd_pkts}")
+        self.init_cwnd_pkts = init_cwnd_pkts
+        self.trace = Trace(trace)
+
+    def datapath_programs(self):
+        return {"default": self.program}
+
+    def new_flow(self, datapath, datapath_info):
+        return self.flow_class(self, datapath, datapath_info)

@@ -1,6 +1,7 @@
 """``intcc alg`` (run a CCP algorithm) and ``intcc datapath`` (the BPF datapath daemon)."""
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -58,24 +59,6 @@ def run_const(cwnd_pkts, rate_mbps, ipc, trace, verbose):
     _run(Const(cwnd_pkts=cwnd_pkts, rate_mbps=rate_mbps, trace=trace), ipc, verbose)
 
 
-@run_group.command("reno")
-@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
-@_common
-def run_reno(init_cwnd_pkts, ipc, trace, verbose):
-    """Reno AIMD: slow start, +1 MSS per RTT, halve on loss, 1 MSS on timeout."""
-    from .reno import Reno
-    _run(Reno(init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
-
-
-@run_group.command("cubic")
-@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
-@_common
-def run_cubic(init_cwnd_pkts, ipc, trace, verbose):
-    """CUBIC (RFC 9438: beta 0.7, C 0.4, fast convergence, Reno-friendly region; no HyStart)."""
-    from .cubic import Cubic
-    _run(Cubic(init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
-
-
 @run_group.command("cubic-int")
 @click.option("--policy", type=click.Choice(["l1", "l2"]), default="l1", show_default=True,
               help="on a link (non-congestive) loss: l1 keeps cwnd, l2 multiplies it by 0.95")
@@ -102,13 +85,27 @@ def run_cubic_int(policy, increment, broker_url, max_age_ms, state_dir, init_cwn
         feed.stop()
 
 
-@run_group.command("vegas")
-@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
-@_common
-def run_vegas(init_cwnd_pkts, ipc, trace, verbose):
-    """TCP Vegas: delay-based, alpha 2 / beta 4 / gamma 1 packets (estimator experiments)."""
-    from .vegas import Vegas
-    _run(Vegas(init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
+# Algorithms whose only option is the initial window.
+SIMPLE = {
+    "reno": (".reno", "Reno", "Reno AIMD: slow start, +1 MSS per RTT, halve on loss, 1 MSS on timeout."),
+    "cubic": (".cubic", "Cubic",
+              "CUBIC (RFC 9438: beta 0.7, C 0.4, fast convergence, Reno-friendly region; no HyStart)."),
+    "vegas": (".vegas", "Vegas", "TCP Vegas: delay-based, alpha 2 / beta 4 / gamma 1 packets (estimator runs)."),
+}
+
+
+def _simple_command(name, module, cls, doc):
+    @run_group.command(name, help=doc)
+    @click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
+    @_common
+    def command(init_cwnd_pkts, ipc, trace, verbose):
+        alg_class = getattr(importlib.import_module(module, __package__), cls)
+        _run(alg_class(init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
+    return command
+
+
+for _name, (_module, _cls, _doc) in SIMPLE.items():
+    _simple_command(_name, _module, _cls, _doc)
 
 
 @alg_group.command("list")

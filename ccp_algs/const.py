@@ -2,7 +2,7 @@
 calibration: goodput should be cwnd / RTT whatever the path does."""
 from __future__ import annotations
 
-from .base import AlgBase, FlowBase, REPORT_PER_RTT_AND_ON_LOSS, Report, Trace
+from .base import Algorithm, FlowBase, Report
 
 
 class ConstFlow(FlowBase):
@@ -21,18 +21,13 @@ class ConstFlow(FlowBase):
         self.set_cwnd(self.cwnd_bytes, "report", r, reason="const")
 
 
-class Const(AlgBase):
+class Const(Algorithm):
     name = "const"
+    flow_class = ConstFlow
 
     def __init__(self, cwnd_pkts: int = 10, rate_mbps: float = 0.0, trace: str | None = None):
         if cwnd_pkts < 1:
             raise ValueError(f"cwnd_pkts must be >= 1, not {cwnd_pkts}")
+        super().__init__(init_cwnd_pkts=cwnd_pkts, trace=trace)
         self.cwnd_pkts = cwnd_pkts
         self.rate_bytes_per_s = int(rate_mbps * 1e6 / 8)
-        self.trace = Trace(trace)
-
-    def datapath_programs(self):
-        return {"default": REPORT_PER_RTT_AND_ON_LOSS}
-
-    def new_flow(self, datapath, datapath_info):
-        return ConstFlow(self, datapath, datapath_info)

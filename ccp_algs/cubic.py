@@ -18,25 +18,20 @@ from __future__ import annotations
 
 import time
 
-from .base import AlgBase, FlowBase, REPORT_PER_RTT_AND_ON_LOSS, Report, Trace
+from .base import Algorithm, Report, WindowFlow
 
 BETA = 0.7
 C = 0.4
 
 
-class CubicFlow(FlowBase):
+class CubicFlow(WindowFlow):
     def __init__(self, alg, datapath, datapath_info):
-        super().__init__(alg, datapath, datapath_info)
-        self.cwnd = float(alg.init_cwnd_pkts * self.mss)     # bytes
-        self.ssthresh = float("inf")
         self.w_max = 0.0                                      # bytes
         self.epoch_start_s: float | None = None
         self.k_s = 0.0
         self.w_est = 0.0
         self.cwnd_epoch = 0.0
-        self.recovery_bytes_left = 0.0
-        self.install(self.cwnd)
-        self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
+        super().__init__(alg, datapath, datapath_info)
 
     # -- decisions subclasses may change ---------------------------------------------
     def loss_backoff(self, r: Report) -> tuple[float, str, bool]:
@@ -72,55 +67,34 @@ class CubicFlow(FlowBase):
         self.cwnd += (target - self.cwnd) * r.acked / self.cwnd
         return "congestion avoidance (cubic)"
 
-    def on_report(self, r):
-        r = Report(r)
-        now_s = time.monotonic()
-        in_recovery = self.recovery_bytes_left > 0
-        self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - r.acked)
-        if r.timeout:
-            self.ssthresh = max(self.cwnd * BETA, 2 * self.mss)
-            self.w_max = self.cwnd
-            self.cwnd = self.mss
+    def on_timeout(self, r) -> str:
+        self.ssthresh = max(self.cwnd * BETA, 2 * self.mss)
+        self.w_max = self.cwnd
+        self.cwnd = self.mss
+        self.epoch_start_s = None
+        return "timeout: cwnd 1 MSS"
+
+    def on_loss(self, r) -> str:
+        beta, reason, congestive = self.loss_backoff(r)
+        if beta < 1.0:
+            if congestive:
+                # fast convergence (RFC 9438 4.7): release bandwidth to newer flows
+                self.w_max = self.cwnd * (1 + beta) / 2 if self.cwnd < self.w_max else self.cwnd
+            else:
+                self.w_max = self.cwnd
+            self.cwnd = max(self.cwnd * beta, 2 * self.mss)
+            self.ssthresh = self.cwnd
             self.epoch_start_s = None
-            self.recovery_bytes_left = 0
-            event, reason = "timeout", "timeout: cwnd 1 MSS"
-        elif r.loss > 0 and not in_recovery:
-            beta, reason, congestive = self.loss_backoff(r)
-            self.recovery_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)
-            if beta < 1.0:
-                if congestive:
-                    # fast convergence (RFC 9438 4.7): release bandwidth to newer flows
-                    self.w_max = self.cwnd * (1 + beta) / 2 if self.cwnd < self.w_max else self.cwnd
-                else:
-                    self.w_max = self.cwnd
-                self.cwnd = max(self.cwnd * beta, 2 * self.mss)
-                self.ssthresh = self.cwnd
-                self.epoch_start_s = None
-            event = "loss"
-        elif r.loss > 0 or in_recovery:
-            event, reason = ("loss" if r.loss else "recovery"), "in recovery: the window was already cut"
-        elif self.cwnd < self.ssthresh:
+        return reason
+
+    def on_ack(self, r) -> str:
+        if self.cwnd < self.ssthresh:
             growth, reason = self.slow_start_growth(r)
             self.cwnd += growth
-            event = "report"
-        else:
-            reason = self._congestion_avoidance(r, now_s)
-            event = "report"
-        self.cwnd = max(self.cwnd, 2 * self.mss)
-        self.set_cwnd(self.cwnd, event, r, reason=reason,
-                      ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh))
+            return reason
+        return self._congestion_avoidance(r, time.monotonic())
 
 
-class Cubic(AlgBase):
+class Cubic(Algorithm):
     name = "cubic"
     flow_class = CubicFlow
-
-    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None):
-        self.init_cwnd_pkts = init_cwnd_pkts
-        self.trace = Trace(trace)
-
-    def datapath_programs(self):
-        return {"default": REPORT_PER_RTT_AND_ON_LOSS}
-
-    def new_flow(self, datapath, datapath_info):
-        return self.flow_class(self, datapath, datapath_info)

@@ -17,7 +17,7 @@ import struct
 import time
 
 from broker.schema import SchemaError, decode
-from broker.subscriber import Fresh
+from broker.subscriber import Fresh, fresh
 
 _HDR = struct.Struct("<QH")      # received monotonic ns, topic length
 
@@ -93,18 +93,8 @@ class TelemetryFeed:
 
     def flow(self, flow_id: str, max_age_s: float | None = None) -> Fresh | None:
         self.poll()
-        return _fresh(self._flows.get(flow_id), max_age_s)
+        return fresh(self._flows.get(flow_id), max_age_s)
 
     def hop(self, node_id: int, max_age_s: float | None = None) -> Fresh | None:
         self.poll()
-        return _fresh(self._hops.get(node_id), max_age_s)
-
-
-def _fresh(entry, max_age_s):
-    if entry is None:
-        return None
-    rec, rx_ns = entry
-    age = (time.monotonic_ns() - rx_ns) / 1e9
-    if max_age_s is not None and age > max_age_s:
-        return None
-    return Fresh(rec, age, rx_ns)
+        return fresh(self._hops.get(node_id), max_age_s)

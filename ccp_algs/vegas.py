@@ -12,7 +12,9 @@ diff > gamma (1). Losses: Reno halving; timeout: 1 MSS.
 """
 from __future__ import annotations
 
-from .base import AlgBase, FlowBase, Trace
+from types import SimpleNamespace
+
+from .base import REPORT_TRIGGERS, Algorithm, WindowFlow
 
 ALPHA, BETA, GAMMA = 2, 4, 1
 
@@ -32,88 +34,55 @@ PROGRAM = """\
     (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
     (fallthrough)
 )
-(when (|| Report.timeout (> Report.loss 0))
-    (report)
-    (:= Micros 0)
-)
-(when (&& (> Micros Flow.rtt_sample_us) (> Micros 1000))
-    (report)
-    (:= Micros 0)
-)
-"""
+""" + REPORT_TRIGGERS
 
 
-class VegasFlow(FlowBase):
+NO_SAMPLE = 4294967295
+
+
+class VegasFlow(WindowFlow):
     def __init__(self, alg, datapath, datapath_info):
-        super().__init__(alg, datapath, datapath_info)
-        self.cwnd = float(alg.init_cwnd_pkts * self.mss)
-        self.ssthresh = float("inf")
         self.base_rtt_us = None
         self.double_now = True          # slow start doubles every other RTT
-        self.recovery_bytes_left = 0.0
-        self.install(self.cwnd)
-        self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
+        super().__init__(alg, datapath, datapath_info)
 
-    def on_report(self, r):
-        acked, loss, timeout, rtt_us = r.acked, r.loss, bool(r.timeout), r.minrtt
-        in_recovery = self.recovery_bytes_left > 0
-        self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - acked)
-        mss = self.mss
-        if 0 < rtt_us < 4294967295:
+    def parse(self, r):
+        rtt_us = r.minrtt if 0 < r.minrtt < NO_SAMPLE else None
+        if rtt_us is not None:
             self.base_rtt_us = rtt_us if self.base_rtt_us is None else min(self.base_rtt_us, rtt_us)
-        if timeout:
-            self.ssthresh = max(self.cwnd / 2, 2 * mss)
-            self.cwnd = mss
-            self.recovery_bytes_left = 0
-            event, reason = "timeout", "timeout: cwnd 1 MSS"
-        elif loss > 0 and not in_recovery:
-            self.recovery_bytes_left = max(self.cwnd, (r.inflight + loss) * mss)
-            self.cwnd = max(self.cwnd / 2, 2 * mss)
-            self.ssthresh = self.cwnd
-            event, reason = "loss", f"{loss} lost: halve"
-        elif loss > 0 or in_recovery:
-            event, reason = ("loss" if loss else "recovery"), "in recovery"
-        elif self.base_rtt_us is None or not (0 < rtt_us < 4294967295):
-            event, reason = "report", "no RTT sample"
-        else:
-            cwnd_pkts = self.cwnd / mss
-            diff = cwnd_pkts * (rtt_us - self.base_rtt_us) / rtt_us
-            event = "report"
-            if self.cwnd < self.ssthresh:
-                if diff > GAMMA:
-                    self.ssthresh = min(self.ssthresh, self.cwnd)
-                    self.cwnd = max(2 * mss, min(self.cwnd, (cwnd_pkts - diff + 1) * mss))
-                    reason = f"slow start ends: diff {diff:.1f} > gamma"
-                else:
-                    if self.double_now:
-                        self.cwnd += acked
-                    self.double_now = not self.double_now
-                    reason = f"slow start (diff {diff:.1f})"
-            elif diff > BETA:
-                self.cwnd -= mss
-                reason = f"diff {diff:.1f} > beta: -1 MSS"
-            elif diff < ALPHA:
-                self.cwnd += mss
-                reason = f"diff {diff:.1f} < alpha: +1 MSS"
-            else:
-                reason = f"diff {diff:.1f} in [alpha, beta]: hold"
-        self.cwnd = max(self.cwnd, 2 * mss)
-        self.datapath.update_field("Cwnd", int(self.cwnd))
-        self.trace.row(sid=self.sid, event=event, cwnd_bytes=int(self.cwnd),
-                       ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh),
-                       rtt_us=rtt_us, acked_bytes=acked, loss_pkts=loss, timeout=int(timeout),
-                       inflight_pkts=r.inflight, reason=reason)
+        return SimpleNamespace(acked=r.acked, loss=r.loss, timeout=bool(r.timeout), rtt_us=rtt_us,
+                               inflight=r.inflight)
+
+    def on_loss(self, r) -> str:
+        self.cwnd = max(self.cwnd / 2, 2 * self.mss)
+        self.ssthresh = self.cwnd
+        return f"{r.loss} lost: halve"
+
+    def on_ack(self, r) -> str:
+        mss = self.mss
+        if self.base_rtt_us is None or r.rtt_us is None:
+            return "no RTT sample"
+        cwnd_pkts = self.cwnd / mss
+        diff = cwnd_pkts * (r.rtt_us - self.base_rtt_us) / r.rtt_us      # packets this flow queues
+        if self.cwnd < self.ssthresh:
+            if diff > GAMMA:
+                self.ssthresh = min(self.ssthresh, self.cwnd)
+                self.cwnd = max(2 * mss, min(self.cwnd, (cwnd_pkts - diff + 1) * mss))
+                return f"slow start ends: diff {diff:.1f} > gamma"
+            if self.double_now:
+                self.cwnd += r.acked
+            self.double_now = not self.double_now
+            return f"slow start (diff {diff:.1f})"
+        if diff > BETA:
+            self.cwnd -= mss
+            return f"diff {diff:.1f} > beta: -1 MSS"
+        if diff < ALPHA:
+            self.cwnd += mss
+            return f"diff {diff:.1f} < alpha: +1 MSS"
+        return f"diff {diff:.1f} in [alpha, beta]: hold"
 
 
-class Vegas(AlgBase):
+class Vegas(Algorithm):
     name = "vegas"
-
-    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None):
-        self.init_cwnd_pkts = init_cwnd_pkts
-        self.trace = Trace(trace)
-
-    def datapath_programs(self):
-        return {"default": PROGRAM}
-
-    def new_flow(self, datapath, datapath_info):
-        return VegasFlow(self, datapath, datapath_info)
+    flow_class = VegasFlow
+    program = PROGRAM
