@@ -45,8 +45,7 @@ class GapLabel:
     link: int
 
 
-def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCounters],
-              near_full: float = 0.9) -> GapLabel:
+def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCounters]) -> GapLabel:
     """Split ``lost`` packets between congestion and link from the counters of
     the packets just before and just after the gap."""
     prev = {h.node_id: h for h in before}
@@ -64,8 +63,10 @@ def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCount
         return GapLabel(lost, 0)
     if link:
         return GapLabel(0, lost)
-    full = max([h.occupancy for h in after] + [h.occupancy for h in before], default=0.0)
-    return GapLabel(lost, 0) if full >= near_full else GapLabel(0, lost)
+    # No counter moved: the packet died where nothing counts (a receive ring, a
+    # host), which is no evidence of a lossy link. A sender must only be lenient
+    # on a loss the network positively attributes to the link: congestion.
+    return GapLabel(lost, 0)
 
 
 @dataclass

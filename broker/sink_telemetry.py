@@ -74,13 +74,12 @@ class _Flow:
 
 class SinkTelemetry:
     def __init__(self, period_ms: float = 10.0, min_gap_ms: float = 1.0, reorder_pkts: int = 3,
-                 near_full: float = 0.9, max_flows: int = 4096, idle_s: float = 60.0):
+                 max_flows: int = 4096, idle_s: float = 60.0):
         if period_ms <= 0 or min_gap_ms < 0:
             raise ValueError("period_ms must be > 0 and min_gap_ms >= 0")
         self.period_ns = int(period_ms * 1e6)
         self.min_gap_ns = int(min_gap_ms * 1e6)
         self.reorder_pkts = reorder_pkts
-        self.near_full = near_full
         self.max_flows = max_flows
         self.idle_ns = int(idle_s * 1e9)
         self.flows: "OrderedDict[bytes, _Flow]" = OrderedDict()
@@ -106,7 +105,7 @@ class SinkTelemetry:
             prev = f.nodes
 
             def label(n: int) -> GapLabel:
-                return label_gap(n, _counters(prev), _counters(nodes), self.near_full)
+                return label_gap(n, _counters(prev), _counters(nodes))
             r = f.tracker.observe(e2e.seq, label)
             cong, link = r.confirmed
             if cong or link:

@@ -21,7 +21,9 @@ def estimator_group():
 @click.option("--seed", type=int, default=1, show_default=True, help="seed of the run parameters")
 @click.option("--samples", type=click.IntRange(min=1), default=100, show_default=True,
               help="feature rows kept per run (evenly spaced ACKs)")
-def collect_cmd(out_dir, runs, seconds, seed, samples):
+@click.option("--without-vegas", is_flag=True,
+              help="leave out runs needing the CCP datapath (busy or absent); a later resume adds them")
+def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
     from .collect import collect
     from .features import TraceError
@@ -36,10 +38,11 @@ def collect_cmd(out_dir, runs, seconds, seed, samples):
             bar.update(1)
 
         try:
-            res = collect(out_dir, runs, seconds, seed, samples, progress=progress, echo=click.echo)
+            res = collect(out_dir, runs, seconds, seed, samples, progress=progress, echo=click.echo,
+                          without_vegas=without_vegas)
         except (TraceError, OSError) as e:
             raise click.ClickException(str(e))
-    click.echo(f"{res['done']}/{runs} runs in {out_dir}; {len(res['failed'])} failed")
+    click.echo(f"{res['done']}/{runs} runs in {out_dir}; {len(res['failed'])} failed, {res['left']} left to do")
 
 
 @estimator_group.command("train")

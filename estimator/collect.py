@@ -102,8 +102,9 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
 
 
 def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, samples: int = 100,
-            warmup_frac: float = 0.1, progress=None, echo=print) -> dict:
-    """Collect runs 0..runs-1 into out_dir (skipping those on disk)."""
+            warmup_frac: float = 0.1, progress=None, echo=print, without_vegas: bool = False) -> dict:
+    """Collect runs 0..runs-1 into out_dir (skipping those on disk). ``without_vegas``
+    leaves out the runs that need the CCP datapath (a later resume fills them in)."""
     from ccp_algs.datapath import AgentProcess, DatapathProcess
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
     with open(os.path.join(out_dir, "collection.json"), "w") as f:
@@ -112,6 +113,8 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     plans = [run_plan(i, seed) for i in range(runs)]
     todo = [p for p in plans if not os.path.exists(os.path.join(out_dir, "runs", p["run"] + ".npz"))]
     done, failed = runs - len(todo), []
+    if without_vegas:
+        todo = [p for p in todo if "vegas" not in (p["cca1"], p["cca2"])]
     workdir = tempfile.mkdtemp(prefix="intcc-collect-")
     dp = agent = None
     try:
@@ -136,4 +139,4 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
             agent.stop()
         if dp:
             dp.stop()
-    return {"runs": runs, "done": done, "failed": failed}
+    return {"runs": runs, "done": done, "failed": failed, "left": runs - done - len(failed)}

@@ -89,9 +89,10 @@ def test_label_splits_in_proportion_when_both_moved():
     assert label_gap(4, hops(0, 0), hops(3, 1)) == GapLabel(3, 1)
 
 
-def test_label_near_full_queue_without_counters_is_congestion():
+def test_an_unexplained_loss_is_congestion():
+    # no counter moved: no evidence of a lossy link, whatever the queue's occupancy
     assert label_gap(1, hops(0, 0, occ=0.95), hops(0, 0, occ=0.95)) == GapLabel(1, 0)
-    assert label_gap(1, hops(0, 0, occ=0.2), hops(0, 0, occ=0.2)) == GapLabel(0, 1)
+    assert label_gap(1, hops(0, 0, occ=0.2), hops(0, 0, occ=0.2)) == GapLabel(1, 0)
 
 
 def test_label_counter_wraparound():
