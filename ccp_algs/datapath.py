@@ -57,11 +57,11 @@ def _wait(predicate, timeout_s: float, what: str, proc=None, log_path=None):
 class DatapathProcess:
     def __init__(self, state_dir: str | None = None, heartbeat_ms: int = 20, agent_timeout_ms: int = 200,
                  applied_log: str | None = None, agent: str = "portus", log_path: str | None = None):
-        self.state_dir = state_dir or tempfile.mkdtemp(prefix="intcc-datapath-")
+        self.state_dir = os.path.abspath(state_dir or tempfile.mkdtemp(prefix="intcc-datapath-"))
         self.args = ["--state-dir", self.state_dir, "--heartbeat-ms", str(heartbeat_ms),
                      "--agent-timeout-ms", str(agent_timeout_ms), "--agent", agent, "-v"]
         if applied_log:
-            self.args += ["--applied-log", applied_log]
+            self.args += ["--applied-log", os.path.abspath(applied_log)]
         self.log_path = log_path or os.path.join(self.state_dir, "daemon.log")
         self.proc: subprocess.Popen | None = None
 
@@ -73,8 +73,12 @@ class DatapathProcess:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([daemon_binary(), *self.args], stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        _wait(lambda: ccp_registered() and os.path.exists(self.stats_path), timeout_s,
-              "the datapath to register 'ccp'", self.proc, self.log_path)
+        try:
+            _wait(lambda: ccp_registered() and os.path.exists(self.stats_path), timeout_s,
+                  "the datapath to register 'ccp'", self.proc, self.log_path)
+        except DatapathError:
+            self.stop()     # never leave a half-started daemon registered
+            raise
         return self
 
     @property

@@ -260,11 +260,14 @@ impl Daemon {
 }
 
 fn write_atomic(path: &Path, value: &serde_json::Value) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
     let tmp = path.with_extension("json.tmp");
     let ok = std::fs::write(&tmp, serde_json::to_vec_pretty(value).unwrap_or_default())
         .and_then(|_| std::fs::rename(&tmp, path));
     if let Err(e) = ok {
-        eprintln!("intcc-datapath: cannot write {}: {e}", path.display());
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            eprintln!("intcc-datapath: cannot write {} (further failures not shown): {e}", path.display());
+        }
     }
 }
 
@@ -336,6 +339,13 @@ fn run(args: Args) -> Result<(), String> {
     }
     std::fs::create_dir_all(&args.state_dir)
         .map_err(|e| format!("cannot create state dir {}: {e}", args.state_dir.display()))?;
+    // bind_ipc() changes directory to /tmp/ccp: make every path absolute first
+    let mut args = args;
+    args.state_dir = std::fs::canonicalize(&args.state_dir)
+        .map_err(|e| format!("state dir {}: {e}", args.state_dir.display()))?;
+    if let Some(p) = args.applied_log.take() {
+        args.applied_log = Some(std::env::current_dir().map_err(|e| format!("cwd: {e}"))?.join(p));
+    }
     let (loaded, maps) = bpf::load_and_register().map_err(|e| e.to_string())?;
     raise_dgram_qlen();
     let sock = bind_ipc(&args.name).map_err(|e| format!("cannot bind {IPC_DIR}/{}: {e}", args.name))?;
