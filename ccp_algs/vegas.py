@@ -23,7 +23,7 @@ PROGRAM = """\
     (volatile acked 0)
     (volatile loss 0)
     (volatile timeout false)
-    (volatile minrtt 4294967295)
+    (volatile minrtt 2147483647)
     (volatile inflight 0)
 ))
 (when true
@@ -37,7 +37,7 @@ PROGRAM = """\
 """ + REPORT_TRIGGERS
 
 
-NO_SAMPLE = 4294967295
+NO_SAMPLE = 2147483647      # portus immediates are at most 31 bits
 
 
 class VegasFlow(WindowFlow):

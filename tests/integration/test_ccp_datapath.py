@@ -162,3 +162,13 @@ def test_fifty_concurrent_flows_none_stalls(tb, dp, agent_factory):
     assert stats["daemon"]["creates"] >= 50
     # 50 slow starts into a 100-packet buffer lose heavily at first: no tight floor on the sum
     assert goodput_mbps(out) > 20, goodput_mbps(out)
+
+
+def test_vegas_agent_controls_a_flow(tb, dp, agent_factory):
+    set_rate(tb, 10)
+    agent_factory("vegas")
+    out = iperf3(tb, "sta1", "sta2", seconds=6, extra=["-C", "ccp", "-O", "1"], port=5204)
+    set_rate(tb, 100)
+    # delay-based: it keeps a few packets queued, so it fills the 10 Mbit/s link without losses
+    assert goodput_mbps(out) > 7, goodput_mbps(out)
+    assert dp.stats()["daemon"]["cmds_written"] > 0
