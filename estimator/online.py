@@ -77,3 +77,15 @@ class Publisher:
 
     def close(self):
         self._mqttc.stop(self.client)
+
+
+def first_stable_correct_s(steps: list, truth: str) -> float | None:
+    """Time of the first verdict from which every later verdict is ``truth`` (None: never)."""
+    t = None
+    for s in steps:
+        if s.verdict.estimate == truth:
+            if t is None:
+                t = s.t_s
+        else:
+            t = None
+    return t

@@ -8,6 +8,7 @@
 
 mod agent;
 mod bpf;
+mod host;
 
 use std::cell::RefCell;
 use std::os::fd::AsRawFd;
@@ -23,10 +24,9 @@ use libbpf_rs::{MapCore, RingBufferBuilder};
 use serde_json::json;
 
 use agent::{bump, monotonic_ns, AppliedLog, Counters, Session};
+use host::{bind_ipc, raise_dgram_qlen, write_atomic, Epoll, IPC_DIR};
 use bpf::{Cfg, Event, Maps, EV_CLOSE, EV_CREATE, EV_MEASURE};
 
-/// portus binds its socket in this directory and replies to `/tmp/ccp/<sender address>`.
-const IPC_DIR: &str = "/tmp/ccp";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -256,79 +256,6 @@ impl Daemon {
             "cmd_apply_latency": lat,
         });
         write_atomic(&self.args.state_dir.join("stats.json"), &stats);
-    }
-}
-
-fn write_atomic(path: &Path, value: &serde_json::Value) {
-    static WARNED: AtomicBool = AtomicBool::new(false);
-    let tmp = path.with_extension("json.tmp");
-    let ok = std::fs::write(&tmp, serde_json::to_vec_pretty(value).unwrap_or_default())
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = ok {
-        if !WARNED.swap(true, Ordering::Relaxed) {
-            eprintln!("intcc-datapath: cannot write {} (further failures not shown): {e}", path.display());
-        }
-    }
-}
-
-/// Bind our IPC socket by a path relative to /tmp/ccp: portus answers to
-/// "/tmp/ccp/" + the sender's address, so the address must be relative.
-fn bind_ipc(name: &str) -> std::io::Result<UnixDatagram> {
-    std::fs::create_dir_all(IPC_DIR)?;
-    std::env::set_current_dir(IPC_DIR)?;
-    match std::fs::remove_file(name) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let sock = UnixDatagram::bind(name)?;
-    sock.set_nonblocking(true)?;
-    Ok(sock)
-}
-
-struct Epoll(i32);
-
-impl Epoll {
-    fn new(fds: &[i32]) -> std::io::Result<Epoll> {
-        // SAFETY: plain syscalls on fds we own.
-        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if ep < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        for &fd in fds {
-            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
-            if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        Ok(Epoll(ep))
-    }
-
-    fn wait(&self, timeout: Duration) {
-        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 4];
-        // SAFETY: buffer and length agree. EINTR (a signal) just returns.
-        unsafe { libc::epoll_wait(self.0, evs.as_mut_ptr(), evs.len() as i32, timeout.as_millis() as i32) };
-    }
-}
-
-impl Drop for Epoll {
-    fn drop(&mut self) {
-        unsafe { libc::close(self.0) };
-    }
-}
-
-/// portus's socket queues at most net.unix.max_dgram_qlen datagrams (default 10):
-/// a burst of reports from many flows would be dropped. Raised before the agent
-/// creates its socket (the limit is taken at socket creation).
-const MIN_DGRAM_QLEN: u32 = 1024;
-
-fn raise_dgram_qlen() {
-    let path = "/proc/sys/net/unix/max_dgram_qlen";
-    let current: u32 = std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
-    if current < MIN_DGRAM_QLEN {
-        match std::fs::write(path, MIN_DGRAM_QLEN.to_string()) {
-            Ok(()) => eprintln!("intcc-datapath: raised net.unix.max_dgram_qlen {current} -> {MIN_DGRAM_QLEN}"),
-            Err(e) => eprintln!("intcc-datapath: warning: cannot raise {path} ({e}): report bursts may drop"),
-        }
     }
 }
 

@@ -1,0 +1,67 @@
+"""Online estimation on a live dumbbell run: capture at s1 while flow 1 (cubic)
+competes with flow 2 (bbr), estimates every 0.5 s with the shipped model, and
+verdicts published over MQTT and read back by a TelemetryView."""
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from broker.launch import BrokerProcess
+from broker.subscriber import TelemetryView
+from estimator.capture import Capture, PcapTail
+from estimator.model import CCAEstimator
+from estimator.online import OnlineEstimator, Publisher, first_stable_correct_s
+from tests.integration.tbutil import start_testbed
+
+MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf.joblib")
+CREDS = "/run/intcc/test-broker/credentials.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_live_flow_gets_published_verdicts(tmp_path):
+    if not os.path.exists(MODEL):
+        pytest.fail("the shipped model estimator/models/cca_rf.joblib is missing")
+    est = OnlineEstimator(CCAEstimator.load(MODEL), "cubic", window=10)
+    with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS) as b, \
+            TelemetryView(b.url) as view:
+        tb = start_testbed("dumbbell", "iteo", bottleneck_mbps=5.0, bottleneck_delay_ms=20.0, buffer_bdp=4.0)
+        pub = Publisher(f"{b.url}?credentials={CREDS}")
+        try:
+            pcap = str(tmp_path / "s1.pcap")
+            srv = [tb.popen(h, ["iperf3", "-s", "-1", "-p", str(p)], stdout=subprocess.DEVNULL)
+                   for h, p in (("r1", 5201), ("r2", 5202))]
+            with Capture(tb.ns("s1"), "intcc-sw1", pcap):
+                time.sleep(0.3)
+                cli = [tb.popen(c, ["iperf3", "-6", "-c", tb.addr(s), "-p", str(p), "-t", "20", "-C", cca],
+                                stdout=subprocess.DEVNULL)
+                       for c, s, p, cca in (("s1", "r1", 5201, "cubic"), ("s2", "r2", 5202, "bbr"))]
+                tail, steps = PcapTail(pcap), []
+                t_end = time.monotonic() + 19
+                while time.monotonic() < t_end:
+                    time.sleep(0.5)
+                    est.feed_pcap(tail)
+                    step = est.step()
+                    if step is not None:
+                        steps.append(step)
+                        pub.publish(est.record(step))
+                for p in cli + srv:
+                    p.wait(30)
+            time.sleep(0.5)
+            assert len(steps) >= 25, len(steps)              # one estimate per 0.5 s once ACKs flow
+            fid = steps[-1].flow_id
+            got = view.estimate(fid)
+            assert got is not None and got.record.local_cca == "cubic" and got.record.window == 10
+            assert sum(got.record.votes.values()) == 10
+            stable = first_stable_correct_s(steps, "bbr")
+            print(f"\nverdicts: {[s.verdict.estimate for s in steps]}\nfirst stable correct verdict at "
+                  f"{stable if stable is None else round(stable, 1)} s")
+        finally:
+            pub.close()
+            tb.down()
