@@ -5,7 +5,6 @@ import importlib
 import json
 import logging
 import os
-import sys
 
 import click
 

@@ -8,7 +8,7 @@ from .base import Algorithm, FlowBase, Report
 class ConstFlow(FlowBase):
     def __init__(self, alg, datapath, datapath_info):
         super().__init__(alg, datapath, datapath_info)
-        self.cwnd_bytes = alg.cwnd_pkts * self.mss
+        self.cwnd_bytes = alg.init_cwnd_pkts * self.mss
         fields = [("Cwnd", self.cwnd_bytes)]
         if alg.rate_bytes_per_s:
             fields.append(("Rate", alg.rate_bytes_per_s))
@@ -17,7 +17,7 @@ class ConstFlow(FlowBase):
 
     def on_report(self, r):
         r = Report(r)
-        # Re-assert every report: cheap, and repairs a window the kernel collapsed on RTO.
+        # The same window every report: the datapath writes nothing new, the trace gets the report.
         self.set_cwnd(self.cwnd_bytes, "report", r, reason="const")
 
 
@@ -26,8 +26,5 @@ class Const(Algorithm):
     flow_class = ConstFlow
 
     def __init__(self, cwnd_pkts: int = 10, rate_mbps: float = 0.0, trace: str | None = None):
-        if cwnd_pkts < 1:
-            raise ValueError(f"cwnd_pkts must be >= 1, not {cwnd_pkts}")
         super().__init__(init_cwnd_pkts=cwnd_pkts, trace=trace)
-        self.cwnd_pkts = cwnd_pkts
         self.rate_bytes_per_s = int(rate_mbps * 1e6 / 8)

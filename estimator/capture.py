@@ -24,7 +24,6 @@ import os
 import signal
 import struct
 import subprocess
-from collections import defaultdict
 
 import numpy as np
 

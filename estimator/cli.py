@@ -1,6 +1,7 @@
 """``intcc estimator``: collect training data, train, evaluate (paper 002 tables)."""
 from __future__ import annotations
 
+import glob
 import json
 import os
 
@@ -29,8 +30,7 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas):
     from .features import TraceError
 
     with click.progressbar(length=runs, label="collecting", show_pos=True) as bar:
-        done_before = len([f for f in os.listdir(os.path.join(out_dir, "runs"))]) \
-            if os.path.isdir(os.path.join(out_dir, "runs")) else 0
+        done_before = len(glob.glob(os.path.join(out_dir, "runs", "*.npz")))
         bar.update(min(done_before, runs))
 
         def progress(plan, extra, dt):

@@ -61,6 +61,7 @@ def load_run(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
 def _flow(tb, client, server, cca, seconds, port):
     srv = tb.popen(server, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
+    tb.wait_listening(server, port)
     return srv, tb.popen(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
                                   "-C", "ccp" if cca == "vegas" else cca, "-J"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -62,7 +62,7 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
     srv = tb.popen(server, ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)
+        tb.wait_listening(server, port)
         res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
                               "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
                      timeout=seconds + 40)

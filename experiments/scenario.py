@@ -70,7 +70,7 @@ class Scenario:
         return os.path.join(HERE, "topologies", f"{self.topology}.toml")
 
     def runs(self):
-        """(algorithm, sweep values, repeat) for every run, repeats innermost-last."""
+        """(algorithm, {sweep key: value}, repeat) for every run; repeats innermost."""
         (key, values), = self.sweep.items() if self.sweep else (("none", [None]),)
         for value in values:
             for alg in self.algorithms:

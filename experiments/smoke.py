@@ -5,25 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import time
 
+from .runner import iperf
 from .testbed import Testbed, teardown
 from .topo import load_topo
 
 TOPO = os.path.join(os.path.dirname(__file__), "topologies", "wireless.toml")
-
-
-def _iperf(tb, seconds, cca):
-    srv = tb.popen("sta2", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
-    try:
-        res = tb.run("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-t", str(seconds), "-C", cca, "-J"],
-                     timeout=seconds + 30)
-        return json.loads(res.stdout)
-    finally:
-        srv.kill()
-        srv.wait()
 
 
 def run_smoke(loss_pcts=(0, 2, 5), seconds=8, cca="cubic", echo=print):
@@ -35,7 +22,7 @@ def run_smoke(loss_pcts=(0, 2, 5), seconds=8, cca="cubic", echo=print):
             tb.write("ap1", "wl1", "loss", f"{loss}%")
             before = tb.counters("ap1")["wl1"]
             echo(f"  {cca} over the wireless hop, link loss {loss}% ({seconds} s) ...")
-            out = _iperf(tb, seconds, cca)
+            out = iperf(tb, "sta1", "sta2", cca, seconds, interval_s=1.0)
             c1, c2 = tb.counters("ap1"), tb.counters("ap2")
             lost = c1["wl1"]["link_losses"] - before["link_losses"]
             sent = lost + c1["wl1"]["passed"] - before["passed"]

@@ -258,6 +258,15 @@ class Testbed:
         kw.setdefault("text", True)
         return subprocess.run(self.cmd(host, args), timeout=timeout, **kw)
 
+    def wait_listening(self, host: str, port: int, timeout_s: float = 5.0) -> None:
+        """Until a TCP socket listens on ``port`` in ``host`` (a server just started)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.run(host, ["ss", "-Hltn", f"sport = :{port}"], timeout=5).stdout.strip():
+                return
+            time.sleep(0.02)
+        raise TestbedError(f"nothing listens on {host}:{port} after {timeout_s:.0f} s")
+
     def status(self) -> dict:
         sup = _read_json(os.path.join(self.dir, "nodes.json")) or {}
         nodes = {}

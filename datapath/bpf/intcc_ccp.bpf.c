@@ -127,7 +127,7 @@ struct ccp_priv {
 	__u32 sid;
 	__u32 prior_snd_una;
 	__u32 prior_delivered_ce;
-	__u32 applied_cwnd_bytes;
+	__u32 pad;               /* keeps the u64s below 8-byte aligned */
 	__u64 applied_seq;
 	__u64 epoch;             /* agent epoch this flow last announced itself in */
 };
@@ -227,7 +227,6 @@ void BPF_PROG(ccp_init, struct sock *sk)
 	p->sid = __sync_fetch_and_add(&next_sid, 1);
 	p->prior_snd_una = tp->snd_una;
 	p->prior_delivered_ce = tp->delivered_ce;
-	p->applied_cwnd_bytes = 0;
 	p->applied_seq = 0;
 	p->epoch = 0;
 	if (st)
@@ -321,7 +320,6 @@ static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl)
 		__u32 pkts = ctl->cwnd_bytes / mss;
 
 		tp->snd_cwnd = pkts > 1 ? pkts : 1;
-		p->applied_cwnd_bytes = ctl->cwnd_bytes;
 	}
 	if (ctl->flags & CTL_HAS_RATE) {
 		sk->sk_pacing_rate = ctl->rate_bps;

@@ -5,7 +5,6 @@ import json
 import os
 import re
 import subprocess
-import time
 
 from experiments.testbed import Testbed
 from experiments.topo import load_topo
@@ -27,7 +26,7 @@ def iperf3(tb: Testbed, client: str, server: str, seconds: float = 5, extra=(), 
     srv = tb.popen(server, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)
+        tb.wait_listening(server, port)
         res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds), "-J"]
                      + list(extra), timeout=seconds + 30)
         out = json.loads(res.stdout)

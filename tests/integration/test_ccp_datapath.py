@@ -122,7 +122,7 @@ def test_agent_killed_mid_flow_falls_back_then_retakes_the_flow(tb, dp, agent_fa
     first = agent_factory("const", "--cwnd-pkts", "10")
     srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-J", "-p", "5202"], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
+    tb.wait_listening("sta2", 5202)
     cli = tb.popen("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-p", "5202", "-t", "12", "-J", "-C", "ccp",
                             "--get-server-output"],
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

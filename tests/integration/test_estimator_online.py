@@ -37,8 +37,9 @@ def test_live_flow_gets_published_verdicts(tmp_path):
             pcap = str(tmp_path / "s1.pcap")
             srv = [tb.popen(h, ["iperf3", "-s", "-1", "-p", str(p)], stdout=subprocess.DEVNULL)
                    for h, p in (("r1", 5201), ("r2", 5202))]
+            for h, p in (("r1", 5201), ("r2", 5202)):
+                tb.wait_listening(h, p)
             with Capture(tb.ns("s1"), "intcc-sw1", pcap):
-                time.sleep(0.3)
                 cli = [tb.popen(c, ["iperf3", "-6", "-c", tb.addr(s), "-p", str(p), "-t", "20", "-C", cca],
                                 stdout=subprocess.DEVNULL)
                        for c, s, p, cca in (("s1", "r1", 5201, "cubic"), ("s2", "r2", 5202, "bbr"))]
@@ -53,10 +54,12 @@ def test_live_flow_gets_published_verdicts(tmp_path):
                         pub.publish(est.record(step))
                 for p in cli + srv:
                     p.wait(30)
-            time.sleep(0.5)
             assert len(steps) >= 25, len(steps)              # one estimate per 0.5 s once ACKs flow
             fid = steps[-1].flow_id
-            got = view.estimate(fid)
+            deadline = time.monotonic() + 5                  # the last verdict's way through the broker
+            while (got := view.estimate(fid)) is None or got.record.estimates < est.estimates:
+                assert time.monotonic() < deadline, "the published verdicts did not arrive"
+                time.sleep(0.02)
             assert got is not None and got.record.local_cca == "cubic" and got.record.window == 10
             assert sum(got.record.votes.values()) == 10
             stable = first_stable_correct_s(steps, "bbr")

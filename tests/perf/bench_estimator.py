@@ -29,7 +29,7 @@ def run_benchmark() -> list[str]:
         tr = minute_trace(rate, rng)
         features(tr)                                  # warm up
         t0 = time.perf_counter()
-        f = features(tr)
+        features(tr)
         dt = time.perf_counter() - t0
         lines.append(f"features, 60 s at {rate:>3} Mbit/s: {len(tr.ack_t):>7} ACKs in {dt * 1e3:7.1f} ms "
                      f"({len(tr.ack_t) / dt / 1e6:.2f} M ACKs/s)")

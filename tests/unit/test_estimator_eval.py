@@ -1,6 +1,4 @@
 """Dataset files, the split by experiment and the held-out tables, on synthetic runs."""
-import json
-
 import numpy as np
 import pytest
 
