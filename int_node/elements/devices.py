@@ -65,9 +65,11 @@ class FromDevice(Element):
     ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 256), Arg("ring", parse_bool, True),
             Arg("proto", _proto, ETHERTYPE_IPV6), Arg("rcvbuf_bytes", parse_pos_int, 8 << 20),
             Arg("ring_frames", parse_pos_int, 4096))
-    counter_names = ("packets", "bytes", "truncated", "element_errors")
+    counter_names = ("packets", "bytes", "truncated", "element_errors", "ring_resyncs")
+    RESYNC_AFTER_NS = 2_000_000
 
     def initialize(self):
+        self._empty_since_ns = 0
         self.sock, self.ifindex = _open_packet_socket(self.devname, self.proto, self.router.netns)
         self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
         try:
@@ -117,10 +119,12 @@ class FromDevice(Element):
     def _read_ring(self):
         mv, fs, nf, idx = self._mv, self._frame_size, self._nframes, self._idx
         unpack, set_status, port = _TP2_HDR.unpack_from, _U32.pack_into, self.port_id
-        for _ in range(self.burst):
+        for n in range(self.burst):
             off = idx * fs
             status, length, snap, mac, _, sec, nsec = unpack(mv, off)
             if not status & TP_STATUS_USER:
+                if n == 0:
+                    idx = self._woken_empty(idx)
                 break
             data = bytearray(mv[off + mac:off + mac + snap])
             set_status(mv, off, 0)
@@ -131,7 +135,32 @@ class FromDevice(Element):
             self.packets += 1
             self.bytes += snap
             self._deliver(Packet(data, sec * 1_000_000_000 + nsec, port))
+            self._empty_since_ns = 0
         self._idx = idx
+
+    def _woken_empty(self, idx: int) -> int:
+        """The socket polls readable (the kernel's newest frame is ours) but the
+        frame we expect next is still the kernel's. A frame another CPU is still
+        copying clears this in microseconds; after an overrun of the ring we
+        have seen the two ends stay apart for good (the node spun at 100 % and
+        forwarded nothing more). Past RESYNC_AFTER_NS, continue at the oldest
+        frame the kernel handed over, and count it."""
+        now = time.monotonic_ns()
+        if not self._empty_since_ns:
+            self._empty_since_ns = now
+            return idx
+        if now - self._empty_since_ns < self.RESYNC_AFTER_NS:
+            return idx
+        self._empty_since_ns = 0
+        mv, fs, nf, unpack = self._mv, self._frame_size, self._nframes, _U32.unpack_from
+        for step in range(1, nf):
+            j = (idx + step) % nf
+            if unpack(mv, j * fs)[0] & TP_STATUS_USER:
+                self.ring_resyncs += 1
+                log.warning("%s: receive ring out of step, resynchronised %d frames ahead (counted)",
+                            self.name, step)
+                return j
+        return idx
 
     def _read_plain(self):
         recv_into, mv, port = self.sock.recv_into, self._bufmv, self.port_id

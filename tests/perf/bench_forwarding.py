@@ -1,5 +1,5 @@
 """Benchmark: an INT node's forwarding rate and added latency, beside kernel
-forwarding measured in the same run on the same namespaces (h1 -- n1 -- h2).
+forwarding measured in the same run on an identical testbed beside it (h1 -- n1 -- h2).
 
 The node path is FromDevice -> INTSource -> INTTransit -> Queue -> ToDevice
 (plus the routing elements): every packet gets INT inserted and stamped, and
@@ -28,15 +28,17 @@ SECONDS = 5
 
 
 NODE_CPU = 1   # the node gets a core of its own (hosts are not pinned)
+LATENCY_RATES = ((100, 100), (1000, 500))   # (ping Hz, pings per round)
+LATENCY_ROUNDS = 6
 
 
 def _iperf(tb, args, port):
     srv = tb.popen("h2", ["iperf3", "-s", "-1", "-p", str(port)],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
     try:
-        res = tb.run("h1", ["iperf3", "-6", "-c", tb.addr("h2"), "-p", str(port), "-t", str(SECONDS), "-J"]
-                     + args, timeout=SECONDS + 30)
+        tb.wait_listening("h2", port)
+        res = tb.run("h1", ["iperf3", "-6", "-c", tb.addr("h2"), "-p", str(port), "-t", str(SECONDS), "-J",
+                            "--connect-timeout", "3000"] + args, timeout=SECONDS + 30)
         return json.loads(res.stdout)
     finally:
         srv.kill()
@@ -54,13 +56,13 @@ def _rx_packets(tb) -> int:
     return int(res.stdout)
 
 
-def measure(tb, label, node_pid=None, offered="0"):
+def measure_rate(tb, label, node_pid=None, offered="0"):
     """UDP pps is read from h2's interface counter over a fixed window while an
     iperf3 flood runs (iperf3's own end-of-test report can hang under 70% loss)."""
     out = {"path": label, "udp_offered": offered}
     srv = tb.popen("h2", ["iperf3", "-s", "-1", "-p", "5301"], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
+    tb.wait_listening("h2", 5301)
     cli = tb.popen("h1", ["iperf3", "-6", "-c", tb.addr("h2"), "-p", "5301", "-u", "-b", offered,
                           "-l", str(UDP_PAYLOAD), "-t", str(SECONDS + 3)],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -78,40 +80,78 @@ def measure(tb, label, node_pid=None, offered="0"):
             p.wait()
     out["udp_rx_pps"] = (rx1 - rx0) / (t1 - t0)
     out["udp_rx_mbps_at_1500B"] = out["udp_rx_pps"] * FRAME_BYTES * 8 / 1e6
+    time.sleep(0.5)    # let the flood's backlog drain before the TCP test
     tcp = _iperf(tb, ["-O", "1"], 5302)
     out["tcp_mbps"] = tcp["end"]["sum_received"]["bits_per_second"] / 1e6
-    # Low load at two rates: at 100 Hz the node's core idles ~10 ms between
-    # packets and on a VM pays for cold caches; at 1 kHz it stays warm.
-    for hz, count in ((100, 300), (1000, 2000)):
-        res = tb.run("h1", ["ping", "-6", "-n", "-c", str(count), "-i", str(1 / hz), tb.addr("h2")])
-        rtts = sorted(float(x) for x in re.findall(r"time=([0-9.]+) ms", res.stdout))
-        out[f"rtt_us_p50_{hz}hz"] = 1000 * statistics.median(rtts)
-        out[f"rtt_us_p99_{hz}hz"] = 1000 * rtts[int(0.99 * (len(rtts) - 1))]
     return out
 
 
+def _ping_rtts_us(tb, hz, count):
+    res = tb.run("h1", ["ping", "-6", "-n", "-c", str(count), "-i", str(1 / hz), tb.addr("h2")])
+    return [1000 * float(x) for x in re.findall(r"time=([0-9.]+) ms", res.stdout)]
+
+
+def measure_latency(paths: dict, rounds=LATENCY_ROUNDS) -> dict:
+    """Ping RTT through each path, in interleaved rounds: the VM's idle-wakeup
+    and cache state drift over seconds, so node and kernel are sampled alike.
+    Low load at two rates: at 100 Hz a core idles ~10 ms between packets and
+    pays for cold caches; at 1 kHz it stays warm."""
+    samples = {label: {hz: [] for hz, _ in LATENCY_RATES} for label in paths}
+    for r in range(rounds):
+        for hz, count in LATENCY_RATES:
+            for label, tb in paths.items():
+                samples[label][hz] += _ping_rtts_us(tb, hz, count)
+        print(f"  latency round {r + 1}/{rounds}", flush=True)
+    out = {}
+    for label, by_hz in samples.items():
+        out[label] = {}
+        for hz, rtts in by_hz.items():
+            rtts.sort()
+            out[label][f"rtt_us_p50_{hz}hz"] = statistics.median(rtts)
+            out[label][f"rtt_us_p99_{hz}hz"] = rtts[int(0.99 * (len(rtts) - 1))]
+            out[label][f"rtt_samples_{hz}hz"] = len(rtts)
+    return out
+
+
+def _kernel_forwarding(tb):
+    """Turn a testbed's node namespace into a kernel router (node stopped)."""
+    os.kill(tb.status()["supervisor_pid"], signal.SIGTERM)
+    time.sleep(1.0)
+    tb.run("n1", ["ip", "-6", "route", "del", "blackhole", "default"])
+    tb.run("n1", ["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"])
+
+
 def run_benchmark() -> dict:
-    teardown("bench")
+    """Two identical h1 -- n1 -- h2 testbeds side by side: one forwards with the
+    intcc node (own core), the other with the kernel."""
+    for name in ("bench", "benchkernel"):
+        teardown(name)
     topo = load_topo(TOPO)
     topo.nodes["n1"]["cpu"] = NODE_CPU
     tb = Testbed(topo, "bench").up(exporter="none")
+    kt = None
     try:
+        kt = Testbed(load_topo(TOPO), "benchkernel").up(exporter="none")
+        _kernel_forwarding(kt)
         # h2 receives INT-carrying packets (no sink on this path): give it the headroom.
         tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1756"])
         pid = tb.status()["nodes"]["n1"]["pid"]
-        node = measure(tb, "intcc node (Python, INT insert+stamp, own core)", pid)
+        print("forwarding rate: node", flush=True)
+        node = measure_rate(tb, "intcc node (Python, INT insert+stamp, own core)", pid)
         node["int_stamped"] = tb.counters("n1")["tr1"]["stamped"]
-        # Same namespaces, kernel forwarding instead of the node.
-        os.kill(tb.status()["supervisor_pid"], signal.SIGTERM)
-        time.sleep(1.0)
-        tb.run("n1", ["ip", "-6", "route", "del", "blackhole", "default"])
-        tb.run("n1", ["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"])
-        kernel = measure(tb, "kernel forwarding")
+        print("forwarding rate: kernel", flush=True)
+        kernel = measure_rate(kt, "kernel forwarding")
+        print("latency (interleaved rounds)", flush=True)
+        lat = measure_latency({"node": tb, "kernel": kt})
+        node.update(lat["node"])
+        kernel.update(lat["kernel"])
     finally:
         tb.down()
+        if kt is not None:
+            kt.down()
     added = {f"added_latency_us_{q}_one_way_{hz}hz":
              (node[f"rtt_us_{q}_{hz}hz"] - kernel[f"rtt_us_{q}_{hz}hz"]) / 2
-             for q in ("p50", "p99") for hz in (100, 1000)}
+             for q in ("p50", "p99") for hz, _ in LATENCY_RATES}
     added.update({"pps_ratio_node_vs_kernel": node["udp_rx_pps"] / kernel["udp_rx_pps"],
              "tcp_ratio_node_vs_kernel": node["tcp_mbps"] / kernel["tcp_mbps"]})
     return {"node": node, "kernel": kernel, "comparison": added}

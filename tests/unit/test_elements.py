@@ -117,3 +117,46 @@ def test_writable_handlers_report_unknown_names():
     assert d.read_handler("delay") == 5_000_000
     with pytest.raises(ConfigError, match="not writable"):
         d.write_handler("packets", "3")
+
+
+def _fake_ring(statuses, frame_bytes=256):
+    """A FromDevice reading a TPACKET_V2 ring held in memory (no socket)."""
+    import struct
+    from int_node.elements.devices import FromDevice
+    buf = bytearray(frame_bytes * len(statuses))
+    for i, st in enumerate(statuses):
+        # status, len, snaplen, mac offset, net offset, sec, nsec; payload at 64
+        struct.pack_into("=IIIHHII", buf, i * frame_bytes, st, 60, 60, 64, 78, 1, i)
+        buf[i * frame_bytes + 64:i * frame_bytes + 64 + 60] = bytes([i]) * 60
+    fd = FromDevice("in")
+    fd.configure(["eth0"])
+    fd._mv, fd._frame_size, fd._nframes, fd._idx = memoryview(buf), frame_bytes, len(statuses), 0
+    fd._empty_since_ns, fd.port_id = 0, 1
+    got = []
+
+    class Sink:
+        def push(self, port, pkt):
+            got.append(pkt.data[0])
+    fd._out = [(Sink(), 0)]
+    return fd, got
+
+
+def test_from_device_resynchronises_a_ring_whose_ends_drifted_apart():
+    # Frame 0 is the kernel's, 3-5 are ours: stuck until RESYNC_AFTER_NS passes.
+    fd, got = _fake_ring([0, 0, 0, 1, 1, 1, 0, 0])
+    fd.RESYNC_AFTER_NS = 1_000_000
+    fd._read_ring()
+    fd._read_ring()
+    assert got == [] and fd.ring_resyncs == 0      # a frame in flight is waited for
+    time.sleep(0.002)
+    fd._read_ring()                                 # moves to the oldest handed-over frame
+    fd._read_ring()
+    assert fd.ring_resyncs == 1 and got == [3, 4, 5] and fd._idx == 6
+
+
+def test_from_device_in_step_ring_never_resyncs():
+    fd, got = _fake_ring([1, 1, 0, 0])
+    fd.RESYNC_AFTER_NS = 0
+    for _ in range(3):      # empty wake-ups with nothing handed over: nothing to skip to
+        fd._read_ring()
+    assert got == [0, 1] and fd.ring_resyncs == 0 and fd._idx == 2

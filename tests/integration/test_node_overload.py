@@ -1,0 +1,41 @@
+"""A node overrun by a UDP flood (far beyond what Python forwards) drops and
+counts the excess, and forwards normally as soon as the flood ends."""
+import subprocess
+import time
+
+import pytest
+
+from tests.integration.tbutil import ping_rtts_ms, start_testbed
+
+FLOODS, FLOOD_S = 3, 2
+
+
+@pytest.fixture(scope="module")
+def tb():
+    t = start_testbed("line", "itflood", exporter="none")
+    t.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1756"])   # no sink: INT reaches h2
+    yield t
+    t.down()
+
+
+def test_node_forwards_again_after_its_receive_ring_overflowed(tb):
+    for _ in range(FLOODS):
+        srv = tb.popen("h2", ["iperf3", "-s", "-1", "-p", "5301"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        try:
+            tb.wait_listening("h2", 5301)
+            tb.run("h1", ["iperf3", "-6", "-c", tb.addr("h2"), "-p", "5301", "-u", "-b", "0", "-l", "1400",
+                          "-t", str(FLOOD_S)], timeout=FLOOD_S + 20)
+        finally:
+            srv.kill()
+            srv.wait()
+        time.sleep(0.3)
+        rx_before = tb.counters("n1")["in0"]["packets"]
+        assert ping_rtts_ms(tb, "h1", tb.addr("h2"), count=5, interval=0.05)
+        assert tb.counters("n1")["in0"]["packets"] >= rx_before + 5
+    sent = int(tb.run("h1", ["cat", "/sys/class/net/intcc-n1/statistics/tx_packets"]).stdout)
+    counters = tb.counters("n1")
+    assert counters["in0"]["packets"] < 0.9 * sent      # the floods really overran the node
+    assert counters["in0"]["element_errors"] == 0
+    st = tb.status()
+    assert st["nodes"]["n1"]["alive"] and st["nodes"]["n1"]["restarts"] == 0
