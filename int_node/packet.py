@@ -32,6 +32,7 @@ NH_DSTOPTS = 60
 EXT_HEADERS_8 = (NH_HOPOPTS, NH_ROUTING, NH_DSTOPTS)
 
 _U16 = struct.Struct("!H")
+_BYTE = [bytes((i,)) for i in range(256)]
 
 
 class Packet:
@@ -83,6 +84,11 @@ def upper_layer(data):
 
 def flow_key(data) -> bytes:
     """5-tuple key (src, dst, proto, sport, dport) as bytes; ports 0 if absent."""
+    nh = data[IP6_NH_OFF]
+    if (nh == NH_TCP or nh == NH_UDP) and len(data) >= IP6_PAYLOAD_OFF + 4:
+        # per-packet fast path (no extension headers): one join, no header walk
+        return b"".join((data[IP6_SRC_OFF:IP6_PAYLOAD_OFF], _BYTE[nh],
+                         data[IP6_PAYLOAD_OFF:IP6_PAYLOAD_OFF + 4]))
     proto, off = upper_layer(data)
     if proto in (NH_TCP, NH_UDP) and off + 4 <= len(data):
         ports = bytes(data[off:off + 4])

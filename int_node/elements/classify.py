@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from ..element import Arg, ConfigError, Element, register
-from ..packet import NH_ICMPV6, NH_TCP, NH_UDP, is_ipv6_frame, upper_layer
+from ..packet import IP6_NH_OFF, NH_ICMPV6, NH_TCP, NH_UDP, is_ipv6_frame, upper_layer
 from ..units import parse_mac
 
 _PATTERNS = ("ipv6", "tcp", "udp", "icmpv6", "-")
+_ANY_IPV6 = -1
+_WANTED = {"ipv6": _ANY_IPV6, "tcp": NH_TCP, "udp": NH_UDP, "icmpv6": NH_ICMPV6}
+_UPPER = frozenset((NH_TCP, NH_UDP, NH_ICMPV6))
 
 
 @register
@@ -27,6 +30,8 @@ class Classifier(Element):
             if p not in _PATTERNS:
                 raise ConfigError(f"Classifier: unknown pattern {p!r} (use {', '.join(_PATTERNS)})")
         self.patterns = list(raw_args)
+        # per pattern: None matches anything, _ANY_IPV6 any well-formed IPv6, else the protocol
+        self._wanted = [None if p == "-" else _WANTED[p] for p in raw_args]
         self.n_outputs = (len(raw_args), len(raw_args))
         self.matched = [0] * len(raw_args)
 
@@ -38,17 +43,15 @@ class Classifier(Element):
 
     def push(self, port, pkt):
         data = pkt.data
-        ok6 = is_ipv6_frame(data)
         proto = None
-        if ok6:
-            proto = upper_layer(data)[0]
+        if is_ipv6_frame(data):
+            nh = data[IP6_NH_OFF]
+            # no extension header (the common case): no chain to walk
+            proto = nh if nh in _UPPER else upper_layer(data)[0]
             if proto is None:
-                ok6 = False
                 self.malformed += 1
-        for i, p in enumerate(self.patterns):
-            if (p == "-" or (ok6 and (p == "ipv6" or (p == "tcp" and proto == NH_TCP)
-                                      or (p == "udp" and proto == NH_UDP)
-                                      or (p == "icmpv6" and proto == NH_ICMPV6)))):
+        for i, want in enumerate(self._wanted):
+            if want is None or (proto is not None and (want == _ANY_IPV6 or want == proto)):
                 self.matched[i] += 1
                 out = self._out[i]
                 out[0].push(out[1], pkt)

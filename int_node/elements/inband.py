@@ -25,6 +25,7 @@ from .queues import FlowMeter, Queue
 log = logging.getLogger("intcc.node")
 
 _FLOWS_MAX = 1 << 16
+_DEFAULT_TRACE_TYPE = ioam.INTCC_TRACE_TYPE.to_bytes(3, "big")   # as ioam.trace_is_default
 
 
 @register
@@ -51,7 +52,10 @@ class INTSource(Element):
     def _limit(self):
         if self.mtu:
             return self.mtu
-        return getattr(self._egress, "mtu", None) if self._egress is not None else None
+        limit = getattr(self._egress, "mtu", None) if self._egress is not None else None
+        if limit is not None:
+            self._limit = lambda: limit     # known now: no lookup per packet
+        return limit
 
     def push(self, port, pkt):
         data = pkt.data
@@ -135,7 +139,7 @@ class INTTransit(Element):
             return
         if off is None:
             self.no_int += 1
-        elif not ioam.trace_is_default(d, off):
+        elif d[off + 2] >> 3 != ioam.NODE_LEN_WORDS or d[off + 4:off + 7] != _DEFAULT_TRACE_TYPE:
             self.unsupported_trace += 1
         else:
             now = time.time_ns()

@@ -160,3 +160,17 @@ def test_from_device_in_step_ring_never_resyncs():
     for _ in range(3):      # empty wake-ups with nothing handed over: nothing to skip to
         fd._read_ring()
     assert got == [0, 1] and fd.ring_resyncs == 0 and fd._idx == 2
+
+
+@pytest.mark.parametrize("nh", [6, 17])
+def test_flow_key_is_the_same_before_int_insertion_and_after_stripping(nh):
+    # the source keys a frame without extension headers (fast path), the sink
+    # after stripping, attribution after walking HbH + DOH: all must agree
+    from int_node import ioam
+    from int_node.packet import flow_key
+    frame = ipv6_frame(nh=nh, sport=1234, dport=80)
+    with_int = ioam.insert_int(frame, 2, seq=7, ts_ns=1)
+    key = flow_key(frame)
+    assert key == flow_key(bytes(frame)) == flow_key(with_int)
+    assert key == flow_key(ioam.strip_int(with_int).frame)
+    assert key[32] == nh and key[33:] == bytes.fromhex("04d20050")
