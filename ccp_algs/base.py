@@ -29,6 +29,7 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (volatile loss 0)
     (volatile timeout false)
     (volatile rtt 0)
+    (volatile minrtt 2147483647)
     (volatile inflight 0)
     (volatile rin 0)
     (volatile rout 0)
@@ -36,6 +37,7 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
 (when true
     (:= Report.inflight Flow.packets_in_flight)
     (:= Report.rtt Flow.rtt_sample_us)
+    (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
     (:= Report.rin Flow.rate_incoming)
     (:= Report.rout Flow.rate_outgoing)
     (:= Report.acked (+ Report.acked Ack.bytes_acked))
@@ -72,9 +74,13 @@ class Trace:
         self._csv.writerow({"t_s": f"{(now - self._t0) / 1e9:.6f}", "mono_ns": now, **fields})
 
 
+NO_RTT_SAMPLE = 2147483647      # minrtt's start value (portus immediates are at most 31 bits)
+
+
 class Report:
-    """The fields of REPORT_PER_RTT_AND_ON_LOSS, read once from portus's report object."""
-    __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "inflight", "rin", "rout")
+    """The fields of REPORT_PER_RTT_AND_ON_LOSS, read once from portus's report object.
+    ``minrtt_us`` is the smallest RTT sample since the last report (None: no sample)."""
+    __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin", "rout")
 
     def __init__(self, r):
         self.acked = r.acked
@@ -82,6 +88,7 @@ class Report:
         self.loss = r.loss
         self.timeout = bool(r.timeout)
         self.rtt_us = r.rtt
+        self.minrtt_us = r.minrtt if 0 < r.minrtt < NO_RTT_SAMPLE else None
         self.inflight = r.inflight
         self.rin = r.rin
         self.rout = r.rout

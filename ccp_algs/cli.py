@@ -58,6 +58,20 @@ def run_const(cwnd_pkts, rate_mbps, ipc, trace, verbose):
     _run(Const(cwnd_pkts=cwnd_pkts, rate_mbps=rate_mbps, trace=trace), ipc, verbose)
 
 
+_HYSTART = click.option("--hystart/--no-hystart", default=True, show_default=True,
+                        help="HyStart delay detection ends slow start before the first loss (as Linux)")
+
+
+@run_group.command("cubic")
+@_HYSTART
+@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
+@_common
+def run_cubic(hystart, init_cwnd_pkts, ipc, trace, verbose):
+    """CUBIC (RFC 9438: beta 0.7, C 0.4, fast convergence, Reno-friendly region, HyStart)."""
+    from .cubic import Cubic
+    _run(Cubic(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart), ipc, verbose)
+
+
 @run_group.command("cubic-int")
 @click.option("--policy", type=click.Choice(["l1", "l2"]), default="l1", show_default=True,
               help="on a link (non-congestive) loss: l1 keeps cwnd, l2 multiplies it by 0.95")
@@ -69,9 +83,11 @@ def run_const(cwnd_pkts, rate_mbps, ipc, trace, verbose):
               help="older telemetry is ignored: the flow is then plain CUBIC")
 @click.option("--state-dir", default="/run/intcc/datapath", show_default=True,
               help="the datapath daemon's state (flows.json maps flows to their telemetry)")
+@_HYSTART
 @click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
 @_common
-def run_cubic_int(policy, increment, broker_url, max_age_ms, state_dir, init_cwnd_pkts, ipc, trace, verbose):
+def run_cubic_int(policy, increment, broker_url, max_age_ms, state_dir, hystart, init_cwnd_pkts, ipc, trace,
+                  verbose):
     """INT-aware CUBIC: link losses do not cut cwnd like congestion (paper 003)."""
     from .cubic_int import CubicInt
     from .flows import FlowDirectory
@@ -79,7 +95,8 @@ def run_cubic_int(policy, increment, broker_url, max_age_ms, state_dir, init_cwn
     feed = TelemetryFeed(broker_url).start()
     try:
         _run(CubicInt(policy=policy, increment=increment, telemetry=feed, directory=FlowDirectory(state_dir),
-                      max_age_ms=max_age_ms, init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
+                      max_age_ms=max_age_ms, init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart),
+             ipc, verbose)
     finally:
         feed.stop()
 
@@ -87,8 +104,6 @@ def run_cubic_int(policy, increment, broker_url, max_age_ms, state_dir, init_cwn
 # Algorithms whose only option is the initial window.
 SIMPLE = {
     "reno": (".reno", "Reno", "Reno AIMD: slow start, +1 MSS per RTT, halve on loss, 1 MSS on timeout."),
-    "cubic": (".cubic", "Cubic",
-              "CUBIC (RFC 9438: beta 0.7, C 0.4, fast convergence, Reno-friendly region; no HyStart)."),
     "vegas": (".vegas", "Vegas", "TCP Vegas: delay-based, alpha 2 / beta 4 / gamma 1 packets (estimator runs)."),
 }
 

@@ -7,9 +7,13 @@ loss or timeout).
   wins when above the cubic curve;
 - slow start to ssthresh (initially infinite), ssthresh = cwnd·β on loss;
 - one window reduction per window of data (as reno.py), timeout: cwnd 1 MSS;
-- HyStart is NOT in: slow start ends at the first loss, as with HyStart off
-  (Linux: tcp_cubic.hystart=0). Kernel cubic has it on: expect kernel cubic to leave
-  slow start earlier on deep buffers.
+- HyStart (on by default, ``hystart=False`` turns it off), delay detection as
+  Linux tcp_cubic: from a window of 16 segments on, slow start ends (ssthresh =
+  cwnd, no cut) when a round's smallest RTT exceeds the smallest RTT ever by
+  clamp(min_rtt / 8, 4 ms, 16 ms). A round is a report (one RTT); its smallest RTT
+  is folded per ACK in the datapath program (Linux looks at the round's first 8
+  samples). Linux's ACK-train detection is not in: a report does not carry ACK
+  spacing. Without HyStart, slow start ends at the first loss.
 
 Subclasses (cubic_int.py) change two decisions: the backoff on a loss
 (`loss_backoff`) and slow-start growth (`slow_start_growth`).
@@ -22,6 +26,8 @@ from .base import Algorithm, Report, WindowFlow
 
 BETA = 0.7
 C = 0.4
+HYSTART_LOW_WINDOW_PKTS = 16            # Linux: hystart_low_window
+HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US = 4_000, 16_000
 
 
 class CubicFlow(WindowFlow):
@@ -31,6 +37,7 @@ class CubicFlow(WindowFlow):
         self.k_s = 0.0
         self.w_est = 0.0
         self.cwnd_epoch = 0.0
+        self.delay_min_us: int | None = None                  # smallest RTT ever (HyStart)
         super().__init__(alg, datapath, datapath_info)
 
     # -- decisions subclasses may change ---------------------------------------------
@@ -87,14 +94,41 @@ class CubicFlow(WindowFlow):
             self.epoch_start_s = None
         return reason
 
+    def hystart_applies(self) -> bool:
+        return self.alg.hystart
+
+    def _hystart_exit(self, r: Report) -> str | None:
+        """HyStart's delay detection on this round; the reason if slow start ends."""
+        rtt = r.minrtt_us
+        if rtt is None:
+            return None
+        base = self.delay_min_us
+        self.delay_min_us = rtt if base is None else min(base, rtt)
+        if base is None or self.cwnd < HYSTART_LOW_WINDOW_PKTS * self.mss or not self.hystart_applies():
+            return None
+        thresh = min(max(base // 8, HYSTART_DELAY_MIN_US), HYSTART_DELAY_MAX_US)
+        if rtt < base + thresh:
+            return None
+        self.ssthresh = self.cwnd
+        return f"HyStart: round RTT {rtt / 1e3:.1f} ms >= min {base / 1e3:.1f} + {thresh / 1e3:.1f} ms, slow start ends"
+
     def on_ack(self, r) -> str:
         if self.cwnd < self.ssthresh:
+            hystart = self._hystart_exit(r)
+            if hystart:
+                return hystart
             growth, reason = self.slow_start_growth(r)
             self.cwnd += growth
             return reason
+        if r.minrtt_us is not None and (self.delay_min_us is None or r.minrtt_us < self.delay_min_us):
+            self.delay_min_us = r.minrtt_us
         return self._congestion_avoidance(r, time.monotonic())
 
 
 class Cubic(Algorithm):
     name = "cubic"
     flow_class = CubicFlow
+
+    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None, hystart: bool = True):
+        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace)
+        self.hystart = hystart

@@ -10,14 +10,17 @@ most ``max_age_ms`` old) says what the loss was:
 - no fresh telemetry, or nothing the sink saw: exactly CUBIC.
 
 Slow-start growth follows paper Eq. (1),
-``cwnd += free_queue_capacity * increment / (arrival_rate * flow_count)`` per ACK.
-Made dimensionless for per-report growth: over a report that acked ``acked``
-bytes, growth = increment * free_bytes * acked / (arrival_bytes_per_rtt /
-flow_count), where arrival_bytes_per_rtt = arrival_rate_pps * MSS * RTT at the
-bottleneck hop (the hop with the least free buffer). A flow acking its fair
-share of the bottleneck's arrivals grows by increment * free buffer per RTT;
-growth is capped at the free buffer, so it cannot overshoot it. Without fresh
-hop telemetry, slow start is CUBIC's.
+``cwnd += free_queue_capacity * increment / (arrival_rate * flow_count)`` per ACK,
+read at the bottleneck hop (the hop with the least free buffer) and made
+dimensionless with the RTT: ``room = free_bytes / (arrival_rate_pps * MSS * RTT /
+flow_count)`` is how many RTTs of this flow's share of the arrivals the free
+buffer still holds. Per acked segment cwnd grows by ``increment * min(1, room)``
+segments: while the buffer has room, increment 1 is Reno slow start (doubling
+per RTT), 2 triples and 3 quadruples per RTT; as the queue fills, growth fades
+to nothing. The window never grows past what is in flight plus the free buffer,
+so it cannot overshoot the buffer the telemetry advertised. HyStart is not used
+while hop telemetry is fresh (the queue is seen, not guessed from delay); without
+it, slow start is CUBIC's, HyStart included.
 
 Every decision is traced with its reason and the telemetry's age.
 """
@@ -74,17 +77,26 @@ class CubicIntFlow(CubicFlow):
             return BETA, f"loss: congestion (sink), CUBIC beta 0.7; {age}", True
         return BETA, f"loss: sink saw no loss yet, CUBIC beta 0.7; {age}", True
 
-    def slow_start_growth(self, r: Report):
+    def _bottleneck_hop(self):
         fresh = self._telemetry()
         hop = bottleneck(fresh.record) if fresh else None
-        if hop is None or not hop.arrival_rate_pps or r.rtt_us <= 0:
+        return (hop, fresh) if hop is not None and hop.arrival_rate_pps else (None, None)
+
+    def hystart_applies(self) -> bool:
+        return self.alg.hystart and self._bottleneck_hop()[0] is None
+
+    def slow_start_growth(self, r: Report):
+        hop, fresh = self._bottleneck_hop()
+        if hop is None or r.rtt_us <= 0:
             return float(r.acked), "slow start (no fresh hop telemetry)"
         free = max(0, hop.queue_capacity_bytes - hop.queue_depth_bytes)
-        arrivals_per_rtt = hop.arrival_rate_pps * self.mss * r.rtt_us / 1e6
-        share = r.acked / max(arrivals_per_rtt / max(hop.flow_count, 1), self.mss)
-        growth = min(self.alg.increment * free * share, free)
-        return growth, (f"slow start Eq.1: free {free} B, arrivals {hop.arrival_rate_pps} pps, "
-                        f"{hop.flow_count} flows, increment {self.alg.increment}; "
+        share_per_rtt = hop.arrival_rate_pps * self.mss * r.rtt_us / 1e6 / max(hop.flow_count, 1)
+        room = free / max(share_per_rtt, self.mss)
+        growth = self.alg.increment * r.acked * min(1.0, room)
+        ceiling = r.inflight * self.mss + free        # in flight now + the free buffer
+        growth = max(0.0, min(growth, ceiling - self.cwnd))
+        return growth, (f"slow start Eq.1: free {free} B ({room:.2f} RTTs of our arrivals at "
+                        f"{hop.arrival_rate_pps} pps, {hop.flow_count} flows), increment {self.alg.increment}; "
                         f"telemetry {fresh.age_s * 1e3:.1f} ms old")
 
 
@@ -93,12 +105,13 @@ class CubicInt(Cubic):
     flow_class = CubicIntFlow
 
     def __init__(self, policy: str = "l1", increment: float = 1.0, telemetry=None, directory=None,
-                 max_age_ms: float = 200.0, init_cwnd_pkts: int = 10, trace: str | None = None):
+                 max_age_ms: float = 200.0, init_cwnd_pkts: int = 10, trace: str | None = None,
+                 hystart: bool = True):
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
         if increment <= 0:
             raise ValueError(f"increment must be > 0, not {increment}")
-        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace)
+        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart)
         self.policy = policy
         self.increment = increment
         self.telemetry = telemetry      # .flow(flow_id, max_age_s) -> Fresh | None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .base import REPORT_TRIGGERS, Algorithm, WindowFlow
+from .base import NO_RTT_SAMPLE, REPORT_TRIGGERS, Algorithm, WindowFlow
 
 ALPHA, BETA, GAMMA = 2, 4, 1
 
@@ -37,9 +37,6 @@ PROGRAM = """\
 """ + REPORT_TRIGGERS
 
 
-NO_SAMPLE = 2147483647      # portus immediates are at most 31 bits
-
-
 class VegasFlow(WindowFlow):
     def __init__(self, alg, datapath, datapath_info):
         self.base_rtt_us = None
@@ -47,7 +44,7 @@ class VegasFlow(WindowFlow):
         super().__init__(alg, datapath, datapath_info)
 
     def parse(self, r):
-        rtt_us = r.minrtt if 0 < r.minrtt < NO_SAMPLE else None
+        rtt_us = r.minrtt if 0 < r.minrtt < NO_RTT_SAMPLE else None
         if rtt_us is not None:
             self.base_rtt_us = rtt_us if self.base_rtt_us is None else min(self.base_rtt_us, rtt_us)
         return SimpleNamespace(acked=r.acked, loss=r.loss, timeout=bool(r.timeout), rtt_us=rtt_us,

@@ -42,6 +42,11 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas):
                           without_vegas=without_vegas)
         except (TraceError, OSError) as e:
             raise click.ClickException(str(e))
+        except KeyboardInterrupt:
+            kept = len(glob.glob(os.path.join(out_dir, "runs", "*.npz")))
+            click.echo(f"\ninterrupted: testbed and datapath stopped; {kept} runs kept in {out_dir} "
+                       f"(the same command resumes)", err=True)
+            raise SystemExit(130)
     click.echo(f"{res['done']}/{runs} runs in {out_dir}; {len(res['failed'])} failed, {res['left']} left to do")
 
 

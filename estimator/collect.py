@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -102,6 +104,10 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
                                                    "seconds": seconds}
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, samples: int = 100,
             warmup_frac: float = 0.1, progress=None, echo=print, without_vegas: bool = False) -> dict:
     """Collect runs 0..runs-1 into out_dir (skipping those on disk). ``without_vegas``
@@ -118,6 +124,9 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
         todo = [p for p in todo if "vegas" not in (p["cca1"], p["cca2"])]
     workdir = tempfile.mkdtemp(prefix="intcc-collect-")
     dp = agent = None
+    # SIGTERM ends a collection like Ctrl-C: through the finally blocks that stop
+    # the testbed, the datapath and the agent (a run cut short is not kept).
+    old_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if any("vegas" in (p["cca1"], p["cca2"]) for p in todo):
             dp = DatapathProcess(state_dir=os.path.join(workdir, "dp")).start()
@@ -136,8 +145,10 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
             if progress:
                 progress(p, extra, time.monotonic() - t0)
     finally:
+        signal.signal(signal.SIGTERM, old_term)
         if agent:
             agent.stop()
         if dp:
             dp.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
     return {"runs": runs, "done": done, "failed": failed, "left": runs - done - len(failed)}

@@ -57,6 +57,27 @@ def link_loss_counts(tb: Testbed):
     return passed, lost
 
 
+#: Sender-side kernel TCP counters kept per run (how the sender recovered from losses).
+TCP_COUNTERS = ("Tcp.RetransSegs", "TcpExt.TCPTimeouts", "TcpExt.TCPLossProbes", "TcpExt.TCPLossProbeRecovery",
+                "TcpExt.TCPSackRecovery", "TcpExt.TCPLostRetransmit", "TcpExt.TCPLossUndo",
+                "TcpExt.TCPFullUndo", "TcpExt.TCPPartialUndo", "TcpExt.TCPDSACKUndo", "TcpExt.TCPSpuriousRTOs",
+                "TcpExt.TCPDSACKRecv")
+
+
+def tcp_counters(tb: Testbed, host: str) -> dict[str, int]:
+    """The host namespace's TCP counters (/proc/net/snmp and netstat: header line, value line)."""
+    out = {}
+    for path in ("/proc/net/snmp", "/proc/net/netstat"):
+        lines = tb.run(host, ["cat", path]).stdout.splitlines()
+        for head, vals in zip(lines[::2], lines[1::2]):
+            group, names = head.split(":", 1)
+            for name, val in zip(names.split(), vals.split(":", 1)[1].split()):
+                key = f"{group}.{name}"
+                if key in TCP_COUNTERS:
+                    out[key] = int(val)
+    return out
+
+
 def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
           port: int = 5201) -> dict:
     srv = tb.popen(server, ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
@@ -212,6 +233,17 @@ def jain(xs) -> float | None:
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
+def time_to_plateau_s(rows: list[dict], fraction: float = 0.9) -> float | None:
+    """Seconds until cwnd first reaches ``fraction`` of its median over the run's
+    second half: when the window has grown to where the flow settles (paper 003
+    Fig. 7's "reaches ssthresh"; works for kernel flows, which leave no trace)."""
+    cw = [(r["t_s"], r["cwnd_bytes"]) for r in rows if r.get("cwnd_bytes")]
+    if len(cw) < 4:
+        return None
+    settled = statistics.median(c for _, c in cw[len(cw) // 2:])
+    return next((t for t, c in cw if c >= fraction * settled), None)
+
+
 def slow_start_exit_s(trace_csv: str) -> float | None:
     """Seconds from the flow's start to its first window cut (where ssthresh is set)."""
     if not os.path.exists(trace_csv):
@@ -247,6 +279,7 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
     import threading
     agent = None
     before = link_loss_counts(tb)
+    tcp_before = tcp_counters(tb, client)
     comp, comp_thread = {}, None
     try:
         if alg.ccp:
@@ -266,6 +299,7 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
             agent.stop()
             dp.wait_agent(False)
     after = link_loss_counts(tb)
+    tcp_after = tcp_counters(tb, client)
     rows = series(out)
     extra = {}
     if alg.competitor:
@@ -294,13 +328,15 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
             "retransmits": out["end"]["sum_sent"].get("retransmits", 0),
             "seconds": sc.seconds, "measured_link_loss_pct": 100 * lost / max(passed + lost, 1),
             "mss": out["start"].get("tcp_mss_default"),
-            "slow_start_exit_s": slow_start_exit_s(os.path.join(run_dir, "trace.csv")), **extra}
+            "slow_start_exit_s": slow_start_exit_s(os.path.join(run_dir, "trace.csv")),
+            "plateau_s": time_to_plateau_s(rows),
+            "sender_tcp": {k.split(".")[1]: tcp_after[k] - tcp_before.get(k, 0) for k in tcp_after}, **extra}
 
 
 def table_by_algorithm(records: list[dict]) -> str:
     """For scenarios without a sweep: one row per algorithm, means over repeats."""
     cols = [("goodput_mbps", "goodput Mbit/s", "{:.2f}"), ("retransmits", "retx", "{:.0f}"),
-            ("slow_start_exit_s", "1st cut s", "{:.2f}"), ("competitor_goodput_mbps", "competitor", "{:.2f}"),
+            ("slow_start_exit_s", "ss exit s", "{:.2f}"), ("plateau_s", "plateau s", "{:.2f}"), ("competitor_goodput_mbps", "competitor", "{:.2f}"),
             ("jain_mean", "Jain mean", "{:.3f}"), ("jain_min", "Jain min", "{:.3f}")]
     cols = [c for c in cols if any(r.get(c[0]) is not None for r in records)]
     lines = [f"{'algorithm':22s}" + "".join(f"{h:>15s}" for _, h, _ in cols)]

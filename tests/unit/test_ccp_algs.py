@@ -150,19 +150,82 @@ def test_classify():
     assert classify(flow_record(lost_link=1, cause="link"), 0, 1, 10**9, now) == "link"
 
 
-def test_eq1_slow_start_growth_is_capped_by_the_free_buffer():
-    free = 150_000 - 30_000
+def eq1_flow(increment, depth, capacity=150_000, arrival_pps=800, flows=1):
+    rec = flow_record(depth=depth, capacity=capacity, arrival_pps=arrival_pps, flows=flows)
+    return start(CubicInt(policy="l1", increment=increment, telemetry=FakeTelemetry(rec),
+                          directory=FakeDirectory()))
+
+
+def test_eq1_increment_multiplies_slow_start_while_the_buffer_has_room():
+    # our share of the arrivals per RTT: 800 pps * MSS * 20 ms = 23 kB, free 150 kB: room > 1
     for increment in (1, 2, 3):
-        alg = CubicInt(policy="l1", increment=increment, telemetry=FakeTelemetry(flow_record(depth=30_000)),
-                       directory=FakeDirectory())
-        flow, dp = start(alg)
+        flow, dp = eq1_flow(increment, depth=0)
         before = dp.cwnd
-        # the flow acked a small share of the bottleneck's arrivals in this report
-        flow.on_report(report(acked=2 * MSS, rtt_us=20_000))
-        growth = dp.cwnd - before
-        arrivals = 800 * MSS * 0.02
-        assert growth == pytest.approx(min(increment * free * 2 * MSS / arrivals, free), rel=1e-3)
-        assert growth <= free
+        flow.on_report(report(acked=10 * MSS, rtt_us=20_000, inflight=200))
+        assert dp.cwnd - before == pytest.approx(increment * 10 * MSS, abs=1)
+
+
+def test_eq1_growth_fades_as_the_queue_fills_and_splits_between_flows():
+    share = 800 * MSS * 0.02            # arrivals per RTT of the only flow
+    free = int(share / 2)               # half an RTT of them still fits
+    flow, dp = eq1_flow(3, depth=150_000 - free)
+    before = dp.cwnd
+    flow.on_report(report(acked=10 * MSS, rtt_us=20_000, inflight=200))
+    assert dp.cwnd - before == pytest.approx(3 * 10 * MSS * free / share, rel=1e-3)
+    # the same free buffer shared by 4 flows: each one's arrivals are a quarter, room 2
+    flow, dp = eq1_flow(3, depth=150_000 - free, flows=4)
+    before = dp.cwnd
+    flow.on_report(report(acked=10 * MSS, rtt_us=20_000, inflight=200))
+    assert dp.cwnd - before == pytest.approx(3 * 10 * MSS, abs=1)
+    # a full buffer: no growth at all
+    flow, dp = eq1_flow(3, depth=150_000)
+    before = dp.cwnd
+    flow.on_report(report(acked=10 * MSS, rtt_us=20_000, inflight=200))
+    assert dp.cwnd == before
+
+
+def test_eq1_never_grows_past_what_is_in_flight_plus_the_free_buffer():
+    free = 150_000 - 140_000
+    flow, dp = eq1_flow(3, depth=140_000, arrival_pps=10)      # tiny arrivals: room is large
+    flow.cwnd = 40 * MSS
+    flow.on_report(report(acked=40 * MSS, rtt_us=20_000, inflight=40))
+    assert dp.cwnd == pytest.approx(40 * MSS + free, abs=1)
+
+
+def hystart_rounds(flow, rtts_us, acked_pkts=16):
+    for rtt in rtts_us:
+        flow.on_report(report(acked=acked_pkts * MSS, rtt_us=rtt, minrtt=rtt, inflight=100))
+
+
+def test_hystart_ends_slow_start_when_the_round_rtt_rises():
+    flow, dp = start(Cubic())
+    hystart_rounds(flow, [20_000, 20_500])            # 10 -> 26 -> 42 packets, RTT flat
+    assert flow.ssthresh == float("inf") and dp.cwnd == 42 * MSS
+    hystart_rounds(flow, [23_000])                    # +3 ms < clamp(20/8, 4, 16) = 4 ms: still growing
+    assert flow.ssthresh == float("inf") and dp.cwnd == 58 * MSS
+    hystart_rounds(flow, [24_100])                    # +4.1 ms: exit, no cut, no growth
+    assert flow.ssthresh == dp.cwnd == 58 * MSS
+    hystart_rounds(flow, [24_000])
+    assert dp.cwnd < 60 * MSS                         # congestion avoidance now
+
+
+def test_hystart_waits_for_16_segments_and_can_be_turned_off():
+    flow, dp = start(Cubic())
+    flow.on_report(report(acked=2 * MSS, rtt_us=20_000, minrtt=20_000))
+    flow.on_report(report(acked=2 * MSS, rtt_us=40_000, minrtt=40_000))   # 12 packets: too early
+    assert flow.ssthresh == float("inf")
+    flow, dp = start(Cubic(hystart=False))
+    hystart_rounds(flow, [20_000, 20_000, 40_000, 60_000])
+    assert flow.ssthresh == float("inf")
+
+
+def test_cubic_int_uses_the_queue_not_hystart_while_telemetry_is_fresh():
+    flow, dp = eq1_flow(1, depth=0)
+    hystart_rounds(flow, [20_000, 20_000, 40_000])
+    assert flow.ssthresh == float("inf")
+    flow, dp = start(CubicInt(policy="l1", telemetry=FakeTelemetry(None), directory=FakeDirectory()))
+    hystart_rounds(flow, [20_000, 20_000, 40_000])
+    assert flow.ssthresh == 42 * MSS
 
 
 def test_eq1_without_hop_telemetry_is_cubic_slow_start():

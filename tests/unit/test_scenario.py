@@ -72,3 +72,11 @@ def test_slow_start_exit_from_a_trace(tmp_path):
                  "2.0,1,7,loss,100000,100000,30000,0,1,0,90,1 lost\n")
     assert runner.slow_start_exit_s(str(p)) == pytest.approx(1.5)
     assert runner.slow_start_exit_s(str(tmp_path / "none.csv")) is None
+
+
+def test_time_to_plateau_is_when_cwnd_first_nears_its_settled_value():
+    from experiments.runner import time_to_plateau_s
+    cwnds = [10, 20, 40, 80, 95, 100, 70, 90, 100, 70, 90, 100]      # sawtooth, median of 2nd half 90
+    rows = [{"t_s": 0.5 * (i + 1), "cwnd_bytes": c * 1000} for i, c in enumerate(cwnds)]
+    assert time_to_plateau_s(rows) == 2.5          # 95 kB >= 0.9 * 90 kB, 80 kB is not
+    assert time_to_plateau_s(rows[:3]) is None     # too short to say
