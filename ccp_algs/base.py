@@ -112,7 +112,7 @@ class FlowBase:
 
     def set_cwnd(self, cwnd_bytes: int, event: str, r: Report | None = None, reason: str = "",
                  ssthresh_bytes: int | None = None):
-        cwnd_bytes = max(int(cwnd_bytes), 2 * self.mss)
+        cwnd_bytes = max(int(cwnd_bytes), self.mss)     # 1 MSS only after a timeout, as the kernel
         now_ns = time.monotonic_ns()    # before the call: the latency benchmark starts here
         self.datapath.update_field("Cwnd", cwnd_bytes)
         if event != "report" or log.isEnabledFor(logging.DEBUG):
@@ -170,7 +170,7 @@ class WindowFlow(FlowBase):
             event, reason = ("loss" if r.loss else "recovery"), "in recovery: the window was already cut"
         else:
             event, reason = "report", self.on_ack(r)
-        self.cwnd = max(self.cwnd, 2 * self.mss)
+        self.cwnd = max(self.cwnd, self.mss)
         self.set_cwnd(self.cwnd, event, r, reason=reason,
                       ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh))
 

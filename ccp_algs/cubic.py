@@ -7,6 +7,9 @@ loss or timeout).
   wins when above the cubic curve;
 - slow start to ssthresh (initially infinite), ssthresh = cwnd·β on loss;
 - one window reduction per window of data (as reno.py), timeout: cwnd 1 MSS;
+- before the first loss, congestion avoidance grows at least 5 % per RTT (Linux's
+  minimum when last_max_cwnd is 0; not in the RFC): after a HyStart exit the
+  cubic curve alone would stay flat for seconds;
 - HyStart (on by default, ``hystart=False`` turns it off), delay detection as
   Linux tcp_cubic: from a window of 16 segments on, slow start ends (ssthresh =
   cwnd, no cut) when a round's smallest RTT exceeds the smallest RTT ever by
@@ -38,6 +41,7 @@ class CubicFlow(WindowFlow):
         self.w_est = 0.0
         self.cwnd_epoch = 0.0
         self.delay_min_us: int | None = None                  # smallest RTT ever (HyStart)
+        self.w_max_from_loss = 0.0                            # 0 until the first loss (Linux last_max_cwnd)
         super().__init__(alg, datapath, datapath_info)
 
     # -- decisions subclasses may change ---------------------------------------------
@@ -68,15 +72,23 @@ class CubicFlow(WindowFlow):
         target = min(max(target, self.cwnd), 1.5 * self.cwnd)
         alpha = 3 * (1 - BETA) / (1 + BETA)
         self.w_est += alpha * mss * r.acked / self.cwnd
+        before = self.cwnd
         if self.w_est > self._w_cubic(t):
             self.cwnd = max(self.cwnd, self.w_est)
-            return "congestion avoidance (Reno-friendly region)"
-        self.cwnd += (target - self.cwnd) * r.acked / self.cwnd
-        return "congestion avoidance (cubic)"
+            reason = "congestion avoidance (Reno-friendly region)"
+        else:
+            self.cwnd += (target - self.cwnd) * r.acked / self.cwnd
+            reason = "congestion avoidance (cubic)"
+        if self.w_max_from_loss == 0 and self.cwnd < before + r.acked / 20:
+            # Linux (bictcp_update): before any loss, at least +1 segment per 20 acked
+            # (5 % per RTT); after a HyStart exit the cubic curve alone is flat for seconds
+            self.cwnd = before + r.acked / 20
+            reason = "congestion avoidance (no loss yet: +5 % per RTT, as Linux)"
+        return reason
 
     def on_timeout(self, r) -> str:
         self.ssthresh = max(self.cwnd * BETA, 2 * self.mss)
-        self.w_max = self.cwnd
+        self.w_max = self.w_max_from_loss = self.cwnd
         self.cwnd = self.mss
         self.epoch_start_s = None
         return "timeout: cwnd 1 MSS"
@@ -89,6 +101,7 @@ class CubicFlow(WindowFlow):
                 self.w_max = self.cwnd * (1 + beta) / 2 if self.cwnd < self.w_max else self.cwnd
             else:
                 self.w_max = self.cwnd
+            self.w_max_from_loss = self.w_max
             self.cwnd = max(self.cwnd * beta, 2 * self.mss)
             self.ssthresh = self.cwnd
             self.epoch_start_s = None

@@ -71,7 +71,7 @@ class VegasFlow(WindowFlow):
             self.double_now = not self.double_now
             return f"slow start (diff {diff:.1f})"
         if diff > BETA:
-            self.cwnd -= mss
+            self.cwnd = max(self.cwnd - mss, 2 * mss)     # Linux vegas keeps 2 segments
             return f"diff {diff:.1f} > beta: -1 MSS"
         if diff < ALPHA:
             self.cwnd += mss

@@ -96,7 +96,7 @@ def test_cubic_timeout_restarts_from_one_mss():
     flow, dp = start(Cubic())
     grow_to(flow, 100 * MSS)
     flow.on_report(report(timeout=True))
-    assert dp.cwnd == 2 * MSS           # floor of two segments
+    assert dp.cwnd == MSS               # one segment, as the kernel after an RTO
     assert flow.ssthresh == pytest.approx(70 * MSS)
 
 
@@ -297,3 +297,16 @@ def test_vegas_leaves_slow_start_when_a_queue_builds():
     assert dp.cwnd == 20 * MSS
     flow.on_report(vegas_report(minrtt=30_000))          # diff = 20 * 10/30 = 6.7 > gamma
     assert flow.ssthresh == 20 * MSS and dp.cwnd < 20 * MSS
+
+
+def test_cubic_grows_5_percent_per_rtt_after_hystart_until_the_first_loss():
+    flow, dp = start(Cubic())
+    hystart_rounds(flow, [20_000, 20_500, 23_000, 24_100])      # HyStart exit at 58 packets
+    w = dp.cwnd
+    flow.on_report(report(acked=58 * MSS, rtt_us=24_000, minrtt=24_000, inflight=58))
+    assert dp.cwnd >= w * 1.05 - 1
+    flow.on_report(report(acked=MSS, loss=1, inflight=60))     # a loss: W_max known, cubic from now
+    flow.on_report(report(acked=100 * MSS, inflight=10))        # the episode's data acked
+    w = dp.cwnd
+    flow.on_report(report(acked=42 * MSS, rtt_us=24_000, inflight=42))
+    assert w < dp.cwnd < w * 1.05
