@@ -86,9 +86,14 @@ class CubicFlow(WindowFlow):
             reason = "congestion avoidance (no loss yet: +5 % per RTT, as Linux)"
         return reason
 
+    def _sent_window(self) -> float:
+        """The window the kernel was using: whole segments (the datapath floors ours)."""
+        return (self.cwnd // self.mss) * self.mss
+
     def on_timeout(self, r) -> str:
-        self.ssthresh = max(self.cwnd * BETA, 2 * self.mss)
-        self.w_max = self.w_max_from_loss = self.cwnd
+        w = self._sent_window()
+        self.ssthresh = max((w // self.mss * BETA) // 1 * self.mss, 2 * self.mss)
+        self.w_max = self.w_max_from_loss = w
         self.cwnd = self.mss
         self.epoch_start_s = None
         return "timeout: cwnd 1 MSS"
@@ -97,12 +102,19 @@ class CubicFlow(WindowFlow):
         beta, reason, congestive = self.loss_backoff(r)
         if beta < 1.0:
             if congestive:
+                # As the kernel, in whole segments: the window actually in use, cut and
+                # rounded down (a fraction carried over would leave ccp cubic up to a
+                # segment above kernel cubic after every cut: +20 % at 5 % link loss).
+                w = self._sent_window()
                 # fast convergence (RFC 9438 4.7): release bandwidth to newer flows
-                self.w_max = self.cwnd * (1 + beta) / 2 if self.cwnd < self.w_max else self.cwnd
+                self.w_max = w * (1 + beta) / 2 if w < self.w_max else w
+                self.cwnd = max((w // self.mss * beta) // 1 * self.mss, 2 * self.mss)
             else:
+                # L2's gentle 0.95 keeps the fraction: rounded down it would take a whole
+                # segment off every small window
                 self.w_max = self.cwnd
+                self.cwnd = max(self.cwnd * beta, 2 * self.mss)
             self.w_max_from_loss = self.w_max
-            self.cwnd = max(self.cwnd * beta, 2 * self.mss)
             self.ssthresh = self.cwnd
             self.epoch_start_s = None
         return reason

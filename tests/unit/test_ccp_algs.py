@@ -310,3 +310,16 @@ def test_cubic_grows_5_percent_per_rtt_after_hystart_until_the_first_loss():
     w = dp.cwnd
     flow.on_report(report(acked=42 * MSS, rtt_us=24_000, inflight=42))
     assert w < dp.cwnd < w * 1.05
+
+
+def test_cubic_cuts_the_window_in_use_in_whole_segments_as_the_kernel():
+    flow, dp = start(Cubic())
+    grow_to(flow, 5.9 * MSS)               # the datapath applies 5 segments
+    flow.on_report(report(acked=MSS, loss=1, inflight=5))
+    assert dp.cwnd == 3 * MSS              # floor(5 * 0.7), not 5.9 * 0.7 = 4.13
+    assert flow.w_max == 5 * MSS
+    flow, dp = start(CubicInt(policy="l2", telemetry=FakeTelemetry(flow_record(lost_link=1)),
+                              directory=FakeDirectory()))
+    grow_to(flow, 5.9 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=5))
+    assert dp.cwnd == int(5.9 * 0.95 * MSS)   # L2's gentle cut keeps the fraction
