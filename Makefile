@@ -1,9 +1,11 @@
 # intcc: make setup | make test | make demo | make bench
 PYTHON ?= python3
 APT_PACKAGES = iproute2 iputils-ping ethtool iperf3 tshark tcpdump mosquitto mosquitto-clients procps \
-	clang llvm libclang-dev libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config
+	clang llvm libclang-dev libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config pypy3 pypy3-venv
 STAMP = .setup.stamp
 PYPORTUS_VERSION = 0.6.1
+# INT nodes run under PyPy when present (int_node/runtime.py): its own virtualenv, node deps only
+PYPY_VENV = /opt/intcc-pypy
 
 .PHONY: setup test unit integration demo bench clean-testbeds help
 
@@ -28,6 +30,11 @@ $(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc
 	$(PYTHON) -c "import pyportus" 2>/dev/null || RUSTFLAGS="--cap-lints warn" $(PYTHON) -m pip install -q \
 		--disable-pip-version-check "pyportus==$(PYPORTUS_VERSION)" 2>&1 | grep -v "Running pip as the 'root'" || true
 	$(PYTHON) -c "import int_node, experiments, broker.publisher, broker.embedded, ccp_algs.cli, pyportus, pyroute2, hypothesis, click"
+	@# PyPy 7.3 is Python 3.9: pip picks the click/paho-mqtt releases that still support it
+	test -x $(PYPY_VENV)/bin/python || pypy3 -m venv $(PYPY_VENV)
+	$(PYPY_VENV)/bin/python -c "import click, paho.mqtt" 2>/dev/null || $(PYPY_VENV)/bin/python -m pip install -q \
+		--disable-pip-version-check "click>=8.1" "paho-mqtt>=2.1,<3" 2>&1 | grep -v "Running pip as the 'root'" || true
+	PYTHONPATH=. $(PYPY_VENV)/bin/python -c "import int_node.router, int_node.elements, broker.publisher"
 	$(MAKE) -C datapath
 	@touch $(STAMP)
 

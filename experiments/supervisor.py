@@ -12,15 +12,19 @@ import subprocess
 import sys
 import time
 
+from int_node.runtime import node_env
+
 RESTART_LIMIT = 5          # restarts per node within RESTART_WINDOW_S before giving up
 RESTART_WINDOW_S = 60.0
 
 
 def _node_argv(run_dir: str, name: str, info: dict):
-    argv = [sys.executable, "-m", "int_node", "run", info["config"], "--netns", info["netns"],
+    argv = [info.get("python") or sys.executable, "-m", "int_node", "run", info["config"], "--netns", info["netns"],
             "--control", info["control"], "--counters-out", os.path.join(run_dir, f"{name}.counters.json")]
     if info.get("cpu") is not None:
         argv += ["--cpu", str(info["cpu"])]
+        if info.get("poll_idle"):
+            argv += ["--poll-idle"]
     return argv
 
 
@@ -40,8 +44,9 @@ def main(run_dir: str) -> int:
     def start(name):
         info = state["nodes"][name]
         log = open(info["log"], "ab")
-        procs[name] = subprocess.Popen(_node_argv(run_dir, name, info), stdout=log, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL)
+        argv = _node_argv(run_dir, name, info)
+        procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env=node_env(argv[0]))
         log.close()
 
     def record():

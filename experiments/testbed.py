@@ -22,6 +22,8 @@ from pyroute2 import IPRoute, NetNS, netns
 from pyroute2.netlink.exceptions import NetlinkError
 
 from int_node.control import request as node_request
+from int_node.runtime import InterpreterError, release_poll_idle
+from int_node.runtime import node_python as resolve_node_python
 from .nodeconf import INT_HEADROOM_BYTES, MIRROR_IFNAME, Iface, link_prefix, node_config
 from .topo import Topo, TopologyError
 
@@ -66,6 +68,7 @@ class Testbed:
         self.dir = run_dir(self.name)
         self.ifaces: Dict[str, List[Iface]] = {}
         self.state: dict = {}
+        self.node_python: Optional[str] = None
 
     # -- naming ------------------------------------------------------------
     def ns(self, name: str) -> str:
@@ -76,10 +79,18 @@ class Testbed:
         return self.state["hosts"][host]["addrs"][0]
 
     # -- bring up ----------------------------------------------------------
-    def up(self, exporter: str = "jsonl", wait_s: float = 15.0) -> "Testbed":
+    def up(self, exporter: str = "jsonl", wait_s: float = 15.0, node_python: Optional[str] = None) -> "Testbed":
+        """``node_python`` (cpython, pypy or a path) overrides every node's
+        interpreter; default: the topology's, else $INTCC_NODE_PYTHON, else cpython."""
         if self.name in list_testbeds():
             raise TestbedError(f"testbed '{self.name}' is already up (or left over): "
                                f"run 'intcc testbed down --name {self.name}' first")
+        self.node_python = node_python
+        try:
+            for info in self.topo.nodes.values():
+                resolve_node_python(node_python or info.get("python"))
+        except InterpreterError as exc:
+            raise TestbedError(str(exc)) from None
         os.makedirs(self.dir, exist_ok=True)
         try:
             self._build_network()
@@ -173,6 +184,8 @@ class Testbed:
             nodes[n] = {"node_id": info["node_id"], "int": info["int"], "netns": self.ns(n),
                         "config": conf, "control": os.path.join(self.dir, f"{n}.sock"),
                         "log": os.path.join(self.dir, f"{n}.log"), "cpu": info.get("cpu"),
+                        "python": resolve_node_python(self.node_python or info.get("python")),
+                        "poll_idle": info.get("poll_idle", False),
                         "int_log": exp.partition(":")[2] if exp.startswith("jsonl:") else None}
         self.state = {
             "name": self.name, "topology": topo.path, "params": topo.params, "created": time.time(),
@@ -272,6 +285,7 @@ class Testbed:
         nodes = {}
         for n, info in self.state["nodes"].items():
             entry = {"node_id": info["node_id"], "int": info["int"], "netns": info["netns"],
+                     "python": info.get("python"),
                      "pid": sup.get("nodes", {}).get(n, {}).get("pid"),
                      "restarts": sup.get("nodes", {}).get(n, {}).get("restarts", 0)}
             try:
@@ -354,6 +368,10 @@ def teardown(name: str) -> List[str]:
     _kill_all(pids)
     if pids:
         removed.append(f"{len(pids)} process(es)")
+    state = _read_json(os.path.join(run_dir(name), "state.json")) or {}
+    for info in state.get("nodes", {}).values():
+        if info.get("poll_idle") and info.get("cpu") is not None:
+            release_poll_idle(info["cpu"])    # a node killed by SIGKILL could not
     prefix = f"intcc-{name}-"
     for ns in netns.listnetns():
         if not ns.startswith(prefix):

@@ -205,8 +205,14 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
         roles = set(n.get("int", []))
         if roles - INT_ROLES:
             raise TopologyError(f"{path}: node {n.get('name')}: unknown INT role(s) {sorted(roles - INT_ROLES)}")
+        python = n.get("python")
+        if python is not None and not isinstance(python, str):
+            raise TopologyError(f"{path}: node {n.get('name')}: python must be a string "
+                                f"(cpython, pypy or a path), not {python!r}")
+        if n.get("poll_idle") and n.get("cpu") is None:
+            raise TopologyError(f"{path}: node {n.get('name')}: poll_idle needs cpu (the core kept polling)")
         nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles),
-                            "cpu": n.get("cpu")}
+                            "cpu": n.get("cpu"), "python": python, "poll_idle": bool(n.get("poll_idle", False))}
     for nm in hosts + list(nodes):
         if not NAME_RE.match(nm):
             raise TopologyError(f"{path}: name {nm!r} must be 1-9 lowercase letters/digits, starting with a letter")

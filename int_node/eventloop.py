@@ -9,7 +9,6 @@ blocking wait at once.
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import heapq
 import itertools
@@ -19,28 +18,7 @@ import signal
 import time
 from typing import Callable, Dict, Optional
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_CLOCK_MONOTONIC = 1
-_TFD_NONBLOCK = os.O_NONBLOCK
-_TFD_CLOEXEC = os.O_CLOEXEC
-_TFD_TIMER_ABSTIME = 1
-_PR_SET_TIMERSLACK = 29
-
-
-class _Timespec(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
-
-
-class _Itimerspec(ctypes.Structure):
-    _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
-
-
-def _timerfd_create() -> int:
-    fd = _libc.timerfd_create(_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC)
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"timerfd_create: {os.strerror(err)}")
-    return fd
+from .timerfd import TimerFd
 
 
 class Timer:
@@ -88,7 +66,8 @@ class EventLoop:
         self._readers: Dict[int, Callable[[], None]] = {}
         self._heap: list = []
         self._seq = itertools.count()
-        self._tfd = _timerfd_create()
+        self._timerfd = TimerFd()
+        self._tfd = self._timerfd.fileno()
         self._armed_ns = self._NEVER
         self._lead_ns = 0
         self._ep.register(self._tfd, select.EPOLLIN)
@@ -96,7 +75,7 @@ class EventLoop:
         self._sig_r, self._sig_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._ep.register(self._sig_r, select.EPOLLIN)
         self.stop_signal: Optional[int] = None
-        _libc.prctl(_PR_SET_TIMERSLACK, 1, 0, 0, 0)
+        self._timerfd.reduce_timer_slack()
 
     # -- sockets ---------------------------------------------------------
     def add_reader(self, fd: int, callback: Callable[[], None]) -> None:
@@ -121,12 +100,7 @@ class EventLoop:
 
     def _arm(self, deadline_ns: int) -> None:
         self._armed_ns = deadline_ns
-        spec = _Itimerspec()
-        if deadline_ns < self._NEVER:
-            spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(max(deadline_ns, 1), 1_000_000_000)
-        if _libc.timerfd_settime(self._tfd, _TFD_TIMER_ABSTIME, ctypes.byref(spec), None) < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"timerfd_settime: {os.strerror(err)}")
+        self._timerfd.arm(max(deadline_ns, 1) if deadline_ns < self._NEVER else 0)
 
     def _run_timers(self) -> None:
         heap = self._heap
@@ -173,10 +147,7 @@ class EventLoop:
                     continue
                 for fd, _ in events:
                     if fd == tfd:
-                        try:
-                            os.read(tfd, 8)
-                        except BlockingIOError:
-                            pass
+                        self._timerfd.clear()
                     elif fd == sig_r:
                         try:
                             os.read(sig_r, 64)
@@ -195,7 +166,8 @@ class EventLoop:
                 signal.signal(s, h)
 
     def close(self) -> None:
-        for fd in (self._tfd, self._sig_r, self._sig_w):
+        self._timerfd.close()
+        for fd in (self._sig_r, self._sig_w):
             try:
                 os.close(fd)
             except OSError as exc:

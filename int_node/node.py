@@ -6,25 +6,33 @@ import json
 import logging
 import os
 
+from .compat import sched_setaffinity
 from .control import ControlServer
 from .eventloop import EventLoop
 from .router import Router
+from .runtime import hold_poll_idle, release_poll_idle
 
 log = logging.getLogger("intcc.node")
 
 
 def run_node(config_text: str, netns=None, control_path=None, counters_path=None,
-             cpu=None) -> int:
-    """Run until SIGTERM/SIGINT or a 'stop' request; returns an exit code."""
+             cpu=None, poll_idle: bool = False) -> int:
+    """Run until SIGTERM/SIGINT or a 'stop' request; returns an exit code.
+    ``poll_idle`` keeps the node's CPU (``cpu`` required) from halting when idle."""
+    if poll_idle and cpu is None:
+        raise ValueError("poll_idle needs the node pinned to a CPU (cpu)")
     if cpu is not None:
-        os.sched_setaffinity(0, {cpu})
+        sched_setaffinity(cpu)
     router = Router(config_text, netns=netns, loop=EventLoop())
-    control = None
+    control = qos_before = None
     try:
+        if poll_idle:
+            qos_before = hold_poll_idle(cpu)
         router.initialize()
         if control_path:
             control = ControlServer(router, control_path)
-        gc.freeze()   # configuration objects are permanent: keep them out of GC scans
+        if hasattr(gc, "freeze"):   # CPython (PyPy has no such call)
+            gc.freeze()   # configuration objects are permanent: keep them out of GC scans
         log.info("node running: %d elements%s", len(router.elements),
                  f" in namespace {netns}" if netns else "")
         router.run()
@@ -37,4 +45,6 @@ def run_node(config_text: str, netns=None, control_path=None, counters_path=None
                 json.dump(router.counters(), f, indent=1)
         router.cleanup()
         router.loop.close()
+        if qos_before is not None:
+            release_poll_idle(cpu, qos_before)
     return 0

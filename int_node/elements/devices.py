@@ -15,6 +15,7 @@ import struct
 import time
 
 from ..element import AGNOSTIC, PULL, PUSH, Arg, ConfigError, Element, parse_bool, register
+from ..compat import if_nametoindex
 from ..netns import interface_mtu, netns
 from ..packet import ETH_HDR_BYTES, ETHERTYPE_IPV6, Packet
 from ..units import parse_pos_int
@@ -47,7 +48,7 @@ def _open_packet_socket(dev: str, proto: int, ns):
     """(socket, ifindex) for ``dev`` in namespace ``ns``."""
     with netns(ns):
         try:
-            ifindex = socket.if_nametoindex(dev)
+            ifindex = if_nametoindex(dev)
             sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(proto))
             sock.bind((dev, proto))
         except OSError as exc:

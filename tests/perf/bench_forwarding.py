@@ -3,7 +3,8 @@ forwarding measured in the same run on an identical testbed beside it (h1 -- n1 
 
 The node path is FromDevice -> INTSource -> INTTransit -> Queue -> ToDevice
 (plus the routing elements): every packet gets INT inserted and stamped, and
-h2 receives it with the headers (its MTU is raised for them). Prints figures;
+h2 receives it with the headers (its MTU is raised for them). Node variants:
+CPython, PyPy, and PyPy on a core kept polling when idle. Prints figures;
 asserts nothing about speed (shared machines are noisy).
 
     python -m tests.perf.bench_forwarding        or        make bench
@@ -18,7 +19,7 @@ import statistics
 import subprocess
 import time
 
-from experiments.testbed import Testbed, teardown
+from experiments.testbed import Testbed, TestbedError, teardown
 from experiments.topo import load_topo
 
 TOPO = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies", "line.toml")
@@ -121,67 +122,92 @@ def _kernel_forwarding(tb):
     tb.run("n1", ["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"])
 
 
-def run_benchmark() -> dict:
-    """Two identical h1 -- n1 -- h2 testbeds side by side: one forwards with the
-    intcc node (own core), the other with the kernel."""
+# Node variants, each measured with kernel forwarding interleaved under the same
+# conditions: the interpreter (CPython, PyPy) and whether the node's core polls when
+# idle (PM QoS; int_node/runtime.py) instead of halting.
+VARIANTS = (("CPython", "cpython", False), ("PyPy", "pypy", False), ("PyPy, polling core", "pypy", True))
+
+
+def _variant_testbed(python: str, poll_idle: bool) -> Testbed:
+    topo = load_topo(TOPO)
+    topo.nodes["n1"].update(cpu=NODE_CPU, python=python, poll_idle=poll_idle)
+    tb = Testbed(topo, "bench").up(exporter="none")
+    # h2 receives INT-carrying packets (no sink on this path): give it the headroom.
+    tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1756"])
+    return tb
+
+
+def run_benchmark(variants=VARIANTS) -> dict:
+    """An h1 -- n1 -- h2 testbed per node variant (the node on a core of its own),
+    beside an identical one whose n1 forwards with the kernel."""
     for name in ("bench", "benchkernel"):
         teardown(name)
-    topo = load_topo(TOPO)
-    topo.nodes["n1"]["cpu"] = NODE_CPU
-    tb = Testbed(topo, "bench").up(exporter="none")
-    kt = None
+    kt = Testbed(load_topo(TOPO), "benchkernel").up(exporter="none")
+    results = {"variants": {}}
     try:
-        kt = Testbed(load_topo(TOPO), "benchkernel").up(exporter="none")
         _kernel_forwarding(kt)
-        # h2 receives INT-carrying packets (no sink on this path): give it the headroom.
-        tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1756"])
-        pid = tb.status()["nodes"]["n1"]["pid"]
-        print("forwarding rate: node", flush=True)
-        node = measure_rate(tb, "intcc node (Python, INT insert+stamp, own core)", pid)
-        node["int_stamped"] = tb.counters("n1")["tr1"]["stamped"]
         print("forwarding rate: kernel", flush=True)
-        kernel = measure_rate(kt, "kernel forwarding")
-        print("latency (interleaved rounds)", flush=True)
-        lat = measure_latency({"node": tb, "kernel": kt})
-        node.update(lat["node"])
-        kernel.update(lat["kernel"])
+        results["kernel"] = measure_rate(kt, "kernel forwarding")
+        for label, python, poll_idle in variants:
+            try:
+                tb = _variant_testbed(python, poll_idle)
+            except TestbedError as exc:
+                print(f"{label}: skipped ({exc})", flush=True)
+                continue
+            try:
+                pid = tb.status()["nodes"]["n1"]["pid"]
+                print(f"forwarding rate: node, {label}", flush=True)
+                node = measure_rate(tb, f"intcc node ({label}; INT insert+stamp, own core)", pid)
+                node["int_stamped"] = tb.counters("n1")["tr1"]["stamped"]
+                print(f"latency, {label} (rounds interleaved with the kernel path)", flush=True)
+                lat = measure_latency({"node": tb, "kernel": kt})
+            finally:
+                tb.down()
+            node.update(lat["node"])
+            node["kernel_same_rounds"] = lat["kernel"]
+            k = lat["kernel"]
+            node["comparison"] = {
+                **{f"added_latency_us_{q}_one_way_{hz}hz": (node[f"rtt_us_{q}_{hz}hz"] - k[f"rtt_us_{q}_{hz}hz"]) / 2
+                   for q in ("p50", "p99") for hz, _ in LATENCY_RATES},
+                "pps_ratio_node_vs_kernel": node["udp_rx_pps"] / results["kernel"]["udp_rx_pps"],
+                "tcp_ratio_node_vs_kernel": node["tcp_mbps"] / results["kernel"]["tcp_mbps"]}
+            results["variants"][label] = node
     finally:
-        tb.down()
-        if kt is not None:
-            kt.down()
-    added = {f"added_latency_us_{q}_one_way_{hz}hz":
-             (node[f"rtt_us_{q}_{hz}hz"] - kernel[f"rtt_us_{q}_{hz}hz"]) / 2
-             for q in ("p50", "p99") for hz, _ in LATENCY_RATES}
-    added.update({"pps_ratio_node_vs_kernel": node["udp_rx_pps"] / kernel["udp_rx_pps"],
-             "tcp_ratio_node_vs_kernel": node["tcp_mbps"] / kernel["tcp_mbps"]})
-    return {"node": node, "kernel": kernel, "comparison": added}
+        kt.down()
+    return results
 
 
 def report(r: dict) -> str:
+    variants = r["variants"]
     rows = [("UDP forwarded, pps (1500 B frames)", "udp_rx_pps", "{:,.0f}"),
             ("  = Mbit/s at 1500 B", "udp_rx_mbps_at_1500B", "{:,.0f}"),
             ("TCP goodput, Mbit/s", "tcp_mbps", "{:,.0f}"),
-            ("ping RTT p50, us (100 Hz)", "rtt_us_p50_100hz", "{:.0f}"),
-            ("ping RTT p99, us (100 Hz)", "rtt_us_p99_100hz", "{:.0f}"),
-            ("ping RTT p50, us (1 kHz)", "rtt_us_p50_1000hz", "{:.0f}"),
-            ("ping RTT p99, us (1 kHz)", "rtt_us_p99_1000hz", "{:.0f}")]
-    lines = [f"{'':38} {'intcc node':>14} {'kernel':>14}"]
+            ("node CPU % (UDP flood)", "node_cpu_pct", "{:.0f}")]
+    width = 20
+    lines = [f"{'':36}" + "".join(f"{v:>{width}}" for v in variants) + f"{'kernel':>{width}}"]
     for title, key, fmt in rows:
-        lines.append(f"{title:38} {fmt.format(r['node'][key]):>14} {fmt.format(r['kernel'][key]):>14}")
-    lines.append(f"{'node CPU %':38} {r['node'].get('node_cpu_pct', 0):>14.0f}")
-    c = r["comparison"]
+        cells = [fmt.format(v[key]) if key in v else "" for v in variants.values()]
+        kcell = fmt.format(r["kernel"][key]) if key in r["kernel"] else ""
+        lines.append(f"{title:36}" + "".join(f"{c:>{width}}" for c in cells) + f"{kcell:>{width}}")
+    lines.append(f"{'pps / kernel':36}" + "".join(
+        f"{v['comparison']['pps_ratio_node_vs_kernel']:>{width}.2f}" for v in variants.values()))
     for hz in (100, 1000):
-        lines.append(f"added one-way latency at {hz} Hz: p50 {c[f'added_latency_us_p50_one_way_{hz}hz']:.0f} us, "
-                     f"p99 {c[f'added_latency_us_p99_one_way_{hz}hz']:.0f} us")
-    lines.append(f"node/kernel: "
-                 f"pps {c['pps_ratio_node_vs_kernel']:.2f}, TCP {c['tcp_ratio_node_vs_kernel']:.2f}")
+        for q in ("p50", "p99"):
+            lines.append(f"{f'ping RTT {q}, us ({hz} Hz) node|kernel':36}" + "".join(
+                f"{v[f'rtt_us_{q}_{hz}hz']:>{width - 8}.0f} |{v['kernel_same_rounds'][f'rtt_us_{q}_{hz}hz']:>5.0f} "
+                for v in variants.values()))
+        for q in ("p50", "p99"):
+            lines.append(f"{f'added one-way {q}, us ({hz} Hz)':36}" + "".join(
+                f"{v['comparison'][f'added_latency_us_{q}_one_way_{hz}hz']:>{width}.0f}" for v in variants.values()))
     return "\n".join(lines)
 
 
 def test_forwarding_benchmark():
     r = run_benchmark()
     print("\n" + report(r))
-    assert r["node"]["int_stamped"] > 0        # the node path really stamped INT
+    assert r["variants"], "no node variant could run"
+    for v in r["variants"].values():
+        assert v["int_stamped"] > 0        # the node path really stamped INT
 
 
 if __name__ == "__main__":

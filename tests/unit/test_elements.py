@@ -106,7 +106,9 @@ def test_link_shaper_rate_and_delay_on_the_real_event_loop():
     assert len(times) == 200
     first_ms = (times[0] - start) / 1e6
     span_ms = (times[-1] - times[0]) / 1e6
-    assert 20.5 < first_ms < 25, first_ms        # 1 ms serialisation + 20 ms delay
+    # 1 ms serialisation + 20 ms delay; never early, late only by what a shared
+    # machine may add to a wake-up (25.04 ms seen once in make test)
+    assert 20.5 < first_ms < 30, first_ms
     assert 199 * 0.95 < span_ms < 199 * 1.1, span_ms
 
 

@@ -43,6 +43,8 @@ def test_shipped_topologies_load_with_paper_parameters():
     ({"hosts": [{"name": "h1"}, {"name": "h2"}], "links": [{"ends": ["h1", "h2"]}]}, "at least one node"),
     ({"nodes": [{"name": "Bad"}]}, "lowercase"),
     ({"nodes": [{"name": "n", "int": ["spy"]}]}, "unknown INT role"),
+    ({"nodes": [{"name": "n", "poll_idle": True}]}, "poll_idle needs cpu"),
+    ({"nodes": [{"name": "n", "python": 3}]}, "python must be a string"),
     ({"nodes": [{"name": "n"}], "hosts": [{"name": "h"}], "links": [{"ends": ["h", "n"], "rate": 1}]},
      "unknown key"),
 ])

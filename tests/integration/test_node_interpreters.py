@@ -1,0 +1,59 @@
+"""A node forwards and stamps INT under each interpreter (CPython, PyPy), and a
+polling core is given back when the testbed goes down, even after kill -9."""
+import os
+import signal
+import sys
+
+import pytest
+
+from experiments import testbed
+from experiments.testbed import Testbed
+from experiments.topo import load_topo
+from int_node import runtime
+from tests.integration.tbutil import TOPO_DIR, ping_rtts_ms
+
+QOS = "/sys/devices/system/cpu/cpu{}/power/pm_qos_resume_latency_us"
+
+
+def line(**node):
+    topo = load_topo(os.path.join(TOPO_DIR, "line.toml"))
+    topo.nodes["n1"].update(node)
+    return topo
+
+
+@pytest.mark.parametrize("python", ["cpython", "pypy"])
+def test_a_node_forwards_and_stamps_under(python):
+    if python == "pypy" and not os.access(runtime.PYPY_PYTHON, os.X_OK):
+        pytest.fail(f"PyPy missing at {runtime.PYPY_PYTHON}: 'make setup' installs it")
+    tb = Testbed(line(), "itinterp").up(exporter="none", node_python=python)
+    try:
+        tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1756"])   # no sink: INT reaches h2
+        st = tb.status()["nodes"]["n1"]
+        expected = sys.executable if python == "cpython" else runtime.PYPY_PYTHON
+        assert st["python"] == expected
+        with open(f"/proc/{st['pid']}/cmdline", "rb") as f:
+            assert f.read().split(b"\0")[0].decode() == expected
+        assert len(ping_rtts_ms(tb, "h1", tb.addr("h2"), count=10, interval=0.05)) == 10
+        assert tb.counters("n1")["tr1"]["stamped"] >= 10
+    finally:
+        tb.down()
+
+
+def test_an_unknown_interpreter_is_a_clear_error():
+    with pytest.raises(testbed.TestbedError, match="not an executable"):
+        Testbed(line(), "itinterp").up(exporter="none", node_python="/nonexistent/python")
+
+
+def test_a_polling_core_is_released_on_down_even_after_kill_9():
+    cpu = os.cpu_count() - 1
+    with open(QOS.format(cpu)) as f:
+        before = f.read().strip()
+    tb = Testbed(line(cpu=cpu, poll_idle=True), "itinterp").up(exporter="none")
+    try:
+        with open(QOS.format(cpu)) as f:
+            assert f.read().strip() == "n/a"
+        os.kill(tb.status()["nodes"]["n1"]["pid"], signal.SIGKILL)
+    finally:
+        tb.down()
+    with open(QOS.format(cpu)) as f:
+        assert f.read().strip() == before

@@ -1,0 +1,57 @@
+"""Which interpreter runs a node, and the PyPy fallbacks for calls its stdlib lacks."""
+import os
+import socket
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from int_node import compat, runtime
+from int_node.cli import node_group
+
+
+def test_cpython_and_paths_resolve_and_missing_ones_name_the_problem(tmp_path, monkeypatch):
+    monkeypatch.delenv(runtime.ENV_VAR, raising=False)
+    assert runtime.node_python("cpython") == sys.executable
+    assert runtime.node_python(sys.executable) == sys.executable
+    with pytest.raises(runtime.InterpreterError, match="not an executable"):
+        runtime.node_python(str(tmp_path / "nope"))
+
+
+def test_pypy_missing_says_how_to_install_and_cpython_is_the_default(monkeypatch, tmp_path):
+    monkeypatch.setattr(runtime, "PYPY_PYTHON", str(tmp_path / "bin" / "python"))
+    monkeypatch.delenv(runtime.ENV_VAR, raising=False)
+    with pytest.raises(runtime.InterpreterError, match="make setup"):
+        runtime.node_python("pypy")
+    assert runtime.node_python() == sys.executable
+    fake = tmp_path / "bin" / "python"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert runtime.node_python("pypy") == str(fake)
+    assert runtime.node_python() == sys.executable          # installed is not chosen
+    monkeypatch.setenv(runtime.ENV_VAR, "pypy")
+    assert runtime.node_python() == str(fake)               # the environment variable decides
+
+
+def test_another_interpreter_finds_this_checkout():
+    assert "PYTHONPATH" not in runtime.node_env(sys.executable) or \
+        runtime.node_env(sys.executable)["PYTHONPATH"] == os.environ.get("PYTHONPATH")
+    env = runtime.node_env("/opt/elsewhere/python")
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == runtime.PROJECT_ROOT
+    assert os.path.isdir(os.path.join(env["PYTHONPATH"].split(os.pathsep)[0], "int_node"))
+
+
+def test_libc_fallbacks_agree_with_the_stdlib(monkeypatch):
+    assert compat.if_nametoindex("lo") == socket.if_nametoindex("lo")
+    monkeypatch.delattr(socket, "if_nametoindex")         # as under PyPy
+    assert compat.if_nametoindex("lo") == 1
+    with pytest.raises(OSError, match="no interface 'intcc-none0'"):
+        compat.if_nametoindex("intcc-none0")
+
+
+def test_poll_idle_needs_a_cpu(tmp_path):
+    conf = tmp_path / "n.click"
+    conf.write_text("Idle -> Discard;\n")
+    res = CliRunner().invoke(node_group, ["run", str(conf), "--poll-idle"])
+    assert res.exit_code != 0 and "--poll-idle needs --cpu" in res.output
