@@ -130,7 +130,9 @@ class WindowFlow(FlowBase):
 
     timeout -> ``on_timeout``; the first loss of an episode -> ``on_loss``; later
     losses of data sent before the cut (the same episode, as NewReno's recovery
-    point) -> nothing; otherwise ``on_ack``. Each returns the decision's reason.
+    point) -> nothing; losses of data sent before a timeout -> ``on_ack`` (slow
+    start goes on, as in the kernel's Loss state); otherwise ``on_ack``. Each
+    returns the decision's reason.
     """
 
     def __init__(self, alg, datapath, datapath_info):
@@ -138,6 +140,7 @@ class WindowFlow(FlowBase):
         self.cwnd = float(alg.init_cwnd_pkts * self.mss)    # bytes
         self.ssthresh = float("inf")
         self.recovery_bytes_left = 0.0                       # data in flight at the last cut, not yet acked
+        self.rto_bytes_left = 0.0                            # data in flight at the last RTO, not yet acked
         self.install(self.cwnd)
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
 
@@ -158,10 +161,19 @@ class WindowFlow(FlowBase):
     def on_report(self, r):
         r = self.parse(r)
         in_recovery = self.recovery_bytes_left > 0
+        after_rto = self.rto_bytes_left > 0
         self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - r.acked)
+        self.rto_bytes_left = max(0.0, self.rto_bytes_left - r.acked)
         if r.timeout:
             self.recovery_bytes_left = 0.0
+            # The kernel marks everything in flight lost at an RTO; those losses show up in
+            # the next reports and are this timeout, not new episodes (as the kernel's
+            # TCP_CA_Loss until high_seq is acked): without this, the second cut took
+            # ssthresh from 1 MSS to 2 MSS and slow start after every RTO ended at once.
+            self.rto_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)
             event, reason = "timeout", self.on_timeout(r)
+        elif r.loss > 0 and after_rto and not in_recovery:
+            event, reason = "loss", "data sent before the timeout: no new cut; " + self.on_ack(r)
         elif r.loss > 0 and not in_recovery:
             # everything sent under the old window may still be reported lost: one cut for all of it
             self.recovery_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)

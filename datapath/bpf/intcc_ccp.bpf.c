@@ -131,7 +131,7 @@ struct ccp_priv {
 	__u64 applied_seq;
 	__u64 epoch;             /* agent epoch this flow last announced itself in */
 	__u32 prr_high_seq;      /* tp->high_seq of the recovery prr_delivered counts for */
-	__u32 pad;               /* keeps the struct a multiple of 8 bytes */
+	__u32 rto_pending;       /* entered TCP_CA_Loss (RTO) since the last report */
 };
 
 __u32 next_sid = 1;
@@ -259,7 +259,11 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->ecn_packets = tp->delivered_ce - p->prior_delivered_ce;
 	e->ecn_bytes = e->ecn_packets * mss;
 	e->lost_pkts_sample = rs->losses > 0 ? rs->losses : 0;
-	e->was_timeout = ((struct inet_connection_sock *)sk)->icsk_ca_state == TCP_CA_Loss;
+	/* Once per RTO, latched by set_state: not "in TCP_CA_Loss" on every ACK,
+	 * which hid an RTO whose Loss state the same ACK ended (retransmission
+	 * acked in one go) and told the agent of a long one again and again
+	 * (each report a new timeout: ssthresh cut from 1 MSS to 2 MSS). */
+	e->was_timeout = p->rto_pending;
 	e->rtt_sample_us = rs->rtt_us > 0 ? rs->rtt_us : tp->srtt_us >> 3;
 	in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
 	e->packets_in_flight = in_flight;
@@ -274,6 +278,7 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->ca_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
 	e->applied_seq = p->applied_seq;
 	bpf_ringbuf_submit(e, 0);
+	p->rto_pending = 0;
 	p->prior_snd_una = tp->snd_una;
 	p->prior_delivered_ce = tp->delivered_ce;
 }
@@ -435,6 +440,13 @@ __u32 BPF_PROG(ccp_undo_cwnd, struct sock *sk)
 }
 
 SEC("struct_ops")
+void BPF_PROG(ccp_set_state, struct sock *sk, __u8 new_state)
+{
+	if (new_state == TCP_CA_Loss)
+		priv(sk)->rto_pending = 1;
+}
+
+SEC("struct_ops")
 void BPF_PROG(ccp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	/* Not called: cong_control takes every ACK. Registration requires it. */
@@ -472,5 +484,6 @@ struct tcp_congestion_ops intcc_ccp = {
 	.undo_cwnd = (void *)ccp_undo_cwnd,
 	.cong_avoid = (void *)ccp_cong_avoid,
 	.cong_control = (void *)ccp_cong_control,
+	.set_state = (void *)ccp_set_state,
 	.name = "ccp",
 };

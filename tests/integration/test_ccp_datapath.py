@@ -177,3 +177,37 @@ def test_vegas_agent_controls_a_flow(tb, dp, agent_factory):
     # delay-based: it keeps a few packets queued, so it fills the 10 Mbit/s link without losses
     assert goodput_mbps(out) > 7, goodput_mbps(out)
     assert dp.stats()["daemon"]["cmds_written"] > 0
+
+
+def test_every_rto_reaches_the_agent_once(tb, dp, agent_factory, tmp_path):
+    """A blackout of the wireless hop makes the sender time out; the agent hears
+    of it (one report per RTO at most: while the path is dark no ACK carries
+    one, so back-to-back RTOs arrive as one) and restarts from 1 MSS."""
+    from experiments.runner import set_loss, tcp_counters
+    set_rate(tb, 10)
+    trace = tmp_path / "cubic.csv"
+    agent_factory("cubic", "--trace", str(trace))
+    before = tcp_counters(tb, "sta1").get("TcpExt.TCPTimeouts", 0)
+    srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-p", "5210"], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    try:
+        tb.wait_listening("sta2", 5210)
+        cli = tb.popen("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-p", "5210", "-t", "7", "-C", "ccp"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(2.0)
+        set_loss(tb, 100)
+        time.sleep(1.2)
+        set_loss(tb, 0)
+        cli.wait(timeout=30)
+    finally:
+        set_loss(tb, 0)
+        srv.kill()
+        srv.wait()
+        set_rate(tb, 100)
+    rtos = tcp_counters(tb, "sta1").get("TcpExt.TCPTimeouts", 0) - before
+    rows = list(csv.DictReader(open(trace)))
+    timeouts = [r for r in rows if r["event"] == "timeout"]
+    assert rtos >= 1, "a 1.2 s blackout must time out"
+    assert 1 <= len(timeouts) <= rtos, (len(timeouts), rtos)
+    mss = min(int(r["cwnd_bytes"]) for r in timeouts)
+    assert mss <= 1500, timeouts[0]           # cwnd 1 MSS after the timeout, as the kernel

@@ -100,6 +100,23 @@ def test_cubic_timeout_restarts_from_one_mss():
     assert flow.ssthresh == pytest.approx(70 * MSS)
 
 
+def test_losses_of_data_sent_before_a_timeout_do_not_cut_again():
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(timeout=True, inflight=1, loss=0))
+    # the kernel marked the old window lost: it is reported while slow start restarts
+    flow.on_report(report(acked=MSS, loss=20, inflight=1))
+    assert flow.ssthresh == pytest.approx(70 * MSS)       # not 0.7 x 1 MSS (floored to 2)
+    assert dp.cwnd == 2 * MSS                             # slow start goes on
+    for _ in range(6):
+        flow.on_report(report(acked=int(flow.cwnd), loss=3, inflight=int(flow.cwnd // MSS)))
+    assert flow.ssthresh == pytest.approx(70 * MSS)
+    # once the window outstanding at the timeout is acked, a loss is a new episode again
+    before = dp.cwnd
+    flow.on_report(report(acked=MSS, loss=1, inflight=10))
+    assert dp.cwnd == pytest.approx(0.7 * before, abs=MSS)
+
+
 def cubic_int(policy, rec=None, age_s=0.01, increment=1.0):
     alg = CubicInt(policy=policy, increment=increment, telemetry=FakeTelemetry(rec, age_s),
                    directory=FakeDirectory(), max_age_ms=200)
