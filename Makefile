@@ -4,7 +4,7 @@ APT_PACKAGES = iproute2 iputils-ping ethtool iperf3 tshark tcpdump mosquitto mos
 	clang llvm libclang-dev libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config pypy3 pypy3-venv
 STAMP = .setup.stamp
 PYPORTUS_VERSION = 0.6.1
-# INT nodes run under PyPy when present (int_node/runtime.py): its own virtualenv, node deps only
+# INT nodes may run under PyPy (python = "pypy"; int_node/runtime.py): its own virtualenv, node deps only
 PYPY_VENV = /opt/intcc-pypy
 
 .PHONY: setup test unit integration demo bench clean-testbeds help

@@ -68,7 +68,7 @@ class Testbed:
         self.dir = run_dir(self.name)
         self.ifaces: Dict[str, List[Iface]] = {}
         self.state: dict = {}
-        self.node_python: Optional[str] = None
+        self.node_pythons: Dict[str, str] = {}   # node -> interpreter path, resolved by up()
 
     # -- naming ------------------------------------------------------------
     def ns(self, name: str) -> str:
@@ -85,10 +85,9 @@ class Testbed:
         if self.name in list_testbeds():
             raise TestbedError(f"testbed '{self.name}' is already up (or left over): "
                                f"run 'intcc testbed down --name {self.name}' first")
-        self.node_python = node_python
         try:
-            for info in self.topo.nodes.values():
-                resolve_node_python(node_python or info.get("python"))
+            self.node_pythons = {n: resolve_node_python(node_python or info.get("python"))
+                                 for n, info in self.topo.nodes.items()}
         except InterpreterError as exc:
             raise TestbedError(str(exc)) from None
         os.makedirs(self.dir, exist_ok=True)
@@ -184,7 +183,7 @@ class Testbed:
             nodes[n] = {"node_id": info["node_id"], "int": info["int"], "netns": self.ns(n),
                         "config": conf, "control": os.path.join(self.dir, f"{n}.sock"),
                         "log": os.path.join(self.dir, f"{n}.log"), "cpu": info.get("cpu"),
-                        "python": resolve_node_python(self.node_python or info.get("python")),
+                        "python": self.node_pythons[n],
                         "poll_idle": info.get("poll_idle", False),
                         "int_log": exp.partition(":")[2] if exp.startswith("jsonl:") else None}
         self.state = {

@@ -4,7 +4,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import os
 
 from .compat import sched_setaffinity
 from .control import ControlServer

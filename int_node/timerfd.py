@@ -16,7 +16,7 @@ PR_SET_TIMERSLACK = 29
 
 try:
     from cffi import FFI
-except ImportError:       # pragma: no cover - cffi is a dependency; ctypes is the fallback
+except ImportError:       # PyPy always has cffi; CPython uses ctypes anyway
     FFI = None
 
 
@@ -82,15 +82,11 @@ class _CtypesCalls:
 ON_PYPY = platform.python_implementation() == "PyPy"
 
 
-def _calls(prefer_cffi: bool):
-    return _CffiCalls() if prefer_cffi and FFI is not None else _CtypesCalls()
-
-
 class TimerFd:
     """``arm(deadline_ns)`` (monotonic, absolute; 0 disarms), ``fileno()``, ``clear()``."""
 
     def __init__(self, prefer_cffi: bool = ON_PYPY):
-        self._c = _calls(prefer_cffi)
+        self._c = _CffiCalls() if prefer_cffi and FFI is not None else _CtypesCalls()
         self.fd = self._c.create(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:
             err = self._c.errno()

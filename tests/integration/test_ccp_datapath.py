@@ -10,6 +10,7 @@ import time
 import pytest
 
 from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_registered
+from experiments.runner import set_loss, tcp_counters
 from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed
 
 DELAY_MS = 10.0
@@ -183,7 +184,6 @@ def test_every_rto_reaches_the_agent_once(tb, dp, agent_factory, tmp_path):
     """A blackout of the wireless hop makes the sender time out; the agent hears
     of it (one report per RTO at most: while the path is dark no ACK carries
     one, so back-to-back RTOs arrive as one) and restarts from 1 MSS."""
-    from experiments.runner import set_loss, tcp_counters
     set_rate(tb, 10)
     trace = tmp_path / "cubic.csv"
     agent_factory("cubic", "--trace", str(trace))

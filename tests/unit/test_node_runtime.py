@@ -55,3 +55,27 @@ def test_poll_idle_needs_a_cpu(tmp_path):
     conf.write_text("Idle -> Discard;\n")
     res = CliRunner().invoke(node_group, ["run", str(conf), "--poll-idle"])
     assert res.exit_code != 0 and "--poll-idle needs --cpu" in res.output
+
+
+@pytest.mark.parametrize("prefer_cffi", [False, True])
+def test_timerfd_fires_at_its_deadline_through_either_binding(prefer_cffi):
+    import select
+    import time
+
+    from int_node.timerfd import FFI, TimerFd
+    if prefer_cffi and FFI is None:
+        pytest.skip("no cffi here (PyPy always has it)")
+    t = TimerFd(prefer_cffi=prefer_cffi)
+    try:
+        ep = select.epoll()
+        ep.register(t.fileno(), select.EPOLLIN)
+        start = time.monotonic_ns()
+        t.arm(start + 20_000_000)
+        assert ep.poll(1.0)
+        assert time.monotonic_ns() - start >= 20_000_000 - 1_000     # never early
+        t.clear()
+        t.arm(time.monotonic_ns() + 10_000_000)
+        t.arm(0)                                                      # disarmed: nothing fires
+        assert ep.poll(0.05) == []
+    finally:
+        t.close()
