@@ -25,15 +25,40 @@ def tb():
     t.down()
 
 
+def _delay_elements(tb):
+    """(node, element) of every Delay on the wireless hop: one per AP, one per direction."""
+    return [(n, e) for n in ("ap1", "ap2") for e in tb.counters(n)
+            if e.startswith("delay") and "held" in tb.counters(n)[e]]
+
+
 def test_idle_rtt_is_twice_the_link_delay(tb):
-    rtts = ping_rtts_ms(tb, "sta1", tb.addr("sta2"), count=30)
-    # A real 10 Mbit/s link also serialises the echo request (118 B + 152 B INT)
-    # and reply (118 B): 0.31 ms on top of 2 x 10 ms.
+    """The emulated link adds 2 x its one-way delay to the RTT, within the issue's 1 ms.
+    Measured as the difference against the same testbed with the delay set to 0 at run
+    time, rounds interleaved: what the Python nodes themselves add (wake-up from an idle
+    vCPU, 4 traversals; 0.9-2.7 ms depending on the machine, tests/perf/bench_forwarding.py)
+    is in both and cancels."""
+    delays = _delay_elements(tb)
+    assert len(delays) == 2, delays
+    with_delay, without = [], []
+    try:
+        for _ in range(3):
+            for n, e in delays:
+                tb.write(n, e, "delay", f"{DELAY_MS}ms")
+            with_delay += ping_rtts_ms(tb, "sta1", tb.addr("sta2"), count=10)
+            for n, e in delays:
+                tb.write(n, e, "delay", "0")
+            without += ping_rtts_ms(tb, "sta1", tb.addr("sta2"), count=10)
+    finally:
+        for n, e in delays:
+            tb.write(n, e, "delay", f"{DELAY_MS}ms")
+    added_ms = statistics.median(with_delay) - statistics.median(without)
+    print(f"RTT median {statistics.median(with_delay):.2f} ms with, {statistics.median(without):.2f} ms without the delay")
+    assert abs(added_ms - 2 * DELAY_MS) <= 1.0, (with_delay, without)
+    # A real 10 Mbit/s link also serialises the echo request (118 B + 152 B INT) and the
+    # reply (118 B): 0.31 ms on top of 2 x 10 ms. The nodes' own cost is a regression
+    # guard here, loose because CI machines differ.
     expected_ms = 2 * DELAY_MS + (118 + 152 + 118) * 8 / (RATE_MBPS * 1e3)
-    # The issue asks for 1 ms; the two Python nodes add ~0.9-1.3 ms at 20 Hz
-    # (4 traversals, cold caches after idle; see tests/perf/bench_forwarding.py).
-    # Guard against regressions at 2 ms until the node gets faster.
-    assert abs(statistics.median(rtts) - expected_ms) <= 2.0, rtts
+    assert statistics.median(with_delay) - expected_ms <= 5.0, with_delay
 
 
 def test_tcp_goodput_matches_the_link_rate_less_header_overhead(tb):
