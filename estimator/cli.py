@@ -24,7 +24,9 @@ def estimator_group():
               help="feature rows kept per run (evenly spaced ACKs)")
 @click.option("--without-vegas", is_flag=True,
               help="leave out runs needing the CCP datapath (busy or absent); a later resume adds them")
-def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas):
+@click.option("--jobs", type=click.IntRange(min=1, max=8), default=1, show_default=True,
+              help="testbeds run at once (est0, est1, ...)")
+def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
     from .collect import collect
     from .features import TraceError
@@ -39,7 +41,7 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas):
 
         try:
             res = collect(out_dir, runs, seconds, seed, samples, progress=progress, echo=click.echo,
-                          without_vegas=without_vegas)
+                          without_vegas=without_vegas, jobs=jobs)
         except (TraceError, OSError) as e:
             raise click.ClickException(str(e))
         except KeyboardInterrupt:
@@ -56,16 +58,19 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas):
 @click.option("--grid", type=click.Choice(["paper", "small"]), default="small", show_default=True,
               help="paper: trees 10-600 x depth 1-30; small: a quick subset")
 @click.option("--seed", type=int, default=0, show_default=True)
-def train_cmd(data_dir, model_path, grid, seed):
+@click.option("--features", "feature_set", type=click.Choice(["table1", "table1+int"]), default="table1",
+              show_default=True, help="table1: paper 002's sender-side features; table1+int: plus the "
+                                      "bottleneck's INT telemetry (queue, arrivals, drops)")
+def train_cmd(data_dir, model_path, grid, seed, feature_set):
     """Train on the training half of a dataset (split by experiment, seeded)."""
     from .evaluate import load_dataset, split, train
     from .features import TraceError
     from .model import ModelError, PAPER_GRID
     grids = {"paper": PAPER_GRID, "small": {"n_estimators": [50, 200], "max_depth": [5, 15, 30]}}
     try:
-        runs = load_dataset(data_dir)
+        runs = load_dataset(data_dir, feature_set)
         tr, te = split(runs, seed=seed)
-        model = train(tr, grids[grid], seed=seed)
+        model = train(tr, grids[grid], seed=seed, feature_set=feature_set)
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))
     model.save(model_path)
@@ -80,12 +85,12 @@ def train_cmd(data_dir, model_path, grid, seed):
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="also write the tables as JSON")
 def eval_cmd(data_dir, model_path, seed, json_path):
     """Tables III and IV on the held-out half."""
-    from .evaluate import evaluate, format_tables, load_dataset, split
+    from .evaluate import evaluate, feature_set_of, format_tables, load_dataset, split
     from .features import TraceError
     from .model import CCAEstimator, ModelError
     try:
         model = CCAEstimator.load(model_path)
-        _, te = split(load_dataset(data_dir), seed=seed)
+        _, te = split(load_dataset(data_dir, feature_set_of(model.feature_names)), seed=seed)
         res = evaluate(model, te)
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))

@@ -5,8 +5,13 @@ Each run draws the bottleneck (1-10 Mbit/s, one-way delay 1-100 ms, buffer
 with one of the four CCAs each (pairs cycle so every one of the 16 is equally
 represented), captures flow 1 at s1's interface, and stores the Table I
 features of ``samples`` evenly spaced ACKs (after a warm-up) with the run's
-parameters in ``DIR/runs/<run>.npz``. Runs already on disk are skipped: a
-collection can be stopped and resumed.
+parameters in ``DIR/runs/<run>.npz``, beside the raw sender trace and the INT
+series of flow 1 at the bottleneck (so features can be recomputed without
+re-running). Runs already on disk are skipped: a collection can be stopped and
+resumed. ``jobs`` > 1 runs that many testbeds at once (est0, est1, ...): the
+dumbbell's links are at most 10 Mbit/s, far below what a node forwards, so
+parallel runs do not compete for the CPU enough to change them (checked in
+docs/estimator.md).
 """
 from __future__ import annotations
 
@@ -21,12 +26,14 @@ import time
 import numpy as np
 
 from .capture import Capture, sender_trace
-from .features import FEATURES, TraceError, features
+from .features import FEATURES, SenderTrace, TraceError, features
+from .int_features import INT_SERIES_COLUMNS, int_series_from_jsonl
 
 CCAS = ("bbr", "cubic", "reno", "vegas")
 KERNEL = {"bbr", "cubic", "reno"}          # vegas runs on the CCP datapath
 RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
-DATA_FORMAT = 1
+DATA_FORMAT = 2
+RAW_TRACE = ("ack_t", "rtt_s", "acked_bytes", "send_t", "retrans")
 
 
 def run_plan(index: int, seed: int) -> dict:
@@ -38,11 +45,21 @@ def run_plan(index: int, seed: int) -> dict:
             "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
 
 
-def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict):
-    meta = {**plan, **extra, "features": list(FEATURES), "format": DATA_FORMAT}
+def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict, raw: dict | None = None):
+    """``raw``: the SenderTrace arrays (RAW_TRACE), ``sample_idx`` (the ACKs X was taken
+    at) and ``int_series`` (INT_SERIES_COLUMNS), all optional."""
+    meta = {**plan, **extra, "features": list(FEATURES), "format": DATA_FORMAT,
+            "int_series_columns": list(INT_SERIES_COLUMNS)}
     tmp = path + ".tmp.npz"
-    np.savez_compressed(tmp, X=X.astype(np.float32), t=t, meta=json.dumps(meta))
+    np.savez_compressed(tmp, X=X.astype(np.float32), t=t, meta=json.dumps(meta),
+                        **{f"raw_{k}": v for k, v in (raw or {}).items()})
     os.replace(tmp, path)
+
+
+def load_raw(path: str) -> dict:
+    """The raw arrays of a collected run (keys without the ``raw_`` prefix); {} if none."""
+    with np.load(path, allow_pickle=False) as z:
+        return {k[4:]: z[k] for k in z.files if k.startswith("raw_")}
 
 
 def load_run(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -69,13 +86,13 @@ def _flow(tb, client, server, cca, seconds, port):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str):
-    """Run one experiment; returns (X, t, extra) for flow 1."""
+def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est"):
+    """Run one experiment; returns (X, t, extra, raw) for flow 1."""
     from experiments.testbed import Testbed, teardown
     from experiments.topo import load_topo
     topo = os.path.join(os.path.dirname(__file__), "..", "experiments", "topologies", "dumbbell.toml")
-    teardown("est")
-    tb = Testbed(load_topo(topo, plan["params"]), "est").up()
+    teardown(tb_name)
+    tb = Testbed(load_topo(topo, plan["params"]), tb_name).up()
     pcap = os.path.join(workdir, f"{plan['run']}.pcap")
     try:
         with Capture(tb.ns("s1"), "intcc-sw1", pcap):
@@ -92,6 +109,7 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
             if "error" in o:
                 raise RuntimeError(f"flow {i} ({plan[f'cca{i}']}): {o['error']}")
         tr = sender_trace(pcap, sender=tb.addr("s1"))
+        int_series = int_series_from_jsonl(tb.state["nodes"]["sw2"]["int_log"], tb.addr("s1"), dport=5201)
     finally:
         tb.down()
         if os.path.exists(pcap):
@@ -100,18 +118,52 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     start = int(len(F) * warmup_frac)
     idx = np.unique(np.linspace(start, len(F) - 1, samples).astype(int))
     goodputs = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in outs]
+    raw = {"ack_t": tr.ack_t, "rtt_s": tr.rtt_s.astype(np.float32), "acked_bytes": tr.acked_bytes.astype(np.int32),
+           "send_t": tr.send_t, "retrans": tr.retrans.astype(bool), "sample_idx": idx, "int_series": int_series}
     return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), "goodput_mbps": goodputs,
-                                                   "seconds": seconds}
+                                                   "seconds": seconds}, raw
+
+
+def raw_trace(raw: dict) -> SenderTrace:
+    return SenderTrace(*(np.asarray(raw[k]) for k in RAW_TRACE))
 
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _run_slice(plans, seconds, samples, warmup_frac, workdir, out_dir, tb_name, report):
+    """Run ``plans`` one after the other on testbed ``tb_name``; report(event) each."""
+    for p in plans:
+        t0 = time.monotonic()
+        try:
+            X, t, extra, raw = one_run(p, seconds, samples, warmup_frac, workdir, tb_name)
+        except (TraceError, RuntimeError, OSError) as e:
+            report({"plan": p, "error": str(e)})
+            continue
+        save_run(os.path.join(out_dir, "runs", p["run"] + ".npz"), p, X, t, extra, raw)
+        report({"plan": p, "extra": extra, "dt": time.monotonic() - t0})
+
+
+def _worker(slot, plans, args, queue):
+    # No Python handlers here: pyroute2 forks helpers that would inherit them and
+    # unwind into this code. Ctrl-C is the parent's; its SIGTERM ends a worker at
+    # once, and the parent then takes the worker's testbed down.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _run_slice(plans, *args, f"est{slot}", queue.put)
+    finally:
+        queue.put({"worker_done": slot})
+
+
 def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, samples: int = 100,
-            warmup_frac: float = 0.1, progress=None, echo=print, without_vegas: bool = False) -> dict:
-    """Collect runs 0..runs-1 into out_dir (skipping those on disk). ``without_vegas``
-    leaves out the runs that need the CCP datapath (a later resume fills them in)."""
+            warmup_frac: float = 0.1, progress=None, echo=print, without_vegas: bool = False,
+            jobs: int = 1) -> dict:
+    """Collect runs 0..runs-1 into out_dir (skipping those on disk), ``jobs`` testbeds
+    at a time. ``without_vegas`` leaves out the runs that need the CCP datapath (a
+    later resume fills them in)."""
+    import multiprocessing as mp
     from ccp_algs.datapath import AgentProcess, DatapathProcess
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
     with open(os.path.join(out_dir, "collection.json"), "w") as f:
@@ -124,28 +176,57 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
         todo = [p for p in todo if "vegas" not in (p["cca1"], p["cca2"])]
     workdir = tempfile.mkdtemp(prefix="intcc-collect-")
     dp = agent = None
+    procs = []
+
+    def report(ev):
+        nonlocal done
+        p = ev["plan"]
+        if "error" in ev:
+            failed.append({"run": p["run"], "error": ev["error"]})
+            echo(f"{p['run']} {p['cca1']} vs {p['cca2']}: FAILED {ev['error']}")
+            return
+        done += 1
+        if progress:
+            progress(p, ev["extra"], ev["dt"])
+
     # SIGTERM ends a collection like Ctrl-C: through the finally blocks that stop
-    # the testbed, the datapath and the agent (a run cut short is not kept).
+    # the testbeds, the datapath and the agent (a run cut short is not kept).
     old_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if any("vegas" in (p["cca1"], p["cca2"]) for p in todo):
+            # one datapath and one Vegas agent serve the CCP flows of every testbed
             dp = DatapathProcess(state_dir=os.path.join(workdir, "dp")).start()
             agent = AgentProcess("vegas", log_path=os.path.join(workdir, "vegas.log")).start()
             dp.wait_agent(True)
-        for p in todo:
-            t0 = time.monotonic()
-            try:
-                X, t, extra = one_run(p, seconds, samples, warmup_frac, workdir)
-            except (TraceError, RuntimeError, OSError) as e:
-                failed.append({"run": p["run"], "error": str(e)})
-                echo(f"{p['run']} {p['cca1']} vs {p['cca2']}: FAILED {e}")
-                continue
-            save_run(os.path.join(out_dir, "runs", p["run"] + ".npz"), p, X, t, extra)
-            done += 1
-            if progress:
-                progress(p, extra, time.monotonic() - t0)
+        args = (seconds, samples, warmup_frac, workdir, out_dir)
+        jobs = max(1, min(jobs, len(todo)))
+        if jobs == 1:
+            _run_slice(todo, *args, "est", report)
+        else:
+            ctx = mp.get_context("fork")
+            queue = ctx.Queue()
+            procs = [ctx.Process(target=_worker, args=(k, todo[k::jobs], args, queue), daemon=False)
+                     for k in range(jobs)]
+            for pr in procs:
+                pr.start()
+            running = jobs
+            while running:
+                ev = queue.get()
+                if "worker_done" in ev:
+                    running -= 1
+                else:
+                    report(ev)
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        for pr in procs:
+            if pr.is_alive():
+                pr.terminate()     # SIGTERM: the worker's finally blocks take its testbed down
+        for pr in procs:
+            pr.join(60)
+        if procs:
+            from experiments.testbed import teardown
+            for k in range(len(procs)):
+                teardown(f"est{k}")
         if agent:
             agent.stop()
         if dp:

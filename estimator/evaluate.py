@@ -7,19 +7,45 @@ import os
 
 import numpy as np
 
-from .collect import CCAS, load_run
-from .features import TraceError
+from .collect import CCAS, load_raw, load_run
+from .features import FEATURES, TraceError
+from .int_features import INT_FEATURES, int_features
 from .model import CCAEstimator
 from .vote import vote_series
 
 VOTE_WINDOWS = (1, 10, 20, 30, 40, 50)
+#: Model 1: paper 002's Table I only. Model 2: plus what INT says about the bottleneck.
+FEATURE_SETS = {"table1": FEATURES, "table1+int": FEATURES + INT_FEATURES}
 
 
-def load_dataset(data_dir: str):
+def load_dataset(data_dir: str, feature_set: str = "table1"):
+    """[(X, t, meta)] of every collected run, X with the columns of ``feature_set``."""
+    if feature_set not in FEATURE_SETS:
+        raise TraceError(f"unknown feature set {feature_set!r} (known: {', '.join(FEATURE_SETS)})")
     paths = sorted(glob.glob(os.path.join(data_dir, "runs", "*.npz")))
     if not paths:
         raise TraceError(f"{data_dir}: no collected runs (runs/*.npz); run 'intcc estimator collect' first")
-    return [load_run(p) for p in paths]
+    runs = [load_run(p) for p in paths]
+    if feature_set == "table1+int":
+        runs = [(np.hstack([X, run_int_features(p)]), t, meta) for p, (X, t, meta) in zip(paths, runs)]
+    return runs
+
+
+def feature_set_of(feature_names) -> str:
+    for name, cols in FEATURE_SETS.items():
+        if tuple(feature_names) == tuple(cols):
+            return name
+    raise TraceError(f"a model with features {', '.join(feature_names)} matches no feature set of this intcc")
+
+
+def run_int_features(path: str) -> np.ndarray:
+    """INT features of a collected run at the ACKs its Table I rows were taken at."""
+    raw = load_raw(path)
+    if "int_series" not in raw or "sample_idx" not in raw:
+        raise TraceError(f"{path}: no INT series stored (collected before data format 2)")
+    idx = raw["sample_idx"]
+    base_rtt = np.minimum.accumulate(raw["rtt_s"].astype(float))[idx]     # known to the sender by then
+    return int_features(raw["int_series"], raw["ack_t"][idx], base_rtt)
 
 
 def split(runs, test_fraction: float = 0.5, seed: int = 0):
@@ -46,9 +72,10 @@ def stack(runs):
     return X, y, local, groups
 
 
-def train(runs, grid=None, folds=3, seed=0) -> CCAEstimator:
+def train(runs, grid=None, folds=3, seed=0, feature_set: str = "table1") -> CCAEstimator:
     X, y, local, groups = stack(runs)
-    return CCAEstimator(grid=grid, folds=folds, seed=seed).fit(X, y, local, groups)
+    return CCAEstimator(grid=grid, folds=folds, seed=seed,
+                        feature_names=FEATURE_SETS[feature_set]).fit(X, y, local, groups)
 
 
 def evaluate(model: CCAEstimator, test_runs) -> dict:

@@ -1,0 +1,127 @@
+"""Features beyond paper 002's Table I: what INT tells flow 1 about the bottleneck.
+
+The sink strips the telemetry of every packet of flow 1 and publishes it (MQTT,
+or the testbed's JSON-lines log). From the hop whose queue is fullest on average
+(the bottleneck; sw1's egress on the dumbbell) a ``int_series`` array is kept per
+packet: time, queue depth, queue capacity, arrival rate at that queue, flow
+count and cumulative queue drops. Only flow 1's own packets are used: nothing
+the competitor's packets carry.
+
+Why these help: the competitor's CCA shapes the shared queue and its share of the
+arrivals. Vegas keeps the queue nearly empty, BBR drains it every 10 s (ProbeRTT)
+and pulses its rate every 8 RTTs, Reno and CUBIC fill it to overflow with
+sawtooths of different shapes, and the flow's share of the queue's arrivals
+tells who is winning.
+
+At time t, over a short window (8 base RTTs, at least 0.2 s) and a long one
+(10 s, one BBR ProbeRTT period), with occupancy = queue depth / capacity:
+
+  occ_now                       occupancy carried by the last packet before t
+  occ_{mean,std,min,max}_{s,l}  occupancy statistics in the window
+  share_{s,l}                   flow 1's packets / all arrivals at the queue in the window
+  drops_{s,l}                   queue drops / all arrivals in the window (congestive loss rate)
+  qdelay_now, qdelay_mean_l     queueing delay in base RTTs: depth / (arrival rate x 1500 B);
+                                occupancy alone says little when buffers range over 1-100 BDP
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .features import TraceError, _SparseTable
+
+INT_SERIES_COLUMNS = ("t_s", "qdepth_bytes", "capacity_bytes", "arrival_pps", "flow_count", "queue_drops")
+_WINDOWS = ("s", "l")
+INT_FEATURES = ("occ_now",) + tuple(f"{name}_{w}" for w in _WINDOWS for name in
+                                    ("occ_mean", "occ_std", "occ_min", "occ_max", "share", "drops")) \
+    + ("qdelay_now", "qdelay_mean_l")
+MTU_BYTES = 1500
+LONG_WINDOW_S = 10.0
+SHORT_WINDOW_RTTS = 8.0
+SHORT_WINDOW_MIN_S = 0.2
+
+
+def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.ndarray:
+    """The per-packet series (columns INT_SERIES_COLUMNS) of the flow(s) from ``src``
+    (and to ``dport`` if given) in an INTSink JSON-lines log, at the bottleneck hop.
+    Lines that are not telemetry records are skipped; a log without any record of
+    that flow is a TraceError."""
+    per_hop: dict = {}
+    try:
+        f = open(path)
+    except OSError as e:
+        raise TraceError(f"{path}: {e.strerror}") from None
+    with f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                flow = rec["flow"]
+                if flow["src"] != src or (dport is not None and flow["dport"] != dport):
+                    continue
+                for i, hop in enumerate(rec["trace"]["hops"]):
+                    st = hop.get("state") or {}
+                    if hop.get("ts_sec") is None or hop.get("queue_depth_bytes") is None:
+                        continue
+                    per_hop.setdefault(i, []).append(
+                        (hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9, hop["queue_depth_bytes"],
+                         st.get("queue_capacity_bytes", 0), st.get("arrival_rate_pps", 0),
+                         st.get("flow_count", 0), st.get("queue_drops", 0)))
+            except (ValueError, KeyError, TypeError):
+                continue     # a torn last line of a log still being written
+    if not per_hop:
+        raise TraceError(f"{path}: no telemetry of flow from {src}")
+    series = {i: np.asarray(rows, dtype=float) for i, rows in per_hop.items()}
+    return max(series.values(), key=_mean_occupancy)
+
+
+def _mean_occupancy(s: np.ndarray) -> float:
+    return float(np.mean(s[:, 1] / np.maximum(s[:, 2], 1.0)))
+
+
+def int_features(series: np.ndarray, at_t: np.ndarray, base_rtt_s) -> np.ndarray:
+    """(len(at_t), len(INT_FEATURES)) features at times ``at_t`` (same clock as the
+    series' t_s) from the packets before each time; ``base_rtt_s`` is the flow's
+    smallest RTT so far, one value or one per time. Times before the first packet
+    get zeros."""
+    s = np.asarray(series, dtype=float)
+    at_t = np.asarray(at_t, dtype=float)
+    if s.ndim != 2 or s.shape[1] != len(INT_SERIES_COLUMNS) or len(s) < 2:
+        raise TraceError(f"an INT series needs >= 2 rows of {len(INT_SERIES_COLUMNS)} columns, got {s.shape}")
+    order = np.argsort(s[:, 0], kind="stable")
+    s = s[order]
+    t = s[:, 0]
+    occ = np.clip(s[:, 1] / np.maximum(s[:, 2], 1.0), 0.0, 1.0)
+    drops = np.concatenate(([0.0], np.cumsum(np.mod(np.diff(s[:, 5]), 2 ** 32))))   # wraps at 2^32
+    arrival = s[:, 3]
+    base_rtt_s = np.maximum(np.broadcast_to(np.asarray(base_rtt_s, dtype=float), at_t.shape), 1e-4)
+    qdelay_s = s[:, 1] / (np.maximum(arrival, 1.0) * MTU_BYTES)
+    cq = np.concatenate(([0.0], np.cumsum(qdelay_s)))
+    hi = np.searchsorted(t, at_t, side="right") - 1              # last packet at or before each time
+    valid = hi >= 0
+    hi = np.maximum(hi, 0)
+    out = np.zeros((len(at_t), len(INT_FEATURES)))
+    out[:, 0] = occ[hi]
+    c1 = np.concatenate(([0.0], np.cumsum(occ)))
+    c2 = np.concatenate(([0.0], np.cumsum(occ * occ)))
+    ca = np.concatenate(([0.0], np.cumsum(arrival)))
+    mx, mn = _SparseTable(occ, np.maximum), _SparseTable(occ, np.minimum)
+    windows = (np.maximum(SHORT_WINDOW_RTTS * base_rtt_s, SHORT_WINDOW_MIN_S), LONG_WINDOW_S)
+    col = 1
+    for w_s in windows:
+        lo = np.minimum(np.searchsorted(t, at_t - w_s, side="right"), hi)
+        cnt = hi - lo + 1
+        mean = (c1[hi + 1] - c1[lo]) / cnt
+        var = np.maximum((c2[hi + 1] - c2[lo]) / cnt - mean ** 2, 0.0)
+        span_s = np.maximum(t[hi] - t[lo], 1e-3)
+        # all arrivals at the queue in the window: mean arrival rate x span
+        arrivals = (ca[hi + 1] - ca[lo]) / cnt * span_s
+        out[:, col:col + 6] = np.column_stack((
+            mean, np.sqrt(var), mn.query(lo, hi), mx.query(lo, hi),
+            np.clip(cnt / np.maximum(arrivals, 1.0), 0.0, 2.0),
+            (drops[hi] - drops[lo]) / np.maximum(arrivals, 1.0)))
+        col += 6
+    out[:, col] = qdelay_s[hi] / base_rtt_s
+    out[:, col + 1] = (cq[hi + 1] - cq[lo]) / cnt / base_rtt_s    # lo, cnt: the long window's
+    out[~valid] = 0.0
+    return out

@@ -1,0 +1,124 @@
+"""INT features of the second estimator model: per-packet series from the sink's log,
+window statistics checked against a plain loop, and datasets with and without them."""
+import json
+
+import numpy as np
+import pytest
+
+from estimator.collect import load_raw, run_plan, save_run
+from estimator.evaluate import feature_set_of, load_dataset, run_int_features
+from estimator.features import FEATURES, TraceError
+from estimator.int_features import (INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES,
+                                    int_features, int_series_from_jsonl)
+
+
+def series(n=2000, seed=0, duration_s=20.0):
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.uniform(100.0, 100.0 + duration_s, n))
+    cap = 150_000.0
+    depth = rng.uniform(0, cap, n)
+    arrival = rng.uniform(50, 900, n)
+    drops = np.cumsum(rng.integers(0, 3, n)) + (2 ** 32 - 500)      # wraps past 2^32
+    return np.column_stack((t, depth, np.full(n, cap), arrival, np.full(n, 2), np.mod(drops, 2 ** 32)))
+
+
+def plain(s, at, base_rtt):
+    """One time at a time, straight from the definitions in int_features.py."""
+    t, occ = s[:, 0], np.clip(s[:, 1] / s[:, 2], 0, 1)
+    unwrapped = np.concatenate(([0.0], np.cumsum(np.mod(np.diff(s[:, 5]), 2 ** 32))))
+    hi = np.searchsorted(t, at, side="right") - 1
+    row = [occ[hi]]
+    for w in (max(8 * base_rtt, 0.2), LONG_WINDOW_S):
+        sel = np.arange(len(t))[(t > at - w) & (t <= at)]
+        lo = sel[0]
+        arrivals = s[sel, 3].mean() * max(t[hi] - t[lo], 1e-3)
+        row += [occ[sel].mean(), occ[sel].std(), occ[sel].min(), occ[sel].max(),
+                min(len(sel) / max(arrivals, 1), 2.0), (unwrapped[hi] - unwrapped[lo]) / max(arrivals, 1)]
+    qd = s[:, 1] / (np.maximum(s[:, 3], 1) * MTU_BYTES)
+    row += [qd[hi] / base_rtt, qd[sel].mean() / base_rtt]
+    return np.array(row)
+
+
+def test_window_statistics_match_a_plain_loop():
+    s = series()
+    at = np.linspace(100.5, 119.9, 40)
+    F = int_features(s, at, 0.05)
+    assert F.shape == (40, len(INT_FEATURES))
+    for i, a in enumerate(at):
+        np.testing.assert_allclose(F[i], plain(s, a, 0.05), rtol=1e-6, atol=1e-9)
+
+
+def test_an_empty_queue_and_a_full_one_differ_and_early_times_are_zero():
+    s = series()
+    empty, full = s.copy(), s.copy()
+    empty[:, 1], full[:, 1] = 0, full[:, 2]
+    at = np.array([99.0, 110.0])            # before the first packet, then mid-run
+    fe, ff = int_features(empty, at, 0.05), int_features(full, at, 0.05)
+    assert not fe[0].any() and not ff[0].any()
+    names = list(INT_FEATURES)
+    assert fe[1, names.index("occ_mean_l")] == 0 and ff[1, names.index("occ_mean_l")] == 1
+    assert ff[1, names.index("qdelay_now")] > 0 == fe[1, names.index("qdelay_now")]
+
+
+def test_unsorted_rows_and_bad_shapes():
+    s = series(n=300)
+    at = np.array([105.0, 110.0])
+    shuffled = s[np.random.default_rng(1).permutation(len(s))]
+    np.testing.assert_allclose(int_features(shuffled, at, 0.02), int_features(s, at, 0.02))
+    with pytest.raises(TraceError, match="INT series"):
+        int_features(s[:, :4], at, 0.02)
+    with pytest.raises(TraceError, match="INT series"):
+        int_features(s[:1], at, 0.02)
+
+
+def record(src, dport, hops):
+    return {"sink_ns": 1, "flow": {"src": src, "dst": "fd00::9", "proto": 6, "sport": 4000, "dport": dport},
+            "trace": {"namespace_id": 1, "overflow": False, "trace_type": 0, "hops": hops}}
+
+
+def hop(ts, depth, cap, drops=0):
+    return {"ts_sec": int(ts), "ts_frac": int((ts % 1) * 1e9), "queue_depth_bytes": depth,
+            "state": {"queue_capacity_bytes": cap, "arrival_rate_pps": 800, "flow_count": 2,
+                      "queue_drops": drops}}
+
+
+def test_series_from_the_sink_log_keeps_one_flow_at_the_fullest_queue(tmp_path):
+    log = tmp_path / "sw2.int.jsonl"
+    with open(log, "w") as f:
+        for i in range(10):
+            ts = 1000 + i * 0.01
+            # hop 0 is the bottleneck (half full), hop 1 an idle access link
+            f.write(json.dumps(record("fd00::1", 5201, [hop(ts, 50_000, 100_000, i), hop(ts, 0, 100_000)])) + "\n")
+            f.write(json.dumps(record("fd00::2", 5202, [hop(ts, 99_000, 100_000), hop(ts, 0, 100_000)])) + "\n")
+        f.write('{"sink_ns": 5, "flow": {"src": "fd00::1"')           # torn last line
+    s = int_series_from_jsonl(str(log), "fd00::1", dport=5201)
+    assert s.shape == (10, len(INT_SERIES_COLUMNS))
+    assert (s[:, 1] == 50_000).all() and list(s[:, 5]) == list(range(10))
+    assert s[3, 0] == pytest.approx(1000.03, abs=1e-6)
+    with pytest.raises(TraceError, match="no telemetry of flow from fd00::7"):
+        int_series_from_jsonl(str(log), "fd00::7")
+    with pytest.raises(TraceError, match="No such file"):
+        int_series_from_jsonl(str(tmp_path / "missing.jsonl"), "fd00::1")
+
+
+def test_datasets_with_int_features_and_runs_without_them(tmp_path):
+    (tmp_path / "runs").mkdir()
+    plan = run_plan(5, seed=2)
+    s = series(n=500)
+    ack_t = np.linspace(100.0, 119.0, 400)
+    raw = {"ack_t": ack_t, "rtt_s": np.full(400, 0.04, np.float32), "acked_bytes": np.full(400, 1428, np.int32),
+           "send_t": ack_t - 0.04, "retrans": np.zeros(400, bool), "sample_idx": np.arange(40, 400, 12),
+           "int_series": s}
+    X = np.zeros((len(raw["sample_idx"]), len(FEATURES)))
+    path = str(tmp_path / "runs" / f"{plan['run']}.npz")
+    save_run(path, plan, X, np.zeros(len(X)), {}, raw)
+    assert set(load_raw(path)) == set(raw)
+    (X2, _, meta), = load_dataset(str(tmp_path), "table1+int")
+    assert X2.shape == (len(X), len(FEATURES) + len(INT_FEATURES))
+    np.testing.assert_allclose(X2[:, len(FEATURES):], run_int_features(path))
+    assert feature_set_of(FEATURES + INT_FEATURES) == "table1+int" and feature_set_of(FEATURES) == "table1"
+    save_run(path, plan, X, np.zeros(len(X)), {})                  # no raw arrays
+    with pytest.raises(TraceError, match="no INT series stored"):
+        load_dataset(str(tmp_path), "table1+int")
+    with pytest.raises(TraceError, match="unknown feature set 'int'"):
+        load_dataset(str(tmp_path), "int")
