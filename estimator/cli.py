@@ -111,9 +111,13 @@ def eval_cmd(data_dir, model_path, seed, json_path):
 @click.option("--interval-s", type=click.FloatRange(min=0.05), default=0.5, show_default=True,
               help="one estimate per interval (training rows are ~0.5 s apart)")
 @click.option("--broker", "broker_url", help="publish verdicts on intcc/v1/estimate/<flow-id> there")
+@click.option("--telemetry", "telemetry_url",
+              help="read the sink's flow telemetry there (needed by a model trained with INT features; "
+                   "default: --broker)")
 @click.option("--seconds", type=click.FloatRange(min=0), help="stop after this long")
 @click.option("--json", "as_json", is_flag=True, help="print each verdict as JSON")
-def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s, broker_url, seconds, as_json):
+def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s, broker_url, telemetry_url,
+            seconds, as_json):
     """Estimate online for a live flow (root): capture, features, forest, vote, publish."""
     import tempfile
     import time as _time
@@ -123,8 +127,18 @@ def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s,
     from .online import OnlineEstimator, Publisher
     try:
         est = OnlineEstimator(CCAEstimator.load(model_path), local_cca, window, sender)
-    except ModelError as e:
+    except (ModelError, TraceError) as e:
         raise click.ClickException(str(e))
+    view = None
+    if est.uses_int:
+        from broker.schema import FlowRecord
+        from broker.subscriber import TelemetryView
+        url = telemetry_url or broker_url
+        if not url:
+            raise click.ClickException(f"{model_path} uses INT features: give --telemetry (or --broker) "
+                                       f"where the sink publishes")
+        view = TelemetryView(url).start()
+        view.on_record(lambda rec, topic: est.add_telemetry(rec) if isinstance(rec, FlowRecord) else None)
     pcap = tempfile.mktemp(prefix="intcc-est-", suffix=".pcap")
     pub = Publisher(broker_url) if broker_url else None
     try:
@@ -152,5 +166,7 @@ def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s,
     finally:
         if pub:
             pub.close()
+        if view:
+            view.stop()
         if os.path.exists(pcap):
             os.remove(pcap)

@@ -32,6 +32,9 @@ import numpy as np
 from .features import TraceError, _SparseTable
 
 INT_SERIES_COLUMNS = ("t_s", "qdepth_bytes", "capacity_bytes", "arrival_pps", "flow_count", "queue_drops")
+#: An optional 7th column: packets of flow 1 each row stands for (1 per packet in the
+#: sink's log; a published FlowRecord stands for its ``interval_packets``).
+PACKETS_COLUMN = "packets"
 _WINDOWS = ("s", "l")
 INT_FEATURES = ("occ_now",) + tuple(f"{name}_{w}" for w in _WINDOWS for name in
                                     ("occ_mean", "occ_std", "occ_min", "occ_max", "share", "drops")) \
@@ -75,6 +78,32 @@ def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.n
     return max(series.values(), key=_mean_occupancy)
 
 
+class IntSeries:
+    """The series built online from the sink's published FlowRecords of one flow
+    (one row per record and hop; the bottleneck hop chosen when asked)."""
+
+    def __init__(self, flow_id: str | None = None):
+        self.flow_id = flow_id
+        self._hops: dict = {}
+        self.records = 0
+
+    def add(self, rec) -> bool:
+        """A broker.schema.FlowRecord; False if it is another flow's."""
+        if self.flow_id is not None and rec.flow_id != self.flow_id:
+            return False
+        self.records += 1
+        for i, h in enumerate(rec.path):
+            self._hops.setdefault(i, []).append(
+                (h.ts_ns * 1e-9, h.queue_depth_bytes, h.queue_capacity_bytes, h.arrival_rate_pps,
+                 h.flow_count, h.queue_drops, rec.interval_packets))
+        return True
+
+    def array(self) -> np.ndarray | None:
+        if not self._hops:
+            return None
+        return max((np.asarray(r, dtype=float) for r in list(self._hops.values())), key=_mean_occupancy)
+
+
 def _mean_occupancy(s: np.ndarray) -> float:
     return float(np.mean(s[:, 1] / np.maximum(s[:, 2], 1.0)))
 
@@ -86,14 +115,17 @@ def int_features(series: np.ndarray, at_t: np.ndarray, base_rtt_s) -> np.ndarray
     get zeros."""
     s = np.asarray(series, dtype=float)
     at_t = np.asarray(at_t, dtype=float)
-    if s.ndim != 2 or s.shape[1] != len(INT_SERIES_COLUMNS) or len(s) < 2:
-        raise TraceError(f"an INT series needs >= 2 rows of {len(INT_SERIES_COLUMNS)} columns, got {s.shape}")
+    if s.ndim != 2 or s.shape[1] not in (len(INT_SERIES_COLUMNS), len(INT_SERIES_COLUMNS) + 1) or len(s) < 2:
+        raise TraceError(f"an INT series needs >= 2 rows of {len(INT_SERIES_COLUMNS)} columns "
+                         f"(+ {PACKETS_COLUMN}), got {s.shape}")
     order = np.argsort(s[:, 0], kind="stable")
     s = s[order]
     t = s[:, 0]
     occ = np.clip(s[:, 1] / np.maximum(s[:, 2], 1.0), 0.0, 1.0)
     drops = np.concatenate(([0.0], np.cumsum(np.mod(np.diff(s[:, 5]), 2 ** 32))))   # wraps at 2^32
     arrival = s[:, 3]
+    packets = s[:, 6] if s.shape[1] > 6 else np.ones(len(s))
+    cp = np.concatenate(([0.0], np.cumsum(packets)))
     base_rtt_s = np.maximum(np.broadcast_to(np.asarray(base_rtt_s, dtype=float), at_t.shape), 1e-4)
     qdelay_s = s[:, 1] / (np.maximum(arrival, 1.0) * MTU_BYTES)
     cq = np.concatenate(([0.0], np.cumsum(qdelay_s)))
@@ -118,7 +150,7 @@ def int_features(series: np.ndarray, at_t: np.ndarray, base_rtt_s) -> np.ndarray
         arrivals = (ca[hi + 1] - ca[lo]) / cnt * span_s
         out[:, col:col + 6] = np.column_stack((
             mean, np.sqrt(var), mn.query(lo, hi), mx.query(lo, hi),
-            np.clip(cnt / np.maximum(arrivals, 1.0), 0.0, 2.0),
+            np.clip((cp[hi + 1] - cp[lo]) / np.maximum(arrivals, 1.0), 0.0, 2.0),
             (drops[hi] - drops[lo]) / np.maximum(arrivals, 1.0)))
         col += 6
     out[:, col] = qdelay_s[hi] / base_rtt_s

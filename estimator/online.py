@@ -3,17 +3,22 @@ features on everything seen so far, one Random Forest estimate every
 ``interval_s`` (the spacing the training rows have), a majority vote over the
 last ``window`` estimates, and the verdict published on
 ``intcc/v1/estimate/<flow-id>`` (as the intcc-agent user: the ACL lets agents
-publish estimates)."""
+publish estimates). A model trained with INT features (``--features
+table1+int``) also needs the sink's FlowRecords of the flow (``add_telemetry``,
+fed from a TelemetryView); until there are two, it makes no estimate."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from broker.flowid import PROTO_TCP, flow_id
 from broker.schema import EstimateRecord, encode, estimate_topic
 
 from .capture import PcapTail, SenderObserver, parse_tcp
-from .features import TraceError, features
+from .features import FEATURES, TraceError, features
+from .int_features import INT_FEATURES, IntSeries, int_features
 from .model import CCAEstimator
 from .vote import MajorityVote, Verdict
 
@@ -28,12 +33,25 @@ class Step:
 
 class OnlineEstimator:
     def __init__(self, model: CCAEstimator, local_cca: str, window: int = 50, sender: str | None = None):
+        names = tuple(model.feature_names)
+        if names not in (FEATURES, FEATURES + INT_FEATURES):
+            raise TraceError(f"the model's features ({', '.join(names)}) are not ones this intcc computes")
         model._model(local_cca)                       # fails early, naming the CCAs it has
         self.model, self.local_cca = model, local_cca
         self.vote = MajorityVote(window)
         self.observer = SenderObserver(sender)
         self.estimates = 0
         self.t0 = time.monotonic()
+        self.uses_int = names == FEATURES + INT_FEATURES
+        self.telemetry = IntSeries()
+
+    def add_telemetry(self, rec) -> bool:
+        """A FlowRecord from the sink; kept if it is the observed flow's."""
+        tup = self.observer.flow_tuple()
+        if tup is None:
+            return False
+        self.telemetry.flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
+        return self.telemetry.add(rec)
 
     def feed_pcap(self, tail: PcapTail) -> int:
         n = 0
@@ -47,10 +65,16 @@ class OnlineEstimator:
     def step(self) -> Step | None:
         """One estimate from the latest ACK's features; None until the flow has enough ACKs."""
         try:
-            f = features(self.observer.trace())
+            trace = self.observer.trace()
+            x = features(trace)[-1:]
+            if self.uses_int:
+                series = self.telemetry.array()
+                if series is None or len(series) < 2:
+                    return None
+                x = np.hstack([x, int_features(series, trace.ack_t[-1:], float(np.min(trace.rtt_s)))])
         except TraceError:
             return None
-        est = str(self.model.predict(f[-1:], self.local_cca)[0])
+        est = str(self.model.predict(x, self.local_cca)[0])
         self.estimates += 1
         tup = self.observer.flow_tuple()
         fid = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3]) if tup else None

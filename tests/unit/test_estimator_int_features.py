@@ -122,3 +122,53 @@ def test_datasets_with_int_features_and_runs_without_them(tmp_path):
         load_dataset(str(tmp_path), "table1+int")
     with pytest.raises(TraceError, match="unknown feature set 'int'"):
         load_dataset(str(tmp_path), "int")
+
+
+class FakeObserver:
+    """Stands in for the capture: a fixed trace of one flow."""
+
+    def __init__(self):
+        t = np.linspace(100.0, 110.0, 500)
+        from estimator.features import SenderTrace
+        self._trace = SenderTrace(t, np.full(500, 0.03), np.full(500, 1428.0), t - 0.03, np.zeros(500, bool))
+
+    def trace(self, where="capture"):
+        return self._trace
+
+    def flow_tuple(self):
+        return ("fd00::1", "fd00::2", 4000, 5201)
+
+
+def flow_record(fid, ts_s, depth):
+    from broker.schema import FlowRecord, HopState
+    hop_state = HopState(node_id=1, ts_ns=int(ts_s * 1e9), queue_depth_bytes=depth, queue_depth_pkts=depth // 1500,
+                         queue_capacity_bytes=150_000, queue_drops=0, link_losses=0, data_rate_kbps=0,
+                         arrival_rate_pps=800, flow_count=2)
+    return FlowRecord(flow_id=fid, ts_ns=int(ts_s * 1e9), reason="periodic", src="fd00::1", dst="fd00::2",
+                      proto=6, sport=4000, dport=5201, seq=1, packets=10, lost=0, lost_congestion=0, lost_link=0,
+                      reordered=0, loss_rate=0.0, interval_ms=10.0, interval_packets=8, interval_lost=0,
+                      interval_lost_congestion=0, interval_lost_link=0, path=[hop_state])
+
+
+def test_online_estimates_with_int_features_wait_for_the_flows_telemetry():
+    from broker.flowid import PROTO_TCP, flow_id
+    from estimator.model import CCAEstimator
+    from estimator.online import OnlineEstimator
+    rng = np.random.default_rng(0)
+    names = FEATURES + INT_FEATURES
+    X = rng.normal(size=(80, len(names)))
+    y = np.array(["bbr", "vegas"] * 40)
+    model = CCAEstimator(grid={"n_estimators": [5], "max_depth": [3]}, folds=2, feature_names=names)
+    model.fit(X, y, ["cubic"] * 80, np.arange(80) // 10)
+    est = OnlineEstimator(model, "cubic", window=3)
+    est.observer = FakeObserver()
+    assert est.uses_int and est.step() is None                # no telemetry yet
+    fid = flow_id("fd00::1", "fd00::2", PROTO_TCP, 4000, 5201)
+    assert not est.add_telemetry(flow_record("0" * len(fid), 105.0, 1000))   # another flow's
+    for i in range(20):
+        assert est.add_telemetry(flow_record(fid, 100.0 + i * 0.5, 3000 * i))
+    step = est.step()
+    assert step is not None and step.estimate in ("bbr", "vegas") and step.flow_id == fid
+    foreign = CCAEstimator(feature_names=("a", "b"))
+    with pytest.raises(TraceError, match="not ones this intcc computes"):
+        OnlineEstimator(foreign, "cubic")
