@@ -8,7 +8,7 @@ import pytest
 from estimator.collect import load_raw, run_plan, save_run
 from estimator.evaluate import feature_set_of, load_dataset, run_int_features
 from estimator.features import FEATURES, TraceError
-from estimator.int_features import (INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES,
+from estimator.int_features import (INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES, RUN_FEATURES,
                                     int_features, int_series_from_jsonl)
 
 
@@ -44,8 +44,25 @@ def test_window_statistics_match_a_plain_loop():
     at = np.linspace(100.5, 119.9, 40)
     F = int_features(s, at, 0.05)
     assert F.shape == (40, len(INT_FEATURES))
+    windowed = len(INT_FEATURES) - len(RUN_FEATURES)
     for i, a in enumerate(at):
-        np.testing.assert_allclose(F[i], plain(s, a, 0.05), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(F[i, :windowed], plain(s, a, 0.05), rtol=1e-6, atol=1e-9)
+
+
+def test_run_scale_features_see_the_sawtooth_period_and_an_empty_queue():
+    """Drops every 2 s on a 40 ms path, queue empty half the time: read back."""
+    t = np.arange(0, 30, 0.001) + 100.0
+    drops = np.floor((t - 100.0) / 2.0)                     # +1 at every 2 s
+    depth = np.where(((t - 100.0) % 2.0) < 1.0, 0.0, 60_000.0)
+    s = np.column_stack((t, depth, np.full_like(t, 150_000), np.full_like(t, 1000), np.full_like(t, 2), drops))
+    F = dict(zip(INT_FEATURES, int_features(s, np.array([129.9]), 0.04)[0]))
+    assert F["drop_gap_s"] == pytest.approx(2.0, abs=0.01)
+    assert F["drop_gap_rtts"] == pytest.approx(50.0, rel=0.01)
+    assert F["drop_events_x"] == pytest.approx(14 / 30, abs=0.05)
+    assert F["qd_empty_x"] == pytest.approx(0.5, abs=0.02)
+    assert F["qd_max_x"] == pytest.approx(60_000 / (1000 * MTU_BYTES) / 0.04)
+    assert F["own_rate_cv"] < 0.05                        # one packet per ms throughout
+    assert F["share_x"] == pytest.approx(1.0, abs=0.01)
 
 
 def test_an_empty_queue_and_a_full_one_differ_and_early_times_are_zero():
