@@ -1,5 +1,6 @@
-"""Benchmark: Table I feature extraction for one minute of trace, and Random
-Forest inference per estimate (one ACK's features) and per batch.
+"""Benchmark: Table I feature extraction for one minute of trace, INT features
+(one estimate, and all 100 rows of a collected run), and Random Forest inference
+per estimate (one ACK's features) and per batch.
 
     python -m tests.perf.bench_estimator        or        make bench
 """
@@ -10,6 +11,7 @@ import time
 import numpy as np
 
 from estimator.features import FEATURES, SenderTrace, features
+from estimator.int_features import int_features
 from estimator.model import CCAS, CCAEstimator
 
 
@@ -33,6 +35,17 @@ def run_benchmark() -> list[str]:
         dt = time.perf_counter() - t0
         lines.append(f"features, 60 s at {rate:>3} Mbit/s: {len(tr.ack_t):>7} ACKs in {dt * 1e3:7.1f} ms "
                      f"({len(tr.ack_t) / dt / 1e6:.2f} M ACKs/s)")
+    # flow 1's INT series: one row per packet at 10 Mbit/s for 60 s
+    pkts = int(10e6 / 8 / 1500 * 60)
+    t = np.sort(rng.uniform(0, 60, pkts))
+    series = np.column_stack((t, rng.uniform(0, 1.5e5, pkts), np.full(pkts, 1.5e5), rng.uniform(300, 900, pkts),
+                              np.full(pkts, 2), np.cumsum(rng.random(pkts) < 0.01)))
+    for label, at in (("one estimate", np.array([59.9])), ("100 rows", np.linspace(6, 59.9, 100))):
+        int_features(series, at, 0.03)
+        t0 = time.perf_counter()
+        int_features(series, at, 0.03)
+        dt = time.perf_counter() - t0
+        lines.append(f"INT features, 60 s series ({pkts} packets), {label}: {dt * 1e3:.1f} ms")
     X = rng.normal(size=(4000, len(FEATURES)))
     y = np.array([CCAS[i % 4] for i in range(4000)])
     est = CCAEstimator(grid={"n_estimators": [200], "max_depth": [15]}, folds=2).fit(
