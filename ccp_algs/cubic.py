@@ -71,13 +71,17 @@ class CubicFlow(WindowFlow):
         target = self._w_cubic(t + rtt_s)
         target = min(max(target, self.cwnd), 1.5 * self.cwnd)
         alpha = 3 * (1 - BETA) / (1 + BETA)
-        self.w_est += alpha * mss * r.acked / self.cwnd
+        # Growth per acked byte is relative to the window in use: the datapath floors
+        # ours to whole segments, as the kernel's window is (dividing by the fraction
+        # grew ccp cubic up to 1/cwnd slower: -5 % at 10 segments, -12 % at 4).
+        in_use = max(self._sent_window(), mss)
+        self.w_est += alpha * mss * r.acked / in_use
         before = self.cwnd
         if self.w_est > self._w_cubic(t):
             self.cwnd = max(self.cwnd, self.w_est)
             reason = "congestion avoidance (Reno-friendly region)"
         else:
-            self.cwnd += (target - self.cwnd) * r.acked / self.cwnd
+            self.cwnd += (target - self.cwnd) * r.acked / in_use
             reason = "congestion avoidance (cubic)"
         if self.w_max_from_loss == 0 and self.cwnd < before + r.acked / 20:
             # Linux (bictcp_update): before any loss, at least +1 segment per 20 acked

@@ -340,3 +340,17 @@ def test_cubic_cuts_the_window_in_use_in_whole_segments_as_the_kernel():
     grow_to(flow, 5.9 * MSS)
     flow.on_report(report(acked=MSS, loss=1, inflight=5))
     assert dp.cwnd == int(5.9 * 0.95 * MSS)   # L2's gentle cut keeps the fraction
+
+
+def test_cubic_reno_friendly_growth_is_per_segment_of_the_window_in_use():
+    """Kernel tcp_cubic: W_est +1 per cwnd * 15/8 segments acked, cwnd the whole-segment
+    window in use. At 4.9 segments (4 in use) a window's worth of ACKs (4 segments) adds
+    3 (1 - 0.7) / (1 + 0.7) * 4 / 4 = 0.53 segments, not 0.53 * 4 / 4.9."""
+    flow, dp = start(Cubic())
+    grow_to(flow, 4.9 * MSS)
+    flow.w_max = flow.w_max_from_loss = 5 * MSS                  # after a loss: no 5 % floor
+    flow.on_report(report(acked=4 * MSS, rtt_us=20_000, inflight=4))   # starts the epoch at 4.9
+    assert flow.w_est - 4.9 * MSS == pytest.approx(3 * 0.3 / 1.7 * MSS, rel=1e-6)
+    in_use_pkts, w_est = flow.cwnd // MSS, flow.w_est            # 5.43 segments: 5 in use
+    flow.on_report(report(acked=4 * MSS, rtt_us=20_000, inflight=5))
+    assert flow.w_est - w_est == pytest.approx(3 * 0.3 / 1.7 * MSS * 4 / in_use_pkts, rel=1e-6)
