@@ -14,6 +14,7 @@ from .model import CCAEstimator
 from .vote import vote_series
 
 VOTE_WINDOWS = (1, 10, 20, 30, 40, 50)
+STABLE_WINDOWS = (10, 50)
 #: Model 1: paper 002's Table I only. Model 2: plus what INT says about the bottleneck.
 FEATURE_SETS = {"table1": FEATURES, "table1+int": FEATURES + INT_FEATURES}
 
@@ -82,7 +83,8 @@ def evaluate(model: CCAEstimator, test_runs) -> dict:
     """Table III (row accuracy per local x competitor) and Table IV (majority vote per w)."""
     cells = {}
     votes = {w: {} for w in VOTE_WINDOWS}
-    for X, _, meta in test_runs:
+    stable = {w: [] for w in STABLE_WINDOWS}
+    for X, t, meta in test_runs:
         local, comp = meta["cca1"], meta["cca2"]
         if local not in model.models_:
             continue
@@ -91,12 +93,26 @@ def evaluate(model: CCAEstimator, test_runs) -> dict:
         for w in VOTE_WINDOWS:
             v = np.array(vote_series(list(pred), w))
             votes[w].setdefault((local, comp), []).append(v == comp)
+            if w in STABLE_WINDOWS:
+                stable[w].append(first_stable_correct(np.asarray(t), v == comp))
     table3 = {l: {c: _acc(cells.get((l, c))) for c in CCAS} for l in CCAS}
     table4 = {str(w): {"mean": _mean_cells({k: _acc(v) for k, v in votes[w].items()}),
                        "pairs": {f"{l}/{c}": _acc(v) for (l, c), v in sorted(votes[w].items())}}
               for w in VOTE_WINDOWS}
+    time_to_stable = {str(w): {"runs_stable": float(np.mean([x is not None for x in v])) if v else None,
+                               "median_s": float(np.median([x for x in v if x is not None]))
+                               if any(x is not None for x in v) else None} for w, v in stable.items()}
     return {"table3": table3, "mean_accuracy": _mean_cells({k: _acc(v) for k, v in cells.items()}),
-            "table4": table4, "test_runs": len(test_runs)}
+            "table4": table4, "time_to_stable_correct": time_to_stable, "test_runs": len(test_runs)}
+
+
+def first_stable_correct(t_s: np.ndarray, correct: np.ndarray):
+    """Time (since the first ACK) of the first verdict from which all later ones are
+    correct, or None. Rows start after the run's warm-up, so this includes it."""
+    if not len(correct) or not correct[-1]:
+        return None
+    wrong = np.flatnonzero(~correct)
+    return float(t_s[wrong[-1] + 1] if len(wrong) else t_s[0])
 
 
 def _acc(chunks):
@@ -122,4 +138,10 @@ def format_tables(res: dict) -> str:
     lines.append("".join(f"{v['mean']:9.3f}" if v["mean"] is not None else f"{'-':>9s}"
                          for v in res["table4"].values()))
     lines.append("(paper: 0.576 at w=50; target 0.85)")
+    lines += ["", "Time from the first ACK to the first stable correct verdict (held-out runs; rows "
+                  "start after a 10 % warm-up):"]
+    for w, v in res.get("time_to_stable_correct", {}).items():
+        med = "-" if v["median_s"] is None else f"{v['median_s']:.1f} s"
+        lines.append(f"  w={w:>3}: {v['runs_stable']:.0%} of runs end on a stable correct verdict, "
+                     f"median time {med}")
     return "\n".join(lines)

@@ -52,3 +52,12 @@ def test_bad_data_is_named(tmp_path):
     junk.write_bytes(b"PK\x03\x04 not really")
     with pytest.raises(TraceError, match="not a collected run"):
         load_run(str(junk))
+
+
+def test_first_stable_correct_verdict():
+    from estimator.evaluate import first_stable_correct
+    t = np.arange(6) * 0.5 + 3.0
+    assert first_stable_correct(t, np.array([0, 1, 0, 1, 1, 1], bool)) == 4.5
+    assert first_stable_correct(t, np.ones(6, bool)) == 3.0
+    assert first_stable_correct(t, np.array([1, 1, 1, 1, 1, 0], bool)) is None
+    assert first_stable_correct(t[:0], np.zeros(0, bool)) is None
