@@ -85,8 +85,9 @@ def train_cmd(data_dir, model_path, grid, seed, feature_set):
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="also write the tables as JSON")
 def eval_cmd(data_dir, model_path, seed, json_path):
     """Tables III and IV on the held-out half."""
-    from .evaluate import evaluate, feature_set_of, format_tables, load_dataset, split
+    from .evaluate import evaluate, format_tables, load_dataset, split
     from .features import TraceError
+    from .int_features import feature_set_of
     from .model import CCAEstimator, ModelError
     try:
         model = CCAEstimator.load(model_path)

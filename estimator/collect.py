@@ -8,9 +8,8 @@ features of ``samples`` evenly spaced ACKs (after a warm-up) with the run's
 parameters in ``DIR/runs/<run>.npz``, beside the raw sender trace and the INT
 series of flow 1 at the bottleneck (so features can be recomputed without
 re-running). Runs already on disk are skipped: a collection can be stopped and
-resumed. ``jobs`` > 1 runs that many testbeds at once (est0, est1, ...): the
-dumbbell's links are at most 10 Mbit/s, far below what a node forwards, so
-parallel runs do not compete for the CPU enough to change them (checked in
+resumed. ``jobs`` > 1 runs that many testbeds at once (est0, est1, ...); their
+nodes then share the CPU, which adds some jitter to the emulated links (see
 docs/estimator.md).
 """
 from __future__ import annotations
@@ -26,14 +25,13 @@ import time
 import numpy as np
 
 from .capture import Capture, sender_trace
-from .features import FEATURES, SenderTrace, TraceError, features
+from .features import FEATURES, TraceError, features
 from .int_features import INT_SERIES_COLUMNS, int_series_from_jsonl
 
 CCAS = ("bbr", "cubic", "reno", "vegas")
 KERNEL = {"bbr", "cubic", "reno"}          # vegas runs on the CCP datapath
 RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
 DATA_FORMAT = 2
-RAW_TRACE = ("ack_t", "rtt_s", "acked_bytes", "send_t", "retrans")
 
 
 def run_plan(index: int, seed: int) -> dict:
@@ -46,7 +44,7 @@ def run_plan(index: int, seed: int) -> dict:
 
 
 def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict, raw: dict | None = None):
-    """``raw``: the SenderTrace arrays (RAW_TRACE), ``sample_idx`` (the ACKs X was taken
+    """``raw``: the SenderTrace arrays (ack_t, rtt_s, acked_bytes, send_t, retrans), ``sample_idx`` (the ACKs X was taken
     at) and ``int_series`` (INT_SERIES_COLUMNS), all optional."""
     meta = {**plan, **extra, "features": list(FEATURES), "format": DATA_FORMAT,
             "int_series_columns": list(INT_SERIES_COLUMNS)}
@@ -122,10 +120,6 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
            "send_t": tr.send_t, "retrans": tr.retrans.astype(bool), "sample_idx": idx, "int_series": int_series}
     return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), "goodput_mbps": goodputs,
                                                    "seconds": seconds}, raw
-
-
-def raw_trace(raw: dict) -> SenderTrace:
-    return SenderTrace(*(np.asarray(raw[k]) for k in RAW_TRACE))
 
 
 def _interrupt(signum, frame):

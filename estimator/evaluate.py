@@ -8,15 +8,13 @@ import os
 import numpy as np
 
 from .collect import CCAS, load_raw, load_run
-from .features import FEATURES, TraceError
-from .int_features import INT_FEATURES, int_features
+from .features import TraceError
+from .int_features import FEATURE_SETS, int_features
 from .model import CCAEstimator
-from .vote import vote_series
+from .vote import first_stable_correct, vote_series
 
 VOTE_WINDOWS = (1, 10, 20, 30, 40, 50)
 STABLE_WINDOWS = (10, 50)
-#: Model 1: paper 002's Table I only. Model 2: plus what INT says about the bottleneck.
-FEATURE_SETS = {"table1": FEATURES, "table1+int": FEATURES + INT_FEATURES}
 
 
 def load_dataset(data_dir: str, feature_set: str = "table1"):
@@ -30,13 +28,6 @@ def load_dataset(data_dir: str, feature_set: str = "table1"):
     if feature_set == "table1+int":
         runs = [(np.hstack([X, run_int_features(p)]), t, meta) for p, (X, t, meta) in zip(paths, runs)]
     return runs
-
-
-def feature_set_of(feature_names) -> str:
-    for name, cols in FEATURE_SETS.items():
-        if tuple(feature_names) == tuple(cols):
-            return name
-    raise TraceError(f"a model with features {', '.join(feature_names)} matches no feature set of this intcc")
 
 
 def run_int_features(path: str) -> np.ndarray:
@@ -104,15 +95,6 @@ def evaluate(model: CCAEstimator, test_runs) -> dict:
                                if any(x is not None for x in v) else None} for w, v in stable.items()}
     return {"table3": table3, "mean_accuracy": _mean_cells({k: _acc(v) for k, v in cells.items()}),
             "table4": table4, "time_to_stable_correct": time_to_stable, "test_runs": len(test_runs)}
-
-
-def first_stable_correct(t_s: np.ndarray, correct: np.ndarray):
-    """Time (since the first ACK) of the first verdict from which all later ones are
-    correct, or None. Rows start after the run's warm-up, so this includes it."""
-    if not len(correct) or not correct[-1]:
-        return None
-    wrong = np.flatnonzero(~correct)
-    return float(t_s[wrong[-1] + 1] if len(wrong) else t_s[0])
 
 
 def _acc(chunks):

@@ -25,7 +25,7 @@ At time t, over a short window (8 base RTTs, at least 0.2 s) and a long one
 
 and the shape of the whole recent run, over 10 s (l) and 30 s (x): a competitor's
 CCA shows in how the queue and the arrivals move over many of its cycles, which
-a few RTTs cannot show (measured: held-out accuracy 0.63 -> 0.71 with these):
+a few RTTs cannot show (measured on the first 145 runs: held-out accuracy 0.63 -> 0.69):
 
   qd_empty_{l,x}                fraction of packets that found < 0.1 base RTT of queue
   qd_{std,min,max,spread}_{l,x} queueing delay (base RTTs): spread = 90th - 10th percentile
@@ -43,26 +43,35 @@ import json
 
 import numpy as np
 
-from .features import TraceError, _SparseTable
+from .features import FEATURES, TraceError, _SparseTable
 
 INT_SERIES_COLUMNS = ("t_s", "qdepth_bytes", "capacity_bytes", "arrival_pps", "flow_count", "queue_drops")
 #: An optional 7th column: packets of flow 1 each row stands for (1 per packet in the
 #: sink's log; a published FlowRecord stands for its ``interval_packets``).
 PACKETS_COLUMN = "packets"
-_WINDOWS = ("s", "l")
-INT_FEATURES = ("occ_now",) + tuple(f"{name}_{w}" for w in _WINDOWS for name in
-                                    ("occ_mean", "occ_std", "occ_min", "occ_max", "share", "drops")) \
+SHORT_WINDOW_RTTS = 8.0
+SHORT_WINDOW_MIN_S = 0.2
+LONG_WINDOW_S = 10.0
+_RUN_WINDOWS = {"l": LONG_WINDOW_S, "x": 30.0}
+WINDOW_FEATURES = ("occ_now",) + tuple(f"{name}_{w}" for w in ("s", "l") for name in
+                                       ("occ_mean", "occ_std", "occ_min", "occ_max", "share", "drops")) \
     + ("qdelay_now", "qdelay_mean_l")
-_RUN_WINDOWS = {"l": 10.0, "x": 30.0}
 RUN_FEATURES = tuple(f"{name}_{w}" for w in _RUN_WINDOWS for name in
                      ("qd_empty", "qd_std", "qd_min", "qd_max", "qd_spread", "arrival_cv", "drop_events")) \
     + ("drop_gap_s", "drop_gap_rtts", "own_rate_cv", "share_x")
-INT_FEATURES = INT_FEATURES + RUN_FEATURES
+INT_FEATURES = WINDOW_FEATURES + RUN_FEATURES
+#: Model 1: paper 002's Table I only. Model 2: plus what INT says about the bottleneck.
+FEATURE_SETS = {"table1": FEATURES, "table1+int": FEATURES + INT_FEATURES}
 EMPTY_QUEUE_RTTS = 0.1
 MTU_BYTES = 1500
-LONG_WINDOW_S = 10.0
-SHORT_WINDOW_RTTS = 8.0
-SHORT_WINDOW_MIN_S = 0.2
+
+
+def feature_set_of(feature_names) -> str:
+    """The name of the feature set a model was trained on."""
+    for name, cols in FEATURE_SETS.items():
+        if tuple(feature_names) == tuple(cols):
+            return name
+    raise TraceError(f"the model's features ({', '.join(feature_names)}) are not ones this intcc computes")
 
 
 def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.ndarray:
@@ -142,7 +151,8 @@ def int_features(series: np.ndarray, at_t: np.ndarray, base_rtt_s) -> np.ndarray
     s = s[order]
     t = s[:, 0]
     occ = np.clip(s[:, 1] / np.maximum(s[:, 2], 1.0), 0.0, 1.0)
-    drops = np.concatenate(([0.0], np.cumsum(np.mod(np.diff(s[:, 5]), 2 ** 32))))   # wraps at 2^32
+    new_drops = np.concatenate(([0.0], np.mod(np.diff(s[:, 5]), 2 ** 32)))   # the counter wraps at 2^32
+    drops = np.cumsum(new_drops)
     arrival = s[:, 3]
     packets = s[:, 6] if s.shape[1] > 6 else np.ones(len(s))
     cp = np.concatenate(([0.0], np.cumsum(packets)))
@@ -176,7 +186,7 @@ def int_features(series: np.ndarray, at_t: np.ndarray, base_rtt_s) -> np.ndarray
     out[:, col] = qdelay_s[hi] / base_rtt_s
     out[:, col + 1] = (cq[hi + 1] - cq[lo]) / cnt / base_rtt_s    # lo, cnt: the long window's
     col += 2
-    rose = np.concatenate(([False], np.mod(np.diff(s[:, 5]), 2 ** 32) > 0))
+    rose = new_drops > 0
     # one estimate every ~0.5 s: a loop over the times, numpy inside
     for i, (a, base) in enumerate(zip(at_t, base_rtt_s)):
         if not valid[i]:

@@ -17,10 +17,10 @@ from broker.flowid import PROTO_TCP, flow_id
 from broker.schema import EstimateRecord, encode, estimate_topic
 
 from .capture import PcapTail, SenderObserver, parse_tcp
-from .features import FEATURES, TraceError, features
-from .int_features import INT_FEATURES, IntSeries, int_features
+from .features import TraceError, features
+from .int_features import IntSeries, feature_set_of, int_features
 from .model import CCAEstimator
-from .vote import MajorityVote, Verdict
+from .vote import MajorityVote, Verdict, first_stable_correct
 
 
 @dataclass
@@ -33,16 +33,13 @@ class Step:
 
 class OnlineEstimator:
     def __init__(self, model: CCAEstimator, local_cca: str, window: int = 50, sender: str | None = None):
-        names = tuple(model.feature_names)
-        if names not in (FEATURES, FEATURES + INT_FEATURES):
-            raise TraceError(f"the model's features ({', '.join(names)}) are not ones this intcc computes")
+        self.uses_int = feature_set_of(model.feature_names) == "table1+int"
         model._model(local_cca)                       # fails early, naming the CCAs it has
         self.model, self.local_cca = model, local_cca
         self.vote = MajorityVote(window)
         self.observer = SenderObserver(sender)
         self.estimates = 0
         self.t0 = time.monotonic()
-        self.uses_int = names == FEATURES + INT_FEATURES
         self.telemetry = IntSeries()
 
     def add_telemetry(self, rec) -> bool:
@@ -105,11 +102,5 @@ class Publisher:
 
 def first_stable_correct_s(steps: list, truth: str) -> float | None:
     """Time of the first verdict from which every later verdict is ``truth`` (None: never)."""
-    t = None
-    for s in steps:
-        if s.verdict.estimate == truth:
-            if t is None:
-                t = s.t_s
-        else:
-            t = None
-    return t
+    return first_stable_correct(np.array([s.t_s for s in steps]),
+                                np.array([s.verdict.estimate == truth for s in steps], dtype=bool))

@@ -4,6 +4,8 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass
 class Verdict:
@@ -43,3 +45,13 @@ def vote_series(labels, w: int) -> list:
     """The verdict after each estimate of a sequence."""
     mv = MajorityVote(w)
     return [mv.update(lab).estimate for lab in labels]
+
+
+def first_stable_correct(t_s: np.ndarray, correct: np.ndarray) -> float | None:
+    """Time of the first verdict from which every later one is correct (None: the last
+    is wrong, or there are none). Offline rows start after a run's warm-up, so their
+    times include it."""
+    if not len(correct) or not correct[-1]:
+        return None
+    wrong = np.flatnonzero(~correct)
+    return float(t_s[wrong[-1] + 1] if len(wrong) else t_s[0])

@@ -55,7 +55,7 @@ def test_bad_data_is_named(tmp_path):
 
 
 def test_first_stable_correct_verdict():
-    from estimator.evaluate import first_stable_correct
+    from estimator.vote import first_stable_correct
     t = np.arange(6) * 0.5 + 3.0
     assert first_stable_correct(t, np.array([0, 1, 0, 1, 1, 1], bool)) == 4.5
     assert first_stable_correct(t, np.ones(6, bool)) == 3.0

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from estimator.collect import load_raw, run_plan, save_run
-from estimator.evaluate import feature_set_of, load_dataset, run_int_features
+from estimator.evaluate import load_dataset, run_int_features
 from estimator.features import FEATURES, TraceError
 from estimator.int_features import (INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES, RUN_FEATURES,
-                                    int_features, int_series_from_jsonl)
+                                    feature_set_of, int_features, int_series_from_jsonl)
 
 
 def series(n=2000, seed=0, duration_s=20.0):
