@@ -8,15 +8,31 @@ import time
 
 log = logging.getLogger("intcc.alg")
 
-# Report once per RTT (but at most every millisecond: on a bare veth the RTT is
-# ~20 us and per-RTT reports would swamp the agent), and at once on a loss or a
-# timeout. Acked bytes and losses accumulate between reports.
-REPORT_TRIGGERS = """\
-(when (|| Report.timeout (> Report.loss 0))
+# Report at once on a loss, a timeout or an undo. Acked bytes and losses accumulate
+# between reports.
+REPORT_ON_EVENTS = """\
+(when (|| (|| Report.timeout (> Report.loss 0)) (> Report.undo 0))
     (report)
     (:= Micros 0)
 )
+"""
+
+# ... and once per RTT (but at most every millisecond: on a bare veth the RTT is ~20 us
+# and per-RTT reports would swamp the agent). Vegas decides per RTT on these.
+REPORT_TRIGGERS = REPORT_ON_EVENTS + """\
 (when (&& (> Micros Flow.rtt_sample_us) (> Micros 1000))
+    (report)
+    (:= Micros 0)
+)
+"""
+
+# ... or once per round for window algorithms: when a window's worth has been acked
+# since the last report, or else after an RTT. With a window of 1-2 segments a round's
+# ACKs arrive together a hair less than an RTT after the last report, so waiting for
+# the RTT deferred the report, and the window's growth, by a whole RTT (at 10 % link
+# loss ccp cubic reported every 1.3-1.6 RTTs; the kernel grows on every ACK).
+REPORT_PER_ROUND_TRIGGERS = REPORT_ON_EVENTS + """\
+(when (&& (> Micros 1000) (|| (> Micros Flow.rtt_sample_us) (> (+ Report.acked 1) Cwnd)))
     (report)
     (:= Micros 0)
 )
@@ -33,6 +49,7 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (volatile inflight 0)
     (volatile rin 0)
     (volatile rout 0)
+    (volatile undo 0)
 ))
 (when true
     (:= Report.inflight Flow.packets_in_flight)
@@ -44,9 +61,16 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (:= Report.sacked (+ Report.sacked Ack.packets_misordered))
     (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
     (:= Report.timeout Flow.was_timeout)
+    (:= Report.undo (max Report.undo Ack.ecn_bytes))
     (fallthrough)
 )
-""" + REPORT_TRIGGERS
+""" + REPORT_PER_ROUND_TRIGGERS
+
+# The kernel undoes a window reduction it finds spurious (DSACKs, F-RTO, timestamps):
+# cwnd back to max(cwnd, prior_cwnd). libccp has no primitive for it, so the intcc
+# datapath carries the undone window (bytes) in Ack.ecn_bytes on that ACK and ECN
+# marks in Ack.ecn_packets only (see docs/datapath.md). Elsewhere (ccp-kernel),
+# Ack.ecn_bytes counts ECN-marked bytes: algorithms there ignore Report.undo.
 
 try:   # DESIGN: an algorithm is a portus AlgBase (pyportus is built by 'make setup')
     from pyportus import AlgBase
@@ -79,8 +103,10 @@ NO_RTT_SAMPLE = 2147483647      # minrtt's start value (portus immediates are at
 
 class Report:
     """The fields of REPORT_PER_RTT_AND_ON_LOSS, read once from portus's report object.
-    ``minrtt_us`` is the smallest RTT sample since the last report (None: no sample)."""
-    __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin", "rout")
+    ``minrtt_us`` is the smallest RTT sample since the last report (None: no sample);
+    ``undo_bytes`` the window the kernel restored when it undid a reduction (0: none)."""
+    __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin", "rout",
+                 "undo_bytes")
 
     def __init__(self, r):
         self.acked = r.acked
@@ -92,6 +118,7 @@ class Report:
         self.inflight = r.inflight
         self.rin = r.rin
         self.rout = r.rout
+        self.undo_bytes = r.undo
 
 
 class FlowBase:
@@ -128,11 +155,14 @@ class FlowBase:
 class WindowFlow(FlowBase):
     """The skeleton of a loss-reacting window algorithm, per report:
 
-    timeout -> ``on_timeout``; the first loss of an episode -> ``on_loss``; later
-    losses of data sent before the cut (the same episode, as NewReno's recovery
-    point) -> nothing; losses of data sent before a timeout -> ``on_ack`` (slow
-    start goes on, as in the kernel's Loss state); otherwise ``on_ack``. Each
-    returns the decision's reason.
+    timeout -> ``on_timeout`` (``new_episode`` False when the data of the last cut
+    or RTO is not all acked yet: the kernel then keeps that episode's ssthresh);
+    the first loss of an episode -> ``on_loss``; later losses of data sent before
+    the cut (the same episode, as NewReno's recovery point) -> nothing; losses of
+    data sent before a timeout -> ``on_ack`` (slow start goes on, as in the
+    kernel's Loss state); otherwise ``on_ack``. An undo by the kernel -> ``on_undo``,
+    before the report's losses, or after the timeout it undoes. Each returns the
+    decision's reason.
     """
 
     def __init__(self, alg, datapath, datapath_info):
@@ -141,16 +171,18 @@ class WindowFlow(FlowBase):
         self.ssthresh = float("inf")
         self.recovery_bytes_left = 0.0                       # data in flight at the last cut, not yet acked
         self.rto_bytes_left = 0.0                            # data in flight at the last RTO, not yet acked
+        self.prior_ssthresh = None                           # what an undo restores (kernel prior_ssthresh)
         self.install(self.cwnd)
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
 
     def parse(self, r) -> Report:
         return Report(r)
 
-    def on_timeout(self, r) -> str:
-        self.ssthresh = max(self.cwnd / 2, 2 * self.mss)
+    def on_timeout(self, r, new_episode: bool) -> str:
+        if new_episode:
+            self.ssthresh = max(self.cwnd / 2, 2 * self.mss)
         self.cwnd = self.mss
-        return "timeout: cwnd 1 MSS, ssthresh cwnd/2"
+        return "timeout: cwnd 1 MSS, ssthresh cwnd/2" if new_episode else "timeout again: cwnd 1 MSS"
 
     def on_loss(self, r) -> str:
         raise NotImplementedError
@@ -158,31 +190,65 @@ class WindowFlow(FlowBase):
     def on_ack(self, r) -> str:
         raise NotImplementedError
 
+    def on_undo(self, r) -> str:
+        """The kernel found the last reduction spurious and undid it, as tcp_undo_cwnd_reduction:
+        cwnd max(cwnd, window before the cut) (the datapath reports the kernel's), ssthresh
+        back to max(ssthresh before, 3/4 of the window before) (tcp_current_ssthresh)."""
+        self.cwnd = max(self.cwnd, float(r.undo_bytes))
+        if self.prior_ssthresh is not None:
+            self.ssthresh = max(self.ssthresh, self.prior_ssthresh)
+        self.prior_ssthresh = None
+        self.recovery_bytes_left = self.rto_bytes_left = 0.0
+        return f"undo: the kernel restored {r.undo_bytes} B"
+
+    def _remember_before_cut(self):
+        self.prior_ssthresh = max(self.ssthresh, 0.75 * self.cwnd)
+
     def on_report(self, r):
         r = self.parse(r)
+        if not self.alg.datapath_undo:
+            r.undo_bytes = 0
+        reasons = []
+        # The kernel undoes on an ACK, before that ACK's new losses: a recovery's undo comes
+        # first. An RTO fires between ACKs, so an undo reported with it undoes that RTO (a
+        # spurious one, F-RTO): it comes after the timeout.
+        undo_after = r.timeout
+        if r.undo_bytes > 0 and not undo_after:
+            reasons.append(self.on_undo(r))
         in_recovery = self.recovery_bytes_left > 0
         after_rto = self.rto_bytes_left > 0
         self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - r.acked)
         self.rto_bytes_left = max(0.0, self.rto_bytes_left - r.acked)
         if r.timeout:
+            # The kernel keeps ssthresh on an RTO during a recovery or an RTO's retransmissions
+            # (tcp_enter_loss: only from Open/Disorder, or once high_seq is acked).
+            new_episode = not (in_recovery or after_rto)
+            if new_episode:
+                self._remember_before_cut()
             self.recovery_bytes_left = 0.0
             # The kernel marks everything in flight lost at an RTO; those losses show up in
             # the next reports and are this timeout, not new episodes (as the kernel's
             # TCP_CA_Loss until high_seq is acked): without this, the second cut took
             # ssthresh from 1 MSS to 2 MSS and slow start after every RTO ended at once.
             self.rto_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)
-            event, reason = "timeout", self.on_timeout(r)
+            event, reason = "timeout", self.on_timeout(r, new_episode)
         elif r.loss > 0 and after_rto and not in_recovery:
             event, reason = "loss", "data sent before the timeout: no new cut; " + self.on_ack(r)
         elif r.loss > 0 and not in_recovery:
             # everything sent under the old window may still be reported lost: one cut for all of it
             self.recovery_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)
+            self._remember_before_cut()
             event, reason = "loss", self.on_loss(r)
         elif r.loss > 0 or in_recovery:
             event, reason = ("loss" if r.loss else "recovery"), "in recovery: the window was already cut"
+        elif reasons:
+            event, reason = "undo", ""
         else:
             event, reason = "report", self.on_ack(r)
+        if r.undo_bytes > 0 and undo_after:
+            reason += "; " + self.on_undo(r)
         self.cwnd = max(self.cwnd, self.mss)
+        reason = "; ".join(reasons + ([reason] if reason else []))
         self.set_cwnd(self.cwnd, event, r, reason=reason,
                       ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh))
 
@@ -192,6 +258,10 @@ class Algorithm(AlgBase):
     name = ""
     flow_class = FlowBase
     program = REPORT_PER_RTT_AND_ON_LOSS
+
+    # The datapath signals the kernel's undos: the intcc BPF datapath does; on ccp-kernel
+    # (set False by 'intcc alg run --ipc netlink') Ack.ecn_bytes means ECN.
+    datapath_undo = True
 
     def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None):
         if init_cwnd_pkts < 1:

@@ -33,6 +33,7 @@ def _run(alg, ipc: str, verbose: bool):
     # -v: every decision to stderr (losses at INFO, reports at DEBUG); --trace keeps them all as CSV
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
+    alg.datapath_undo = ipc == "unix"    # only the intcc BPF datapath signals the kernel's undos
     click.echo(f"intcc alg: {alg.name} on portus ({ipc} IPC); flows with TCP congestion control "
                f"'ccp' are controlled. Ctrl-C stops.", err=True)
     try:

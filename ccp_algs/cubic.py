@@ -1,12 +1,14 @@
-"""cubic: CUBIC in CCP, after RFC 9438, driven by per-RTT reports (and at once on
-loss or timeout).
+"""cubic: CUBIC in CCP, after RFC 9438, driven by a report per round (a window acked,
+or else an RTT) and at once on a loss, a timeout or an undo by the kernel.
 
 - beta_cubic = 0.7 (window retained after a congestion loss), C = 0.4;
 - fast convergence: a loss below the last W_max lowers W_max to cwnd·(1+β)/2;
 - TCP-friendly (Reno-friendly) region: W_est grows by α = 3(1-β)/(1+β) per RTT and
   wins when above the cubic curve;
 - slow start to ssthresh (initially infinite), ssthresh = cwnd·β on loss;
-- one window reduction per window of data (as reno.py), timeout: cwnd 1 MSS;
+- one window reduction per window of data (as reno.py), timeout: cwnd 1 MSS and
+  a fresh curve (K = 0, RFC 9438 4.8), ssthresh kept on an RTO during a recovery or
+  an RTO's retransmissions (as Linux); an undo by the kernel restores the window;
 - before the first loss, congestion avoidance grows at least 5 % per RTT (Linux's
   minimum when last_max_cwnd is 0; not in the RFC): after a HyStart exit the
   cubic curve alone would stay flat for seconds;
@@ -94,13 +96,27 @@ class CubicFlow(WindowFlow):
         """The window the kernel was using: whole segments (the datapath floors ours)."""
         return (self.cwnd // self.mss) * self.mss
 
-    def on_timeout(self, r) -> str:
-        w = self._sent_window()
-        self.ssthresh = max((w // self.mss * BETA) // 1 * self.mss, 2 * self.mss)
-        self.w_max = self.w_max_from_loss = w
+    def on_timeout(self, r, new_episode: bool) -> str:
+        reason = "timeout: cwnd 1 MSS"
+        if new_episode:
+            w = self._sent_window()
+            self.ssthresh = max((w // self.mss * BETA) // 1 * self.mss, 2 * self.mss)
+            reason += ", ssthresh 0.7 of the window"
+        else:
+            reason += ", ssthresh kept (the episode's data is not all acked yet)"
+        # The curve after a timeout starts afresh at the window congestion avoidance begins
+        # with (RFC 9438 4.8: K = 0; Linux resets last_max_cwnd and HyStart on TCP_CA_Loss):
+        # aiming back at the old W_max grew ccp cubic slower than kernel cubic at high loss.
+        self.w_max = self.w_max_from_loss = 0.0
+        self.delay_min_us = None
         self.cwnd = self.mss
         self.epoch_start_s = None
-        return "timeout: cwnd 1 MSS"
+        return reason
+
+    def on_undo(self, r) -> str:
+        reason = super().on_undo(r)
+        self.epoch_start_s = None     # the next congestion avoidance starts a new curve from here
+        return reason
 
     def on_loss(self, r) -> str:
         beta, reason, congestive = self.loss_backoff(r)

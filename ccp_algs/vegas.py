@@ -25,6 +25,7 @@ PROGRAM = """\
     (volatile timeout false)
     (volatile minrtt 2147483647)
     (volatile inflight 0)
+    (volatile undo 0)
 ))
 (when true
     (:= Report.acked (+ Report.acked Ack.bytes_acked))
@@ -32,6 +33,7 @@ PROGRAM = """\
     (:= Report.timeout Flow.was_timeout)
     (:= Report.inflight Flow.packets_in_flight)
     (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
+    (:= Report.undo (max Report.undo Ack.ecn_bytes))
     (fallthrough)
 )
 """ + REPORT_TRIGGERS
@@ -48,7 +50,7 @@ class VegasFlow(WindowFlow):
         if rtt_us is not None:
             self.base_rtt_us = rtt_us if self.base_rtt_us is None else min(self.base_rtt_us, rtt_us)
         return SimpleNamespace(acked=r.acked, loss=r.loss, timeout=bool(r.timeout), rtt_us=rtt_us,
-                               inflight=r.inflight)
+                               inflight=r.inflight, undo_bytes=r.undo)
 
     def on_loss(self, r) -> str:
         self.cwnd = max(self.cwnd / 2, 2 * self.mss)

@@ -56,7 +56,7 @@ struct intcc_ccp_event {
 	__u32 packets_acked;
 	__u32 bytes_misordered;
 	__u32 packets_misordered;
-	__u32 ecn_bytes;
+	__u32 ecn_bytes;         /* unused: libccp's Ack.ecn_bytes carries undo_cwnd_bytes */
 	__u32 ecn_packets;
 	__u32 lost_pkts_sample;
 	__u32 was_timeout;
@@ -70,6 +70,8 @@ struct intcc_ccp_event {
 	__u32 bytes_pending;
 	__u32 ca_state;
 	__u64 applied_seq;       /* intcc_ccp_ctl seq in force after this ACK */
+	__u32 undo_cwnd_bytes;   /* the kernel undid a reduction on this ACK: the window it restored */
+	__u32 pad;
 };
 
 struct intcc_ccp_ctl {
@@ -94,6 +96,7 @@ struct intcc_ccp_stats {
 	__u64 controlled_acks;
 	__u64 creates_sent;
 	__u64 cmds_applied;
+	__u64 undos;             /* reductions the kernel undid on controlled flows */
 };
 
 struct {
@@ -132,6 +135,7 @@ struct ccp_priv {
 	__u64 epoch;             /* agent epoch this flow last announced itself in */
 	__u32 prr_high_seq;      /* tp->high_seq of the recovery prr_delivered counts for */
 	__u32 rto_pending;       /* entered TCP_CA_Loss (RTO) since the last report */
+	__u32 undo_pkts;         /* window the kernel restored by an undo, not yet reported (0: none) */
 };
 
 __u32 next_sid = 1;
@@ -233,6 +237,8 @@ void BPF_PROG(ccp_init, struct sock *sk)
 	p->epoch = 0;
 	p->prr_delivered = 0;
 	p->prr_high_seq = 0;
+	p->rto_pending = 0;
+	p->undo_pkts = 0;
 	if (st)
 		count(&st->flows_created);
 	if (agent_alive(c, now))
@@ -257,7 +263,6 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->packets_misordered = tp->sacked_out;
 	e->bytes_misordered = tp->sacked_out * mss;
 	e->ecn_packets = tp->delivered_ce - p->prior_delivered_ce;
-	e->ecn_bytes = e->ecn_packets * mss;
 	e->lost_pkts_sample = rs->losses > 0 ? rs->losses : 0;
 	/* Once per RTO, latched by set_state: not "in TCP_CA_Loss" on every ACK,
 	 * which hid an RTO whose Loss state the same ACK ended (retransmission
@@ -277,8 +282,10 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->bytes_pending = tp->write_seq - tp->snd_nxt;
 	e->ca_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
 	e->applied_seq = p->applied_seq;
+	e->undo_cwnd_bytes = p->undo_pkts * mss;
 	bpf_ringbuf_submit(e, 0);
 	p->rto_pending = 0;
+	p->undo_pkts = 0;
 	p->prior_snd_una = tp->snd_una;
 	p->prior_delivered_ce = tp->delivered_ce;
 }
@@ -406,6 +413,11 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 	if (p->epoch != c->epoch)
 		announce(sk, c, now);
 	ctl = bpf_map_lookup_elem(&intcc_ccp_ctl, &sid);
+	/* An undo on this ACK (latched by undo_cwnd, which runs before cong_control):
+	 * the restored window becomes the command in force until the agent, told by
+	 * this ACK's report, sends its next one (the daemon adopts it too). */
+	if (ctl && (ctl->flags & CTL_HAS_CWND) && p->undo_pkts)
+		ctl->cwnd_bytes = p->undo_pkts * tcp_sk(sk)->mss_cache;
 	if (ctl && ctl->flags)
 		apply(sk, ctl, rs);
 	report(sk, rs, now);
@@ -433,10 +445,26 @@ __u32 BPF_PROG(ccp_ssthresh, struct sock *sk)
 	return tcp_reno_ssthresh(sk);
 }
 
+/* The kernel found a reduction spurious (DSACK, F-RTO, timestamps): back to
+ * max(cwnd, prior_cwnd), as Reno and CUBIC. A controlled flow's window is the
+ * agent's, so the undo is latched for the next report (the agent restores its
+ * state) instead of being overwritten by the agent's cut on the same ACK. */
 SEC("struct_ops")
 __u32 BPF_PROG(ccp_undo_cwnd, struct sock *sk)
 {
-	return tcp_reno_undo_cwnd(sk);
+	struct intcc_ccp_cfg *c = cfg();
+	struct intcc_ccp_stats *st;
+	struct ccp_priv *p = priv(sk);
+	__u32 sid = p->sid;
+	__u32 cwnd = tcp_reno_undo_cwnd(sk);
+
+	if (agent_alive(c, bpf_ktime_get_ns()) && bpf_map_lookup_elem(&intcc_ccp_ctl, &sid)) {
+		p->undo_pkts = cwnd;
+		st = stats();
+		if (st)
+			count(&st->undos);
+	}
+	return cwnd;
 }
 
 SEC("struct_ops")

@@ -333,14 +333,23 @@ impl Session {
 }
 
 /// Run the flow's datapath program on these primitives (libccp applies staged commands first).
+///
+/// libccp loads the Cwnd register from snd_cwnd and hands it back through set_cwnd
+/// after the program: an event the kernel sent before our latest command reached it
+/// would revert that command, so such an event reports the command's window. An undo
+/// is the kernel's decision and stands; it reaches the agent as Ack.ecn_bytes (libccp
+/// has no undo primitive; ECN marks stay in Ack.ecn_packets).
 fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
     {
+        let ctl = &flow.conn.ctl;
+        let stale = ev.undo_cwnd_bytes == 0 && ctl.flags & CTL_HAS_CWND != 0 && ev.applied_seq < ctl.seq;
+        let snd_cwnd = if stale { ctl.cwnd_bytes } else { ev.snd_cwnd_bytes };
         let prims = Primitives::default()
             .with_bytes_acked(ev.bytes_acked)
             .with_packets_acked(ev.packets_acked)
             .with_bytes_misordered(ev.bytes_misordered)
             .with_packets_misordered(ev.packets_misordered)
-            .with_ecn_bytes(ev.ecn_bytes)
+            .with_ecn_bytes(ev.undo_cwnd_bytes)
             .with_ecn_packets(ev.ecn_packets)
             .with_lost_pkts_sample(ev.lost_pkts_sample)
             .with_was_timeout(ev.was_timeout != 0)
@@ -349,7 +358,7 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
             .with_rate_incoming(ev.rate_incoming_bps)
             .with_bytes_in_flight(ev.bytes_in_flight)
             .with_packets_in_flight(ev.packets_in_flight)
-            .with_snd_cwnd(ev.snd_cwnd_bytes)
+            .with_snd_cwnd(snd_cwnd)
             .with_snd_rate(ev.snd_rate_bps)
             .with_bytes_pending(ev.bytes_pending);
         flow.conn.load_primitives(prims);
@@ -385,10 +394,10 @@ impl Session {
             empty.packets_acked = 0;
             empty.bytes_misordered = 0;
             empty.packets_misordered = 0;
-            empty.ecn_bytes = 0;
             empty.ecn_packets = 0;
             empty.lost_pkts_sample = 0;
             empty.was_timeout = 0;
+            empty.undo_cwnd_bytes = 0;
             bump(&self.counters.ipc_applied_at_once);
             if invoke(flow, &empty).is_err() {
                 bump(&self.counters.invoke_errors);

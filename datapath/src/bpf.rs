@@ -35,6 +35,7 @@ pub struct Event {
     pub packets_acked: u32,
     pub bytes_misordered: u32,
     pub packets_misordered: u32,
+    /// unused: libccp's Ack.ecn_bytes carries undo_cwnd_bytes
     pub ecn_bytes: u32,
     pub ecn_packets: u32,
     pub lost_pkts_sample: u32,
@@ -49,6 +50,9 @@ pub struct Event {
     pub bytes_pending: u32,
     pub ca_state: u32,
     pub applied_seq: u64,
+    /// the kernel undid a reduction on this ACK: the window it restored (0: none)
+    pub undo_cwnd_bytes: u32,
+    pub pad: u32,
 }
 
 impl Event {
@@ -104,6 +108,7 @@ pub struct Stats {
     pub controlled_acks: u64,
     pub creates_sent: u64,
     pub cmds_applied: u64,
+    pub undos: u64,
 }
 
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {
@@ -224,16 +229,16 @@ mod tests {
     #[test]
     fn layouts_match_the_c_structs() {
         // sizes of the C structs in bpf/intcc_ccp.bpf.c (x86_64 / BPF: same alignment rules)
-        assert_eq!(std::mem::size_of::<Event>(), 152);
+        assert_eq!(std::mem::size_of::<Event>(), 160);
         assert_eq!(std::mem::size_of::<Ctl>(), 24);
         assert_eq!(std::mem::size_of::<Cfg>(), 24);
-        assert_eq!(std::mem::size_of::<Stats>(), 48);
+        assert_eq!(std::mem::size_of::<Stats>(), 56);
     }
 
     #[test]
     fn short_samples_are_rejected() {
         assert!(Event::parse(&[0u8; 10]).is_none());
-        let mut raw = vec![0u8; 152];
+        let mut raw = vec![0u8; std::mem::size_of::<Event>()];
         raw[0] = 2;
         raw[4] = 7;
         let e = Event::parse(&raw).unwrap();

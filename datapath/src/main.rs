@@ -252,6 +252,7 @@ impl Daemon {
             "kernel": {
                 "flows_created": k.flows_created, "creates_sent": k.creates_sent, "events_lost": k.events_lost,
                 "fallback_acks": k.fallback_acks, "controlled_acks": k.controlled_acks, "cmds_applied": k.cmds_applied,
+                "undos": k.undos,
             },
             "cmd_apply_latency": lat,
         });

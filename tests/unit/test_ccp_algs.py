@@ -117,6 +117,74 @@ def test_losses_of_data_sent_before_a_timeout_do_not_cut_again():
     assert dp.cwnd == pytest.approx(0.7 * before, abs=MSS)
 
 
+def test_a_timeout_during_recovery_or_rto_backoff_keeps_the_episodes_ssthresh():
+    # tcp_enter_loss recomputes ssthresh only from Open/Disorder or once high_seq is acked
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))           # cut to 70
+    flow.on_report(report(timeout=True, inflight=60))                 # RTO during that recovery
+    assert dp.cwnd == MSS
+    assert flow.ssthresh == pytest.approx(70 * MSS)                   # not 0.7 x 70
+    flow.on_report(report(timeout=True, inflight=1))                  # backed-off RTO, nothing acked
+    assert flow.ssthresh == pytest.approx(70 * MSS)                   # not 2 MSS
+
+
+def test_cubic_after_a_timeout_starts_a_fresh_curve():
+    # RFC 9438 4.8 (K = 0, W_max = cwnd at the start of congestion avoidance); Linux
+    # resets last_max_cwnd on TCP_CA_Loss, so the +5 %/RTT floor applies again
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(timeout=True))
+    assert flow.w_max == 0 and flow.w_max_from_loss == 0
+    flow.cwnd = flow.ssthresh = 10.0 * MSS
+    flow.rto_bytes_left = 0
+    flow.on_report(report(acked=10 * MSS))
+    assert flow.k_s == 0 and flow.w_max == pytest.approx(10 * MSS)
+    assert dp.cwnd >= 10.5 * MSS                                      # grows at once, not toward 100
+
+
+def test_an_undo_restores_the_window_and_ssthresh_before_the_cut():
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == pytest.approx(70 * MSS, abs=2)
+    flow.on_report(report(acked=MSS, undo=100 * MSS, inflight=99))    # DSACKs: the cut was spurious
+    assert dp.cwnd == 100 * MSS
+    assert flow.ssthresh == pytest.approx(100 * MSS)                  # max(ssthresh, 3/4 of 100)
+    assert flow.recovery_bytes_left == 0                              # the next loss is a new episode
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == pytest.approx(70 * MSS, abs=2)
+
+
+def test_an_undo_after_a_timeout_resumes_slow_start_toward_the_old_ssthresh():
+    flow, dp = start(Cubic())
+    flow.cwnd = 40.0 * MSS                                            # slow start, ssthresh infinite
+    flow.on_report(report(timeout=True, inflight=40))
+    flow.on_report(report(acked=MSS, undo=40 * MSS, inflight=1))      # F-RTO: the RTO was spurious
+    assert dp.cwnd == 40 * MSS
+    assert flow.ssthresh == float("inf")
+
+
+def test_an_undo_reported_with_a_timeout_undoes_that_timeout():
+    # F-RTO: the RTO fired, then the first ACK showed it spurious; one report carries both
+    flow, dp = start(Cubic())
+    grow_to(flow, 40 * MSS)
+    flow.on_report(report(acked=MSS, timeout=True, undo=40 * MSS, inflight=1))
+    assert dp.cwnd == 40 * MSS
+    assert flow.ssthresh == pytest.approx(40 * MSS)                   # max(28, 3/4 of 40 = 30, 40 before)
+    assert flow.rto_bytes_left == 0
+
+
+def test_undo_is_ignored_where_the_datapath_does_not_signal_it():
+    alg = Cubic()
+    alg.datapath_undo = False                                         # ccp-kernel: Ack.ecn_bytes is ECN
+    flow, dp = start(alg)
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    flow.on_report(report(acked=MSS, undo=100 * MSS, inflight=99))
+    assert dp.cwnd == pytest.approx(70 * MSS, abs=2)
+
+
 def cubic_int(policy, rec=None, age_s=0.01, increment=1.0):
     alg = CubicInt(policy=policy, increment=increment, telemetry=FakeTelemetry(rec, age_s),
                    directory=FakeDirectory(), max_age_ms=200)
