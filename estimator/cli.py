@@ -55,22 +55,27 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs):
 @estimator_group.command("train")
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--model", "model_path", required=True, type=click.Path(dir_okay=False))
-@click.option("--grid", type=click.Choice(["paper", "small"]), default="small", show_default=True,
-              help="paper: trees 10-600 x depth 1-30; small: a quick subset")
+@click.option("--grid", type=click.Choice(["paper", "small", "compact"]), default="small", show_default=True,
+              help="paper: trees 10-600 x depth 1-30; small: a quick subset; compact: 50 trees "
+                   "(a model file of a few MB, to ship)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--features", "feature_set", type=click.Choice(["table1", "table1+int"]), default="table1",
               show_default=True, help="table1: paper 002's sender-side features; table1+int: plus the "
                                       "bottleneck's INT telemetry (queue, arrivals, drops)")
-def train_cmd(data_dir, model_path, grid, seed, feature_set):
+@click.option("--forest", type=click.Choice(["per-local", "shared"]), default="per-local", show_default=True,
+              help="per-local: one forest per local CCA (paper 002); shared: one forest for all, the local "
+                   "CCA as an input (learns the competitor from four times the runs)")
+def train_cmd(data_dir, model_path, grid, seed, feature_set, forest):
     """Train on the training half of a dataset (split by experiment, seeded)."""
     from .evaluate import load_dataset, split, train
     from .features import TraceError
     from .model import ModelError, PAPER_GRID
-    grids = {"paper": PAPER_GRID, "small": {"n_estimators": [50, 200], "max_depth": [5, 15, 30]}}
+    grids = {"paper": PAPER_GRID, "small": {"n_estimators": [50, 200], "max_depth": [5, 15, 30]},
+             "compact": {"n_estimators": [50], "max_depth": [15, 30]}}
     try:
         runs = load_dataset(data_dir, feature_set)
         tr, te = split(runs, seed=seed)
-        model = train(tr, grids[grid], seed=seed, feature_set=feature_set)
+        model = train(tr, grids[grid], seed=seed, feature_set=feature_set, shared=forest == "shared")
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))
     model.save(model_path)

@@ -64,10 +64,10 @@ def stack(runs):
     return X, y, local, groups
 
 
-def train(runs, grid=None, folds=3, seed=0, feature_set: str = "table1") -> CCAEstimator:
+def train(runs, grid=None, folds=3, seed=0, feature_set: str = "table1", shared: bool = False) -> CCAEstimator:
     X, y, local, groups = stack(runs)
-    return CCAEstimator(grid=grid, folds=folds, seed=seed,
-                        feature_names=FEATURE_SETS[feature_set]).fit(X, y, local, groups)
+    return CCAEstimator(grid=grid, folds=folds, seed=seed, feature_names=FEATURE_SETS[feature_set],
+                        shared=shared).fit(X, y, local, groups)
 
 
 def evaluate(model: CCAEstimator, test_runs) -> dict:

@@ -65,6 +65,25 @@ def test_run_scale_features_see_the_sawtooth_period_and_an_empty_queue():
     assert F["share_x"] == pytest.approx(1.0, abs=0.01)
 
 
+def test_competitor_rate_is_the_arrivals_flow_1_did_not_send():
+    """Flow 1 sends 500 of the queue's 1000 packets/s; the competitor's half pulses
+    with a period of 8 RTTs (40 ms RTT), as BBR's gain cycle: read back."""
+    rtt = 0.04
+    t = np.arange(0, 30, 0.002) + 100.0                      # flow 1: one packet per 2 ms
+    pulse = np.where(((t - 100.0) % (8 * rtt)) < 4 * rtt, 1.5, 0.5)
+    arrival = 500 + 500 * pulse
+    s = np.column_stack((t, np.full_like(t, 30_000), np.full_like(t, 150_000), arrival, np.full_like(t, 2),
+                         np.zeros_like(t)))
+    F = dict(zip(INT_FEATURES, int_features(s, np.array([129.99]), rtt)[0]))
+    assert 500 / 1250 <= F["comp_mean_x"] <= 500 / 1000        # / the busy link's rate (0.2 s bins: < 1250)
+    assert F["comp_ac8_x"] > 0.8 and F["comp_ac4_x"] < -0.8               # in phase at 8 RTTs, not at 4
+    steady = s.copy()
+    steady[:, 3] = 1000.0
+    G = dict(zip(INT_FEATURES, int_features(steady, np.array([129.99]), rtt)[0]))
+    assert G["comp_mean_x"] == pytest.approx(0.5, rel=0.05) and G["comp_cv_x"] < 0.05
+    assert G["comp_p10_x"] == pytest.approx(0.5, rel=0.05)
+
+
 def test_an_empty_queue_and_a_full_one_differ_and_early_times_are_zero():
     s = series()
     empty, full = s.copy(), s.copy()

@@ -53,6 +53,29 @@ def test_forest_per_local_cca_learns_and_round_trips(tmp_path):
         back.predict(Xt[:2], "vegas")
 
 
+def test_shared_forest_uses_the_local_cca_and_round_trips(tmp_path):
+    # the same features mean different competitors under the two local CCAs: only a
+    # forest that sees the local CCA can tell them apart
+    rng = np.random.default_rng(4)
+    X, y, local, groups = synthetic(rng)
+    flipped = np.array([CCAS[3 - CCAS.index(c)] for c in y])
+    y = np.where(local == "cubic", flipped, y)
+    est = CCAEstimator(grid={"n_estimators": [30], "max_depth": [8]}, folds=3, shared=True).fit(X, y, local, groups)
+    assert est.models_["bbr"] is est.models_["cubic"]
+    Xt, yt, lt, _ = synthetic(np.random.default_rng(5), experiments=8)
+    yt = np.where(lt == "cubic", np.array([CCAS[3 - CCAS.index(c)] for c in yt]), yt)
+    for mine in ("bbr", "cubic"):
+        sel = lt == mine
+        assert (est.predict(Xt[sel], mine) == yt[sel]).mean() > 0.8, mine
+    path = str(tmp_path / "shared.joblib")
+    est.save(path)
+    back = CCAEstimator.load(path)
+    assert back.shared
+    np.testing.assert_array_equal(back.predict(Xt, "cubic"), est.predict(Xt, "cubic"))
+    classes, proba = back.predict_proba(Xt[:3], "bbr")
+    assert proba.shape == (3, len(classes))
+
+
 def test_bad_inputs_are_named(tmp_path):
     rng = np.random.default_rng(3)
     X, y, local, groups = synthetic(rng, experiments=8, rows=5)
