@@ -36,12 +36,15 @@ def test_idle_rtt_is_twice_the_link_delay(tb):
     Measured as the difference against the same testbed with the delay set to 0 at run
     time, rounds interleaved: what the Python nodes themselves add (wake-up from an idle
     vCPU, 4 traversals; 0.9-2.7 ms depending on the machine, tests/perf/bench_forwarding.py)
-    is in both and cancels."""
+    is in both and cancels, mostly: with the delay every node wakes from a 10 ms idle,
+    colder than back-to-back, which added 0.1-0.4 ms here and 1.3 ms at the median on a
+    loaded CI machine. So the lower deciles are compared (the scheduler's tail is the
+    machine's, not the link's) and the Delay elements' own lateness is printed."""
     delays = _delay_elements(tb)
     assert len(delays) == 2, delays
     with_delay, without = [], []
     try:
-        for _ in range(3):
+        for _ in range(4):
             for n, e in delays:
                 tb.write(n, e, "delay", f"{DELAY_MS}ms")
             with_delay += ping_rtts_ms(tb, "sta1", tb.addr("sta2"), count=10)
@@ -51,8 +54,15 @@ def test_idle_rtt_is_twice_the_link_delay(tb):
     finally:
         for n, e in delays:
             tb.write(n, e, "delay", f"{DELAY_MS}ms")
-    added_ms = statistics.median(with_delay) - statistics.median(without)
-    print(f"RTT median {statistics.median(with_delay):.2f} ms with, {statistics.median(without):.2f} ms without the delay")
+    def p10(xs):
+        return statistics.quantiles(xs, n=10)[0]
+    added_ms = p10(with_delay) - p10(without)
+    print(f"RTT median {statistics.median(with_delay):.2f} ms with, {statistics.median(without):.2f} "
+          f"ms without the delay; 10th percentile {p10(with_delay):.2f} / {p10(without):.2f} ms")
+    for n, e in delays:
+        c = tb.counters(n)[e]
+        print(f"{n}/{e}: released {c['late_us_total'] / max(c['packets'], 1):.0f} us late on average, "
+              f"at most {c['late_us_max']} us")
     assert abs(added_ms - 2 * DELAY_MS) <= 1.0, (with_delay, without)
     # A real 10 Mbit/s link also serialises the echo request (118 B + 152 B INT) and the
     # reply (118 B): 0.31 ms on top of 2 x 10 ms. The nodes' own cost is a regression
