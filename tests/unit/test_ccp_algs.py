@@ -6,7 +6,7 @@ from broker.schema import FlowRecord, HopState
 from broker.subscriber import Fresh
 from ccp_algs import portus_compat
 from ccp_algs.const import Const
-from ccp_algs.cubic import Cubic
+from ccp_algs.cubic import RENO_FRIENDLY_SCALE, Cubic
 from ccp_algs.cubic_int import CubicInt
 from ccp_algs.loss_classifier import classify
 from ccp_algs.mock import MockDatapath, datapath_info, report
@@ -138,9 +138,9 @@ def test_cubic_after_a_timeout_starts_a_fresh_curve():
     assert flow.w_max == 0 and flow.w_max_from_loss == 0
     flow.cwnd = flow.ssthresh = 10.0 * MSS
     flow.rto_bytes_left = 0
-    flow.on_report(report(acked=10 * MSS))
+    flow.on_report(report(acked=20 * MSS))
     assert flow.k_s == 0 and flow.w_max == pytest.approx(10 * MSS)
-    assert dp.cwnd >= 10.5 * MSS                                      # grows at once, not toward 100
+    assert dp.cwnd == 11 * MSS                 # a segment per 20 acked at once, not toward 100
 
 
 def test_an_undo_restores_the_window_and_ssthresh_before_the_cut():
@@ -388,8 +388,8 @@ def test_cubic_grows_5_percent_per_rtt_after_hystart_until_the_first_loss():
     flow, dp = start(Cubic())
     hystart_rounds(flow, [20_000, 20_500, 23_000, 24_100])      # HyStart exit at 58 packets
     w = dp.cwnd
-    flow.on_report(report(acked=58 * MSS, rtt_us=24_000, minrtt=24_000, inflight=58))
-    assert dp.cwnd >= w * 1.05 - 1
+    flow.on_report(report(acked=60 * MSS, rtt_us=24_000, minrtt=24_000, inflight=58))
+    assert dp.cwnd >= (w // MSS + 3) * MSS                      # a segment per 20 acked
     flow.on_report(report(acked=MSS, loss=1, inflight=60))     # a loss: W_max known, cubic from now
     flow.on_report(report(acked=100 * MSS, inflight=10))        # the episode's data acked
     w = dp.cwnd
@@ -410,15 +410,38 @@ def test_cubic_cuts_the_window_in_use_in_whole_segments_as_the_kernel():
     assert dp.cwnd == int(5.9 * 0.95 * MSS)   # L2's gentle cut keeps the fraction
 
 
-def test_cubic_reno_friendly_growth_is_per_segment_of_the_window_in_use():
-    """Kernel tcp_cubic: W_est +1 per cwnd * 15/8 segments acked, cwnd the whole-segment
-    window in use. At 4.9 segments (4 in use) a window's worth of ACKs (4 segments) adds
-    3 (1 - 0.7) / (1 + 0.7) * 4 / 4 = 0.53 segments, not 0.53 * 4 / 4.9."""
+def test_cubic_grows_in_whole_segments_as_linux_integers():
+    """tcp_cubic's integers (bictcp_update, tcp_cong_avoid_ai), which set the pace where
+    loss keeps windows small. W_est (tcp_cwnd) gains a segment once more than
+    (cwnd * 15) >> 3 segments are acked: at 2 segments the 4th ACK (exact alpha: the 8th)."""
+    assert RENO_FRIENDLY_SCALE == 15
     flow, dp = start(Cubic())
-    grow_to(flow, 4.9 * MSS)
-    flow.w_max = flow.w_max_from_loss = 5 * MSS                  # after a loss: no 5 % floor
-    flow.on_report(report(acked=4 * MSS, rtt_us=20_000, inflight=4))   # starts the epoch at 4.9
-    assert flow.w_est - 4.9 * MSS == pytest.approx(3 * 0.3 / 1.7 * MSS, rel=1e-6)
-    in_use_pkts, w_est = flow.cwnd // MSS, flow.w_est            # 5.43 segments: 5 in use
-    flow.on_report(report(acked=4 * MSS, rtt_us=20_000, inflight=5))
-    assert flow.w_est - w_est == pytest.approx(3 * 0.3 / 1.7 * MSS * 4 / in_use_pkts, rel=1e-6)
+    grow_to(flow, 2 * MSS)
+    flow.w_max = flow.w_max_from_loss = 2 * MSS                  # K = 0: the curve is flat for now
+    for _ in range(3):
+        flow.on_report(report(acked=MSS, rtt_us=20_000, inflight=2))
+    assert dp.cwnd == 2 * MSS and flow.w_est == 2 * MSS
+    flow.on_report(report(acked=MSS, rtt_us=20_000, inflight=2))
+    assert flow.w_est == 3 * MSS and dp.cwnd == 3 * MSS          # credit of 3 acked pays a segment
+    # The curve truncated to segments: W_max 5 and 4 in use, one RTT on it is
+    # 5 - int(0.4 (1.36 - 0.02)^3 = 0.96) = 5, so a segment per 4 acked (exact: 4.04 -> ~0.01)
+    flow, dp = start(Cubic())
+    grow_to(flow, 4.9 * MSS)                                     # the datapath applies 4
+    flow.w_max = flow.w_max_from_loss = 5 * MSS
+    flow.on_report(report(acked=4 * MSS, rtt_us=20_000, minrtt=20_000, inflight=4))
+    assert dp.cwnd == 5 * MSS
+
+
+def test_the_ack_that_reports_a_timeout_already_slow_starts():
+    """Kernel: the RTO sets one segment, the ACK after it (which carries the timeout to the
+    agent) grows it to two. Left at one until the next ACK, the lone segment waits for the
+    receiver's delayed ACK."""
+    for alg in (Cubic(), Reno()):
+        flow, dp = start(alg)
+        grow_to(flow, 10 * MSS)
+        flow.on_report(report(acked=MSS, timeout=True, inflight=0))
+        assert dp.cwnd == 2 * MSS, alg
+        flow, dp = start(alg)
+        grow_to(flow, 10 * MSS)
+        flow.on_report(report(acked=0, timeout=True, inflight=0))
+        assert dp.cwnd == MSS, alg
