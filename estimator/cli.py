@@ -59,9 +59,11 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs):
               help="paper: trees 10-600 x depth 1-30; small: a quick subset; compact: 50 trees "
                    "(a model file of a few MB, to ship)")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--features", "feature_set", type=click.Choice(["table1", "table1+int"]), default="table1",
-              show_default=True, help="table1: paper 002's sender-side features; table1+int: plus the "
-                                      "bottleneck's INT telemetry (queue, arrivals, drops)")
+@click.option("--features", "feature_set", type=click.Choice(["table1", "table1+int", "table1+int+dynamics"]),
+              default="table1", show_default=True,
+              help="table1: paper 002's sender-side features; table1+int: plus the bottleneck's INT "
+                   "telemetry (queue, arrivals, drops, the competitor's rate); table1+int+dynamics: plus "
+                   "the competitor's backoff at drops and its growth (experimental)")
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="per-local", show_default=True,
               help="per-local: one forest per local CCA (paper 002); shared: one forest for all, the local "
                    "CCA as an input (learns the competitor from four times the runs)")

@@ -9,7 +9,7 @@ import numpy as np
 
 from .collect import CCAS, load_raw, load_run
 from .features import TraceError
-from .int_features import FEATURE_SETS, int_features
+from .int_features import FEATURE_SETS, int_features, select_features
 from .model import CCAEstimator
 from .vote import first_stable_correct, vote_series
 
@@ -25,8 +25,10 @@ def load_dataset(data_dir: str, feature_set: str = "table1"):
     if not paths:
         raise TraceError(f"{data_dir}: no collected runs (runs/*.npz); run 'intcc estimator collect' first")
     runs = [load_run(p) for p in paths]
-    if feature_set == "table1+int":
-        runs = [(np.hstack([X, run_int_features(p)]), t, meta) for p, (X, t, meta) in zip(paths, runs)]
+    if feature_set != "table1":
+        names = FEATURE_SETS[feature_set]
+        runs = [(select_features(np.hstack([X, run_int_features(p)]), names), t, meta)
+                for p, (X, t, meta) in zip(paths, runs)]
     return runs
 
 

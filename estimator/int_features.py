@@ -45,6 +45,17 @@ forest's accuracy 0.81 -> 0.83 (BBR beside CUBIC: 0.55 -> 0.74):
   comp_{p10,mean,cv}_x          in 0.2 s bins (BBR's ProbeRTT drains for 200 ms every 10 s)
   comp_ac{2,4,6,8,10}_x         autocorrelation in bins of one base RTT at lags of 2..10 RTTs
                                 (BBR's ProbeBW cycles its pacing gain every 8 RTTs)
+
+and the competitor's window (its rate there x the RTT, base + queue depth / link rate), in
+bins of one base RTT (at least 40 ms, the FlowMeter's smoothing), over 30 s:
+
+  comp_backoff_x                its smallest window in the 3 bins after a drop event over
+                                its median in the 3 before (median over events; -1 without
+                                one): Reno halves, CUBIC keeps 0.7, BBR and Vegas hardly react
+  comp_growth_x                 its growth in packets per RTT between drop events (or over
+                                the last 10 s without one): Reno +1, CUBIC's Reno-friendly +0.53
+  comp_convexity_x              the quadratic term of its window over the last 10 s relative
+                                to the mean window: Reno linear, CUBIC convex or concave
 """
 from __future__ import annotations
 
@@ -64,16 +75,32 @@ LONG_WINDOW_S = 10.0
 _RUN_WINDOWS = {"l": LONG_WINDOW_S, "x": 30.0}
 COMP_BIN_S = 0.2
 COMP_AC_LAGS_RTTS = (2, 4, 6, 8, 10)
+#: FlowMeter's arrival rate is an EWMA over ~35 ms (10 ms windows, alpha 0.25):
+#: competitor windows are binned no finer.
+FLOWMETER_SMOOTHING_S = 0.04
 WINDOW_FEATURES = ("occ_now",) + tuple(f"{name}_{w}" for w in ("s", "l") for name in
                                        ("occ_mean", "occ_std", "occ_min", "occ_max", "share", "drops")) \
     + ("qdelay_now", "qdelay_mean_l")
 RUN_FEATURES = tuple(f"{name}_{w}" for w in _RUN_WINDOWS for name in
                      ("qd_empty", "qd_std", "qd_min", "qd_max", "qd_spread", "arrival_cv", "drop_events")) \
     + ("drop_gap_s", "drop_gap_rtts", "own_rate_cv", "share_x") \
-    + ("comp_p10_x", "comp_mean_x", "comp_cv_x") + tuple(f"comp_ac{lag}_x" for lag in COMP_AC_LAGS_RTTS)
+    + ("comp_p10_x", "comp_mean_x", "comp_cv_x") + tuple(f"comp_ac{lag}_x" for lag in COMP_AC_LAGS_RTTS) \
+    + ("comp_backoff_x", "comp_growth_x", "comp_convexity_x")     # COMP_DYNAMICS_FEATURES
+#: Every column int_features() computes.
 INT_FEATURES = WINDOW_FEATURES + RUN_FEATURES
+COMP_DYNAMICS_FEATURES = ("comp_backoff_x", "comp_growth_x", "comp_convexity_x")
 #: Model 1: paper 002's Table I only. Model 2: plus what INT says about the bottleneck.
-FEATURE_SETS = {"table1": FEATURES, "table1+int": FEATURES + INT_FEATURES}
+#: "table1+int+dynamics": model 2 plus the competitor's backoff and growth (not yet
+#: evaluated on collected runs; the shipped model is "table1+int").
+FEATURE_SETS = {"table1": FEATURES,
+                "table1+int": FEATURES + tuple(n for n in INT_FEATURES if n not in COMP_DYNAMICS_FEATURES),
+                "table1+int+dynamics": FEATURES + INT_FEATURES}
+
+
+def select_features(X_all: np.ndarray, feature_names) -> np.ndarray:
+    """The columns ``feature_names`` of rows with Table I then every INT column."""
+    names = FEATURES + INT_FEATURES
+    return X_all[:, [names.index(n) for n in feature_names]]
 EMPTY_QUEUE_RTTS = 0.1
 MTU_BYTES = 1500
 
@@ -168,6 +195,59 @@ def _competitor_rate(t, packets, arrival, bin_s):
     return np.maximum(arrival_b - own, 0.0) / busy
 
 
+def _competitor_window(t, packets, arrival, qdepth_bytes, base_rtt_s, bin_s):
+    """The competitor's packets in flight per bin (its rate at the queue x the RTT,
+    base + queueing delay) and the RTT per bin, or None for fewer than 4 bins."""
+    c = _competitor_rate(t, packets, arrival, bin_s)
+    if c is None:
+        return None
+    n = len(c)
+    k = ((t - t[0]) / bin_s).astype(int)
+    inside = k < n
+    k = k[inside]
+    rows = np.bincount(k, minlength=n)
+    seen = np.flatnonzero(rows > 0)
+
+    def per_bin(x):
+        return np.interp(np.arange(n), seen, np.bincount(k, weights=x[inside], minlength=n)[seen] / rows[seen])
+    busy = max(float(np.percentile(per_bin(arrival), 90)), 1.0)
+    rtt_s = base_rtt_s + per_bin(qdepth_bytes) / (busy * MTU_BYTES)   # the queue drains at the link's rate
+    return c * busy * rtt_s, rtt_s
+
+
+def _competitor_dynamics(t, packets, arrival, qdepth_bytes, rose, base_rtt_s) -> list:
+    """comp_backoff_x, comp_growth_x, comp_convexity_x (see the module docstring)."""
+    bin_s = max(base_rtt_s, FLOWMETER_SMOOTHING_S)
+    got = _competitor_window(t, packets, arrival, qdepth_bytes, base_rtt_s, bin_s)
+    if got is None:
+        return [-1.0, 0.0, 0.0]
+    w, rtt_s = got
+    n = len(w)
+    events = np.unique(((t[rose] - t[0]) / bin_s).astype(int))
+    events = events[(events >= 3) & (events < n - 3)]
+    if len(events):
+        events = events[np.concatenate(([True], np.diff(events) > 1))]   # one event per burst
+    ratios = [w[e + 1:e + 4].min() / max(float(np.median(w[e - 3:e])), 0.5) for e in events]
+    backoff = min(float(np.median(ratios)), 3.0) if ratios else -1.0
+    # growth between drop events (from the bin after a backoff to the next drop), or
+    # over the last 10 s when nothing was dropped: packets per RTT
+    segments = [(a + 2, b) for a, b in zip(events[:-1], events[1:]) if b - a - 2 >= 6]
+    if not segments and not len(events):
+        segments = [(max(n - int(LONG_WINDOW_S / bin_s), 0), n)]
+    slopes = []
+    for a, b in segments:
+        x = np.arange(b - a) * bin_s
+        slopes.append(float(np.polyfit(x, w[a:b], 1)[0]) * float(rtt_s[a:b].mean()))
+    growth = float(np.median(slopes)) if slopes else 0.0
+    # curvature over the last 10 s relative to the mean window: Reno's slow start and
+    # congestion avoidance are linear in time, CUBIC's curve convex or concave
+    tail = w[max(n - int(LONG_WINDOW_S / bin_s), 0):]
+    convexity = 0.0
+    if len(tail) >= 6:
+        convexity = float(np.polyfit(np.linspace(0.0, 1.0, len(tail)), tail, 2)[0]) / max(float(tail.mean()), 1.0)
+    return [backoff, growth, convexity]
+
+
 def _competitor(t, packets, arrival, base_rtt_s) -> list:
     """comp_* features (see the module docstring) of one window; zeros when too short."""
     row = [0.0] * (3 + len(COMP_AC_LAGS_RTTS))
@@ -257,6 +337,7 @@ def int_features(series: np.ndarray, at_t: np.ndarray, base_rtt_s) -> np.ndarray
         row += [gap_s, gap_s / base, bins.std() / max(bins.mean(), 1e-9),
                 min(pk.sum() / max(arrival[lo_i:h].mean() * span_s, 1.0), 2.0)]
         row += _competitor(tt, pk, arrival[lo_i:h], base)
+        row += _competitor_dynamics(tt, pk, arrival[lo_i:h], s[lo_i:h, 1], rose[lo_i:h], base)
         out[i, col:] = row
     out[~valid] = 0.0
     return out

@@ -18,7 +18,7 @@ from broker.schema import EstimateRecord, encode, estimate_topic
 
 from .capture import PcapTail, SenderObserver, parse_tcp
 from .features import TraceError, features
-from .int_features import IntSeries, feature_set_of, int_features
+from .int_features import IntSeries, feature_set_of, int_features, select_features
 from .model import CCAEstimator
 from .vote import MajorityVote, Verdict, first_stable_correct
 
@@ -33,7 +33,7 @@ class Step:
 
 class OnlineEstimator:
     def __init__(self, model: CCAEstimator, local_cca: str, window: int = 50, sender: str | None = None):
-        self.uses_int = feature_set_of(model.feature_names) == "table1+int"
+        self.uses_int = feature_set_of(model.feature_names) != "table1"
         model._model(local_cca)                       # fails early, naming the CCAs it has
         self.model, self.local_cca = model, local_cca
         self.vote = MajorityVote(window)
@@ -68,7 +68,8 @@ class OnlineEstimator:
                 series = self.telemetry.array()
                 if series is None or len(series) < 2:
                     return None
-                x = np.hstack([x, int_features(series, trace.ack_t[-1:], float(np.min(trace.rtt_s)))])
+                x = select_features(np.hstack([x, int_features(series, trace.ack_t[-1:], float(np.min(trace.rtt_s)))]),
+                                    self.model.feature_names)
         except TraceError:
             return None
         est = str(self.model.predict(x, self.local_cca)[0])

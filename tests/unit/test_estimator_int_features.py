@@ -8,7 +8,7 @@ import pytest
 from estimator.collect import load_raw, run_plan, save_run
 from estimator.evaluate import load_dataset, run_int_features
 from estimator.features import FEATURES, TraceError
-from estimator.int_features import (INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES, RUN_FEATURES,
+from estimator.int_features import (COMP_DYNAMICS_FEATURES, FEATURE_SETS, INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES, RUN_FEATURES,
                                     feature_set_of, int_features, int_series_from_jsonl)
 
 
@@ -149,10 +149,14 @@ def test_datasets_with_int_features_and_runs_without_them(tmp_path):
     path = str(tmp_path / "runs" / f"{plan['run']}.npz")
     save_run(path, plan, X, np.zeros(len(X)), {}, raw)
     assert set(load_raw(path)) == set(raw)
-    (X2, _, meta), = load_dataset(str(tmp_path), "table1+int")
-    assert X2.shape == (len(X), len(FEATURES) + len(INT_FEATURES))
-    np.testing.assert_allclose(X2[:, len(FEATURES):], run_int_features(path))
-    assert feature_set_of(FEATURES + INT_FEATURES) == "table1+int" and feature_set_of(FEATURES) == "table1"
+    (X3, _, meta), = load_dataset(str(tmp_path), "table1+int+dynamics")
+    assert X3.shape == (len(X), len(FEATURES) + len(INT_FEATURES))
+    np.testing.assert_allclose(X3[:, len(FEATURES):], run_int_features(path))
+    (X2, _, meta), = load_dataset(str(tmp_path), "table1+int")      # the same columns less the dynamics
+    keep = [i for i, n in enumerate(FEATURES + INT_FEATURES) if n not in COMP_DYNAMICS_FEATURES]
+    np.testing.assert_allclose(X2, X3[:, keep])
+    assert feature_set_of(FEATURES + INT_FEATURES) == "table1+int+dynamics" and feature_set_of(FEATURES) == "table1"
+    assert feature_set_of(FEATURE_SETS["table1+int"]) == "table1+int"
     save_run(path, plan, X, np.zeros(len(X)), {})                  # no raw arrays
     with pytest.raises(TraceError, match="no INT series stored"):
         load_dataset(str(tmp_path), "table1+int")
@@ -208,3 +212,28 @@ def test_online_estimates_with_int_features_wait_for_the_flows_telemetry():
     foreign = CCAEstimator(feature_names=("a", "b"))
     with pytest.raises(TraceError, match="not ones this intcc computes"):
         OnlineEstimator(foreign, "cubic")
+
+
+def _aimd_competitor(beta, rtt=0.1, w_max=40.0, own_pps=100.0):
+    """A competitor whose window grows 1 packet per RTT from beta x w_max to w_max,
+    then is cut (one queue drop per cut); empty queue, so its rate is window / RTT."""
+    t = np.arange(0, 30, 1 / own_pps) + 100.0
+    climb_s = (1 - beta) * w_max * rtt
+    w = beta * w_max + ((t - 100.0) % climb_s) / rtt
+    cuts = np.floor((t - 100.0) / climb_s)
+    s = np.column_stack((t, np.zeros_like(t), np.full_like(t, 150_000), own_pps + w / rtt, np.full_like(t, 2), cuts))
+    return dict(zip(INT_FEATURES, int_features(s, np.array([129.99]), rtt)[0]))
+
+
+def test_competitor_backoff_and_growth_tell_reno_from_cubic():
+    """Reno halves its window at a loss, CUBIC keeps 0.7 of it; both grow by about a
+    packet per RTT in between (CUBIC's Reno-friendly region)."""
+    reno, cubic = _aimd_competitor(0.5), _aimd_competitor(0.7)
+    assert 0.45 <= reno["comp_backoff_x"] <= 0.6, reno["comp_backoff_x"]
+    assert 0.65 <= cubic["comp_backoff_x"] <= 0.8, cubic["comp_backoff_x"]
+    assert reno["comp_growth_x"] == pytest.approx(1.0, rel=0.2)
+    t = np.arange(0, 30, 0.01) + 100.0
+    s = np.column_stack((t, np.zeros_like(t), np.full_like(t, 150_000), np.full_like(t, 500.0), np.full_like(t, 2),
+                         np.zeros_like(t)))
+    no_drops = dict(zip(INT_FEATURES, int_features(s, np.array([129.99]), 0.1)[0]))
+    assert no_drops["comp_backoff_x"] == -1.0 and abs(no_drops["comp_growth_x"]) < 0.1
