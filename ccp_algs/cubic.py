@@ -5,6 +5,11 @@ or else an RTT) and at once on a loss, a timeout or an undo by the kernel.
 - fast convergence: a loss below the last W_max lowers W_max to cwnd·(1+β)/2;
 - TCP-friendly (Reno-friendly) region: W_est grows by α = 3(1-β)/(1+β) per RTT and
   wins when above the cubic curve;
+- growth in Linux's integers (bictcp_update, tcp_cong_avoid_ai), segment by segment
+  acked: the curve truncated to whole segments, W_est +1 per (cwnd·15)>>3 acked, the
+  window +1 per cnt = cwnd/(target − cwnd) acked (at least 2). Where loss keeps windows
+  at a few segments this is what kernel cubic does, and it grows faster than the exact
+  formulas (the fidelity target is kernel cubic);
 - slow start to ssthresh (initially infinite), ssthresh = cwnd·β on loss;
 - one window reduction per window of data (as reno.py), timeout: cwnd 1 MSS and
   a fresh curve (K = 0, RFC 9438 4.8), ssthresh kept on an RTO during a recovery or

@@ -109,6 +109,7 @@ pub struct Stats {
     pub creates_sent: u64,
     pub cmds_applied: u64,
     pub undos: u64,
+    pub rto_hold_acks: u64,
 }
 
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {
@@ -232,7 +233,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Event>(), 160);
         assert_eq!(std::mem::size_of::<Ctl>(), 24);
         assert_eq!(std::mem::size_of::<Cfg>(), 24);
-        assert_eq!(std::mem::size_of::<Stats>(), 56);
+        assert_eq!(std::mem::size_of::<Stats>(), 64);
     }
 
     #[test]

@@ -253,6 +253,7 @@ impl Daemon {
                 "flows_created": k.flows_created, "creates_sent": k.creates_sent, "events_lost": k.events_lost,
                 "fallback_acks": k.fallback_acks, "controlled_acks": k.controlled_acks, "cmds_applied": k.cmds_applied,
                 "undos": k.undos,
+                "rto_hold_acks": k.rto_hold_acks,
             },
             "cmd_apply_latency": lat,
         });
