@@ -2,6 +2,7 @@
 per-flow state with its MSS, and an optional CSV trace of every decision."""
 from __future__ import annotations
 
+import copy
 import csv
 import logging
 import time
@@ -50,7 +51,12 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (volatile rin 0)
     (volatile rout 0)
     (volatile undo 0)
+    (volatile rto_acked 0)
 ))
+(when (|| Flow.was_timeout false)
+    (:= Report.rto_acked Ack.bytes_acked)
+    (fallthrough)
+)
 (when true
     (:= Report.inflight Flow.packets_in_flight)
     (:= Report.rtt Flow.rtt_sample_us)
@@ -104,9 +110,11 @@ NO_RTT_SAMPLE = 2147483647      # minrtt's start value (portus immediates are at
 class Report:
     """The fields of REPORT_PER_RTT_AND_ON_LOSS, read once from portus's report object.
     ``minrtt_us`` is the smallest RTT sample since the last report (None: no sample);
-    ``undo_bytes`` the window the kernel restored when it undid a reduction (0: none)."""
+    ``undo_bytes`` the window the kernel restored when it undid a reduction (0: none);
+    ``rto_acked`` the bytes acked by the ACK that reported a timeout (the first after the
+    RTO; ``acked`` also holds earlier ACKs of the report, from before the RTO)."""
     __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin", "rout",
-                 "undo_bytes")
+                 "undo_bytes", "rto_acked")
 
     def __init__(self, r):
         self.acked = r.acked
@@ -119,6 +127,7 @@ class Report:
         self.rin = r.rin
         self.rout = r.rout
         self.undo_bytes = r.undo
+        self.rto_acked = r.rto_acked
 
 
 class FlowBase:
@@ -232,12 +241,16 @@ class WindowFlow(FlowBase):
             # ssthresh from 1 MSS to 2 MSS and slow start after every RTO ended at once.
             self.rto_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)
             event, reason = "timeout", self.on_timeout(r, new_episode)
-            if r.acked > 0:
+            if r.rto_acked > 0:
                 # The RTO came before the ACK that reports it: the kernel's window was one
                 # segment on that ACK and slow start grew it at once (tcp_enter_loss, then
                 # cong_avoid). Left at one segment until the next ACK, a lone segment waits
                 # for the receiver's delayed ACK or a loss probe (100-270 ms seen at 10 % loss).
-                reason += "; " + self.on_ack(r)
+                # Only that ACK's bytes: the report's earlier ACKs came before the RTO (all of
+                # them grew ccp cubic past kernel cubic at 20 % loss).
+                after = copy.copy(r)
+                after.acked = r.rto_acked
+                reason += "; " + self.on_ack(after)
         elif r.loss > 0 and after_rto and not in_recovery:
             event, reason = "loss", "data sent before the timeout: no new cut; " + self.on_ack(r)
         elif r.loss > 0 and not in_recovery:

@@ -200,7 +200,9 @@ class CubicFlow(WindowFlow):
             if hystart:
                 return hystart
             growth, reason = self.slow_start_growth(r)
-            self.cwnd += growth
+            # up to ssthresh, as tcp_slow_start (past it, a 2-segment ACK after an RTO
+            # took ccp cubic to 3 segments where kernel cubic stops at ssthresh 2)
+            self.cwnd = min(self.cwnd + growth, max(self.ssthresh, self.cwnd))
             return reason
         if r.minrtt_us is not None and (self.delay_min_us is None or r.minrtt_us < self.delay_min_us):
             self.delay_min_us = r.minrtt_us

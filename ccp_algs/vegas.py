@@ -26,7 +26,12 @@ PROGRAM = """\
     (volatile minrtt 2147483647)
     (volatile inflight 0)
     (volatile undo 0)
+    (volatile rto_acked 0)
 ))
+(when (|| Flow.was_timeout false)
+    (:= Report.rto_acked Ack.bytes_acked)
+    (fallthrough)
+)
 (when true
     (:= Report.acked (+ Report.acked Ack.bytes_acked))
     (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
@@ -50,7 +55,8 @@ class VegasFlow(WindowFlow):
         if rtt_us is not None:
             self.base_rtt_us = rtt_us if self.base_rtt_us is None else min(self.base_rtt_us, rtt_us)
         return SimpleNamespace(acked=r.acked, loss=r.loss, timeout=bool(r.timeout), rtt_us=rtt_us,
-                               inflight=r.inflight, undo_bytes=r.undo)
+                               inflight=r.inflight, undo_bytes=r.undo,
+                               rto_acked=r.rto_acked)
 
     def on_loss(self, r) -> str:
         self.cwnd = max(self.cwnd / 2, 2 * self.mss)

@@ -445,3 +445,14 @@ def test_the_ack_that_reports_a_timeout_already_slow_starts():
         grow_to(flow, 10 * MSS)
         flow.on_report(report(acked=0, timeout=True, inflight=0))
         assert dp.cwnd == MSS, alg
+        flow, dp = start(alg)                 # 2 segments acked before the RTO, 1 after
+        grow_to(flow, 10 * MSS)
+        flow.on_report(report(acked=3 * MSS, rto_acked=MSS, timeout=True, inflight=0))
+        assert dp.cwnd == 2 * MSS, alg
+
+
+def test_cubic_slow_start_stops_at_ssthresh():
+    flow, dp = start(Cubic())
+    grow_to(flow, 3 * MSS)
+    flow.on_report(report(acked=2 * MSS, rto_acked=2 * MSS, timeout=True, inflight=0))
+    assert flow.ssthresh == 2 * MSS and dp.cwnd == 2 * MSS     # 1 + 2 acked, capped as tcp_slow_start
