@@ -53,7 +53,6 @@ class CubicFlow(WindowFlow):
         self.est_pkts = self.est_acked = 0                      # Linux tcp_cwnd, ack_cnt
         self.cwnd_credit = 0                                  # Linux snd_cwnd_cnt: segments acked toward +1
         self.acked_carry = 0.0                                # acked bytes short of a segment
-        self.cwnd_epoch = 0.0
         self.delay_min_us: int | None = None                  # smallest RTT ever (HyStart)
         self.w_max_from_loss = 0.0                            # 0 until the first loss (Linux last_max_cwnd)
         super().__init__(alg, datapath, datapath_info)
@@ -88,7 +87,6 @@ class CubicFlow(WindowFlow):
         cwnd_pkts = max(int(self.cwnd // mss), 1)
         if self.epoch_start_s is None:
             self.epoch_start_s = now_s
-            self.cwnd_epoch = self.cwnd
             self.est_pkts, self.est_acked = cwnd_pkts, 0     # Linux tcp_cwnd, ack_cnt
             if self.w_max <= cwnd_pkts * mss:
                 self.w_max = cwnd_pkts * mss
