@@ -39,6 +39,14 @@ REPORT_PER_ROUND_TRIGGERS = REPORT_ON_EVENTS + """\
 )
 """
 
+# Report.rto_acked: the bytes of the ACK that reports a timeout (the first after the RTO).
+FOLD_RTO_ACKED = """\
+(when (|| Flow.was_timeout false)
+    (:= Report.rto_acked Ack.bytes_acked)
+    (fallthrough)
+)
+"""
+
 REPORT_PER_RTT_AND_ON_LOSS = """\
 (def (Report
     (volatile acked 0)
@@ -53,10 +61,7 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (volatile undo 0)
     (volatile rto_acked 0)
 ))
-(when (|| Flow.was_timeout false)
-    (:= Report.rto_acked Ack.bytes_acked)
-    (fallthrough)
-)
+""" + FOLD_RTO_ACKED + """\
 (when true
     (:= Report.inflight Flow.packets_in_flight)
     (:= Report.rtt Flow.rtt_sample_us)

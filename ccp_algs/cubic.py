@@ -49,7 +49,6 @@ class CubicFlow(WindowFlow):
         self.w_max = 0.0                                      # bytes
         self.epoch_start_s: float | None = None
         self.k_s = 0.0
-        self.w_est = 0.0
         self.est_pkts = self.est_acked = 0                      # Linux tcp_cwnd, ack_cnt
         self.cwnd_credit = 0                                  # Linux snd_cwnd_cnt: segments acked toward +1
         self.acked_carry = 0.0                                # acked bytes short of a segment
@@ -66,6 +65,11 @@ class CubicFlow(WindowFlow):
         return float(r.acked), "slow start"
 
     # -- CUBIC ---------------------------------------------------------------------
+    @property
+    def w_est(self) -> float:
+        """The Reno-friendly estimate W_est (bytes): Linux's tcp_cwnd."""
+        return self.est_pkts * self.mss
+
     def _w_cubic(self, t_s: float) -> float:
         """The cubic curve at t_s into the epoch (bytes), in whole segments as Linux's
         bictcp_update: C (t - K)^3 truncated to segments, off an integer W_max."""
@@ -120,7 +124,6 @@ class CubicFlow(WindowFlow):
             if self.cwnd_credit >= cnt:
                 cwnd_pkts += self.cwnd_credit // cnt
                 self.cwnd_credit %= cnt
-        self.w_est = self.est_pkts * mss
         self.cwnd = max(self.cwnd, float(cwnd_pkts * mss))
         return reason
 

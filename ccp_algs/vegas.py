@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .base import NO_RTT_SAMPLE, REPORT_TRIGGERS, Algorithm, WindowFlow
+from .base import FOLD_RTO_ACKED, NO_RTT_SAMPLE, REPORT_TRIGGERS, Algorithm, WindowFlow
 
 ALPHA, BETA, GAMMA = 2, 4, 1
 
@@ -28,10 +28,7 @@ PROGRAM = """\
     (volatile undo 0)
     (volatile rto_acked 0)
 ))
-(when (|| Flow.was_timeout false)
-    (:= Report.rto_acked Ack.bytes_acked)
-    (fallthrough)
-)
+""" + FOLD_RTO_ACKED + """\
 (when true
     (:= Report.acked (+ Report.acked Ack.bytes_acked))
     (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))

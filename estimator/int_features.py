@@ -78,6 +78,9 @@ COMP_AC_LAGS_RTTS = (2, 4, 6, 8, 10)
 #: FlowMeter's arrival rate is an EWMA over ~35 ms (10 ms windows, alpha 0.25):
 #: competitor windows are binned no finer.
 FLOWMETER_SMOOTHING_S = 0.04
+EMPTY_QUEUE_RTTS = 0.1
+MTU_BYTES = 1500
+COMP_DYNAMICS_FEATURES = ("comp_backoff_x", "comp_growth_x", "comp_convexity_x")
 WINDOW_FEATURES = ("occ_now",) + tuple(f"{name}_{w}" for w in ("s", "l") for name in
                                        ("occ_mean", "occ_std", "occ_min", "occ_max", "share", "drops")) \
     + ("qdelay_now", "qdelay_mean_l")
@@ -85,10 +88,9 @@ RUN_FEATURES = tuple(f"{name}_{w}" for w in _RUN_WINDOWS for name in
                      ("qd_empty", "qd_std", "qd_min", "qd_max", "qd_spread", "arrival_cv", "drop_events")) \
     + ("drop_gap_s", "drop_gap_rtts", "own_rate_cv", "share_x") \
     + ("comp_p10_x", "comp_mean_x", "comp_cv_x") + tuple(f"comp_ac{lag}_x" for lag in COMP_AC_LAGS_RTTS) \
-    + ("comp_backoff_x", "comp_growth_x", "comp_convexity_x")     # COMP_DYNAMICS_FEATURES
+    + COMP_DYNAMICS_FEATURES
 #: Every column int_features() computes.
 INT_FEATURES = WINDOW_FEATURES + RUN_FEATURES
-COMP_DYNAMICS_FEATURES = ("comp_backoff_x", "comp_growth_x", "comp_convexity_x")
 #: Model 1: paper 002's Table I only. Model 2: plus what INT says about the bottleneck.
 #: "table1+int+dynamics": model 2 plus the competitor's backoff and growth (not yet
 #: evaluated on collected runs; the shipped model is "table1+int").
@@ -101,8 +103,6 @@ def select_features(X_all: np.ndarray, feature_names) -> np.ndarray:
     """The columns ``feature_names`` of rows with Table I then every INT column."""
     names = FEATURES + INT_FEATURES
     return X_all[:, [names.index(n) for n in feature_names]]
-EMPTY_QUEUE_RTTS = 0.1
-MTU_BYTES = 1500
 
 
 def feature_set_of(feature_names) -> str:
@@ -176,42 +176,48 @@ def _mean_occupancy(s: np.ndarray) -> float:
     return float(np.mean(s[:, 1] / np.maximum(s[:, 2], 1.0)))
 
 
-def _competitor_rate(t, packets, arrival, bin_s):
+class _Bins:
+    """Rows binned by time in bins of ``bin_s`` from the first row (``n`` whole bins)."""
+
+    def __init__(self, t, bin_s):
+        self.n = int((t[-1] - t[0]) / bin_s)
+        k = ((t - t[0]) / bin_s).astype(int)
+        self.inside = k < self.n
+        self.k = k[self.inside]
+        rows = np.bincount(self.k, minlength=self.n)
+        self.seen = np.flatnonzero(rows > 0)
+        self.rows_seen = rows[self.seen]
+
+    def sum(self, x):
+        return np.bincount(self.k, weights=x[self.inside], minlength=self.n)
+
+    def mean(self, x):
+        """Per-bin mean; a bin without rows takes its neighbours'."""
+        return np.interp(np.arange(self.n), self.seen, self.sum(x)[self.seen] / self.rows_seen)
+
+
+def _competitor_rate(t, packets, arrival, bin_s, bins: _Bins | None = None):
     """The competitor's packets per second in bins of ``bin_s`` from the first row,
-    relative to the busy link's rate, or None for fewer than 4 bins. A bin without
-    flow-1 rows has no arrival reading: it takes its neighbours'."""
-    n = int((t[-1] - t[0]) / bin_s)
-    if n < 4:
+    relative to the busy link's rate (returned too, packets/s), or None for fewer than
+    4 bins. A bin without flow-1 rows has no arrival reading: it takes its neighbours'."""
+    bins = bins or _Bins(t, bin_s)
+    if bins.n < 4:
         return None
-    k = ((t - t[0]) / bin_s).astype(int)
-    inside = k < n
-    k = k[inside]
-    rows = np.bincount(k, minlength=n)
-    own = np.bincount(k, weights=packets[inside], minlength=n) / bin_s
-    seen = rows > 0
-    mean_arrival = np.bincount(k, weights=arrival[inside], minlength=n)[seen] / rows[seen]
-    arrival_b = np.interp(np.arange(n), np.flatnonzero(seen), mean_arrival)
+    own = bins.sum(packets) / bin_s
+    arrival_b = bins.mean(arrival)
     busy = max(float(np.percentile(arrival_b, 90)), 1.0)
-    return np.maximum(arrival_b - own, 0.0) / busy
+    return np.maximum(arrival_b - own, 0.0) / busy, busy
 
 
 def _competitor_window(t, packets, arrival, qdepth_bytes, base_rtt_s, bin_s):
     """The competitor's packets in flight per bin (its rate at the queue x the RTT,
     base + queueing delay) and the RTT per bin, or None for fewer than 4 bins."""
-    c = _competitor_rate(t, packets, arrival, bin_s)
-    if c is None:
+    bins = _Bins(t, bin_s)
+    got = _competitor_rate(t, packets, arrival, bin_s, bins)
+    if got is None:
         return None
-    n = len(c)
-    k = ((t - t[0]) / bin_s).astype(int)
-    inside = k < n
-    k = k[inside]
-    rows = np.bincount(k, minlength=n)
-    seen = np.flatnonzero(rows > 0)
-
-    def per_bin(x):
-        return np.interp(np.arange(n), seen, np.bincount(k, weights=x[inside], minlength=n)[seen] / rows[seen])
-    busy = max(float(np.percentile(per_bin(arrival), 90)), 1.0)
-    rtt_s = base_rtt_s + per_bin(qdepth_bytes) / (busy * MTU_BYTES)   # the queue drains at the link's rate
+    c, busy = got
+    rtt_s = base_rtt_s + bins.mean(qdepth_bytes) / (busy * MTU_BYTES)   # the queue drains at the link's rate
     return c * busy * rtt_s, rtt_s
 
 
@@ -251,11 +257,13 @@ def _competitor_dynamics(t, packets, arrival, qdepth_bytes, rose, base_rtt_s) ->
 def _competitor(t, packets, arrival, base_rtt_s) -> list:
     """comp_* features (see the module docstring) of one window; zeros when too short."""
     row = [0.0] * (3 + len(COMP_AC_LAGS_RTTS))
-    c = _competitor_rate(t, packets, arrival, COMP_BIN_S)
-    if c is not None:
+    got = _competitor_rate(t, packets, arrival, COMP_BIN_S)
+    if got is not None:
+        c = got[0]
         row[:3] = [float(np.percentile(c, 10)), float(c.mean()), float(c.std() / max(c.mean(), 1e-6))]
-    c = _competitor_rate(t, packets, arrival, max(base_rtt_s, 0.01))
-    if c is not None:
+    got = _competitor_rate(t, packets, arrival, max(base_rtt_s, 0.01))
+    if got is not None:
+        c = got[0]
         x = c - c.mean()
         energy = max(float(x @ x), 1e-12)
         row[3:] = [float(x[:-lag] @ x[lag:]) / energy if len(x) > lag + 2 else 0.0 for lag in COMP_AC_LAGS_RTTS]
