@@ -19,8 +19,9 @@ import socket
 import statistics
 import subprocess
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 
+from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .scenario import Algorithm, Scenario
 from .testbed import Testbed, teardown
 from .topo import load_topo
@@ -281,6 +282,7 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
     before = link_loss_counts(tb)
     tcp_before = tcp_counters(tb, client)
     comp, comp_thread = {}, None
+    extra = {}
     try:
         if alg.ccp:
             opts = list(alg.options) + ["--trace", os.path.join(run_dir, "trace.csv")]
@@ -291,7 +293,13 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
         if alg.competitor:
             comp_thread = threading.Thread(target=_competitor, args=(tb, sc, alg, comp))
             comp_thread.start()
-        out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s)
+        with (KernelTcpTrace(port=5201) if sc.kernel_trace else nullcontext()) as ktrace:
+            out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s)
+        if ktrace is not None:
+            ktrace.write_csv(os.path.join(run_dir, "kernel_trace.csv"))
+            extra["kernel_trace"] = summarize_kernel_trace(ktrace.rows)
+            if ktrace.lost_events:
+                extra["kernel_trace"] = {**(extra["kernel_trace"] or {}), "lost_events": ktrace.lost_events}
     finally:
         if comp_thread is not None:
             comp_thread.join()
@@ -301,7 +309,6 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
     after = link_loss_counts(tb)
     tcp_after = tcp_counters(tb, client)
     rows = series(out)
-    extra = {}
     if alg.competitor:
         if "out" not in comp:
             raise RuntimeError(f"competitor flow failed: {comp.get('error')}")
@@ -310,7 +317,7 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
             r["competitor_goodput_mbps"] = c["goodput_mbps"]
             r["jain"] = jain([r["goodput_mbps"], c["goodput_mbps"]])
         warm = [r["jain"] for r in rows if r["t_s"] > 0.2 * sc.seconds and r.get("jain") is not None]
-        extra = {"competitor": alg.competitor,
+        extra |= {"competitor": alg.competitor,
                  "competitor_goodput_mbps": comp["out"]["end"]["sum_received"]["bits_per_second"] / 1e6,
                  "jain_mean": statistics.mean(warm) if warm else None,
                  "jain_min": min(warm) if warm else None}

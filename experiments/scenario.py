@@ -4,6 +4,7 @@
     topology = "wireless"          # experiments/topologies/<name>.toml, or a path
     seconds = 20                   # per run
     repeats = 3
+    kernel_trace = false           # true: per-ACK kernel cwnd/state of the sender (runs/*/kernel_trace.csv)
     [params]                       # topology parameters (fixed for the scenario)
     rate_mbps = 10.0
     [sweep]                        # one run per value (and per algorithm and repeat)
@@ -61,6 +62,7 @@ class Scenario:
     algorithms: List[Algorithm]
     description: str = ""
     interval_s: float = 0.5
+    kernel_trace: bool = False          # record the sender's per-ACK kernel state (kernel_trace.py)
     flows: Dict[str, List[str]] = field(default_factory=lambda: {"main": ["sta1", "sta2"]})
 
     @property
@@ -70,11 +72,12 @@ class Scenario:
         return os.path.join(HERE, "topologies", f"{self.topology}.toml")
 
     def runs(self):
-        """(algorithm, {sweep key: value}, repeat) for every run; repeats innermost."""
+        """(algorithm, {sweep key: value}, repeat) for every run; algorithms innermost,
+        so that drift over a long sweep (a busy machine) affects them alike."""
         (key, values), = self.sweep.items() if self.sweep else (("none", [None]),)
         for value in values:
-            for alg in self.algorithms:
-                for rep in range(self.repeats):
+            for rep in range(self.repeats):
+                for alg in self.algorithms:
                     yield alg, {key: value}, rep
 
 
@@ -132,7 +135,8 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
                   topology=need("topology", str), seconds=float(need("seconds", (int, float))),
                   repeats=int(raw.get("repeats", 1)), params=dict(raw.get("params", {})), sweep=sweep,
                   algorithms=algs, description=raw.get("description", ""),
-                  interval_s=float(raw.get("interval_s", 0.5)))
+                  interval_s=float(raw.get("interval_s", 0.5)),
+                  kernel_trace=bool(raw.get("kernel_trace", False)))
     if "flows" in raw:
         sc.flows = raw["flows"]
     if not os.path.exists(sc.topology_path):
