@@ -35,6 +35,9 @@ char _license[] SEC("license") = "GPL";
 
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
+
+#define FLAG_SND_UNA_ADVANCED 0x400   /* tcp_input.c's ack flag: snd_una moved */
+#define CUBIC_BETA_1024 717      /* tcp_cubic's beta: the window kept after a loss, /1024 */
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 /* Event, control, config and stats layouts are shared with datapath/src/bpf.rs:
@@ -71,7 +74,7 @@ struct intcc_ccp_event {
 	__u32 ca_state;
 	__u64 applied_seq;       /* intcc_ccp_ctl seq in force after this ACK */
 	__u32 undo_cwnd_bytes;   /* the kernel undid a reduction on this ACK: the window it restored */
-	__u32 pad;
+	__u32 hold_id;           /* the flow's latest RTO / recovery the kernel answers until the agent does */
 };
 
 struct intcc_ccp_ctl {
@@ -79,6 +82,8 @@ struct intcc_ccp_ctl {
 	__u32 cwnd_bytes;
 	__u64 rate_bps;          /* bytes per second */
 	__u64 seq;               /* bumped by userspace on every write */
+	__u32 answered_hold;     /* the agent answered a report carrying this hold_id */
+	__u32 pad;
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */
@@ -98,6 +103,7 @@ struct intcc_ccp_stats {
 	__u64 cmds_applied;
 	__u64 undos;             /* reductions the kernel undid on controlled flows */
 	__u64 rto_hold_acks;     /* ACKs after an RTO the agent had not answered yet */
+	__u64 cut_hold_acks;     /* ACKs of a recovery the agent had not answered yet */
 };
 
 struct {
@@ -138,7 +144,8 @@ struct ccp_priv {
 	__u32 rto_pending;       /* entered TCP_CA_Loss (RTO) since the last report */
 	__u32 undo_pkts;         /* window the kernel restored by an undo, not yet reported (0: none) */
 	__u32 rto_hold;          /* an RTO the agent has not answered yet: the kernel's response runs */
-	__u64 rto_ctl_seq;       /* intcc_ccp_ctl seq in force when that RTO fired */
+	__u32 cut_hold;          /* a recovery (or CWR) the agent has not answered yet */
+	__u32 hold_id;           /* numbers RTOs and recoveries; reported, answered in intcc_ccp_ctl */
 };
 
 __u32 next_sid = 1;
@@ -242,6 +249,9 @@ void BPF_PROG(ccp_init, struct sock *sk)
 	p->prr_high_seq = 0;
 	p->rto_pending = 0;
 	p->undo_pkts = 0;
+	p->rto_hold = 0;
+	p->cut_hold = 0;
+	p->hold_id = 0;
 	if (st)
 		count(&st->flows_created);
 	if (agent_alive(c, now))
@@ -286,6 +296,7 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->ca_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
 	e->applied_seq = p->applied_seq;
 	e->undo_cwnd_bytes = p->undo_pkts * mss;
+	e->hold_id = p->hold_id;
 	bpf_ringbuf_submit(e, 0);
 	p->rto_pending = 0;
 	p->undo_pkts = 0;
@@ -329,10 +340,11 @@ static __always_inline void update_pacing_rate(struct sock *sk)
  * which it skips when cong_control is set): while recovering, the window the
  * agent cut to is reached gradually, one segment sent per (ssthresh/prior_cwnd)
  * delivered, and in-flight data below it is rebuilt at most as fast as data is
- * delivered. Without it, the whole cut applies at once and a recovery sends
+ * delivered, plus one segment on an ACK that advances snd_una without a new loss
+ * (Linux since 5.15). Without it, the whole cut applies at once and a recovery sends
  * a different pattern than kernel CUBIC's (ccp cubic then saw fewer RTOs and
  * +34 % goodput at 5 % link loss). */
-static __always_inline __u32 prr_window(struct sock *sk, const struct rate_sample *rs, __u32 ssthresh)
+static __always_inline __u32 prr_window(struct sock *sk, int flag, const struct rate_sample *rs, __u32 ssthresh)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct ccp_priv *p = priv(sk);
@@ -354,6 +366,8 @@ static __always_inline __u32 prr_window(struct sock *sk, const struct rate_sampl
 		sndcnt = (__s64)p->prr_delivered - tp->prr_out;
 		if (sndcnt < newly)
 			sndcnt = newly;
+		if ((flag & FLAG_SND_UNA_ADVANCED) && rs->losses <= 0)
+			sndcnt++;          /* progress and no new loss: grow back towards ssthresh */
 		if (sndcnt > ssthresh - in_flight)
 			sndcnt = ssthresh - in_flight;
 	}
@@ -366,7 +380,7 @@ static __always_inline __u32 prr_window(struct sock *sk, const struct rate_sampl
  * (an RTO collapsing it to one segment) must not outlive the agent's decision,
  * as with ccp-kernel, where libccp sets the window after every program run.
  * During fast recovery (and CWR) the agent's window is PRR's target instead. */
-static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, const struct rate_sample *rs)
+static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, int flag, const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct ccp_priv *p = priv(sk);
@@ -379,8 +393,15 @@ static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, co
 
 		if (pkts < 1)
 			pkts = 1;
-		if (state == TCP_CA_Recovery || state == TCP_CA_CWR)
-			pkts = prr_window(sk, rs, pkts);
+		if (state == TCP_CA_Recovery || state == TCP_CA_CWR) {
+			if (p->cut_hold && tp->snd_ssthresh < pkts) {
+				pkts = tp->snd_ssthresh;   /* the agent has not answered this loss yet */
+				st = stats();
+				if (st)
+					count(&st->cut_hold_acks);
+			}
+			pkts = prr_window(sk, flag, rs, pkts);
+		}
 		tp->snd_cwnd = pkts > 1 ? pkts : 1;
 	}
 	if (ctl->flags & CTL_HAS_RATE) {
@@ -421,8 +442,10 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 	 * this ACK's report, sends its next one (the daemon adopts it too). */
 	if (ctl && (ctl->flags & CTL_HAS_CWND) && p->undo_pkts)
 		ctl->cwnd_bytes = p->undo_pkts * tcp_sk(sk)->mss_cache;
-	if (p->rto_hold && (!ctl || ctl->seq != p->rto_ctl_seq || p->undo_pkts))
-		p->rto_hold = 0;   /* the agent answered, or the kernel undid the RTO */
+	/* The agent answered (a command sent after the report of this RTO / loss reached it;
+	 * the daemon marks it), or the kernel undid the RTO / cut. */
+	if ((p->rto_hold || p->cut_hold) && (!ctl || ctl->answered_hold == p->hold_id || p->undo_pkts))
+		p->rto_hold = p->cut_hold = 0;
 	if (p->rto_hold) {
 		tcp_reno_cong_avoid(sk, ack, rs->acked_sacked);   /* slow start from one segment */
 		report(sk, rs, now);
@@ -431,7 +454,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 		return;
 	}
 	if (ctl && ctl->flags)
-		apply(sk, ctl, rs);
+		apply(sk, ctl, flag, rs);
 	report(sk, rs, now);
 	if (!ctl || !ctl->flags) {
 		count(&st->fallback_acks);
@@ -451,9 +474,16 @@ __u32 BPF_PROG(ccp_ssthresh, struct sock *sk)
 	struct ccp_priv *p = priv(sk);
 	__u32 sid = p->sid;
 
-	/* A controlled flow's window is the agent's call: do not halve it behind its back. */
-	if (agent_alive(c, bpf_ktime_get_ns()) && bpf_map_lookup_elem(&intcc_ccp_ctl, &sid))
-		return tcp_sk(sk)->snd_cwnd > 2 ? tcp_sk(sk)->snd_cwnd : 2;
+	/* A controlled flow's window is the agent's (the command is enforced on every ACK,
+	 * and PRR aims at it): ssthresh only caps the kernel's slow start while an RTO is
+	 * unanswered (rto_hold). There it is CUBIC's cut, the kernel default's: the uncut
+	 * window let an ACK of two segments take the window from 1 to 3 where kernel cubic
+	 * stops at ssthresh 2 (ccp cubic far above kernel cubic at 20 % link loss). */
+	if (agent_alive(c, bpf_ktime_get_ns()) && bpf_map_lookup_elem(&intcc_ccp_ctl, &sid)) {
+		__u32 cut = (__u32)(((__u64)tcp_sk(sk)->snd_cwnd * CUBIC_BETA_1024) >> 10);
+
+		return cut > 2 ? cut : 2;
+	}
 	return tcp_reno_ssthresh(sk);
 }
 
@@ -479,11 +509,20 @@ __u32 BPF_PROG(ccp_undo_cwnd, struct sock *sk)
 	return cwnd;
 }
 
-/* An RTO: tcp_enter_loss has set one segment. Until the agent answers (a command newer
- * than the one in force now), the kernel's own response runs: slow start from there on
- * each ACK, as every loss-based algorithm after an RTO. Applying the command from before
- * the RTO instead sent the old window as a burst on the first ACK after it (ccp cubic
- * +22 % over kernel cubic at 20 % loss, where RTOs dominate). */
+/* The agent hears of a loss or an RTO in the report of the ACK that showed it, and its
+ * answer applies 1-3 ACKs later (the daemon and the agent are a few ms away; a
+ * recovery's SACKs come ~1 ms apart). Until it answers, the kernel's own response runs,
+ * as every loss-based algorithm's. Each such episode gets a hold_id, carried by the
+ * reports; the daemon marks the agent's first command after a report with a new
+ * hold_id as its answer (answered_hold), even if the window is unchanged:
+ * - RTO (TCP_CA_Loss; tcp_enter_loss has set one segment): slow start from there.
+ *   Applying the command from before the RTO sent the old window as a burst on the
+ *   first ACK after it (ccp cubic +22 % over kernel cubic at 20 % link loss).
+ * - Recovery / CWR: PRR aims at the kernel's ssthresh (CUBIC's cut, ccp_ssthresh)
+ *   where the command is higher. Aiming at the uncut window, a recovery sent twice
+ *   the new data kernel cubic's did at 20 % link loss and ended in an RTO less often
+ *   (ccp cubic 1.3-1.9x kernel cubic). An agent that keeps the window (cubic-int L1)
+ *   raises the aim again with its answer. */
 SEC("struct_ops")
 void BPF_PROG(ccp_set_state, struct sock *sk, __u8 new_state)
 {
@@ -491,14 +530,18 @@ void BPF_PROG(ccp_set_state, struct sock *sk, __u8 new_state)
 	struct intcc_ccp_ctl *ctl;
 	__u32 sid = p->sid;
 
-	if (new_state != TCP_CA_Loss)
+	if (new_state != TCP_CA_Loss && new_state != TCP_CA_Recovery && new_state != TCP_CA_CWR) {
+		p->cut_hold = 0;
 		return;
-	p->rto_pending = 1;
-	ctl = bpf_map_lookup_elem(&intcc_ccp_ctl, &sid);
-	if (ctl && (ctl->flags & CTL_HAS_CWND)) {
-		p->rto_hold = 1;
-		p->rto_ctl_seq = ctl->seq;
 	}
+	if (new_state == TCP_CA_Loss)
+		p->rto_pending = 1;
+	ctl = bpf_map_lookup_elem(&intcc_ccp_ctl, &sid);
+	if (!ctl || !(ctl->flags & CTL_HAS_CWND))
+		return;
+	p->hold_id++;
+	p->rto_hold = new_state == TCP_CA_Loss;
+	p->cut_hold = new_state != TCP_CA_Loss;
 }
 
 SEC("struct_ops")

@@ -23,6 +23,7 @@ pub struct Counters {
     pub ipc_rejected: Cell<u64>,
     pub ipc_not_from_agent: Cell<u64>,
     pub ipc_applied_at_once: Cell<u64>,
+    pub holds_answered: Cell<u64>,
     pub measures: Cell<u64>,
     pub measures_unknown_flow: Cell<u64>,
     pub creates: Cell<u64>,
@@ -225,6 +226,8 @@ struct Flow {
     ccp_sid: u32,
     /// the latest primitives, replayed as an empty ACK to apply a command at once
     last: Event,
+    /// an RTO / recovery (BPF hold_id) whose report the agent has, not yet answered
+    awaiting_answer: Option<u32>,
 }
 
 const MSG_UPDATE_FIELDS: u16 = 3;
@@ -299,7 +302,7 @@ impl Session {
                 let meta = FlowMeta { sid: ev.sid, event: *ev, ccp_src_ip, ccp_dst_ip };
                 let mut last = *ev;
                 last.snd_cwnd_bytes = ev.init_cwnd_bytes;
-                self.flows.insert(ev.sid, Flow { conn, meta, ccp_sid, last });
+                self.flows.insert(ev.sid, Flow { conn, meta, ccp_sid, last, awaiting_answer: None });
             }
             Err(e) => eprintln!("intcc-datapath: flow {} not taken over: {e:?}", ev.sid),
         }
@@ -315,9 +318,14 @@ impl Session {
         if !flow.conn.pending.is_empty() {
             flow.conn.saw_applied(ev.applied_seq, ev.ts_ns);
         }
+        let new_hold = ev.hold_id != flow.last.hold_id;
         flow.last = *ev;
         if invoke(flow, ev).is_err() {
             bump(&self.counters.invoke_errors);
+        }
+        if new_hold {
+            // the program reports at once on a loss or an RTO: the agent's next command answers it
+            flow.awaiting_answer = Some(ev.hold_id);
         }
     }
 
@@ -401,6 +409,15 @@ impl Session {
             bump(&self.counters.ipc_applied_at_once);
             if invoke(flow, &empty).is_err() {
                 bump(&self.counters.invoke_errors);
+            }
+            // The agent's answer to an RTO or a loss ends the kernel's own response to it
+            // (rto_hold, cut_hold in the BPF program), even a window it kept unchanged.
+            if let Some(hold) = flow.awaiting_answer.take() {
+                if flow.conn.ctl.flags & CTL_HAS_CWND != 0 {
+                    flow.conn.ctl.answered_hold = hold;
+                    flow.conn.write();
+                    bump(&self.counters.holds_answered);
+                }
             }
         }
     }

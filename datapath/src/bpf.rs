@@ -52,7 +52,7 @@ pub struct Event {
     pub applied_seq: u64,
     /// the kernel undid a reduction on this ACK: the window it restored (0: none)
     pub undo_cwnd_bytes: u32,
-    pub pad: u32,
+    pub hold_id: u32,
 }
 
 impl Event {
@@ -89,6 +89,8 @@ pub struct Ctl {
     pub cwnd_bytes: u32,
     pub rate_bps: u64,
     pub seq: u64,
+    pub answered_hold: u32,
+    pub pad: u32,
 }
 
 #[repr(C)]
@@ -110,6 +112,7 @@ pub struct Stats {
     pub cmds_applied: u64,
     pub undos: u64,
     pub rto_hold_acks: u64,
+    pub cut_hold_acks: u64,
 }
 
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {
@@ -231,9 +234,9 @@ mod tests {
     fn layouts_match_the_c_structs() {
         // sizes of the C structs in bpf/intcc_ccp.bpf.c (x86_64 / BPF: same alignment rules)
         assert_eq!(std::mem::size_of::<Event>(), 160);
-        assert_eq!(std::mem::size_of::<Ctl>(), 24);
+        assert_eq!(std::mem::size_of::<Ctl>(), 32);
         assert_eq!(std::mem::size_of::<Cfg>(), 24);
-        assert_eq!(std::mem::size_of::<Stats>(), 64);
+        assert_eq!(std::mem::size_of::<Stats>(), 72);
     }
 
     #[test]

@@ -247,13 +247,14 @@ impl Daemon {
                 "ipc_send_dropped": c.ipc_send_dropped.get(), "ipc_received": c.ipc_received.get(),
                 "ipc_rejected": c.ipc_rejected.get(), "ipc_not_from_agent": c.ipc_not_from_agent.get(),
                 "ipc_applied_at_once": c.ipc_applied_at_once.get(), "cmds_written": c.cmds_written.get(),
+                "holds_answered": c.holds_answered.get(),
                 "cmd_write_errors": c.cmd_write_errors.get(), "invoke_errors": c.invoke_errors.get(),
             },
             "kernel": {
                 "flows_created": k.flows_created, "creates_sent": k.creates_sent, "events_lost": k.events_lost,
                 "fallback_acks": k.fallback_acks, "controlled_acks": k.controlled_acks, "cmds_applied": k.cmds_applied,
                 "undos": k.undos,
-                "rto_hold_acks": k.rto_hold_acks,
+                "rto_hold_acks": k.rto_hold_acks, "cut_hold_acks": k.cut_hold_acks,
             },
             "cmd_apply_latency": lat,
         });
