@@ -229,10 +229,17 @@ class WindowFlow(FlowBase):
         undo_after = r.timeout
         if r.undo_bytes > 0 and not undo_after:
             reasons.append(self.on_undo(r))
-        in_recovery = self.recovery_bytes_left > 0
-        after_rto = self.rto_bytes_left > 0
+        # A loss is reported at once, on the ACK that showed it: the report's other ACKs came
+        # before it. So its acked bytes count first, and a recovery they complete ends before
+        # the loss, which starts a new episode (the kernel's recovery ends on the ACK passing
+        # high_seq, and a later loss is a new recovery with a new cut). Deciding before them
+        # took 7-17 % of the kernel's recoveries at 1-5 % link loss for the previous one:
+        # no cut, PRR aiming at the uncut window (ccp cubic +9-17 %).
+        recovery_left_before = self.recovery_bytes_left
         self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - r.acked)
         self.rto_bytes_left = max(0.0, self.rto_bytes_left - r.acked)
+        in_recovery = self.recovery_bytes_left > 0
+        after_rto = self.rto_bytes_left > 0
         if r.timeout:
             # The kernel keeps ssthresh on an RTO during a recovery or an RTO's retransmissions
             # (tcp_enter_loss: only from Open/Disorder, or once high_seq is acked).
@@ -267,6 +274,11 @@ class WindowFlow(FlowBase):
             event, reason = ("loss" if r.loss else "recovery"), "in recovery: the window was already cut"
         elif reasons:
             event, reason = "undo", ""
+        elif recovery_left_before > 0:
+            # the recovery ended in this report: growth only for what was acked after it
+            after = copy.copy(r)
+            after.acked = r.acked - recovery_left_before
+            event, reason = "recovery", "recovery over" + ("; " + self.on_ack(after) if after.acked > 0 else "")
         else:
             event, reason = "report", self.on_ack(r)
         if r.undo_bytes > 0 and undo_after:

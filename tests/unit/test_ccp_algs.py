@@ -108,13 +108,31 @@ def test_losses_of_data_sent_before_a_timeout_do_not_cut_again():
     flow.on_report(report(acked=MSS, loss=20, inflight=1))
     assert flow.ssthresh == pytest.approx(70 * MSS)       # not 0.7 x 1 MSS (floored to 2)
     assert dp.cwnd == 2 * MSS                             # slow start goes on
-    for _ in range(6):
+    for _ in range(5):                                    # 2 + 4 + ... + 32 of the 100 acked
         flow.on_report(report(acked=int(flow.cwnd), loss=3, inflight=int(flow.cwnd // MSS)))
     assert flow.ssthresh == pytest.approx(70 * MSS)
-    # once the window outstanding at the timeout is acked, a loss is a new episode again
+    # once the window outstanding at the timeout is acked (here by the report's earlier
+    # ACKs: the loss is on its last), a loss is a new episode again
     before = dp.cwnd
-    flow.on_report(report(acked=MSS, loss=1, inflight=10))
+    flow.on_report(report(acked=40 * MSS, loss=1, inflight=10))
     assert dp.cwnd == pytest.approx(0.7 * before, abs=MSS)
+
+
+def test_a_loss_after_a_recovery_ends_within_the_same_report_is_a_new_cut():
+    """A loss is reported on the ACK that showed it, so the report's other ACKs came first:
+    if they complete the recovery, the loss is a new episode (the kernel: a new recovery)."""
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=99))             # cut to 70
+    assert dp.cwnd == 70 * MSS
+    flow.on_report(report(acked=50 * MSS, loss=1, inflight=60))        # same recovery
+    assert dp.cwnd == 70 * MSS
+    flow.on_report(report(acked=60 * MSS, loss=1, inflight=60))        # completes it, then a loss
+    assert dp.cwnd == 49 * MSS
+    # a report that completes a recovery without a loss grows only for what came after it
+    flow.on_report(report(acked=69 * MSS, inflight=40))
+    assert dp.cwnd == 49 * MSS                                         # all of it the recovery's
+    assert flow.recovery_bytes_left == 1 * MSS
 
 
 def test_a_timeout_during_recovery_or_rto_backoff_keeps_the_episodes_ssthresh():
