@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
+import signal
 import sys
+import time
 
 import click
 
@@ -126,7 +127,9 @@ def exp_group():
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="results directory "
               "(default: results/<scenario>-<time>)")
 @click.option("--quick", is_flag=True, help="the scenario's [quick] settings: fewer, shorter runs")
-def run_cmd(scenario, out_dir, quick):
+@click.option("--kernel-trace", is_flag=True, help="record the sender's kernel cwnd, ssthresh and CA state "
+              "per ACK (tracefs) in runs/*/kernel_trace.csv, summarised in each record")
+def run_cmd(scenario, out_dir, quick, kernel_trace):
     """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
@@ -139,9 +142,21 @@ def run_cmd(scenario, out_dir, quick):
         sc = load(scenario, quick=quick)
     except ScenarioError as e:
         raise click.ClickException(str(e))
+    sc.kernel_trace = sc.kernel_trace or kernel_trace
     out_dir = out_dir or os.path.join("results", f"{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     n = sum(1 for _ in sc.runs())
     click.echo(f"{sc.name}: {n} runs of {sc.seconds:g} s -> {out_dir}")
+    # SIGTERM (kill, a job scheduler) unwinds like Ctrl-C: agents, datapath, broker and
+    # testbed are stopped on the way out (a leftover namespace breaks the next run).
+    # Only in this process: helpers it forks (pyroute2's netns workers) inherit the handler,
+    # and SystemExit raised inside them broke the testbed's namespaces.
+    main_pid = os.getpid()
+
+    def on_sigterm(*_):
+        if os.getpid() != main_pid:
+            os._exit(128 + signal.SIGTERM)
+        sys.exit(128 + signal.SIGTERM)
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         records = run_scenario(sc, out_dir, echo=click.echo)
     except (TestbedError, OSError, RuntimeError) as exc:

@@ -36,6 +36,14 @@ class TestbedError(RuntimeError):
     pass
 
 
+def _lookup(ns, ifname: str, ns_name: str) -> int:
+    found = ns.link_lookup(ifname=ifname)
+    if not found:
+        raise TestbedError(f"interface {ifname} is not in namespace {ns_name} where it was just put "
+                           f"(was the namespace removed or replaced meanwhile?)")
+    return found[0]
+
+
 def run_dir(name: str) -> str:
     return os.path.join(RUN_ROOT, name)
 
@@ -122,7 +130,7 @@ class Testbed:
                     ifname = self._ifname(link, end)
                     mtu = HOST_MTU if topo.is_host(end) else HOST_MTU + INT_HEADROOM_BYTES
                     with NetNS(self.ns(end)) as ns:
-                        idx = ns.link_lookup(ifname=t)[0]
+                        idx = _lookup(ns, t, self.ns(end))
                         ns.link("set", index=idx, ifname=ifname, mtu=mtu, state="up")
                         prefix = link_prefix(link)
                         address = prefix.replace("::/64", f"::{host_no}")
@@ -140,13 +148,13 @@ class Testbed:
                     with NetNS(self.ns(n)) as ns:   # a veth pair: this kernel has no dummy
                         ns.link("add", ifname=MIRROR_IFNAME, kind="veth", peer={"ifname": MIRROR_IFNAME + "p"})
                         for name in (MIRROR_IFNAME, MIRROR_IFNAME + "p"):
-                            idx = ns.link_lookup(ifname=name)[0]
+                            idx = _lookup(ns, name, self.ns(n))
                             ns.link("set", index=idx, mtu=HOST_MTU + INT_HEADROOM_BYTES, state="up")
         for h in topo.hosts:
             f = ends[h][0]
             gw = next(g for g in ends[f.peer] if g.link is f.link)
             with NetNS(self.ns(h)) as ns:
-                idx = ns.link_lookup(ifname=f.ifname)[0]
+                idx = _lookup(ns, f.ifname, self.ns(h))
                 # Permanent neighbour entry: no ND round trip through the node.
                 ns.neigh("add", dst=gw.addr, lladdr=gw.mac, ifindex=idx, state="permanent")
                 ns.route("add", dst="::/0", gateway=gw.addr, oif=idx)

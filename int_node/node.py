@@ -40,8 +40,11 @@ def run_node(config_text: str, netns=None, control_path=None, counters_path=None
         if control is not None:
             control.close()
         if counters_path:
-            with open(counters_path, "w") as f:
-                json.dump(router.counters(), f, indent=1)
+            try:
+                with open(counters_path, "w") as f:
+                    json.dump(router.counters(), f, indent=1)
+            except Exception:   # an element that never initialized: keep the error that stopped us
+                log.exception("could not write the final counters to %s", counters_path)
         router.cleanup()
         router.loop.close()
         if qos_before is not None:
