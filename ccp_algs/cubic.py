@@ -167,10 +167,14 @@ class CubicFlow(WindowFlow):
                 self.w_max = (w // self.mss * (1 + beta) / 2) // 1 * self.mss if w < self.w_max else w
                 self.cwnd = max((w // self.mss * beta) // 1 * self.mss, 2 * self.mss)
             else:
-                # L2's gentle 0.95 keeps the fraction: rounded down it would take a whole
-                # segment off every small window
-                self.w_max = self.cwnd
+                # A loss that was not congestion (cubic_int's L2): the window gives up its
+                # fraction (kept: rounded down it would take a whole segment off every small
+                # window) and nothing else. What CUBIC learned about congestion stays: ssthresh,
+                # W_max and the curve, so slow start and the curve go on from the smaller window.
+                # (Ending slow start at every link loss, as a congestion cut does, held L2 at
+                # ~10 segments at 20 % link loss, where L1, which changes nothing, reached 40.)
                 self.cwnd = max(self.cwnd * beta, 2 * self.mss)
+                return reason
             self.w_max_from_loss = self.w_max
             self.ssthresh = self.cwnd
             self.epoch_start_s = None

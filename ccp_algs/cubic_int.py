@@ -6,7 +6,10 @@ most ``max_age_ms`` old) says what the loss was:
 - congestive (the sink attributed new losses to queue drops, or the last loss
   it saw was congestive): CUBIC's beta 0.7;
 - non-congestive (only link losses since the last look, or the last loss it saw
-  was on the link): policy L1 keeps cwnd, policy L2 multiplies it by 0.95;
+  was on the link): policy L1 keeps cwnd, policy L2 multiplies it by 0.95. Neither
+  touches what CUBIC learned about congestion (ssthresh, W_max, the curve): slow
+  start and the curve go on. A timeout the sink puts on the link restarts at 1 MSS
+  (the ACK clock is gone) with ssthresh at least the policy's fraction of the window;
 - no fresh telemetry, or nothing the sink saw: exactly CUBIC.
 
 Slow-start growth follows paper Eq. (1),
@@ -76,6 +79,25 @@ class CubicIntFlow(CubicFlow):
         if cause == "congestion":
             return BETA, f"loss: congestion (sink), CUBIC beta 0.7; {age}", True
         return BETA, f"loss: sink saw no loss yet, CUBIC beta 0.7; {age}", True
+
+    def on_timeout(self, r: Report, new_episode: bool) -> str:
+        """A timeout is a loss too: when the sink says it was the link, ssthresh is raised to
+        at least the policy's fraction of the window (L1 all, L2 0.95) and W_max kept,
+        instead of CUBIC's 0.7 and a fresh curve. cwnd still restarts at 1 MSS: the ACK
+        clock is gone and the kernel retransmits everything unacked; slow start returns to
+        the window in log2(window) RTTs. (With CUBIC's cut every RTO at 20 % link loss took
+        30 % off, and L2 was ground down to 2-3 segments, where every loss is an RTO.)"""
+        if not new_episode:
+            return super().on_timeout(r, new_episode)
+        beta, why, congestive = self.loss_backoff(r)
+        if congestive:
+            return f"{super().on_timeout(r, new_episode)} ({why})"
+        w = self._sent_window()
+        self.ssthresh = max(self.ssthresh, w * beta, 2 * self.mss)
+        self.cwnd = self.mss
+        self.epoch_start_s = None
+        self.cwnd_credit = 0
+        return f"timeout, {why}: cwnd 1 MSS, ssthresh at least {beta:g} of the window, W_max kept"
 
     def _bottleneck_hop(self):
         fresh = self._telemetry()

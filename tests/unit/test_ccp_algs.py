@@ -238,6 +238,40 @@ def test_stale_or_absent_telemetry_is_plain_cubic(policy):
         assert dp.cwnd == pytest.approx(70 * MSS, abs=2), (rec, age)
 
 
+@pytest.mark.parametrize("policy,kept_pkts", [("l1", 100), ("l2", 95)])
+def test_a_link_loss_timeout_restarts_at_one_mss_and_slow_starts_back_to_the_policys_window(policy, kept_pkts):
+    flow, dp = cubic_int(policy, flow_record(lost_link=3, cause="link"))
+    flow.ssthresh = 50 * MSS                            # from an earlier congestive cut
+    flow.on_report(report(acked=0, timeout=True, inflight=0))
+    assert dp.cwnd == MSS
+    assert flow.ssthresh == pytest.approx(kept_pkts * MSS, abs=1)
+    for _ in range(12):                                 # acks of the retransmissions: slow start
+        flow.on_report(report(acked=flow.cwnd, inflight=flow.cwnd // MSS))
+    assert dp.cwnd >= kept_pkts * MSS - 2
+
+
+def test_a_link_loss_leaves_l2_in_slow_start_and_on_its_curve():
+    flow, dp = cubic_int("l2", flow_record(lost_link=3, cause="link"))
+    flow.ssthresh = float("inf")
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert flow.ssthresh == float("inf")                 # still slow start: Eq. 1 growth goes on
+    flow.on_report(report(acked=95 * MSS, inflight=95))  # the recovery's data acked
+    flow.on_report(report(acked=10 * MSS, inflight=95))
+    assert dp.cwnd >= 98 * MSS                         # congestion avoidance would add <= 1
+    flow.ssthresh, flow.w_max, flow.epoch_start_s = 80 * MSS, 120 * MSS, 123.0   # in CA, on a curve
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert (flow.ssthresh, flow.w_max, flow.epoch_start_s) == (80 * MSS, 120 * MSS, 123.0)
+
+
+@pytest.mark.parametrize("policy", ["l1", "l2"])
+def test_a_congestive_or_unexplained_timeout_is_cubics(policy):
+    for rec, age in ((flow_record(lost_congestion=2, cause="congestion"), 0.01),
+                     (flow_record(lost_link=3, cause="link"), 5.0)):     # stale
+        flow, dp = cubic_int(policy, rec, age_s=age)
+        flow.on_report(report(acked=0, timeout=True, inflight=0))
+        assert dp.cwnd == MSS and flow.ssthresh == 70 * MSS, (rec, age)
+
+
 def test_new_link_losses_after_old_congestion_count_as_link():
     flow, dp = cubic_int("l1", flow_record(lost_congestion=5, lost_link=2, cause="congestion"))
     flow.seen_congestion, flow.seen_link = 5, 0     # the congestion losses were already acted on
