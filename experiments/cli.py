@@ -169,6 +169,33 @@ def run_cmd(scenario, out_dir, quick, kernel_trace):
     click.echo(f"\nresults in {out_dir}: summary.json, {plots}, runs/*/series.png")
 
 
+@exp_group.command("compare")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--baseline", default="kernel cubic", show_default=True, help="algorithm label to divide by")
+@click.option("--key", default="loss_pct", show_default=True,
+              help="sweep key to group by ('' for none: scenarios without a sweep)")
+@click.option("--metric", default="goodput_mbps", show_default=True, help="record field to compare")
+@click.option("--resamples", default=4000, show_default=True, help="bootstrap resamples")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="also write the rows as JSON")
+def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
+    """Mean METRIC per algorithm (and KEY value) pooled over RESULTS (directories of
+    'intcc exp run', or their summary.json), its ratio to BASELINE's mean and a bootstrap
+    95 % confidence interval of that ratio.
+
+    Example: intcc exp compare results/lossy_link-* --baseline "kernel cubic"
+    """
+    from .compare import CompareError, compare, format_rows, load_records
+    try:
+        rows = compare(load_records(results), baseline, key or None, metric, resamples, seed)
+    except CompareError as e:
+        raise click.ClickException(str(e))
+    click.echo(format_rows(rows, baseline, key or None, metric))
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
 @exp_group.command("smoke")
 @click.option("--loss", "losses", multiple=True, type=float, default=(0, 2, 5), show_default=True,
               help="Link loss rates (%) on the wireless hop.")

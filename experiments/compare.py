@@ -1,0 +1,95 @@
+"""Ratios of mean goodput against a baseline algorithm, with bootstrap confidence
+intervals, pooled over one or more results directories (each OUT/summary.json of
+`intcc exp run`).
+
+Why a CI: at high link loss single runs differ by tens of percent (kernel cubic's own
+8-run means at 20 % spread 0.08-0.16 Mbit/s), so a ratio of two small batches says
+little without one. The interval is a percentile bootstrap: both sides' runs are
+resampled independently, the ratio of the resampled means taken, seeded.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+DEFAULT_RESAMPLES = 4000
+
+
+class CompareError(ValueError):
+    pass
+
+
+def load_records(dirs) -> list[dict]:
+    """Every record of DIR/summary.json for each DIR (a directory or the file itself)."""
+    records = []
+    for d in dirs:
+        path = d if d.endswith(".json") else os.path.join(d, "summary.json")
+        try:
+            with open(path) as f:
+                recs = json.load(f)
+        except FileNotFoundError:
+            raise CompareError(f"{path}: no such file (a results directory of 'intcc exp run' has one)")
+        except json.JSONDecodeError as e:
+            raise CompareError(f"{path}: not JSON ({e})")
+        if not isinstance(recs, list) or not all(isinstance(r, dict) and "algorithm" in r for r in recs):
+            raise CompareError(f"{path}: not a list of run records with an 'algorithm'")
+        records += [{**r, "source": path} for r in recs]
+    return records
+
+
+def ratio_ci(values, baseline, resamples: int = DEFAULT_RESAMPLES, level: float = 0.95,
+             seed: int = 0) -> tuple[float, float, float]:
+    """(mean(values) / mean(baseline), low, high): percentile bootstrap interval."""
+    a, b = np.asarray(values, float), np.asarray(baseline, float)
+    if a.size == 0 or b.size == 0:
+        raise CompareError("a ratio needs runs on both sides")
+    if b.mean() <= 0:
+        raise CompareError("the baseline's mean goodput is 0: no ratio")
+    rng = np.random.default_rng(seed)
+    ma = a[rng.integers(0, a.size, (resamples, a.size))].mean(axis=1)
+    mb = b[rng.integers(0, b.size, (resamples, b.size))].mean(axis=1)
+    ok = mb > 0
+    ratios = ma[ok] / mb[ok]
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(a.mean() / b.mean()), float(low), float(high)
+
+
+def compare(records: list[dict], baseline: str, key: str | None = "loss_pct", metric: str = "goodput_mbps",
+            resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[dict]:
+    """One row per (algorithm, key value): runs, mean, median, ratio to the baseline and its CI."""
+    algs = list(dict.fromkeys(r["algorithm"] for r in records))
+    if baseline not in algs:
+        raise CompareError(f"baseline {baseline!r} is not among the algorithms: {', '.join(algs)}")
+    values = sorted({r.get(key) for r in records}, key=lambda v: (v is None, v)) if key else [None]
+    rows = []
+    for v in values:
+        base = [r[metric] for r in records if r["algorithm"] == baseline and (key is None or r.get(key) == v)
+                and r.get(metric) is not None]
+        for a in algs:
+            xs = [r[metric] for r in records if r["algorithm"] == a and (key is None or r.get(key) == v)
+                  and r.get(metric) is not None]
+            if not xs:
+                continue
+            row = {"algorithm": a, "runs": len(xs), "mean": float(np.mean(xs)), "median": float(np.median(xs))}
+            if key:
+                row[key] = v
+            if base and np.mean(base) > 0:
+                row["ratio"], row["ci_low"], row["ci_high"] = ratio_ci(xs, base, resamples, seed=seed)
+            rows.append(row)
+    return rows
+
+
+def format_rows(rows: list[dict], baseline: str, key: str | None, metric: str) -> str:
+    head = (f"{key or '':>9s}  " if key else "") + f"{'algorithm':20s}{'runs':>5s}{'mean':>10s}{'median':>10s}" \
+        + f"   ratio to {baseline} (95 % CI)"
+    lines = [f"{metric}", head]
+    for r in rows:
+        cells = (f"{r[key]!s:>9s}  " if key else "") + f"{r['algorithm']:20s}{r['runs']:5d}{r['mean']:10.3f}" \
+            f"{r['median']:10.3f}"
+        if "ratio" in r:
+            cells += f"   {r['ratio']:6.2f} ({r['ci_low']:.2f}-{r['ci_high']:.2f})"
+        lines.append(cells)
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from experiments.cli import exp_group
+from experiments.compare import CompareError, compare, load_records, ratio_ci
+
+
+def rec(alg, goodput, loss=20, rep=0):
+    return {"algorithm": alg, "loss_pct": loss, "repeat": rep, "goodput_mbps": goodput}
+
+
+def test_ratio_ci_brackets_the_ratio_and_narrows_with_more_runs():
+    rng = __import__("numpy").random.default_rng(1)
+    few_a, few_b = rng.normal(2.0, 0.5, 4), rng.normal(1.0, 0.25, 4)
+    many_a, many_b = rng.normal(2.0, 0.5, 64), rng.normal(1.0, 0.25, 64)
+    r, lo, hi = ratio_ci(few_a, few_b)
+    assert lo <= r <= hi
+    r2, lo2, hi2 = ratio_ci(many_a, many_b)
+    assert lo2 <= r2 <= hi2 and lo2 < 2.0 < hi2
+    assert hi2 - lo2 < hi - lo
+
+
+def test_identical_runs_give_a_point_interval_and_the_seed_repeats():
+    assert ratio_ci([3, 3, 3], [1.5, 1.5]) == (2.0, 2.0, 2.0)
+    assert ratio_ci([1, 2, 5], [1, 3]) == ratio_ci([1, 2, 5], [1, 3])
+
+
+def test_compare_pools_directories_and_groups_by_the_sweep_key(tmp_path):
+    for i, d in enumerate(("a", "b")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "summary.json").write_text(json.dumps(
+            [rec("kernel cubic", 1.0 + i, loss) for loss in (0, 20)] + [rec("L1", 4.0, loss) for loss in (0, 20)]))
+    rows = compare(load_records([str(tmp_path / "a"), str(tmp_path / "b")]), "kernel cubic")
+    l1_20 = next(r for r in rows if r["algorithm"] == "L1" and r["loss_pct"] == 20)
+    assert l1_20["runs"] == 2 and l1_20["ratio"] == pytest.approx(4.0 / 1.5)
+    assert l1_20["ci_low"] <= l1_20["ratio"] <= l1_20["ci_high"]
+    assert {r["loss_pct"] for r in rows} == {0, 20}
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    with pytest.raises(CompareError, match="no such file"):
+        load_records([str(tmp_path)])
+    (tmp_path / "summary.json").write_text("{not json")
+    with pytest.raises(CompareError, match="not JSON"):
+        load_records([str(tmp_path)])
+    (tmp_path / "summary.json").write_text(json.dumps({"algorithm": "x"}))
+    with pytest.raises(CompareError, match="list of run records"):
+        load_records([str(tmp_path)])
+    with pytest.raises(CompareError, match="baseline 'bbr' is not among"):
+        compare([rec("cubic", 1.0)], "bbr")
+
+
+def test_cli_prints_the_table_and_writes_json(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps([rec("kernel cubic", 0.1), rec("kernel cubic", 0.2),
+                                                      rec("L2", 3.0), rec("L2", 3.3)]))
+    out = tmp_path / "rows.json"
+    res = CliRunner().invoke(exp_group, ["compare", str(tmp_path), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "L2" in res.output and "21.00" in res.output
+    assert json.loads(out.read_text())[1]["ratio"] == pytest.approx(21.0)
+    res = CliRunner().invoke(exp_group, ["compare", str(tmp_path), "--baseline", "nope"])
+    assert res.exit_code != 0 and "not among" in res.output
