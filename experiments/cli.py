@@ -129,7 +129,10 @@ def exp_group():
 @click.option("--quick", is_flag=True, help="the scenario's [quick] settings: fewer, shorter runs")
 @click.option("--kernel-trace", is_flag=True, help="record the sender's kernel cwnd, ssthresh and CA state "
               "per ACK (tracefs) in runs/*/kernel_trace.csv, summarised in each record")
-def run_cmd(scenario, out_dir, quick, kernel_trace):
+@click.option("--seed", type=click.IntRange(min=0), help="seed of the link-loss draws (default: the "
+              "scenario's 'seed', else a random one; recorded in summary.json). Within a run of a "
+              "scenario every algorithm of a repeat meets the same draws")
+def run_cmd(scenario, out_dir, quick, kernel_trace, seed):
     """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
@@ -143,6 +146,8 @@ def run_cmd(scenario, out_dir, quick, kernel_trace):
     except ScenarioError as e:
         raise click.ClickException(str(e))
     sc.kernel_trace = sc.kernel_trace or kernel_trace
+    if seed is not None:
+        sc.seed = seed
     out_dir = out_dir or os.path.join("results", f"{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     n = sum(1 for _ in sc.runs())
     click.echo(f"{sc.name}: {n} runs of {sc.seconds:g} s -> {out_dir}")

@@ -4,8 +4,9 @@ intervals, pooled over one or more results directories (each OUT/summary.json of
 
 Why a CI: at high link loss single runs differ by tens of percent (kernel cubic's own
 8-run means at 20 % spread 0.08-0.16 Mbit/s), so a ratio of two small batches says
-little without one. The interval is a percentile bootstrap: both sides' runs are
-resampled independently, the ratio of the resampled means taken, seeded.
+little without one. The interval is a percentile bootstrap, seeded: both sides' runs are
+resampled independently, or, where both ran the same loss seeds (runs of one
+`intcc exp run`: every algorithm of a repeat meets the same loss draws), as pairs.
 """
 from __future__ import annotations
 
@@ -57,27 +58,65 @@ def ratio_ci(values, baseline, resamples: int = DEFAULT_RESAMPLES, level: float 
     return float(a.mean() / b.mean()), float(low), float(high)
 
 
+def paired_ratio_ci(values, baseline, resamples: int = DEFAULT_RESAMPLES, level: float = 0.95,
+                    seed: int = 0) -> tuple[float, float, float]:
+    """As ratio_ci for runs in pairs (values[i] and baseline[i] met the same loss draws):
+    pairs are resampled together, so what the pair shared (a lost SYN-ACK, an early
+    run of losses) does not widen the interval."""
+    a, b = np.asarray(values, float), np.asarray(baseline, float)
+    if a.size != b.size or a.size == 0:
+        raise CompareError("paired runs need as many runs on each side")
+    if b.mean() <= 0:
+        raise CompareError("the baseline's mean goodput is 0: no ratio")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, a.size, (resamples, a.size))
+    ma, mb = a[idx].mean(axis=1), b[idx].mean(axis=1)
+    ok = mb > 0
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(ma[ok] / mb[ok], [tail, 100 - tail])
+    return float(a.mean() / b.mean()), float(low), float(high)
+
+
+def _pairs(runs, base_runs, metric):
+    """(values, baseline) aligned by loss_seed when both sides ran the same seeds, else None."""
+    seeds = [r.get("loss_seed") for r in runs]
+    base_seeds = [r.get("loss_seed") for r in base_runs]
+    if None in seeds or len(set(seeds)) != len(seeds) or sorted(seeds) != sorted(base_seeds):
+        return None
+    by_seed = {r["loss_seed"]: r[metric] for r in base_runs}
+    return [r[metric] for r in runs], [by_seed[r["loss_seed"]] for r in runs]
+
+
 def compare(records: list[dict], baseline: str, key: str | None = "loss_pct", metric: str = "goodput_mbps",
             resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[dict]:
-    """One row per (algorithm, key value): runs, mean, median, ratio to the baseline and its CI."""
+    """One row per (algorithm, key value): runs, mean, median, ratio to the baseline and its
+    CI, paired (``paired`` True) where both sides met the same loss seeds."""
     algs = list(dict.fromkeys(r["algorithm"] for r in records))
     if baseline not in algs:
         raise CompareError(f"baseline {baseline!r} is not among the algorithms: {', '.join(algs)}")
     values = sorted({r.get(key) for r in records}, key=lambda v: (v is None, v)) if key else [None]
     rows = []
-    for v in values:
-        base = [r[metric] for r in records if r["algorithm"] == baseline and (key is None or r.get(key) == v)
+    def runs_of(alg, v):
+        return [r for r in records if r["algorithm"] == alg and (key is None or r.get(key) == v)
                 and r.get(metric) is not None]
+    for v in values:
+        base_runs = runs_of(baseline, v)
+        base = [r[metric] for r in base_runs]
         for a in algs:
-            xs = [r[metric] for r in records if r["algorithm"] == a and (key is None or r.get(key) == v)
-                  and r.get(metric) is not None]
+            a_runs = runs_of(a, v)
+            xs = [r[metric] for r in a_runs]
             if not xs:
                 continue
             row = {"algorithm": a, "runs": len(xs), "mean": float(np.mean(xs)), "median": float(np.median(xs))}
             if key:
                 row[key] = v
             if base and np.mean(base) > 0:
-                row["ratio"], row["ci_low"], row["ci_high"] = ratio_ci(xs, base, resamples, seed=seed)
+                pairs = _pairs(a_runs, base_runs, metric)
+                row["paired"] = pairs is not None
+                if pairs:
+                    row["ratio"], row["ci_low"], row["ci_high"] = paired_ratio_ci(*pairs, resamples, seed=seed)
+                else:
+                    row["ratio"], row["ci_low"], row["ci_high"] = ratio_ci(xs, base, resamples, seed=seed)
             rows.append(row)
     return rows
 
@@ -90,6 +129,6 @@ def format_rows(rows: list[dict], baseline: str, key: str | None, metric: str) -
         cells = (f"{r[key]!s:>9s}  " if key else "") + f"{r['algorithm']:20s}{r['runs']:5d}{r['mean']:10.3f}" \
             f"{r['median']:10.3f}"
         if "ratio" in r:
-            cells += f"   {r['ratio']:6.2f} ({r['ci_low']:.2f}-{r['ci_high']:.2f})"
+            cells += f"   {r['ratio']:6.2f} ({r['ci_low']:.2f}-{r['ci_high']:.2f})" + (" paired" if r["paired"] else "")
         lines.append(cells)
     return "\n".join(lines)

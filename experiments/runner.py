@@ -15,10 +15,12 @@ import csv
 import json
 import os
 import re
+import random
 import socket
 import statistics
 import subprocess
 import time
+import zlib
 from contextlib import ExitStack, nullcontext
 
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
@@ -42,10 +44,28 @@ def slug(text: str) -> str:
 
 def set_loss(tb: Testbed, loss_pct: float):
     """Every loss element on the testbed (wireless channels and RandomLoss), both directions."""
+    for node, el in _loss_elements(tb):
+        tb.write(node, el, "loss" if el.startswith("wl") else "p", f"{loss_pct}%")
+
+
+def _loss_elements(tb: Testbed):
     for node in tb.state["nodes"]:
         for el in tb.counters(node):
             if re.fullmatch(r"(wl|loss)\d+", el):
-                tb.write(node, el, "loss" if el.startswith("wl") else "p", f"{loss_pct}%")
+                yield node, el
+
+
+def run_seed(base_seed: int, key: str, value, repeat: int) -> int:
+    """The loss draws' seed of one run: the same for every algorithm of a repeat (common
+    random numbers: compared runs meet the same losses, packet by packet, until their
+    packets differ), another for each repeat and sweep value."""
+    return zlib.crc32(f"{base_seed}/{key}={value}/{repeat}".encode())
+
+
+def seed_losses(tb: Testbed, seed: int):
+    """Restart every loss element's draws from ``seed`` (each element its own stream)."""
+    for node, el in _loss_elements(tb):
+        tb.write(node, el, "seed", str(zlib.crc32(f"{seed}/{node}/{el}".encode())))
 
 
 def link_loss_counts(tb: Testbed):
@@ -159,6 +179,8 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print) -> list[dict]:
     needs_tele = any(a.needs_telemetry for a in sc.algorithms)
     client, server = sc.flows["main"]
     records: list[dict] = []
+    base_seed = sc.seed if sc.seed is not None else random.SystemRandom().randrange(2**31)
+    echo(f"loss draws seeded from {base_seed} (--seed {base_seed} repeats them)")
     t_start = time.monotonic()
     with ExitStack() as stack:
         exporter, broker_url = "jsonl", None
@@ -183,8 +205,10 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print) -> list[dict]:
             name = f"{slug(alg.label)}_{key}-{value}_r{rep}" if key != "none" else f"{slug(alg.label)}_r{rep}"
             run_dir = os.path.join(out_dir, "runs", name)
             os.makedirs(run_dir, exist_ok=True)
-            rec = _one_run(tb, dp, alg, sc, client, server, run_dir, broker_url, AgentProcess)
-            rec.update({"algorithm": alg.label, "repeat": rep, "run": name})
+            loss_seed = run_seed(base_seed, key, value, rep)
+            rec = _one_run(tb, dp, alg, sc, client, server, run_dir, broker_url, AgentProcess, loss_seed)
+            rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
+                        "loss_seed": loss_seed})
             if key != "none":
                 rec[key] = value
             records.append(rec)
@@ -276,7 +300,8 @@ def _competitor(tb, sc, alg, holder):
         holder["error"] = str(e)
 
 
-def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, broker_url, AgentProcess) -> dict:
+def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, broker_url, AgentProcess,
+             loss_seed: int) -> dict:
     import threading
     agent = None
     before = link_loss_counts(tb)
@@ -290,6 +315,7 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
                 opts += ["--broker", broker_url, "--state-dir", dp.state_dir]
             agent = AgentProcess(alg.ccp, opts, log_path=os.path.join(run_dir, "agent.log")).start()
             dp.wait_agent(True)
+        seed_losses(tb, loss_seed)      # last thing before the flows: nothing else draws
         if alg.competitor:
             comp_thread = threading.Thread(target=_competitor, args=(tb, sc, alg, comp))
             comp_thread.start()

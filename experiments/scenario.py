@@ -5,6 +5,7 @@
     seconds = 20                   # per run
     repeats = 3
     kernel_trace = false           # true: per-ACK kernel cwnd/state of the sender (runs/*/kernel_trace.csv)
+    seed = 7                       # loss draws (default: a random one, recorded in summary.json)
     [params]                       # topology parameters (fixed for the scenario)
     rate_mbps = 10.0
     [sweep]                        # one run per value (and per algorithm and repeat)
@@ -63,6 +64,7 @@ class Scenario:
     description: str = ""
     interval_s: float = 0.5
     kernel_trace: bool = False          # record the sender's per-ACK kernel state (kernel_trace.py)
+    seed: Optional[int] = None          # loss draws; None: a random one per invocation (recorded)
     flows: Dict[str, List[str]] = field(default_factory=lambda: {"main": ["sta1", "sta2"]})
 
     @property
@@ -113,6 +115,9 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
             raise ScenarioError(f"{path}: field '{key}' must be {kind.__name__ if isinstance(kind, type) else kind}")
         return raw[key]
 
+    seed = raw.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ScenarioError(f"{path}: field 'seed' must be a whole number >= 0, not {seed!r}")
     algs = []
     for i, a in enumerate(need("algorithms", list)):
         where = f"{path}: algorithms[{i}]"
@@ -136,7 +141,8 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
                   repeats=int(raw.get("repeats", 1)), params=dict(raw.get("params", {})), sweep=sweep,
                   algorithms=algs, description=raw.get("description", ""),
                   interval_s=float(raw.get("interval_s", 0.5)),
-                  kernel_trace=bool(raw.get("kernel_trace", False)))
+                  kernel_trace=bool(raw.get("kernel_trace", False)),
+                  seed=seed)
     if "flows" in raw:
         sc.flows = raw["flows"]
     if not os.path.exists(sc.topology_path):

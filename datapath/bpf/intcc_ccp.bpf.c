@@ -104,6 +104,7 @@ struct intcc_ccp_stats {
 	__u64 undos;             /* reductions the kernel undid on controlled flows */
 	__u64 rto_hold_acks;     /* ACKs after an RTO the agent had not answered yet */
 	__u64 cut_hold_acks;     /* ACKs of a recovery the agent had not answered yet */
+	__u64 uncut_recovery_acks; /* recovery ACKs whose answer cut nothing: window at once, no PRR */
 };
 
 struct {
@@ -394,13 +395,27 @@ static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, in
 		if (pkts < 1)
 			pkts = 1;
 		if (state == TCP_CA_Recovery || state == TCP_CA_CWR) {
+			__u32 prr;
+
 			if (p->cut_hold && tp->snd_ssthresh < pkts) {
 				pkts = tp->snd_ssthresh;   /* the agent has not answered this loss yet */
 				st = stats();
 				if (st)
 					count(&st->cut_hold_acks);
 			}
-			pkts = prr_window(sk, flag, rs, pkts);
+			/* PRR paces a cut. An answer at or above the window the recovery began
+			 * with cuts nothing (an INT-aware agent keeping its window on a link
+			 * loss): it applies at once, as outside recovery. Pacing it held the
+			 * kernel's window at a third of the agent's at 20 % link loss, PRR
+			 * rebuilding what each loss took out of the pipe at one segment per ACK. */
+			prr = prr_window(sk, flag, rs, pkts);   /* its counters run either way */
+			if (p->cut_hold || pkts < tp->prior_cwnd) {
+				pkts = prr;
+			} else {
+				st = stats();
+				if (st)
+					count(&st->uncut_recovery_acks);
+			}
 		}
 		tp->snd_cwnd = pkts > 1 ? pkts : 1;
 	}

@@ -113,6 +113,7 @@ pub struct Stats {
     pub undos: u64,
     pub rto_hold_acks: u64,
     pub cut_hold_acks: u64,
+    pub uncut_recovery_acks: u64,
 }
 
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {
@@ -236,7 +237,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Event>(), 160);
         assert_eq!(std::mem::size_of::<Ctl>(), 32);
         assert_eq!(std::mem::size_of::<Cfg>(), 24);
-        assert_eq!(std::mem::size_of::<Stats>(), 72);
+        assert_eq!(std::mem::size_of::<Stats>(), 80);
     }
 
     #[test]

@@ -255,6 +255,7 @@ impl Daemon {
                 "fallback_acks": k.fallback_acks, "controlled_acks": k.controlled_acks, "cmds_applied": k.cmds_applied,
                 "undos": k.undos,
                 "rto_hold_acks": k.rto_hold_acks, "cut_hold_acks": k.cut_hold_acks,
+                "uncut_recovery_acks": k.uncut_recovery_acks,
             },
             "cmd_apply_latency": lat,
         });

@@ -137,13 +137,18 @@ class Delay(Element):
 class RandomLoss(Element):
     """Drops each packet independently with probability ``p``:
     ``RandomLoss(5%)`` or ``RandomLoss(p 0.05, seed 7)``. ``dropped`` is the
-    ground truth a loss classifier is checked against."""
+    ground truth a loss classifier is checked against. Writing ``seed`` restarts the
+    draws: the k-th packet after it is lost or not alike for every run given that seed."""
     ARGS = (Arg("p", parse_fraction), Arg("seed", int, None))
-    write_handlers = {"p": parse_fraction}
+    write_handlers = {"p": parse_fraction, "seed": int}
     counter_names = ("passed", "dropped")
 
     def configured(self):
         self._rng = random.Random(self.seed)
+
+    def handler_changed(self, handler):
+        if handler == "seed":
+            self._rng = random.Random(self.seed)
 
     @property
     def link_losses(self) -> int:

@@ -56,7 +56,10 @@ def per_for(snr_db: float, mcs: int, frame_bytes: int) -> float:
 @register
 class WirelessChannel(Element):
     """``WirelessChannel(distance_m 20, tx_power_dbm 20, loss 5%, seed 1)``. Every
-    parameter is writable at run time (``intcc node write``)."""
+    parameter is writable at run time (``intcc node write``). The configured ``loss``
+    draws from a generator of its own, one draw per packet: after writing ``seed`` the
+    k-th packet's fate is the same for every run given that seed, whatever the timing
+    (shadowing draws per coherence time, and the SNR's error losses, use another)."""
     ARGS = (
         Arg("distance_m", _positive, 10.0), Arg("tx_power_dbm", _float, 20.0),
         Arg("path_loss_exponent", _positive, 3.0), Arg("ref_loss_db", _float, 40.05),
@@ -64,16 +67,22 @@ class WirelessChannel(Element):
         Arg("loss", parse_fraction, 0.0), Arg("coherence", parse_time_ns, 100_000_000),
         Arg("seed", int, None),
     )
-    write_handlers = {a.name: a.conv for a in ARGS if a.name not in ("seed", "coherence")}
+    write_handlers = {a.name: a.conv for a in ARGS if a.name != "coherence"}
     counter_names = ("passed", "link_losses", "error_losses", "configured_losses")
 
     def configured(self):
-        self._rng = random.Random(self.seed)
+        self._seed_generators()
         self._shadow_db = 0.0
         self._next_draw_ns = 0
         self._update(0)
 
+    def _seed_generators(self):
+        self._rng = random.Random(self.seed)
+        self._loss_rng = random.Random(None if self.seed is None else f"{self.seed}/configured-loss")
+
     def handler_changed(self, handler):
+        if handler == "seed":
+            self._seed_generators()
         self._next_draw_ns = 0
         self._update(time.time_ns())   # RSSI/MCS reflect the change at once
 
@@ -102,8 +111,7 @@ class WirelessChannel(Element):
         per = self._per_cache.get(bucket)
         if per is None:
             per = self._per_cache[bucket] = per_for(self.snr_db, self.mcs, n)
-        r = self._rng.random()
-        if r < self.loss:
+        if self._loss_rng.random() < self.loss:
             self.configured_losses += 1
             self.link_losses += 1
             return

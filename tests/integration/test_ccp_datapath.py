@@ -238,11 +238,14 @@ def test_the_kernels_response_to_a_loss_lasts_until_the_agent_answers(tb, dp, ag
     """Until the agent answers a recovery, PRR aims at the kernel's ssthresh (0.7 of the
     window, counted in cut_hold_acks). Any answer ends it, even the same window again (a
     const agent's, which the daemon must still pass on as a new command): held ACKs are
-    the few before the answer, not the whole recovery (before that fix: every ACK of it)."""
+    the few before the answer, not the whole recovery (before that fix: every ACK of it).
+    An answer that keeps the window cuts nothing: it applies at once, not paced by PRR
+    (counted in uncut_recovery_acks)."""
     from experiments.kernel_trace import KernelTcpTrace
     set_rate(tb, 10)
     agent_factory("const", "--cwnd-pkts", "20")
     held_before = dp.stats()["kernel"]["cut_hold_acks"]
+    uncut_before = dp.stats()["kernel"]["uncut_recovery_acks"]
     set_loss(tb, 2)
     try:
         with KernelTcpTrace(port=5211) as trace:
@@ -265,3 +268,5 @@ def test_the_kernels_response_to_a_loss_lasts_until_the_agent_answers(tb, dp, ag
             recovery_acks += 1
     assert recoveries >= 3, recoveries
     assert 0 < held < 0.5 * recovery_acks, (held, recovery_acks, recoveries)
+    uncut = dp.stats()["kernel"]["uncut_recovery_acks"] - uncut_before
+    assert uncut > 0.3 * recovery_acks, (uncut, held, recovery_acks)

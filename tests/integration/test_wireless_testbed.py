@@ -197,3 +197,27 @@ def test_kernel_trace_sees_every_retransmission_of_a_lossy_flow(tb):
     mss = out["start"]["tcp_mss_default"]
     assert max(r["cwnd_pkts"] for r in trace.rows if r["event"] == "tcp_probe") * mss >= sender["max_snd_cwnd"]
     assert not [d for d in os.listdir("/sys/kernel/tracing/instances") if d.startswith(f"intcc-{os.getpid()}-")]
+
+
+def test_a_loss_seed_replays_the_same_wireless_losses(tb):
+    """Common random numbers on the real testbed: reseeded alike, the same traffic meets
+    the same losses in both directions; another seed, other losses."""
+    from experiments.runner import seed_losses, set_loss
+
+    def wireless_losses():
+        return {(n, el): c["configured_losses"] for n in tb.state["nodes"]
+                for el, c in tb.counters(n).items() if el.startswith("wl")}
+    set_loss(tb, 20)
+    try:
+        outcomes = []
+        for seed in (5, 5, 6):
+            seed_losses(tb, seed)
+            before = wireless_losses()
+            tb.run("sta1", ["ping", "-6", "-n", "-q", "-c", "150", "-i", "0.005", "-W", "1", tb.addr("sta2")])
+            after = wireless_losses()
+            outcomes.append({k: after[k] - before[k] for k in after})
+    finally:
+        set_loss(tb, 0)
+    assert sum(outcomes[0].values()) > 30                 # ~20 % of 150 requests and their replies
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] != outcomes[2]

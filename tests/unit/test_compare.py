@@ -62,3 +62,16 @@ def test_cli_prints_the_table_and_writes_json(tmp_path):
     assert json.loads(out.read_text())[1]["ratio"] == pytest.approx(21.0)
     res = CliRunner().invoke(exp_group, ["compare", str(tmp_path), "--baseline", "nope"])
     assert res.exit_code != 0 and "not among" in res.output
+
+
+def test_runs_that_met_the_same_losses_are_compared_in_pairs():
+    # what a pair shares (here a 10x spread between repeats) cancels in a paired interval
+    base = [rec("kernel cubic", g) | {"loss_seed": s} for s, g in enumerate((0.1, 1.0, 0.3, 3.0))]
+    ccp = [rec("ccp cubic", g * 1.05) | {"loss_seed": s} for s, g in enumerate((0.1, 1.0, 0.3, 3.0))]
+    row = next(r for r in compare(base + ccp, "kernel cubic") if r["algorithm"] == "ccp cubic")
+    assert row["paired"] and row["ratio"] == pytest.approx(1.05)
+    assert row["ci_high"] - row["ci_low"] < 1e-9
+    unpaired = ratio_ci([r["goodput_mbps"] for r in ccp], [r["goodput_mbps"] for r in base])
+    assert unpaired[2] - unpaired[1] > 1.0
+    other_seeds = [r | {"loss_seed": 10 + r["loss_seed"]} for r in ccp]
+    assert not next(r for r in compare(base + other_seeds, "kernel cubic") if r["algorithm"] == "ccp cubic")["paired"]

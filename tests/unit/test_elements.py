@@ -59,6 +59,35 @@ def test_wireless_channel_rssi_mcs_rate_and_losses():
     assert w.error_losses > before and w.mcs == 0
 
 
+@pytest.mark.parametrize("config,counter", [
+    ("RandomLoss(p 20%)", "dropped"),
+    ("WirelessChannel(distance_m 10, shadowing_sigma_db 4, coherence 1ns, loss 20%)", "configured_losses")])
+def test_a_written_seed_replays_the_same_losses_packet_by_packet(config, counter):
+    """Common random numbers: every run given a seed sees the k-th packet's same fate,
+    whatever came before the seed was written or how the packets were spaced."""
+    r = router(f"Idle -> l :: {config} -> Discard;")
+    el = r.elements["l"]
+
+    def fates(n, spacing_ns):
+        out = []
+        for k in range(n):
+            pkt = ipv6_frame(1400)
+            before = getattr(el, counter)
+            push(r, "l", pkt, rx_ns=k * spacing_ns)
+            out.append(getattr(el, counter) > before)
+        return out
+    el.write_handler("seed", "42")
+    first = fates(500, 1_000)
+    fates(37, 5)                                  # other traffic in between
+    el.write_handler("seed", "42")
+    assert fates(500, 2_000_000) == first         # the same fates, other timing
+    el.write_handler("seed", "43")
+    assert fates(500, 1_000) != first
+    assert 0.12 < sum(first) / 500 < 0.28
+    with pytest.raises(ConfigError):
+        el.write_handler("seed", "x")
+
+
 def test_lookup_longest_prefix_and_no_route():
     r = router("""Idle -> rt :: IPv6Lookup(2001:db8::/32 0, 2001:db8::2/128 1);
                   rt[0] -> a :: Counter -> Discard; rt[1] -> b :: Counter -> Discard;""")

@@ -36,10 +36,25 @@ def write(tmp_path, text):
      r"\[sweep\] takes one of loss_pct"),
     ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "c"\ncolour = 1\n', "colour"),
     ('topology = "wireless"\nseconds = [\n', "s.toml"),
+    ('topology = "wireless"\nseconds = 5\nseed = -1\n[[algorithms]]\nlabel = "x"\ncca = "c"\n', "'seed'"),
 ])
 def test_bad_scenarios_name_the_problem(tmp_path, text, message):
     with pytest.raises(ScenarioError, match=message):
         load(write(tmp_path, text))
+
+
+def test_a_repeats_algorithms_share_the_loss_seed_and_repeats_do_not():
+    seeds = {(alg.label, v["loss_pct"], rep): runner.run_seed(7, "loss_pct", v["loss_pct"], rep)
+             for alg, v, rep in load("lossy_link").runs()}
+    assert seeds[("kernel cubic", 20, 0)] == seeds[("cubic-int L2", 20, 0)]
+    assert len({seeds[("kernel cubic", 20, r)] for r in range(3)} | {seeds[("kernel cubic", 5, 0)]}) == 4
+    assert runner.run_seed(8, "loss_pct", 20, 0) != seeds[("kernel cubic", 20, 0)]
+
+
+def test_the_seed_is_read_from_the_scenario(tmp_path):
+    text = 'topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "c"\n'
+    assert load(write(tmp_path, text)).seed is None
+    assert load(write(tmp_path, "seed = 11\n" + text)).seed == 11
 
 
 def test_unknown_scenario_lists_the_known_ones():
