@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from experiments.signals import unwind_on_sigterm
+
 from .capture import Capture, sender_trace
 from .features import FEATURES, TraceError, features
 from .int_features import INT_SERIES_COLUMNS, int_series_from_jsonl
@@ -122,7 +124,7 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
                                                    "seconds": seconds}, raw
 
 
-def _interrupt(signum, frame):
+def _interrupt(signum):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -185,7 +187,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
 
     # SIGTERM ends a collection like Ctrl-C: through the finally blocks that stop
     # the testbeds, the datapath and the agent (a run cut short is not kept).
-    old_term = signal.signal(signal.SIGTERM, _interrupt)
+    old_term = unwind_on_sigterm(_interrupt)
     try:
         if any("vegas" in (p["cca1"], p["cca2"]) for p in todo):
             # one datapath and one Vegas agent serve the CCP flows of every testbed

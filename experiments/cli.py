@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 
@@ -140,6 +139,7 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed):
     """
     from .runner import run_scenario, table, table_by_algorithm
     from .scenario import ScenarioError, load
+    from .signals import unwind_on_sigterm
     from .testbed import TestbedError
     try:
         sc = load(scenario, quick=quick)
@@ -151,17 +151,7 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed):
     out_dir = out_dir or os.path.join("results", f"{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     n = sum(1 for _ in sc.runs())
     click.echo(f"{sc.name}: {n} runs of {sc.seconds:g} s -> {out_dir}")
-    # SIGTERM (kill, a job scheduler) unwinds like Ctrl-C: agents, datapath, broker and
-    # testbed are stopped on the way out (a leftover namespace breaks the next run).
-    # Only in this process: helpers it forks (pyroute2's netns workers) inherit the handler,
-    # and SystemExit raised inside them broke the testbed's namespaces.
-    main_pid = os.getpid()
-
-    def on_sigterm(*_):
-        if os.getpid() != main_pid:
-            os._exit(128 + signal.SIGTERM)
-        sys.exit(128 + signal.SIGTERM)
-    signal.signal(signal.SIGTERM, on_sigterm)
+    unwind_on_sigterm(lambda signum: sys.exit(128 + signum))   # agents, datapath, testbed stopped
     try:
         records = run_scenario(sc, out_dir, echo=click.echo)
     except (TestbedError, OSError, RuntimeError) as exc:

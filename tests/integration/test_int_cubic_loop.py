@@ -58,11 +58,15 @@ def test_link_losses_keep_the_window_and_the_goodput(loop, tmp_path):
     try:
         cubic = iperf(tb, "sta1", "sta2", "cubic", 8, 1.0)["end"]["sum_received"]["bits_per_second"] / 1e6
         gp, decisions = run_cubic_int(tb, dp, url, tmp_path, "l1")
+        gp_l2, decisions_l2 = run_cubic_int(tb, dp, url, tmp_path, "l2")
     finally:
         set_loss(tb, 0)
     link = [d for d in decisions if d.startswith("loss: link (sink), L1 keeps cwnd")]
     assert decisions and len(link) >= 0.8 * len(decisions), decisions[:10]
     assert gp >= 2 * cubic, (gp, cubic)
+    link_l2 = [d for d in decisions_l2 if d.startswith("loss: link (sink), L2 beta 0.95")]
+    assert decisions_l2 and len(link_l2) >= 0.8 * len(decisions_l2), decisions_l2[:10]
+    assert gp_l2 >= 2 * cubic, (gp_l2, cubic)
 
 
 def test_queue_overflow_is_congestion_and_backs_off_like_cubic(loop, tmp_path):
