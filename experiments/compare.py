@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 DEFAULT_RESAMPLES = 4000
+FEW_RUNS = 5        # a bootstrap of fewer runs sees too few of the possible outcomes
 
 
 class CompareError(ValueError):
@@ -130,5 +131,7 @@ def format_rows(rows: list[dict], baseline: str, key: str | None, metric: str) -
             f"{r['median']:10.3f}"
         if "ratio" in r:
             cells += f"   {r['ratio']:6.2f} ({r['ci_low']:.2f}-{r['ci_high']:.2f})" + (" paired" if r["paired"] else "")
+            if r["runs"] < FEW_RUNS:
+                cells += f" (< {FEW_RUNS} runs: the interval is too narrow)"
         lines.append(cells)
     return "\n".join(lines)
