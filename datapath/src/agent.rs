@@ -343,15 +343,19 @@ impl Session {
 /// Run the flow's datapath program on these primitives (libccp applies staged commands first).
 ///
 /// libccp loads the Cwnd register from snd_cwnd and hands it back through set_cwnd
-/// after the program: an event the kernel sent before our latest command reached it
-/// would revert that command, so such an event reports the command's window. An undo
-/// is the kernel's decision and stands; it reaches the agent as Ack.ecn_bytes (libccp
-/// has no undo primitive; ECN marks stay in Ack.ecn_packets).
+/// after the program, as a command. So a controlled flow reports the command in force,
+/// not the kernel's window: in a recovery that is PRR's step toward the command, in a
+/// hold the kernel's own response, and handed back it became the command, PRR aiming
+/// at where it already was (the window stayed flat through recoveries: ccp cubic +5 %
+/// over kernel cubic at 1 % link loss); an event sent before the latest command reached
+/// the kernel would revert it. An undo is the kernel's decision and stands; it reaches
+/// the agent as Ack.ecn_bytes (libccp has no undo primitive; ECN marks stay in
+/// Ack.ecn_packets).
 fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
     {
         let ctl = &flow.conn.ctl;
-        let stale = ev.undo_cwnd_bytes == 0 && ctl.flags & CTL_HAS_CWND != 0 && ev.applied_seq < ctl.seq;
-        let snd_cwnd = if stale { ctl.cwnd_bytes } else { ev.snd_cwnd_bytes };
+        let commanded = ev.undo_cwnd_bytes == 0 && ctl.flags & CTL_HAS_CWND != 0;
+        let snd_cwnd = if commanded { ctl.cwnd_bytes } else { ev.snd_cwnd_bytes };
         let prims = Primitives::default()
             .with_bytes_acked(ev.bytes_acked)
             .with_packets_acked(ev.packets_acked)

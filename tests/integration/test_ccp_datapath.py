@@ -270,3 +270,37 @@ def test_the_kernels_response_to_a_loss_lasts_until_the_agent_answers(tb, dp, ag
     assert 0 < held < 0.5 * recovery_acks, (held, recovery_acks, recoveries)
     uncut = dp.stats()["kernel"]["uncut_recovery_acks"] - uncut_before
     assert uncut > 0.3 * recovery_acks, (uncut, held, recovery_acks)
+
+
+def test_a_recovery_steps_down_to_the_agents_cut_as_kernel_prr_does(tb, dp, agent_factory):
+    """ccp cubic's 0.7 cut is reached by PRR during the recovery, as kernel cubic's: the
+    window ends long recoveries near 0.7-0.8 of where it began. (The daemon once handed
+    libccp the kernel's PRR window as the Cwnd register, which came back as the command:
+    PRR then aimed at where it already was and windows stayed flat, median 1.0.)"""
+    from experiments.kernel_trace import KernelTcpTrace
+    set_rate(tb, 10)
+    agent_factory("cubic")
+    set_loss(tb, 2)
+    try:
+        with KernelTcpTrace(port=5212) as trace:
+            iperf3(tb, "sta1", "sta2", seconds=6, extra=["-C", "ccp"], port=5212)
+    finally:
+        set_loss(tb, 0)
+        set_rate(tb, 100)
+    per_port = {}
+    for r in trace.rows:
+        per_port[r["sport"]] = per_port.get(r["sport"], 0) + 1
+    data_port = max(per_port, key=per_port.get)        # not iperf3's control connection
+    state, current, recoveries = "open", None, []
+    for r in (r for r in trace.rows if r["sport"] == data_port):
+        if r["event"] == "tcp_cong_state_set":
+            if state == "recovery" and current:
+                recoveries.append(current)
+            state = r["ca_state"]
+            current = [] if state == "recovery" else None
+        elif r["event"] == "tcp_probe" and current is not None:
+            current.append(r["cwnd_pkts"])
+    # recoveries long enough for PRR to show (half a window of ACKs) from a window of 10+
+    long_ones = [c[-1] / c[0] for c in recoveries if c[0] >= 10 and len(c) >= c[0] / 2]
+    assert len(long_ones) >= 5, (len(long_ones), len(recoveries))
+    assert statistics.median(long_ones) < 0.9, sorted(long_ones)
