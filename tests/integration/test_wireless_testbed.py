@@ -189,10 +189,13 @@ def test_kernel_trace_sees_every_retransmission_of_a_lossy_flow(tb):
     s = summarize(trace.rows)
     sender = out["end"]["streams"][0]["sender"]
     assert trace.lost_events == 0
-    # iperf3 reads TCP_INFO before the connection closes (the trace sees it to the end), and a
-    # retransmission the stack reports failed may still count in total_retrans: off by a few
+    # None missed: a retransmission the stack reports failed may still count in total_retrans
+    # (a few). iperf3 reads TCP_INFO when its test ends, while the trace goes on to the close
+    # and sees the last window's retransmissions too (142 against 138 seen at 5 % loss).
     assert sender["retransmits"] > 0
-    assert abs(s["retransmits"] - sender["retransmits"]) <= max(2, sender["retransmits"] // 50)
+    assert s["retransmits"] >= sender["retransmits"] - 2, (s["retransmits"], sender["retransmits"])
+    assert s["retransmits"] <= sender["retransmits"] + max(6, sender["retransmits"] // 10), \
+        (s["retransmits"], sender["retransmits"])
     assert s["recovery_entries"] > 0 and s["acks"] > 100
     mss = out["start"]["tcp_mss_default"]
     assert max(r["cwnd_pkts"] for r in trace.rows if r["event"] == "tcp_probe") * mss >= sender["max_snd_cwnd"]
