@@ -42,36 +42,21 @@ def load_records(dirs) -> list[dict]:
 
 
 def ratio_ci(values, baseline, resamples: int = DEFAULT_RESAMPLES, level: float = 0.95,
-             seed: int = 0) -> tuple[float, float, float]:
-    """(mean(values) / mean(baseline), low, high): percentile bootstrap interval."""
+             seed: int = 0, paired: bool = False) -> tuple[float, float, float]:
+    """(mean(values) / mean(baseline), low, high): percentile bootstrap interval. Paired
+    (values[i] and baseline[i] met the same loss draws): pairs are resampled together, so
+    what a pair shared (a lost SYN-ACK, an early run of losses) does not widen the interval."""
     a, b = np.asarray(values, float), np.asarray(baseline, float)
     if a.size == 0 or b.size == 0:
         raise CompareError("a ratio needs runs on both sides")
-    if b.mean() <= 0:
-        raise CompareError("the baseline's mean goodput is 0: no ratio")
-    rng = np.random.default_rng(seed)
-    ma = a[rng.integers(0, a.size, (resamples, a.size))].mean(axis=1)
-    mb = b[rng.integers(0, b.size, (resamples, b.size))].mean(axis=1)
-    ok = mb > 0
-    ratios = ma[ok] / mb[ok]
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return float(a.mean() / b.mean()), float(low), float(high)
-
-
-def paired_ratio_ci(values, baseline, resamples: int = DEFAULT_RESAMPLES, level: float = 0.95,
-                    seed: int = 0) -> tuple[float, float, float]:
-    """As ratio_ci for runs in pairs (values[i] and baseline[i] met the same loss draws):
-    pairs are resampled together, so what the pair shared (a lost SYN-ACK, an early
-    run of losses) does not widen the interval."""
-    a, b = np.asarray(values, float), np.asarray(baseline, float)
-    if a.size != b.size or a.size == 0:
+    if paired and a.size != b.size:
         raise CompareError("paired runs need as many runs on each side")
     if b.mean() <= 0:
         raise CompareError("the baseline's mean goodput is 0: no ratio")
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, a.size, (resamples, a.size))
-    ma, mb = a[idx].mean(axis=1), b[idx].mean(axis=1)
+    idx_a = rng.integers(0, a.size, (resamples, a.size))
+    idx_b = idx_a if paired else rng.integers(0, b.size, (resamples, b.size))
+    ma, mb = a[idx_a].mean(axis=1), b[idx_b].mean(axis=1)
     ok = mb > 0
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(ma[ok] / mb[ok], [tail, 100 - tail])
@@ -114,10 +99,8 @@ def compare(records: list[dict], baseline: str, key: str | None = "loss_pct", me
             if base and np.mean(base) > 0:
                 pairs = _pairs(a_runs, base_runs, metric)
                 row["paired"] = pairs is not None
-                if pairs:
-                    row["ratio"], row["ci_low"], row["ci_high"] = paired_ratio_ci(*pairs, resamples, seed=seed)
-                else:
-                    row["ratio"], row["ci_low"], row["ci_high"] = ratio_ci(xs, base, resamples, seed=seed)
+                row["ratio"], row["ci_low"], row["ci_high"] = ratio_ci(
+                    *(pairs or (xs, base)), resamples, seed=seed, paired=pairs is not None)
             rows.append(row)
     return rows
 

@@ -125,18 +125,24 @@ def parse(lines) -> list[dict]:
     return out
 
 
+def data_port(rows: list[dict]) -> str | None:
+    """The sender port of the socket with most ACKs: the data flow (iperf3's control
+    connection goes to the same port)."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r["event"] == "tcp_probe":
+            counts[r["sport"]] = counts.get(r["sport"], 0) + 1
+    return max(counts, key=counts.get) if counts else None
+
+
 def summarize(rows: list[dict]) -> dict | None:
     """Time-weighted window and state figures of the busiest socket: each tcp_probe's
     cwnd holds until the next one (as the window the ACK found); the time of each CA
     state until the next change; counts of Loss entries (RTOs) and retransmissions."""
-    probes = [r for r in rows if r["event"] == "tcp_probe"]
+    sport = data_port(rows)
+    probes = [r for r in rows if r["event"] == "tcp_probe" and r["sport"] == sport]
     if len(probes) < 2:
         return None
-    counts: dict[str, int] = {}
-    for r in probes:
-        counts[r["sport"]] = counts.get(r["sport"], 0) + 1
-    sport = max(counts, key=counts.get)
-    probes = [r for r in probes if r["sport"] == sport]
     t0, t1 = float(probes[0]["t_s"]), float(probes[-1]["t_s"])
     span = max(t1 - t0, 1e-9)
     at = {"1": 0.0, "2": 0.0, "3": 0.0, "4+": 0.0}

@@ -234,6 +234,36 @@ def test_every_rto_reaches_the_agent_once(tb, dp, agent_factory, tmp_path):
         assert int(r["cwnd_bytes"]) <= 1500 or r in undone, r
 
 
+def traced_lossy_ccp_flow(tb, port: int, seconds: float, loss_pct: float = 2) -> list[dict]:
+    """A ccp flow over the 10 Mbit/s hop at loss_pct, its sender traced per ACK (kernel_trace.py)."""
+    from experiments.kernel_trace import KernelTcpTrace
+    set_rate(tb, 10)
+    set_loss(tb, loss_pct)
+    try:
+        with KernelTcpTrace(port=port) as trace:
+            iperf3(tb, "sta1", "sta2", seconds=seconds, extra=["-C", "ccp"], port=port)
+    finally:
+        set_loss(tb, 0)
+        set_rate(tb, 100)
+    return trace.rows
+
+
+def recovery_windows(rows: list[dict]) -> list[list[int]]:
+    """Per recovery of the data connection (not iperf3's control one), the kernel's window
+    on each of its ACKs."""
+    from experiments.kernel_trace import data_port
+    port = data_port(rows)
+    windows, current = [], None
+    for r in (r for r in rows if r["sport"] == port):
+        if r["event"] == "tcp_cong_state_set":
+            current = [] if r["ca_state"] == "recovery" else None
+            if current is not None:
+                windows.append(current)
+        elif r["event"] == "tcp_probe" and current is not None:
+            current.append(r["cwnd_pkts"])
+    return windows
+
+
 def test_the_kernels_response_to_a_loss_lasts_until_the_agent_answers(tb, dp, agent_factory):
     """Until the agent answers a recovery, PRR aims at the kernel's ssthresh (0.7 of the
     window, counted in cut_hold_acks). Any answer ends it, even the same window again (a
@@ -241,31 +271,18 @@ def test_the_kernels_response_to_a_loss_lasts_until_the_agent_answers(tb, dp, ag
     the few before the answer, not the whole recovery (before that fix: every ACK of it).
     An answer that keeps the window cuts nothing: it applies at once, not paced by PRR
     (counted in uncut_recovery_acks)."""
-    from experiments.kernel_trace import KernelTcpTrace
-    set_rate(tb, 10)
     agent_factory("const", "--cwnd-pkts", "20")
     held_before = dp.stats()["kernel"]["cut_hold_acks"]
     uncut_before = dp.stats()["kernel"]["uncut_recovery_acks"]
-    set_loss(tb, 2)
-    try:
-        with KernelTcpTrace(port=5211) as trace:
-            iperf3(tb, "sta1", "sta2", seconds=5, extra=["-C", "ccp"], port=5211)
-    finally:
-        set_loss(tb, 0)
-        set_rate(tb, 100)
+    rows = traced_lossy_ccp_flow(tb, port=5211, seconds=5)
     # stats.json is rewritten every second: wait for a write made after the flow ended
     flow_ended_uptime_s = dp.stats()["uptime_s"]
     deadline = time.monotonic() + 5
     while dp.stats()["uptime_s"] <= flow_ended_uptime_s and time.monotonic() < deadline:
         time.sleep(0.1)
     held = dp.stats()["kernel"]["cut_hold_acks"] - held_before
-    state, recovery_acks, recoveries = "open", 0, 0
-    for r in trace.rows:
-        if r["event"] == "tcp_cong_state_set":
-            state = r["ca_state"]
-            recoveries += state == "recovery"
-        elif r["event"] == "tcp_probe" and state == "recovery":
-            recovery_acks += 1
+    windows = recovery_windows(rows)
+    recoveries, recovery_acks = len(windows), sum(map(len, windows))
     assert recoveries >= 3, recoveries
     assert 0 < held < 0.5 * recovery_acks, (held, recovery_acks, recoveries)
     uncut = dp.stats()["kernel"]["uncut_recovery_acks"] - uncut_before
@@ -277,29 +294,8 @@ def test_a_recovery_steps_down_to_the_agents_cut_as_kernel_prr_does(tb, dp, agen
     window ends long recoveries near 0.7-0.8 of where it began. (The daemon once handed
     libccp the kernel's PRR window as the Cwnd register, which came back as the command:
     PRR then aimed at where it already was and windows stayed flat, median 1.0.)"""
-    from experiments.kernel_trace import KernelTcpTrace
-    set_rate(tb, 10)
     agent_factory("cubic")
-    set_loss(tb, 2)
-    try:
-        with KernelTcpTrace(port=5212) as trace:
-            iperf3(tb, "sta1", "sta2", seconds=6, extra=["-C", "ccp"], port=5212)
-    finally:
-        set_loss(tb, 0)
-        set_rate(tb, 100)
-    per_port = {}
-    for r in trace.rows:
-        per_port[r["sport"]] = per_port.get(r["sport"], 0) + 1
-    data_port = max(per_port, key=per_port.get)        # not iperf3's control connection
-    state, current, recoveries = "open", None, []
-    for r in (r for r in trace.rows if r["sport"] == data_port):
-        if r["event"] == "tcp_cong_state_set":
-            if state == "recovery" and current:
-                recoveries.append(current)
-            state = r["ca_state"]
-            current = [] if state == "recovery" else None
-        elif r["event"] == "tcp_probe" and current is not None:
-            current.append(r["cwnd_pkts"])
+    recoveries = [w for w in recovery_windows(traced_lossy_ccp_flow(tb, port=5212, seconds=6)) if w]
     # recoveries long enough for PRR to show (half a window of ACKs) from a window of 10+
     long_ones = [c[-1] / c[0] for c in recoveries if c[0] >= 10 and len(c) >= c[0] / 2]
     assert len(long_ones) >= 5, (len(long_ones), len(recoveries))
