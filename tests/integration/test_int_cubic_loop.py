@@ -77,11 +77,13 @@ def test_queue_overflow_is_congestion_and_backs_off_like_cubic(loop, tmp_path):
     before = link_loss_counts(tb)[1]
     competitor = {}
     thread = threading.Thread(target=lambda: competitor.update(
-        iperf(tb, "sta1", "sta2", "cubic", 10, 1.0, port=5202)))
+        iperf(tb, "sta1", "sta2", "cubic", 14, 1.0, port=5202)))
     thread.start()
     try:
         time.sleep(1.0)         # the competitor fills the buffer first
-        gp, decisions = run_cubic_int(tb, dp, url, tmp_path, "l1")
+        # 12 s: CUBIC overflows a 100-packet buffer every ~4 s here, and in 8 s cubic-int's
+        # few queued packets once escaped every overflow (no loss to decide on)
+        gp, decisions = run_cubic_int(tb, dp, url, tmp_path, "l1", seconds=12)
     finally:
         thread.join(timeout=60)
     channel_losses = link_loss_counts(tb)[1] - before     # the channel's own PER at 0 % configured loss
