@@ -5,10 +5,12 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 from experiments.testbed import Testbed
 from experiments.topo import load_topo
 
+UDPGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "udpgen.py")
 TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies")
 
 
@@ -22,20 +24,30 @@ def ping_rtts_ms(tb: Testbed, src: str, dst_addr: str, count: int = 20, interval
     return [float(x) for x in re.findall(r"time=([0-9.]+) ms", res.stdout)]
 
 
-# iperf3 sets up a UDP stream with one datagram each way and no retransmission: on a lossy
-# link a lost one ends the test with this error before any data is sent (esnet/iperf#862).
-UDP_SETUP_LOST = "unable to read from stream socket"
-
-
-def iperf3(tb: Testbed, client: str, server: str, seconds: float = 5, extra=(), port: int = 5201,
-           udp_setup_attempts: int = 4) -> dict:
-    attempts = udp_setup_attempts if "-u" in extra else 1
-    for attempt in range(1, attempts + 1):
-        out = _iperf3_once(tb, client, server, seconds, extra, port)
-        if UDP_SETUP_LOST not in out.get("error", "") or attempt == attempts:
-            break
+def iperf3(tb: Testbed, client: str, server: str, seconds: float = 5, extra=(), port: int = 5201) -> dict:
+    """A TCP iperf3 run (UDP flows go through udp_flow: iperf3's UDP setup is not loss-proof)."""
+    out = _iperf3_once(tb, client, server, seconds, extra, port)
     assert "error" not in out, out.get("error")
     return out
+
+
+def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, port: int = 5201,
+             length: int = 1200) -> dict:
+    """Paced UDP from src to dst (tests/integration/udpgen.py); returns sent, received, loss_fraction."""
+    rx = tb.popen(dst, [sys.executable, UDPGEN, "recv", str(port), "1.0"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert rx.stdout.readline().strip() == "ready", "udpgen receiver did not start"
+        res = tb.run(src, [sys.executable, UDPGEN, "send", tb.addr(dst), str(port), str(rate_mbps), str(seconds),
+                           str(length)], timeout=seconds + 30)
+        assert res.returncode == 0, res.stderr
+        sent = json.loads(res.stdout)["sent"]
+        out, _ = rx.communicate(timeout=10)   # the receiver stops after 1 s of silence
+        received = json.loads(out)["received"]
+    finally:
+        if rx.poll() is None:
+            rx.kill()
+            rx.wait()
+    return {"sent": sent, "received": received, "loss_fraction": 1 - received / sent if sent else 0.0}
 
 
 def _iperf3_once(tb: Testbed, client: str, server: str, seconds: float, extra, port: int) -> dict:

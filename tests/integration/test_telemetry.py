@@ -17,7 +17,7 @@ from broker.launch import BrokerProcess
 from broker.schema import decode, flow_topic, hop_topic
 from broker.subscriber import TelemetryView
 from experiments.testbed import teardown
-from tests.integration.tbutil import start_testbed
+from tests.integration.tbutil import start_testbed, udp_flow
 
 CREDS = "/run/intcc/test-broker/credentials.json"
 
@@ -28,21 +28,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def udp_flow(tb, src, dst, rate, seconds, port=5201):
-    """iperf3 UDP at a fixed rate; returns when it is done."""
-    srv = tb.popen(dst, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.3)
-        tb.run(src, ["iperf3", "-6", "-c", tb.addr(dst), "-p", str(port), "-u", "-b", rate, "-t", str(seconds),
-                     "-l", "1200"], timeout=seconds + 30)
-    finally:
-        srv.kill()
-        srv.wait()
-
-
 def main_flow(view):
-    """The flow with the most packets (iperf3's control connection is a second, tiny one)."""
+    """The flow with the most packets (other traffic, such as ICMP or a control connection, is tiny)."""
     flows = view.flows()
     assert flows, f"no flow records arrived ({view.counters()})"
     return max(flows.values(), key=lambda f: f.record.packets).record
@@ -66,7 +53,7 @@ def test_link_losses_are_attributed_to_the_link(wireless, mosquitto):
     with TelemetryView(mosquitto.url) as view:
         assert view.wait_connected()
         before = wireless.counters("ap1")
-        udp_flow(wireless, "sta1", "sta2", "4M", 6)
+        udp_flow(wireless, "sta1", "sta2", 4, 6)
         time.sleep(0.3)
         after = wireless.counters("ap1")
         rec = main_flow(view)
@@ -86,7 +73,7 @@ def test_congestion_losses_are_attributed_to_congestion(mosquitto):
     try:
         with TelemetryView(mosquitto.url) as view:
             assert view.wait_connected()
-            udp_flow(tb, "s1", "r1", "8M", 5)        # 8 Mbit/s into a 5 Mbit/s bottleneck
+            udp_flow(tb, "s1", "r1", 8, 5)        # 8 Mbit/s into a 5 Mbit/s bottleneck
             time.sleep(0.3)
             rec = main_flow(view)
         c = tb.counters("sw1")
@@ -238,7 +225,7 @@ def test_flow_topic_matches_the_sender_side_flow_id(wireless, mosquitto):
     from broker.flowid import flow_id
     with TelemetryView(mosquitto.url) as view:
         assert view.wait_connected()
-        udp_flow(wireless, "sta1", "sta2", "1M", 1, port=5202)
+        udp_flow(wireless, "sta1", "sta2", 1, 1, port=5202)
         time.sleep(0.3)
         rec = main_flow(view)
     assert (rec.src, rec.dst, rec.dport) == (wireless.addr("sta1"), wireless.addr("sta2"), 5202)

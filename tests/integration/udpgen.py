@@ -1,0 +1,70 @@
+"""A paced UDP sender and a counting receiver, run inside a testbed namespace.
+
+Tests use this instead of `iperf3 -u`: iperf3 sets up a UDP stream with one datagram each
+way and no retransmission, so on a lossy link a lost one either fails the test or hangs the
+client (esnet/iperf#862). Here nothing is exchanged before the data: the sender just sends.
+
+    python3 udpgen.py recv PORT IDLE_S        prints "ready", then {"received": n, "bytes": b}
+    python3 udpgen.py send ADDR PORT MBPS SECONDS LENGTH   prints {"sent": n, "bytes": b}
+
+Standalone on purpose (stdlib only): it runs under `ip netns exec` with no project path.
+"""
+import json
+import socket
+import sys
+import time
+
+
+def receive(port: int, idle_s: float) -> dict:
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    sock.bind(("::", port))
+    print("ready", flush=True)
+    received = nbytes = 0
+    sock.settimeout(None)               # wait as long as it takes for the first datagram
+    while True:
+        try:
+            data = sock.recv(65535)
+        except socket.timeout:
+            break
+        received += 1
+        nbytes += len(data)
+        sock.settimeout(idle_s)         # then stop after idle_s of silence
+    return {"received": received, "bytes": nbytes}
+
+
+def send(addr: str, port: int, rate_mbps: float, seconds: float, length: int) -> dict:
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    payload = bytes(length)
+    interval_s = length * 8 / (rate_mbps * 1e6)
+    start = time.monotonic()
+    sent = 0
+    while True:
+        due = start + sent * interval_s
+        if due - start >= seconds:
+            break
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        try:
+            sock.sendto(payload, (addr, port))
+        except (BlockingIOError, OSError):
+            pass                        # a full local queue drops, like a NIC would; not counted as sent
+        else:
+            sent += 1
+    return {"sent": sent, "bytes": sent * length}
+
+
+def main(argv) -> int:
+    if len(argv) >= 3 and argv[0] == "recv":
+        print(json.dumps(receive(int(argv[1]), float(argv[2]))), flush=True)
+        return 0
+    if len(argv) == 6 and argv[0] == "send":
+        print(json.dumps(send(argv[1], int(argv[2]), float(argv[3]), float(argv[4]), int(argv[5]))), flush=True)
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
