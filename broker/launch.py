@@ -121,6 +121,8 @@ class BrokerProcess:
         self.kind, self.host, self.port = kind, host, port
         self.credentials_file = credentials_file
         self.allow_anonymous = allow_anonymous
+        # A directory made here is removed on stop; a caller's state_dir is theirs to keep.
+        self._owns_state_dir = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="intcc-broker-")
         self.proc: Optional[subprocess.Popen] = None
 
@@ -170,6 +172,8 @@ class BrokerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self._owns_state_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def __enter__(self):
         return self.start()
