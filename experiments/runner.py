@@ -57,8 +57,8 @@ def _loss_elements(tb: Testbed):
 
 def run_seed(base_seed: int, key: str, value, repeat: int) -> int:
     """The loss draws' seed of one run: the same for every algorithm of a repeat (common
-    random numbers: compared runs meet the same losses, packet by packet, until their
-    packets differ), another for each repeat and sweep value."""
+    random numbers: compared runs meet the same fate for the same transmission, see
+    int_node.loss_draws), another for each repeat and sweep value."""
     return zlib.crc32(f"{base_seed}/{key}={value}/{repeat}".encode())
 
 

@@ -9,6 +9,7 @@ from int_node.router import Router
 
 MAC_A = bytes.fromhex("020000000001")
 MAC_B = bytes.fromhex("020000000002")
+IP6_PAYLOAD = 14 + 40      # Ethernet + IPv6 header
 
 
 def ipv6_frame(payload_len: int = 100, nh: int = 6, src: int = 1, dst: int = 2, hlim: int = 64,
@@ -28,3 +29,12 @@ def router(config: str) -> Router:
 
 def push(r: Router, element: str, frame, rx_ns: int = 0) -> None:
     r.elements[element].push(0, Packet(bytearray(frame), rx_ns))
+
+
+def tcp_frame(seq: int, ack: int = 0, flags: int = 0x10, payload_len: int = 0, sport: int = 40000,
+              dport: int = 5201, src: int = 1, dst: int = 2) -> bytearray:
+    """An Ethernet + IPv6 + TCP frame (20-byte header, zero payload); flags 0x10 = ACK."""
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags, 65535, 0, 0)
+    frame = ipv6_frame(len(tcp) + payload_len, nh=6, src=src, dst=dst)
+    frame[IP6_PAYLOAD:IP6_PAYLOAD + len(tcp)] = tcp
+    return frame

@@ -4,11 +4,11 @@ RandomLoss (Bernoulli loss). Together with Queue they make an emulated link:
 """
 from __future__ import annotations
 
-import random
 import time
 from collections import deque
 
 from ..element import PULL, PUSH, Arg, ConfigError, Element, register
+from ..loss_draws import PacketKeyedDraws
 from ..units import parse_fraction, parse_nonneg_int, parse_rate_bps, parse_time_ns
 from .queues import find_upstream_queues
 
@@ -137,18 +137,20 @@ class Delay(Element):
 class RandomLoss(Element):
     """Drops each packet independently with probability ``p``:
     ``RandomLoss(5%)`` or ``RandomLoss(p 0.05, seed 7)``. ``dropped`` is the
-    ground truth a loss classifier is checked against. Writing ``seed`` restarts the
-    draws: the k-th packet after it is lost or not alike for every run given that seed."""
+    ground truth a loss classifier is checked against. Draws are keyed by the packet's
+    identity in its flow (int_node.loss_draws): given a seed, the same transmission (a
+    segment's n-th sending, the n-th duplicate ACK) meets the same fate in every run.
+    Writing ``seed`` starts over, as for a fresh run."""
     ARGS = (Arg("p", parse_fraction), Arg("seed", int, None))
     write_handlers = {"p": parse_fraction, "seed": int}
     counter_names = ("passed", "dropped")
 
     def configured(self):
-        self._rng = random.Random(self.seed)
+        self._draws = PacketKeyedDraws(self.seed)
 
     def handler_changed(self, handler):
         if handler == "seed":
-            self._rng = random.Random(self.seed)
+            self._draws = PacketKeyedDraws(self.seed)
 
     @property
     def link_losses(self) -> int:
@@ -156,7 +158,7 @@ class RandomLoss(Element):
         return self.dropped
 
     def push(self, port, pkt):
-        if self.p and self._rng.random() < self.p:
+        if self.p and self._draws.draw(pkt.data) < self.p:
             self.dropped += 1
             return
         self.passed += 1

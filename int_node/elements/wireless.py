@@ -16,6 +16,7 @@ import random
 import time
 
 from ..element import Arg, Element, register
+from ..loss_draws import PacketKeyedDraws
 from ..units import parse_fraction, parse_time_ns
 
 # (minimum RSSI dBm, data rate kbit/s, SNR dB needed for 10% PER at 1500 bytes)
@@ -56,10 +57,11 @@ def per_for(snr_db: float, mcs: int, frame_bytes: int) -> float:
 @register
 class WirelessChannel(Element):
     """``WirelessChannel(distance_m 20, tx_power_dbm 20, loss 5%, seed 1)``. Every
-    parameter is writable at run time (``intcc node write``). The configured ``loss``
-    draws from a generator of its own, one draw per packet: after writing ``seed`` the
-    k-th packet's fate is the same for every run given that seed, whatever the timing
-    (shadowing draws per coherence time, and the SNR's error losses, use another)."""
+    parameter is writable at run time (``intcc node write``). The configured ``loss`` is
+    drawn per packet identity (int_node.loss_draws): after writing ``seed`` the same
+    transmission meets the same fate in every run given that seed, whatever the timing
+    and whatever else was sent (shadowing draws per coherence time, and the SNR's error
+    losses, use a sequential generator of their own)."""
     ARGS = (
         Arg("distance_m", _positive, 10.0), Arg("tx_power_dbm", _float, 20.0),
         Arg("path_loss_exponent", _positive, 3.0), Arg("ref_loss_db", _float, 40.05),
@@ -78,7 +80,7 @@ class WirelessChannel(Element):
 
     def _seed_generators(self):
         self._rng = random.Random(self.seed)
-        self._loss_rng = random.Random(None if self.seed is None else f"{self.seed}/configured-loss")
+        self._loss_draws = PacketKeyedDraws(None if self.seed is None else f"{self.seed}/configured-loss")
 
     def handler_changed(self, handler):
         if handler == "seed":
@@ -111,7 +113,7 @@ class WirelessChannel(Element):
         per = self._per_cache.get(bucket)
         if per is None:
             per = self._per_cache[bucket] = per_for(self.snr_db, self.mcs, n)
-        if self._loss_rng.random() < self.loss:
+        if self.loss and self._loss_draws.draw(pkt.data) < self.loss:
             self.configured_losses += 1
             self.link_losses += 1
             return
