@@ -107,6 +107,11 @@ class CubicIntFlow(CubicFlow):
     def hystart_applies(self) -> bool:
         return self.alg.hystart and self._bottleneck_hop()[0] is None
 
+    def slow_start_in_datapath(self) -> int:
+        # With fresh hop telemetry slow start grows by Eq. (1), decided per report here.
+        limit = super().slow_start_in_datapath()
+        return 0 if limit and self._bottleneck_hop()[0] is not None else limit
+
     def slow_start_growth(self, r: Report):
         hop, fresh = self._bottleneck_hop()
         if hop is None or r.rtt_us <= 0:

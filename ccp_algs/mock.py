@@ -10,6 +10,7 @@ class MockDatapath:
     def __init__(self):
         self.cwnd = None
         self.rate = None
+        self.ss_until = 0
         self.programs = []
         self.updates = 0
 
@@ -23,9 +24,15 @@ class MockDatapath:
             self.cwnd = value
         elif name == "Rate":
             self.rate = value
+        elif name == "ss_until":
+            self.ss_until = value
         else:
             raise KeyError(f"unknown register {name!r}")
         self.updates += 1
+
+    def update_fields(self, fields):
+        for name, value in fields:
+            self.update_field(name, value)
 
 
 def datapath_info(sock_id=1, mss=1448, init_cwnd_pkts=10, src_ip=1, src_port=40000, dst_ip=2, dst_port=5201):

@@ -300,3 +300,18 @@ def test_a_recovery_steps_down_to_the_agents_cut_as_kernel_prr_does(tb, dp, agen
     long_ones = [c[-1] / c[0] for c in recoveries if c[0] >= 10 and len(c) >= c[0] / 2]
     assert len(long_ones) >= 5, (len(long_ones), len(recoveries))
     assert statistics.median(long_ones) < 0.9, sorted(long_ones)
+
+
+def test_slow_start_grows_the_window_on_every_ack_as_the_kernels(tb, dp, agent_factory):
+    """The datapath program grows the window by each ACK's bytes in slow start
+    (ccp_algs.base.SLOW_START_PER_ACK), as tcp_slow_start does; growing per report (a
+    round) made the window lag the kernel's by up to a round in every slow start."""
+    from experiments.kernel_trace import data_port
+    agent_factory("cubic", "--no-hystart")
+    rows = traced_lossy_ccp_flow(tb, port=5213, seconds=2, loss_pct=0)
+    port = data_port(rows)
+    probes = [r for r in rows if r["sport"] == port and r["event"] == "tcp_probe"]
+    windows = [r["cwnd_pkts"] for r in probes if r["ssthresh_pkts"] > 100000][:60]   # before any cut
+    assert len(windows) >= 40, len(windows)
+    grew = sum(b > a for a, b in zip(windows, windows[1:]))
+    assert grew >= 0.75 * (len(windows) - 1), windows

@@ -508,3 +508,29 @@ def test_cubic_slow_start_stops_at_ssthresh():
     grow_to(flow, 3 * MSS)
     flow.on_report(report(acked=2 * MSS, rto_acked=2 * MSS, timeout=True, inflight=0))
     assert flow.ssthresh == 2 * MSS and dp.cwnd == 2 * MSS     # 1 + 2 acked, capped as tcp_slow_start
+
+
+@pytest.mark.parametrize("alg", [Cubic, Reno])
+def test_slow_start_runs_per_ack_in_the_datapath_up_to_ssthresh_and_never_in_a_recovery(alg):
+    """ss_until: where the datapath program may grow the window by each ACK's bytes
+    (base.SLOW_START_PER_ACK), as the kernel's slow start; 0 stops it."""
+    flow, dp = start(alg())
+    assert dp.ss_until == 2 ** 31 - 1                    # no ssthresh yet: slow start
+    flow.on_report(report(acked=10 * MSS, inflight=20))
+    assert dp.cwnd == 20 * MSS and dp.ss_until == 2 ** 31 - 1
+    flow.on_report(report(acked=MSS, loss=1, inflight=20))
+    assert dp.ss_until == 0                               # cut: congestion avoidance, in a recovery
+    flow.on_report(report(timeout=True, inflight=1))
+    assert dp.cwnd == MSS and dp.ss_until == int(flow.ssthresh) > MSS   # slow start again after an RTO
+    flow.on_report(report(acked=int(flow.ssthresh), inflight=5))
+    assert dp.cwnd >= flow.ssthresh and dp.ss_until == 0
+
+
+def test_cubic_int_keeps_eq1_slow_start_in_the_agent_while_telemetry_is_fresh():
+    fresh = FakeTelemetry(flow_record())
+    flow, dp = start(CubicInt(policy="l1", telemetry=fresh, directory=FakeDirectory()))
+    flow.on_report(report(acked=2 * MSS, inflight=10))
+    assert dp.ss_until == 0                               # Eq. (1) decides per report
+    fresh.rec = None                                      # telemetry gone: exactly CUBIC
+    flow.on_report(report(acked=2 * MSS, inflight=10))
+    assert dp.ss_until == 2 ** 31 - 1
