@@ -39,17 +39,19 @@ REPORT_PER_ROUND_TRIGGERS = REPORT_ON_EVENTS + """\
 )
 """
 
-# Report.rto_acked: the bytes of the ACK that reports a timeout (the first after the RTO).
+# Report.rto_acked / rto_delivered: the bytes / packets of the ACK that reports a timeout
+# (the first after the RTO).
 FOLD_RTO_ACKED = """\
 (when (|| Flow.was_timeout false)
     (:= Report.rto_acked Ack.bytes_acked)
+    (:= Report.rto_delivered Ack.packets_acked)
     (fallthrough)
 )
 """
 
-# Slow start per ACK in the datapath, as the kernel's (tcp_slow_start): Cwnd grows by each
-# ACK's bytes while below ss_until (bytes; 0: off, the agent alone sets Cwnd), which the
-# agent sets with every window. A loss, a timeout or an undo stops it until the agent has
+# Slow start per ACK in the datapath, as the kernel's (tcp_slow_start): Cwnd grows by a
+# segment (seg_bytes) per packet the ACK delivered while below ss_until (bytes; 0: off, the
+# agent alone sets Cwnd), which the agent sets with every window. A loss, a timeout or an undo stops it until the agent has
 # decided. Growing once per report instead (a round), the window lagged the kernel's by up
 # to a round in every slow start: at 10 % link loss ccp cubic's first cut came from 11
 # segments where kernel cubic's came from 14, on the same losses.
@@ -59,7 +61,7 @@ SLOW_START_PER_ACK = """\
     (fallthrough)
 )
 (when (< Cwnd ss_until)
-    (:= Cwnd (min ss_until (+ Cwnd Ack.bytes_acked)))
+    (:= Cwnd (min ss_until (+ Cwnd (* Ack.packets_acked seg_bytes))))
     (fallthrough)
 )
 """
@@ -79,7 +81,9 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (volatile rout 0)
     (volatile undo 0)
     (volatile rto_acked 0)
-) (ss_until 0))
+    (volatile delivered 0)
+    (volatile rto_delivered 0)
+) (ss_until 0) (seg_bytes 1448))
 """ + FOLD_RTO_ACKED + """\
 (when true
     (:= Report.inflight Flow.packets_in_flight)
@@ -88,6 +92,7 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (:= Report.rin Flow.rate_incoming)
     (:= Report.rout Flow.rate_outgoing)
     (:= Report.acked (+ Report.acked Ack.bytes_acked))
+    (:= Report.delivered (+ Report.delivered Ack.packets_acked))
     (:= Report.sacked (+ Report.sacked Ack.packets_misordered))
     (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
     (:= Report.timeout Flow.was_timeout)
@@ -136,9 +141,11 @@ class Report:
     ``minrtt_us`` is the smallest RTT sample since the last report (None: no sample);
     ``undo_bytes`` the window the kernel restored when it undid a reduction (0: none);
     ``rto_acked`` the bytes acked by the ACK that reported a timeout (the first after the
-    RTO; ``acked`` also holds earlier ACKs of the report, from before the RTO)."""
+    RTO; ``acked`` also holds earlier ACKs of the report, from before the RTO);
+    ``delivered`` / ``rto_delivered`` the same in packets newly delivered, acked or SACKed
+    (the kernel's acked_sacked; None where a report lacks them, as the unit tests' mock)."""
     __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin", "rout",
-                 "undo_bytes", "rto_acked")
+                 "undo_bytes", "rto_acked", "delivered", "rto_delivered")
 
     def __init__(self, r):
         self.acked = r.acked
@@ -152,6 +159,15 @@ class Report:
         self.rout = r.rout
         self.undo_bytes = r.undo
         self.rto_acked = r.rto_acked
+        self.delivered = getattr(r, "delivered", None)
+        self.rto_delivered = getattr(r, "rto_delivered", None)
+
+    def growth_bytes(self, mss: int) -> float:
+        """What window growth counts: a segment per packet delivered, as the kernel's slow
+        start and tcp_cong_avoid_ai (acked_sacked). Bytes acked differ from it for a short
+        segment (iperf3's 37-byte first one: the kernel still grows a segment) and for a
+        cumulative ACK over data SACKed earlier (counted when it was SACKed)."""
+        return float(self.acked if self.delivered is None else self.delivered * mss)
 
 
 class FlowBase:
@@ -211,7 +227,7 @@ class WindowFlow(FlowBase):
         self.rto_bytes_left = 0.0                            # data in flight at the last RTO, not yet acked
         self.prior_ssthresh = None                           # what an undo restores (kernel prior_ssthresh)
         self.install(self.cwnd)
-        self.datapath.update_field("ss_until", self.slow_start_in_datapath())
+        self.datapath.update_fields([("ss_until", self.slow_start_in_datapath()), ("seg_bytes", int(self.mss))])
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
 
     def parse(self, r) -> Report:
@@ -295,7 +311,7 @@ class WindowFlow(FlowBase):
                 # Only that ACK's bytes: the report's earlier ACKs came before the RTO (all of
                 # them grew ccp cubic past kernel cubic at 20 % loss).
                 after = copy.copy(r)
-                after.acked = r.rto_acked
+                after.acked, after.delivered = r.rto_acked, r.rto_delivered
                 reason += "; " + self.on_ack(after)
         elif r.loss > 0 and after_rto and not in_recovery:
             event, reason = "loss", "data sent before the timeout: no new cut; " + self.on_ack(r)
@@ -312,6 +328,8 @@ class WindowFlow(FlowBase):
             # the recovery ended in this report: growth only for what was acked after it
             after = copy.copy(r)
             after.acked = r.acked - recovery_left_before
+            if r.delivered is not None:        # the packets past the recovery point, at most
+                after.delivered = min(r.delivered, -(-after.acked // self.mss))
             event, reason = "recovery", "recovery over" + ("; " + self.on_ack(after) if after.acked > 0 else "")
         else:
             event, reason = "report", self.on_ack(r)

@@ -62,7 +62,7 @@ class CubicFlow(WindowFlow):
         return BETA, "loss: CUBIC beta 0.7", True
 
     def slow_start_growth(self, r: Report) -> tuple[float, str]:
-        return float(r.acked), "slow start"
+        return r.growth_bytes(self.mss), "slow start"
 
     # -- CUBIC ---------------------------------------------------------------------
     @property
@@ -97,7 +97,7 @@ class CubicFlow(WindowFlow):
             self.k_s = ((self.w_max - cwnd_pkts * mss) / mss / C) ** (1 / 3)
         ahead_s = (self.delay_min_us or r.rtt_us or 1) / 1e6
         target_pkts = int(self._w_cubic(now_s - self.epoch_start_s + ahead_s) // mss)
-        self.acked_carry += r.acked / mss
+        self.acked_carry += r.growth_bytes(mss) / mss
         segments = int(self.acked_carry)
         self.acked_carry -= segments
         reason = "congestion avoidance (cubic)"

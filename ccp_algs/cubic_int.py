@@ -115,11 +115,11 @@ class CubicIntFlow(CubicFlow):
     def slow_start_growth(self, r: Report):
         hop, fresh = self._bottleneck_hop()
         if hop is None or r.rtt_us <= 0:
-            return float(r.acked), "slow start (no fresh hop telemetry)"
+            return r.growth_bytes(self.mss), "slow start (no fresh hop telemetry)"
         free = max(0, hop.queue_capacity_bytes - hop.queue_depth_bytes)
         share_per_rtt = hop.arrival_rate_pps * self.mss * r.rtt_us / 1e6 / max(hop.flow_count, 1)
         room = free / max(share_per_rtt, self.mss)
-        growth = self.alg.increment * r.acked * min(1.0, room)
+        growth = self.alg.increment * r.growth_bytes(self.mss) * min(1.0, room)
         ceiling = r.inflight * self.mss + free        # in flight now + the free buffer
         growth = max(0.0, min(growth, ceiling - self.cwnd))
         return growth, (f"slow start Eq.1: free {free} B ({room:.2f} RTTs of our arrivals at "

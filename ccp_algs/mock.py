@@ -26,6 +26,8 @@ class MockDatapath:
             self.rate = value
         elif name == "ss_until":
             self.ss_until = value
+        elif name == "seg_bytes":
+            self.seg_bytes = value
         else:
             raise KeyError(f"unknown register {name!r}")
         self.updates += 1
@@ -42,8 +44,9 @@ def datapath_info(sock_id=1, mss=1448, init_cwnd_pkts=10, src_ip=1, src_port=400
 
 
 def report(acked=0, loss=0, timeout=False, rtt_us=20_000, inflight=10, sacked=0, rin=0, rout=0, minrtt=None,
-           undo=0, rto_acked=None):
+           undo=0, rto_acked=None, delivered=None, rto_delivered=None):
     """A report of the shared program (base.REPORT_PER_RTT_AND_ON_LOSS; minrtt: vegas's)."""
     return SimpleNamespace(acked=acked, sacked=sacked, loss=loss, timeout=timeout, rtt=rtt_us, inflight=inflight,
                            rin=rin, rout=rout, minrtt=rtt_us if minrtt is None else minrtt, undo=undo,
-                           rto_acked=(acked if timeout else 0) if rto_acked is None else rto_acked)
+                           rto_acked=(acked if timeout else 0) if rto_acked is None else rto_acked,
+                           delivered=delivered, rto_delivered=rto_delivered)

@@ -15,9 +15,9 @@ class RenoFlow(WindowFlow):
 
     def on_ack(self, r) -> str:
         if self.cwnd < self.ssthresh:
-            self.cwnd += r.acked
+            self.cwnd += r.growth_bytes(self.mss)
             return "slow start"
-        self.cwnd += self.mss * r.acked / self.cwnd
+        self.cwnd += self.mss * r.growth_bytes(self.mss) / self.cwnd
         return "congestion avoidance"
 
 

@@ -534,3 +534,16 @@ def test_cubic_int_keeps_eq1_slow_start_in_the_agent_while_telemetry_is_fresh():
     fresh.rec = None                                      # telemetry gone: exactly CUBIC
     flow.on_report(report(acked=2 * MSS, inflight=10))
     assert dp.ss_until == 2 ** 31 - 1
+
+
+def test_growth_counts_packets_delivered_as_the_kernel_not_bytes_acked():
+    """The kernel grows by acked_sacked, packets newly delivered: a short segment counts a
+    whole one, and a cumulative ACK over data SACKed before counts only what is new."""
+    flow, dp = start(Cubic())
+    assert dp.seg_bytes == MSS                            # for the datapath's per-ACK slow start
+    flow.on_report(report(acked=37, delivered=1, inflight=10))         # iperf3's first segment
+    assert dp.cwnd == 11 * MSS
+    flow, dp = start(Reno())
+    grow_to(flow, 20 * MSS)
+    flow.on_report(report(acked=20 * MSS, delivered=1, inflight=20))   # one hole filled
+    assert dp.cwnd == pytest.approx(20 * MSS + MSS / 20, abs=1)
