@@ -36,7 +36,8 @@ char _license[] SEC("license") = "GPL";
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 
-#define FLAG_SND_UNA_ADVANCED 0x400   /* tcp_input.c's ack flag: snd_una moved */
+#define FLAG_DATA_ACKED 0x04          /* tcp_input.c's ack flags: new data acked, */
+#define FLAG_SND_UNA_ADVANCED 0x400   /* snd_una moved */
 #define CUBIC_BETA_1024 717      /* tcp_cubic's beta: the window kept after a loss, /1024 */
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
@@ -305,7 +306,15 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	p->prior_delivered_ce = tp->delivered_ce;
 }
 
-static __always_inline void fallback(struct sock *sk, __u32 ack, const struct rate_sample *rs)
+/* The kernel grows cwnd only on ACKs that ack new data (tcp_may_raise_cwnd; its
+ * high-reordering case aside): an ACK that only SACKs, as in Disorder, grows nothing. */
+static __always_inline void grow_as_kernel(struct sock *sk, __u32 ack, int flag, const struct rate_sample *rs)
+{
+	if (flag & FLAG_DATA_ACKED)
+		tcp_reno_cong_avoid(sk, ack, rs->acked_sacked);
+}
+
+static __always_inline void fallback(struct sock *sk, __u32 ack, int flag, const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	__u8 state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
@@ -317,7 +326,7 @@ static __always_inline void fallback(struct sock *sk, __u32 ack, const struct ra
 			tp->snd_cwnd = tp->snd_ssthresh > 2 ? tp->snd_ssthresh : 2;
 		return;
 	}
-	tcp_reno_cong_avoid(sk, ack, rs->acked_sacked);
+	grow_as_kernel(sk, ack, flag, rs);
 }
 
 /* What tcp_update_pacing_rate() does after cong_avoid, which the kernel skips
@@ -445,7 +454,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 		return;   /* cannot happen: array maps always have their element */
 	if (!agent_alive(c, now)) {
 		count(&st->fallback_acks);
-		fallback(sk, ack, rs);
+		fallback(sk, ack, flag, rs);
 		update_pacing_rate(sk);
 		return;
 	}
@@ -462,7 +471,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 	if ((p->rto_hold || p->cut_hold) && (!ctl || ctl->answered_hold == p->hold_id || p->undo_pkts))
 		p->rto_hold = p->cut_hold = 0;
 	if (p->rto_hold) {
-		tcp_reno_cong_avoid(sk, ack, rs->acked_sacked);   /* slow start from one segment */
+		grow_as_kernel(sk, ack, flag, rs);   /* slow start from one segment */
 		report(sk, rs, now);
 		count(&st->rto_hold_acks);
 		update_pacing_rate(sk);
@@ -473,7 +482,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 	report(sk, rs, now);
 	if (!ctl || !ctl->flags) {
 		count(&st->fallback_acks);
-		fallback(sk, ack, rs);    /* not taken over (yet) */
+		fallback(sk, ack, flag, rs);    /* not taken over (yet) */
 		update_pacing_rate(sk);
 		return;
 	}
