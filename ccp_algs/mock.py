@@ -11,6 +11,7 @@ class MockDatapath:
         self.cwnd = None
         self.rate = None
         self.ss_until = 0
+        self.seg_bytes = None
         self.programs = []
         self.updates = 0
 

@@ -68,6 +68,7 @@ class PacketKeyedDraws:
             seed = random.SystemRandom().getrandbits(64)
         self._hash_key = hashlib.blake2b(str(seed).encode(), digest_size=16).digest()
         self._flows: dict[bytes, _Flow] = {}
+        self._flows_seen = 0    # ordinals are never reused, also after the oldest are forgotten
 
     def draw(self, data) -> float:
         fkey = flow_key(data)
@@ -76,7 +77,8 @@ class PacketKeyedDraws:
             if len(self._flows) >= MAX_FLOWS:
                 for old in list(self._flows)[:MAX_FLOWS // 2]:
                     del self._flows[old]
-            flow = self._flows[fkey] = _Flow(len(self._flows))
+            flow = self._flows[fkey] = _Flow(self._flows_seen)
+            self._flows_seen += 1
         kind, number, count = self._identity(flow, data)
         digest = hashlib.blake2b(_KEY.pack(flow.ordinal, kind, number, count), digest_size=8,
                                  key=self._hash_key).digest()

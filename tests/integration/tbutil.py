@@ -26,7 +26,16 @@ def ping_rtts_ms(tb: Testbed, src: str, dst_addr: str, count: int = 20, interval
 
 def iperf3(tb: Testbed, client: str, server: str, seconds: float = 5, extra=(), port: int = 5201) -> dict:
     """A TCP iperf3 run (UDP flows go through udp_flow: iperf3's UDP setup is not loss-proof)."""
-    out = _iperf3_once(tb, client, server, seconds, extra, port)
+    srv = tb.popen(server, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    try:
+        tb.wait_listening(server, port)
+        res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds), "-J"]
+                     + list(extra), timeout=seconds + 30)
+        out = json.loads(res.stdout)
+    finally:
+        srv.kill()
+        srv.wait()
     assert "error" not in out, out.get("error")
     return out
 
@@ -48,16 +57,3 @@ def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, 
             rx.kill()
             rx.wait()
     return {"sent": sent, "received": received, "loss_fraction": 1 - received / sent if sent else 0.0}
-
-
-def _iperf3_once(tb: Testbed, client: str, server: str, seconds: float, extra, port: int) -> dict:
-    srv = tb.popen(server, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    try:
-        tb.wait_listening(server, port)
-        res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds), "-J"]
-                     + list(extra), timeout=seconds + 30)
-        return json.loads(res.stdout)
-    finally:
-        srv.kill()
-        srv.wait()
