@@ -234,6 +234,10 @@ class WindowFlow(FlowBase):
     decision's reason.
     """
 
+    # The program declares ss_until and seg_bytes (REPORT_PER_RTT_AND_ON_LOSS): slow start
+    # grows per ACK in the datapath. False for a program of its own without them (Vegas).
+    datapath_slow_start = True
+
     def __init__(self, alg, datapath, datapath_info):
         super().__init__(alg, datapath, datapath_info)
         self.cwnd = float(alg.init_cwnd_pkts * self.mss)    # bytes
@@ -242,7 +246,8 @@ class WindowFlow(FlowBase):
         self.rto_bytes_left = 0.0                            # data in flight at the last RTO, not yet acked
         self.prior_ssthresh = None                           # what an undo restores (kernel prior_ssthresh)
         self.install(self.cwnd)
-        self.datapath.update_fields([("ss_until", self.slow_start_in_datapath()), ("seg_bytes", int(self.mss))])
+        if self.datapath_slow_start:
+            self.datapath.update_fields([("ss_until", self.slow_start_in_datapath()), ("seg_bytes", int(self.mss))])
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
 
     def parse(self, r) -> Report:
@@ -354,7 +359,7 @@ class WindowFlow(FlowBase):
         reason = "; ".join(reasons + ([reason] if reason else []))
         self.set_cwnd(self.cwnd, event, r, reason=reason,
                       ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh),
-                      ss_until_bytes=self.slow_start_in_datapath())
+                      ss_until_bytes=self.slow_start_in_datapath() if self.datapath_slow_start else None)
 
 
 class Algorithm(AlgBase):

@@ -1,13 +1,36 @@
 """A pure-Python stand-in for portus's datapath handle, for unit tests of
 algorithm decisions (no portus runtime, no kernel): it records the programs
-installed and the window last set."""
+installed and the window last set, and, given the algorithm's programs, refuses
+a register the installed program does not declare, as portus does."""
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 
+def _block(text: str, start: int) -> str:
+    """The parenthesised expression that opens at text[start]."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i + 1]
+    raise ValueError("unbalanced parentheses in program")
+
+
+def control_registers(program: str) -> set[str]:
+    """The control registers a datapath program declares: the ``(name value)`` pairs of
+    its ``(def ...)`` after the Report block."""
+    definition = _block(program, program.index("(def"))
+    report = _block(definition, definition.index("(Report"))
+    rest = definition.replace(report, "", 1)
+    return set(re.findall(r"\((\w+)\s+[^()\s]+\)", rest))
+
+
 class MockDatapath:
-    def __init__(self):
+    def __init__(self, programs: dict[str, str] | None = None):
+        self.known_programs = programs          # name -> text; None: accept any register
+        self.registers: set[str] | None = None
         self.cwnd = None
         self.rate = None
         self.ss_until = 0
@@ -16,11 +39,17 @@ class MockDatapath:
         self.updates = 0
 
     def set_program(self, name, fields=None):
+        if self.known_programs is not None:
+            if name not in self.known_programs:
+                raise KeyError(f"unknown program {name!r}")
+            self.registers = control_registers(self.known_programs[name])
         self.programs.append(name)
         for k, v in fields or []:
             self.update_field(k, v)
 
     def update_field(self, name, value):
+        if self.registers is not None and name not in self.registers | {"Cwnd", "Rate"}:
+            raise KeyError(f"unknown field {name!r}: the program declares {sorted(self.registers)}")
         if name == "Cwnd":
             self.cwnd = value
         elif name == "Rate":

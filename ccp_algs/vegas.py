@@ -42,6 +42,7 @@ PROGRAM = """\
 
 
 class VegasFlow(WindowFlow):
+    datapath_slow_start = False         # its slow start doubles every other RTT, decided per report
     def __init__(self, alg, datapath, datapath_info):
         self.base_rtt_us = None
         self.double_now = True          # slow start doubles every other RTT

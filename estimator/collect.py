@@ -86,6 +86,18 @@ def _flow(tb, client, server, cca, seconds, port):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _check_vegas_agent(workdir: str):
+    """A Vegas flow whose agent is gone ran the datapath's Reno fallback: not a Vegas run."""
+    try:
+        with open(os.path.join(workdir, "dp", "stats.json")) as f:
+            connected = json.load(f).get("agent_connected")
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"vegas: the datapath's stats are unreadable ({e})") from None
+    if not connected:
+        raise RuntimeError(f"vegas: the agent is gone, the flow ran the datapath's fallback "
+                           f"(see {os.path.join(workdir, 'vegas.log')}); run not kept")
+
+
 def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est"):
     """Run one experiment; returns (X, t, extra, raw) for flow 1."""
     from experiments.testbed import Testbed, teardown
@@ -108,6 +120,8 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
         for i, o in enumerate(outs, 1):
             if "error" in o:
                 raise RuntimeError(f"flow {i} ({plan[f'cca{i}']}): {o['error']}")
+        if "vegas" in (plan["cca1"], plan["cca2"]):
+            _check_vegas_agent(workdir)
         tr = sender_trace(pcap, sender=tb.addr("s1"))
         int_series = int_series_from_jsonl(tb.state["nodes"]["sw2"]["int_log"], tb.addr("s1"), dport=5201)
     finally:

@@ -49,7 +49,7 @@ class FakeDirectory:
 
 
 def start(alg):
-    dp = MockDatapath()
+    dp = MockDatapath(alg.datapath_programs())
     return alg.new_flow(dp, info()), dp
 
 
