@@ -143,6 +143,13 @@ class AgentProcess:
     def log(self) -> str:
         return Path(self.log_path).read_text(errors="replace")
 
+    def failure(self) -> str | None:
+        """The end of the log if the agent raised (in new_flow, on_report) or died on its
+        own, else None: its flows then ran the datapath's fallback, which moves data too."""
+        died = self.proc is not None and self.proc.poll() not in (None, -signal.SIGKILL, -signal.SIGTERM)
+        log = self.log()
+        return log[-3000:] if died or "Traceback" in log else None
+
     def stop(self, sig=signal.SIGTERM, timeout_s: float = 10, remove_socket: bool = True):
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(sig)

@@ -329,9 +329,12 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
     finally:
         if comp_thread is not None:
             comp_thread.join()
+        failure = agent.failure() if agent is not None else None
         if agent is not None:
             agent.stop()
             dp.wait_agent(False)
+    if failure:
+        raise RuntimeError(f"the {alg.ccp} agent failed, the flow ran the datapath's fallback:\n{failure}")
     after = link_loss_counts(tb)
     tcp_after = tcp_counters(tb, client)
     rows = series(out)

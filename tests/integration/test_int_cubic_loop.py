@@ -44,6 +44,7 @@ def run_cubic_int(tb, dp, url, tmp_path, policy, seconds=8):
     try:
         dp.wait_agent(True)
         out = iperf(tb, "sta1", "sta2", "ccp", seconds, 1.0)
+        assert not agent.failure(), agent.failure()
     finally:
         agent.stop()
         dp.wait_agent(False)
