@@ -63,13 +63,16 @@ FOLD_DELIVERED = """\
 )
 """
 
-# Slow start per ACK in the datapath, as the kernel's (tcp_slow_start): Cwnd grows by a
-# segment (seg_bytes) per packet delivered (as Report.delivered) while below ss_until
-# (bytes; 0: off, the agent alone sets Cwnd), which the agent sets with every window. A
-# loss, a timeout or an undo stops it until the agent has decided. Growing once per
-# report instead (a round), the window lagged the kernel's by up to a round in every slow
-# start: at 10 % link loss ccp cubic's first cut came from 11 segments where kernel
-# cubic's came from 14, on the same losses.
+# Slow start per ACK in the datapath program, as the kernel's (tcp_slow_start), where
+# the program runs beside the kernel's TCP (ccp-kernel): Cwnd grows by a segment
+# (seg_bytes) per packet delivered (as Report.delivered) while below ss_until (bytes; 0:
+# off, the agent alone sets Cwnd), which the agent sets with every window. A loss, a
+# timeout or an undo stops it until the agent has decided. Growing once per report
+# instead (a round), the window lagged the kernel's by up to a round in every slow start:
+# at 10 % link loss ccp cubic's first cut came from 11 segments where kernel cubic's came
+# from 14, on the same losses. The intcc datapath runs the program in its daemon, an ACK
+# behind the kernel: there the kernel side grows the window itself from the same
+# registers (see GROWTH_REGISTERS) and the program leaves this fold out.
 SLOW_START_PER_ACK = """\
 (when (|| (|| Flow.was_timeout (> Ack.lost_pkts_sample 0)) (> Ack.ecn_bytes 0))
     (:= ss_until 0)
@@ -83,7 +86,17 @@ SLOW_START_PER_ACK = """\
 
 SS_UNTIL_MAX_BYTES = 2 ** 31 - 1     # "no ssthresh yet"
 
-REPORT_PER_RTT_AND_ON_LOSS = """\
+# Control registers for window growth per ACK, declared first and in this order: the
+# intcc datapath reads them by position (libccp keeps no names) once the agent has set
+# seg_bytes, and grows the window on the ACK that earns it (datapath/bpf: grow_per_ack):
+# ss_until (bytes): slow start up to here; ca_target (bytes, 0 off): congestion avoidance
+# towards it as tcp_cubic (the agent's cubic curve one RTT ahead); ca_cnt_max: at most
+# this many packets per segment of growth (0: no bound); reno_scale: CUBIC's Reno-friendly
+# W_est gains a segment per (cwnd * reno_scale) >> 3 packets (0: off); ca_epoch: a change
+# restarts W_est at the window then (a new CUBIC epoch).
+GROWTH_REGISTERS = "(ss_until 0) (seg_bytes 1448) (ca_target 0) (ca_cnt_max 0) (reno_scale 0) (ca_epoch 0)"
+
+_REPORT_DEF = """\
 (def (Report
     (volatile acked 0)
     (volatile sacked 0)
@@ -98,7 +111,8 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (volatile rto_acked 0)
     (volatile delivered 0)
     (volatile rto_delivered 0)
-) (ss_until 0) (seg_bytes 1448))
+    (volatile grown 0)
+) """ + GROWTH_REGISTERS + """)
 """ + FOLD_RTO_ACKED + """\
 (when true
     (:= Report.inflight Flow.packets_in_flight)
@@ -111,15 +125,23 @@ REPORT_PER_RTT_AND_ON_LOSS = """\
     (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
     (:= Report.timeout Flow.was_timeout)
     (:= Report.undo (max Report.undo Ack.ecn_bytes))
+    (:= Report.grown Flow.bytes_pending)
     (fallthrough)
 )
-""" + FOLD_DELIVERED + SLOW_START_PER_ACK + REPORT_PER_ROUND_TRIGGERS
+""" + FOLD_DELIVERED
+
+# The shared program: on the intcc datapath (the kernel grows the window per ACK) and,
+# with the slow start folded in the program, on ccp-kernel.
+REPORT_PER_RTT_AND_ON_LOSS = _REPORT_DEF + REPORT_PER_ROUND_TRIGGERS
+REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START = _REPORT_DEF + SLOW_START_PER_ACK + REPORT_PER_ROUND_TRIGGERS
 
 # The kernel undoes a window reduction it finds spurious (DSACKs, F-RTO, timestamps):
 # cwnd back to max(cwnd, prior_cwnd). libccp has no primitive for it, so the intcc
 # datapath carries the undone window (bytes) in Ack.ecn_bytes on that ACK and ECN
 # marks in Ack.ecn_packets only (see docs/datapath.md). Elsewhere (ccp-kernel),
-# Ack.ecn_bytes counts ECN-marked bytes: algorithms there ignore Report.undo.
+# Ack.ecn_bytes counts ECN-marked bytes: algorithms there ignore Report.undo. Likewise
+# Flow.bytes_pending carries the segments the kernel side has grown the window by since
+# it announced the flow (Report.grown), on the intcc datapath only.
 
 try:   # DESIGN: an algorithm is a portus AlgBase (pyportus is built by 'make setup')
     from pyportus import AlgBase
@@ -157,9 +179,12 @@ class Report:
     ``rto_acked`` the bytes acked by the ACK that reported a timeout (the first after the
     RTO; ``acked`` also holds earlier ACKs of the report, from before the RTO);
     ``delivered`` / ``rto_delivered`` the same in packets newly delivered, acked or SACKed
-    (the kernel's acked_sacked; None where a report lacks them, as the unit tests' mock)."""
+    (the kernel's acked_sacked; None where a report lacks them, as the unit tests' mock);
+    ``grown_pkts`` the segments the kernel side has grown the window by since the flow
+    began (intcc datapath; None: none told); ``datapath_grew`` whether the flow took that
+    growth for these ACKs into its window (set by WindowFlow.on_report)."""
     __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin", "rout",
-                 "undo_bytes", "rto_acked", "delivered", "rto_delivered")
+                 "undo_bytes", "rto_acked", "delivered", "rto_delivered", "grown_pkts", "datapath_grew")
 
     def __init__(self, r):
         self.acked = r.acked
@@ -175,6 +200,8 @@ class Report:
         self.rto_acked = r.rto_acked
         self.delivered = getattr(r, "delivered", None)
         self.rto_delivered = getattr(r, "rto_delivered", None)
+        self.grown_pkts = getattr(r, "grown", None)
+        self.datapath_grew = False
 
     def growth_bytes(self, mss: int) -> float:
         """What window growth counts: a segment per packet delivered on ACKs that advance
@@ -202,15 +229,15 @@ class FlowBase:
         self.datapath.set_program(self.program, [("Cwnd", int(cwnd_bytes))])
 
     def set_cwnd(self, cwnd_bytes: int, event: str, r: Report | None = None, reason: str = "",
-                 ssthresh_bytes: int | None = None, ss_until_bytes: int | None = None):
-        """Command the window; with ``ss_until_bytes`` also where the datapath's per-ACK slow
-        start stops (SLOW_START_PER_ACK; 0 turns it off)."""
+                 ssthresh_bytes: int | None = None, registers: list[tuple[str, int]] | None = None):
+        """Command the window, with ``registers`` (name, value) in the same update: the
+        datapath's per-ACK growth (GROWTH_REGISTERS)."""
         cwnd_bytes = max(int(cwnd_bytes), self.mss)     # 1 MSS only after a timeout, as the kernel
         now_ns = time.monotonic_ns()    # before the call: the latency benchmark starts here
-        if ss_until_bytes is None:
+        if registers is None:
             self.datapath.update_field("Cwnd", cwnd_bytes)
         else:
-            self.datapath.update_fields([("Cwnd", cwnd_bytes), ("ss_until", int(ss_until_bytes))])
+            self.datapath.update_fields([("Cwnd", cwnd_bytes)] + registers)
         if event != "report" or log.isEnabledFor(logging.DEBUG):
             log.log(logging.DEBUG if event == "report" else logging.INFO, "flow %s %s: cwnd %d B (%s)",
                     self.sid, event, cwnd_bytes, reason)
@@ -234,7 +261,7 @@ class WindowFlow(FlowBase):
     decision's reason.
     """
 
-    # The program declares ss_until and seg_bytes (REPORT_PER_RTT_AND_ON_LOSS): slow start
+    # The program declares GROWTH_REGISTERS (REPORT_PER_RTT_AND_ON_LOSS): slow start
     # grows per ACK in the datapath. False for a program of its own without them (Vegas).
     datapath_slow_start = True
 
@@ -245,9 +272,13 @@ class WindowFlow(FlowBase):
         self.recovery_bytes_left = 0.0                       # data in flight at the last cut, not yet acked
         self.rto_bytes_left = 0.0                            # data in flight at the last RTO, not yet acked
         self.prior_ssthresh = None                           # what an undo restores (kernel prior_ssthresh)
+        self.grown_seen = 0                                  # Report.grown_pkts taken into cwnd
+        self.sent_registers: dict[str, int] = {}             # growth registers in force (last sent)
         self.install(self.cwnd)
         if self.datapath_slow_start:
-            self.datapath.update_fields([("ss_until", self.slow_start_in_datapath()), ("seg_bytes", int(self.mss))])
+            registers = self.growth_registers()
+            self.datapath.update_fields([("seg_bytes", int(self.mss))] + registers)
+            self.sent_registers = dict(registers)
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
 
     def parse(self, r) -> Report:
@@ -264,6 +295,15 @@ class WindowFlow(FlowBase):
 
     def on_ack(self, r) -> str:
         raise NotImplementedError
+
+    def growth_registers(self) -> list[tuple[str, int]]:
+        """The datapath's per-ACK growth until the next decision (GROWTH_REGISTERS)."""
+        return [("ss_until", self.slow_start_in_datapath())]
+
+    def grew_in_datapath(self, r: Report, register: str) -> bool:
+        """Whether the datapath's growth by ``register`` (as last sent) is already in the
+        window for these ACKs: then the flow does not grow for them again."""
+        return r.datapath_grew and self.sent_registers.get(register, 0) > 0
 
     def slow_start_in_datapath(self) -> int:
         """Up to where (bytes) the datapath may grow the window per ACK until the next
@@ -292,6 +332,13 @@ class WindowFlow(FlowBase):
         r = self.parse(r)
         if not self.alg.datapath_undo:
             r.undo_bytes = 0
+        if self.alg.datapath_growth and self.datapath_slow_start and r.grown_pkts is not None:
+            # The kernel side grew the window on these ACKs (before any loss among them: it
+            # does not grow in a recovery or an unanswered RTO), from the window last sent.
+            grown = (r.grown_pkts - self.grown_seen) % 2 ** 32
+            self.grown_seen = r.grown_pkts
+            self.cwnd += grown * self.mss
+            r.datapath_grew = True
         reasons = []
         # The kernel undoes on an ACK, before that ACK's new losses: a recovery's undo comes
         # first. An RTO fires between ACKs, so an undo reported with it undoes that RTO (a
@@ -332,6 +379,7 @@ class WindowFlow(FlowBase):
                 # them grew ccp cubic past kernel cubic at 20 % loss).
                 after = copy.copy(r)
                 after.acked, after.delivered = r.rto_acked, r.rto_delivered
+                after.datapath_grew = False     # the kernel's own slow start grew it (rto_hold)
                 reason += "; " + self.on_ack(after)
         elif r.loss > 0 and after_rto and not in_recovery:
             event, reason = "loss", "data sent before the timeout: no new cut; " + self.on_ack(r)
@@ -357,9 +405,12 @@ class WindowFlow(FlowBase):
             reason += "; " + self.on_undo(r)
         self.cwnd = max(self.cwnd, self.mss)
         reason = "; ".join(reasons + ([reason] if reason else []))
+        registers = self.growth_registers() if self.datapath_slow_start else None
         self.set_cwnd(self.cwnd, event, r, reason=reason,
                       ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh),
-                      ss_until_bytes=self.slow_start_in_datapath() if self.datapath_slow_start else None)
+                      registers=registers)
+        if registers:
+            self.sent_registers = dict(registers)
 
 
 class Algorithm(AlgBase):
@@ -371,6 +422,10 @@ class Algorithm(AlgBase):
     # The datapath signals the kernel's undos: the intcc BPF datapath does; on ccp-kernel
     # (set False by 'intcc alg run --ipc netlink') Ack.ecn_bytes means ECN.
     datapath_undo = True
+    # The datapath grows the window per ACK from GROWTH_REGISTERS and tells the growth in
+    # Flow.bytes_pending: the intcc BPF datapath. On ccp-kernel (False) the program's own
+    # fold grows slow start per ACK, and congestion avoidance is the agent's, per report.
+    datapath_growth = True
 
     def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None):
         if init_cwnd_pkts < 1:
@@ -379,6 +434,8 @@ class Algorithm(AlgBase):
         self.trace = Trace(trace)
 
     def datapath_programs(self):
+        if self.program == REPORT_PER_RTT_AND_ON_LOSS and not self.datapath_growth:
+            return {"default": REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START}
         return {"default": self.program}
 
     def new_flow(self, datapath, datapath_info):

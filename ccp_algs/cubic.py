@@ -54,6 +54,8 @@ class CubicFlow(WindowFlow):
         self.acked_carry = 0.0                                # acked bytes short of a segment
         self.delay_min_us: int | None = None                  # smallest RTT ever (HyStart)
         self.w_max_from_loss = 0.0                            # 0 until the first loss (Linux last_max_cwnd)
+        self.ca_epoch = 1                                     # numbers the epochs for the datapath's W_est
+        self.ca_target = 0.0                                  # the curve one RTT ahead (bytes; 0: none yet)
         super().__init__(alg, datapath, datapath_info)
 
     # -- decisions subclasses may change ---------------------------------------------
@@ -63,6 +65,27 @@ class CubicFlow(WindowFlow):
 
     def slow_start_growth(self, r: Report) -> tuple[float, str]:
         return r.growth_bytes(self.mss), "slow start"
+
+    # -- the datapath's per-ACK growth ----------------------------------------------
+    def growth_registers(self) -> list[tuple[str, int]]:
+        """Slow start to ssthresh, then congestion avoidance towards the curve's target with
+        W_est (Linux's per-ACK arithmetic, kept in the datapath), until the next report. In
+        slow start the target is ssthresh: the ACK that ends it grows by the rest as the
+        first of a new epoch, as bictcp_cong_avoid."""
+        ss_until = self.slow_start_in_datapath()
+        if self.cwnd < self.ssthresh:
+            target = ss_until if self.ssthresh != float("inf") else 0
+        else:
+            target = int(self.ca_target)
+        return [("ss_until", ss_until), ("ca_target", target),
+                ("ca_cnt_max", 20 if self.w_max_from_loss == 0 else 0),
+                ("reno_scale", RENO_FRIENDLY_SCALE), ("ca_epoch", self.ca_epoch)]
+
+    def _end_epoch(self):
+        """The curve restarts at the next congestion avoidance (Linux epoch_start = 0)."""
+        self.epoch_start_s = None
+        self.cwnd_credit = 0
+        self.ca_epoch += 1
 
     # -- CUBIC ---------------------------------------------------------------------
     @property
@@ -97,6 +120,9 @@ class CubicFlow(WindowFlow):
             self.k_s = ((self.w_max - cwnd_pkts * mss) / mss / C) ** (1 / 3)
         ahead_s = (self.delay_min_us or r.rtt_us or 1) / 1e6
         target_pkts = int(self._w_cubic(now_s - self.epoch_start_s + ahead_s) // mss)
+        self.ca_target = float(target_pkts * mss)
+        if self.grew_in_datapath(r, "ca_target"):
+            return f"congestion avoidance (datapath, towards {target_pkts} segments)"
         self.acked_carry += r.growth_bytes(mss) / mss
         segments = int(self.acked_carry)
         self.acked_carry -= segments
@@ -145,13 +171,12 @@ class CubicFlow(WindowFlow):
         self.w_max = self.w_max_from_loss = 0.0
         self.delay_min_us = None
         self.cwnd = self.mss
-        self.epoch_start_s = None
-        self.cwnd_credit = 0
+        self._end_epoch()
         return reason
 
     def on_undo(self, r) -> str:
         reason = super().on_undo(r)
-        self.epoch_start_s = None     # the next congestion avoidance starts a new curve from here
+        self._end_epoch()             # the next congestion avoidance starts a new curve from here
         return reason
 
     def on_loss(self, r) -> str:
@@ -177,8 +202,8 @@ class CubicFlow(WindowFlow):
                 return reason
             self.w_max_from_loss = self.w_max
             self.ssthresh = self.cwnd
-            self.epoch_start_s = None
-            self.cwnd_credit = 0          # as tcp_init_cwnd_reduction
+            self._end_epoch()             # snd_cwnd_cnt 0, as tcp_init_cwnd_reduction
+            self.ca_target = self.cwnd    # until the new curve: W_est alone
         return reason
 
     def hystart_applies(self) -> bool:
@@ -204,6 +229,8 @@ class CubicFlow(WindowFlow):
             hystart = self._hystart_exit(r)
             if hystart:
                 return hystart
+            if self.grew_in_datapath(r, "ss_until"):
+                return "slow start (datapath)"
             growth, reason = self.slow_start_growth(r)
             # up to ssthresh, as tcp_slow_start (past it, a 2-segment ACK after an RTO
             # took ccp cubic to 3 segments where kernel cubic stops at ssthresh 2)

@@ -95,8 +95,7 @@ class CubicIntFlow(CubicFlow):
         w = self._sent_window()
         self.ssthresh = max(self.ssthresh, w * beta, 2 * self.mss)
         self.cwnd = self.mss
-        self.epoch_start_s = None
-        self.cwnd_credit = 0
+        self._end_epoch()
         return f"timeout, {why}: cwnd 1 MSS, ssthresh at least {beta:g} of the window, W_max kept"
 
     def _bottleneck_hop(self):

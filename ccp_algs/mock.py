@@ -33,10 +33,17 @@ class MockDatapath:
         self.registers: set[str] | None = None
         self.cwnd = None
         self.rate = None
-        self.ss_until = 0
-        self.seg_bytes = None
+        self.fields: dict[str, int] = {}        # control registers last set
         self.programs = []
         self.updates = 0
+
+    @property
+    def ss_until(self):
+        return self.fields.get("ss_until", 0)
+
+    @property
+    def seg_bytes(self):
+        return self.fields.get("seg_bytes")
 
     def set_program(self, name, fields=None):
         if self.known_programs is not None:
@@ -54,12 +61,8 @@ class MockDatapath:
             self.cwnd = value
         elif name == "Rate":
             self.rate = value
-        elif name == "ss_until":
-            self.ss_until = value
-        elif name == "seg_bytes":
-            self.seg_bytes = value
         else:
-            raise KeyError(f"unknown register {name!r}")
+            self.fields[name] = value
         self.updates += 1
 
     def update_fields(self, fields):
@@ -74,9 +77,10 @@ def datapath_info(sock_id=1, mss=1448, init_cwnd_pkts=10, src_ip=1, src_port=400
 
 
 def report(acked=0, loss=0, timeout=False, rtt_us=20_000, inflight=10, sacked=0, rin=0, rout=0, minrtt=None,
-           undo=0, rto_acked=None, delivered=None, rto_delivered=None):
-    """A report of the shared program (base.REPORT_PER_RTT_AND_ON_LOSS; minrtt: vegas's)."""
+           undo=0, rto_acked=None, delivered=None, rto_delivered=None, grown=None):
+    """A report of the shared program (base.REPORT_PER_RTT_AND_ON_LOSS; minrtt: vegas's).
+    ``grown``: the datapath's growth counter (segments; None: a datapath without it)."""
     return SimpleNamespace(acked=acked, sacked=sacked, loss=loss, timeout=timeout, rtt=rtt_us, inflight=inflight,
                            rin=rin, rout=rout, minrtt=rtt_us if minrtt is None else minrtt, undo=undo,
                            rto_acked=(acked if timeout else 0) if rto_acked is None else rto_acked,
-                           delivered=delivered, rto_delivered=rto_delivered)
+                           delivered=delivered, rto_delivered=rto_delivered, grown=grown)

@@ -15,6 +15,8 @@ class RenoFlow(WindowFlow):
 
     def on_ack(self, r) -> str:
         if self.cwnd < self.ssthresh:
+            if self.grew_in_datapath(r, "ss_until"):
+                return "slow start (datapath)"
             self.cwnd += r.growth_bytes(self.mss)
             return "slow start"
         self.cwnd += self.mss * r.growth_bytes(self.mss) / self.cwnd

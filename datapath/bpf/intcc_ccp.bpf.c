@@ -40,6 +40,8 @@ extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 #define FLAG_SND_UNA_ADVANCED 0x400   /* snd_una moved */
 #define CUBIC_BETA_1024 717      /* tcp_cubic's beta: the window kept after a loss, /1024 */
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
+extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
+extern unsigned int CONFIG_HZ __kconfig;
 
 /* Event, control, config and stats layouts are shared with datapath/src/bpf.rs:
  * keep them in step. */
@@ -76,6 +78,8 @@ struct intcc_ccp_event {
 	__u64 applied_seq;       /* intcc_ccp_ctl seq in force after this ACK */
 	__u32 undo_cwnd_bytes;   /* the kernel undid a reduction on this ACK: the window it restored */
 	__u32 hold_id;           /* the flow's latest RTO / recovery the kernel answers until the agent does */
+	__u32 grown_pkts;        /* segments the per-ACK growth has added so far (cumulative, wraps) */
+	__u32 pad;
 };
 
 struct intcc_ccp_ctl {
@@ -84,7 +88,15 @@ struct intcc_ccp_ctl {
 	__u64 rate_bps;          /* bytes per second */
 	__u64 seq;               /* bumped by userspace on every write */
 	__u32 answered_hold;     /* the agent answered a report carrying this hold_id */
-	__u32 pad;
+	/* The window is cwnd_bytes plus what the per-ACK growth added after the flow's
+	 * grown_pkts was grown_base (the report the agent decided on). Growth per ACK, as
+	 * the kernel's own, between the agent's decisions (0 turns each part off): */
+	__u32 grown_base;
+	__u32 ss_until_bytes;    /* slow start: a segment per packet delivered up to here */
+	__u32 ca_target_bytes;   /* congestion avoidance towards here (tcp_cubic's bictcp_update) */
+	__u32 ca_cnt_max;        /* at most this many packets delivered per segment of growth */
+	__u32 reno_scale;        /* Reno-friendly W_est: +1 segment per (cwnd * scale) >> 3 delivered */
+	__u32 ca_epoch;          /* a change restarts W_est at the window (a new CUBIC epoch) */
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */
@@ -148,7 +160,17 @@ struct ccp_priv {
 	__u32 rto_hold;          /* an RTO the agent has not answered yet: the kernel's response runs */
 	__u32 cut_hold;          /* a recovery (or CWR) the agent has not answered yet */
 	__u32 hold_id;           /* numbers RTOs and recoveries; reported, answered in intcc_ccp_ctl */
+	__u32 grown_pkts;        /* segments added by grow_per_ack (cumulative, wraps) */
+	__u32 est_pkts;          /* tcp_cubic's tcp_cwnd (W_est), in segments */
+	__u32 est_acked;         /* tcp_cubic's ack_cnt */
+	__u32 ca_epoch;          /* the ctl ca_epoch W_est was restarted for */
+	__u32 ca_cnt;            /* tcp_cubic's cnt: packets delivered per segment of growth */
+	__u32 last_cwnd;         /* tcp_cubic's last_cwnd, last_time: cnt is recomputed when */
+	__u32 last_time;         /* the window changed or HZ/32 jiffies passed */
 };
+
+_Static_assert(sizeof(struct ccp_priv) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv),
+	       "ccp_priv must fit in icsk_ca_priv");
 
 __u32 next_sid = 1;
 
@@ -216,6 +238,7 @@ static __always_inline void announce(struct sock *sk, struct intcc_ccp_cfg *c, _
 		return;   /* retried on the next ACK */
 	e->mss = tp->mss_cache;
 	e->init_cwnd_bytes = tp->snd_cwnd * tp->mss_cache;
+	e->grown_pkts = p->grown_pkts;
 	e->family = sk->__sk_common.skc_family;
 	e->src_port = sk->__sk_common.skc_num;
 	e->dst_port = bpf_ntohs(sk->__sk_common.skc_dport);
@@ -254,6 +277,13 @@ void BPF_PROG(ccp_init, struct sock *sk)
 	p->rto_hold = 0;
 	p->cut_hold = 0;
 	p->hold_id = 0;
+	p->grown_pkts = 0;
+	p->est_pkts = 0;
+	p->est_acked = 0;
+	p->ca_epoch = 0;
+	p->ca_cnt = 0;
+	p->last_cwnd = 0;
+	p->last_time = 0;
 	if (st)
 		count(&st->flows_created);
 	if (agent_alive(c, now))
@@ -299,6 +329,7 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->applied_seq = p->applied_seq;
 	e->undo_cwnd_bytes = p->undo_pkts * mss;
 	e->hold_id = p->hold_id;
+	e->grown_pkts = p->grown_pkts;
 	bpf_ringbuf_submit(e, 0);
 	p->rto_pending = 0;
 	p->undo_pkts = 0;
@@ -344,6 +375,87 @@ static __always_inline void update_pacing_rate(struct sock *sk)
 	if (tp->srtt_us)
 		rate /= tp->srtt_us;
 	sk->sk_pacing_rate = rate < sk->sk_max_pacing_rate ? rate : sk->sk_max_pacing_rate;
+}
+
+/* Segments the per-ACK growth added after the agent's command was decided. */
+static __always_inline __u32 grown_since(struct ccp_priv *p, struct intcc_ccp_ctl *ctl)
+{
+	__u32 d = p->grown_pkts - ctl->grown_base;
+
+	return (__s32)d > 0 ? d : 0;
+}
+
+/* Window growth on the ACK that earns it, as the kernel's, with the agent's parameters
+ * (intcc_ccp_ctl; the agent decides once per round): slow start up to ss_until
+ * (tcp_slow_start), then congestion avoidance as tcp_cubic's bictcp_cong_avoid towards
+ * the agent's target (its cubic curve one RTT ahead), with the Reno-friendly W_est
+ * counted here per ACK, and tcp_cong_avoid_ai's credit in snd_cwnd_cnt. Only on ACKs
+ * that ack new data (tcp_may_raise_cwnd), not in a recovery (PRR runs there).
+ * Growth decided in the agent reached the kernel an ACK later: the segment it released
+ * went out with the next ACK, at 2-3 segment windows often an RTT later (ccp cubic 7 %
+ * below kernel cubic at 10 % link loss, with more RTOs). */
+static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *ctl, int flag,
+					 const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+	__u8 state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
+	__u32 mss = tp->mss_cache ? tp->mss_cache : 1;
+	__u32 before = tp->snd_cwnd, cwnd = before, until, target, now;
+	__u32 acked;
+
+	if (!(flag & FLAG_DATA_ACKED) || rs->acked_sacked <= 0 ||
+	    state == TCP_CA_Recovery || state == TCP_CA_CWR)
+		return;
+	acked = rs->acked_sacked;
+	until = ctl->ss_until_bytes / mss;
+	if (cwnd < until) {
+		__u32 n = until - cwnd < acked ? until - cwnd : acked;
+
+		cwnd += n;
+		acked -= n;
+	}
+	if (acked && ctl->ca_target_bytes) {
+		target = ctl->ca_target_bytes / mss;
+		now = (__u32)bpf_jiffies64();
+		if (p->ca_epoch != ctl->ca_epoch) {    /* a new epoch: W_est starts at the window */
+			p->ca_epoch = ctl->ca_epoch;
+			p->est_pkts = cwnd;
+			p->est_acked = 0;
+			p->last_cwnd = 0;
+		}
+		p->est_acked += acked;
+		if (p->last_cwnd != cwnd || (__s32)(now - p->last_time) > (__s32)(CONFIG_HZ / 32)) {
+			__u32 cnt = target > cwnd ? cwnd / (target - cwnd) : 100 * cwnd;
+
+			p->last_cwnd = cwnd;
+			p->last_time = now;
+			if (ctl->ca_cnt_max && cnt > ctl->ca_cnt_max)
+				cnt = ctl->ca_cnt_max;
+			if (ctl->reno_scale) {
+				__u32 delta = (cwnd * ctl->reno_scale) >> 3;
+
+				if (delta < 1)
+					delta = 1;
+				if (p->est_acked > delta) {   /* while (ack_cnt > delta) ... */
+					__u32 k = (p->est_acked - 1) / delta;
+
+					p->est_acked -= k * delta;
+					p->est_pkts += k;
+				}
+				if (p->est_pkts > cwnd && cnt > cwnd / (p->est_pkts - cwnd))
+					cnt = cwnd / (p->est_pkts - cwnd);
+			}
+			p->ca_cnt = cnt > 2 ? cnt : 2;
+		}
+		tp->snd_cwnd = cwnd;
+		tcp_cong_avoid_ai(tp, p->ca_cnt ? p->ca_cnt : 2, acked);
+		cwnd = tp->snd_cwnd;
+	}
+	if (cwnd > before) {
+		tp->snd_cwnd = cwnd;
+		p->grown_pkts += cwnd - before;
+	}
 }
 
 /* Proportional Rate Reduction (RFC 6937, as the kernel's tcp_cwnd_reduction,
@@ -398,7 +510,7 @@ static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, in
 
 	if (ctl->flags & CTL_HAS_CWND) {
 		__u32 mss = tp->mss_cache ? tp->mss_cache : 1;
-		__u32 pkts = ctl->cwnd_bytes / mss;
+		__u32 pkts = ctl->cwnd_bytes / mss + grown_since(p, ctl);
 		__u8 state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
 
 		if (pkts < 1)
@@ -464,8 +576,10 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 	/* An undo on this ACK (latched by undo_cwnd, which runs before cong_control):
 	 * the restored window becomes the command in force until the agent, told by
 	 * this ACK's report, sends its next one (the daemon adopts it too). */
-	if (ctl && (ctl->flags & CTL_HAS_CWND) && p->undo_pkts)
+	if (ctl && (ctl->flags & CTL_HAS_CWND) && p->undo_pkts) {
 		ctl->cwnd_bytes = p->undo_pkts * tcp_sk(sk)->mss_cache;
+		ctl->grown_base = p->grown_pkts;
+	}
 	/* The agent answered (a command sent after the report of this RTO / loss reached it;
 	 * the daemon marks it), or the kernel undid the RTO / cut. */
 	if ((p->rto_hold || p->cut_hold) && (!ctl || ctl->answered_hold == p->hold_id || p->undo_pkts))
@@ -479,6 +593,8 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 	}
 	if (ctl && ctl->flags)
 		apply(sk, ctl, flag, rs);
+	if (ctl && (ctl->flags & CTL_HAS_CWND))
+		grow_per_ack(sk, ctl, flag, rs);
 	report(sk, rs, now);
 	if (!ctl || !ctl->flags) {
 		count(&st->fallback_acks);

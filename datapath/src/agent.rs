@@ -47,9 +47,12 @@ struct AgentLink {
     counters: Rc<Counters>,
     /// socket id in the latest CREATE message libccp sent: the id portus will use
     created_sid: Rc<Cell<Option<u32>>>,
+    /// set when libccp sends a report (MEASURE): the program run being processed made one
+    reported: Rc<Cell<bool>>,
 }
 
 const MSG_CREATE: u16 = 0;
+const MSG_MEASURE: u16 = 1;
 
 /// (type, socket id) from a CCP message header: u16 type, u16 length, u32 socket id.
 fn msg_header(msg: &[u8]) -> Option<(u16, u32)> {
@@ -61,8 +64,10 @@ fn msg_header(msg: &[u8]) -> Option<(u16, u32)> {
 
 impl DatapathOps for AgentLink {
     fn send_msg(&mut self, msg: &[u8]) {
-        if let Some((MSG_CREATE, sid)) = msg_header(msg) {
-            self.created_sid.set(Some(sid));
+        match msg_header(msg) {
+            Some((MSG_CREATE, sid)) => self.created_sid.set(Some(sid)),
+            Some((MSG_MEASURE, _)) => self.reported.set(true),
+            _ => {}
         }
         match self.sock.send_to(msg, &self.agent_path) {
             Ok(_) => bump(&self.counters.ipc_sent),
@@ -94,10 +99,26 @@ pub struct FlowCtl {
     /// registers back through set_cwnd / set_rate_abs after every program run.
     kernel_rate_bps: u64,
     pending: VecDeque<PendingCmd>,
+    /// The kernel's per-ACK growth counter (Event::grown_pkts) on the ACK being processed,
+    /// and the one a window set now is relative to: that ACK's for the program's own
+    /// changes, the last report's for an agent command (it decided on that report).
+    grown_now: u32,
+    grown_basis: u32,
+    /// growth parameters changed since the last write
+    dirty: bool,
+    mss: u32,
 }
 
 impl FlowCtl {
+    /// The window in force by this daemon's command: the command plus the kernel's growth since.
+    fn commanded_bytes(&self, mss: u32) -> u32 {
+        let grown = self.grown_now.wrapping_sub(self.ctl.grown_base);
+        let grown = if (grown as i32) > 0 { grown } else { 0 };
+        self.ctl.cwnd_bytes.saturating_add(grown.saturating_mul(mss))
+    }
+
     fn write(&mut self) {
+        self.dirty = false;
         self.ctl.seq += 1;
         match self.maps.write_ctl(self.sid, &self.ctl) {
             Ok(()) => {
@@ -129,12 +150,17 @@ impl FlowCtl {
 
 impl CongestionOps for FlowCtl {
     fn set_cwnd(&mut self, cwnd_bytes: u32) {
-        // Called after every program run; only a change (or the takeover) reaches the kernel.
-        if self.ctl.flags & CTL_HAS_CWND != 0 && self.ctl.cwnd_bytes == cwnd_bytes {
+        // Called after every program run with the Cwnd register, which starts as the window
+        // in force (invoke): only a change (or the takeover) reaches the kernel.
+        let has = self.ctl.flags & CTL_HAS_CWND != 0;
+        if has && (cwnd_bytes == self.commanded_bytes(self.mss)
+            || (self.ctl.cwnd_bytes, self.ctl.grown_base) == (cwnd_bytes, self.grown_basis))
+        {
             return;
         }
         self.ctl.flags |= CTL_HAS_CWND;
         self.ctl.cwnd_bytes = cwnd_bytes;
+        self.ctl.grown_base = self.grown_basis;
         self.write();
     }
 
@@ -228,6 +254,12 @@ struct Flow {
     last: Event,
     /// an RTO / recovery (BPF hold_id) whose report the agent has, not yet answered
     awaiting_answer: Option<u32>,
+    /// the kernel's growth counter on the ACK of the latest report sent to the agent
+    reported_grown: u32,
+    /// ... when the flow was announced: the agent is told the growth since
+    grown_at_create: u32,
+    /// the agent set seg_bytes: its control registers 0-5 are the growth parameters
+    growth_registers: bool,
 }
 
 const MSG_UPDATE_FIELDS: u16 = 3;
@@ -239,6 +271,7 @@ pub struct Session {
     /// libccp socket id -> our BPF socket id (agent messages name the former)
     by_ccp_sid: HashMap<u32, u32>,
     created_sid: Rc<Cell<Option<u32>>>,
+    reported: Rc<Cell<bool>>,
     dp: Box<Datapath>,
     pub lost: Rc<Cell<bool>>,
     maps: Rc<Maps>,
@@ -256,12 +289,14 @@ impl Session {
     ) -> Result<Session, String> {
         let lost = Rc::new(Cell::new(false));
         let created_sid = Rc::new(Cell::new(None));
+        let reported = Rc::new(Cell::new(false));
         let link = AgentLink {
             sock,
             agent_path,
             lost: lost.clone(),
             counters: counters.clone(),
             created_sid: created_sid.clone(),
+            reported: reported.clone(),
         };
         // init sends READY: the agent answers by installing its datapath programs.
         let dp = DatapathBuilder::default()
@@ -270,7 +305,17 @@ impl Session {
             .init()
             .map_err(|e| format!("libccp init: {e:?}"))?;
         bump(&counters.agent_sessions);
-        Ok(Session { flows: HashMap::new(), by_ccp_sid: HashMap::new(), created_sid, dp: Box::new(dp), lost, maps, counters, applied })
+        Ok(Session {
+            flows: HashMap::new(),
+            by_ccp_sid: HashMap::new(),
+            created_sid,
+            reported,
+            dp: Box::new(dp),
+            lost,
+            maps,
+            counters,
+            applied,
+        })
     }
 
     pub fn on_create(&mut self, ev: &Event) {
@@ -290,6 +335,10 @@ impl Session {
             ctl: Ctl::default(),
             kernel_rate_bps: 0,
             pending: VecDeque::new(),
+            grown_now: ev.grown_pkts,
+            grown_basis: ev.grown_pkts,
+            dirty: false,
+            mss: ev.mss.max(1),
         };
         // SAFETY: see `Flow::conn`; the Box gives the Datapath a stable address.
         let dp: &'static Datapath = unsafe { &*(self.dp.as_ref() as *const Datapath) };
@@ -302,7 +351,17 @@ impl Session {
                 let meta = FlowMeta { sid: ev.sid, event: *ev, ccp_src_ip, ccp_dst_ip };
                 let mut last = *ev;
                 last.snd_cwnd_bytes = ev.init_cwnd_bytes;
-                self.flows.insert(ev.sid, Flow { conn, meta, ccp_sid, last, awaiting_answer: None });
+                let flow = Flow {
+                    conn,
+                    meta,
+                    ccp_sid,
+                    last,
+                    awaiting_answer: None,
+                    reported_grown: ev.grown_pkts,
+                    grown_at_create: ev.grown_pkts,
+                    growth_registers: false,
+                };
+                self.flows.insert(ev.sid, flow);
             }
             Err(e) => eprintln!("intcc-datapath: flow {} not taken over: {e:?}", ev.sid),
         }
@@ -320,8 +379,15 @@ impl Session {
         }
         let new_hold = ev.hold_id != flow.last.hold_id;
         flow.last = *ev;
+        flow.conn.mss = ev.mss.max(1);
+        flow.conn.grown_now = ev.grown_pkts;
+        flow.conn.grown_basis = ev.grown_pkts;
+        self.reported.set(false);
         if invoke(flow, ev).is_err() {
             bump(&self.counters.invoke_errors);
+        }
+        if self.reported.get() {
+            flow.reported_grown = ev.grown_pkts;
         }
         if new_hold {
             // the program reports at once on a loss or an RTO: the agent's next command answers it
@@ -342,6 +408,12 @@ impl Session {
 
 /// Run the flow's datapath program on these primitives (libccp applies staged commands first).
 ///
+/// The window fed to the program is the command plus what the kernel's per-ACK growth
+/// added since (grow_per_ack in the BPF program), and Flow.bytes_pending carries the
+/// growth since the flow was announced (segments), so the agent adds exactly the growth it has been told
+/// of to the window it decides on (ccp_algs.base.Report.grown_pkts). No intcc algorithm
+/// reads bytes_pending as such.
+///
 /// libccp loads the Cwnd register from snd_cwnd and hands it back through set_cwnd
 /// after the program, as a command. So a controlled flow reports the command in force,
 /// not the kernel's window: in a recovery that is PRR's step toward the command, in a
@@ -355,7 +427,7 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
     {
         let ctl = &flow.conn.ctl;
         let commanded = ev.undo_cwnd_bytes == 0 && ctl.flags & CTL_HAS_CWND != 0;
-        let snd_cwnd = if commanded { ctl.cwnd_bytes } else { ev.snd_cwnd_bytes };
+        let snd_cwnd = if commanded { flow.conn.commanded_bytes(ev.mss.max(1)) } else { ev.snd_cwnd_bytes };
         let prims = Primitives::default()
             .with_bytes_acked(ev.bytes_acked)
             .with_packets_acked(ev.packets_acked)
@@ -372,10 +444,59 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
             .with_packets_in_flight(ev.packets_in_flight)
             .with_snd_cwnd(snd_cwnd)
             .with_snd_rate(ev.snd_rate_bps)
-            .with_bytes_pending(ev.bytes_pending);
+            .with_bytes_pending(ev.grown_pkts.wrapping_sub(flow.grown_at_create));
         flow.conn.load_primitives(prims);
     }
     flow.conn.invoke()
+}
+
+/// Control registers an intcc window algorithm declares first (ccp_algs/base.py), in this
+/// order: ss_until, seg_bytes, ca_target, ca_cnt_max, reno_scale, ca_epoch. The kernel's
+/// per-ACK growth takes them from the agent's updates (libccp keeps no names: portus
+/// numbers control registers in declaration order). Only once the agent has set seg_bytes
+/// (register 1) to a segment size: a program whose first control registers mean something
+/// else never turns the kernel's growth on by chance.
+const REG_NONVOLATILE_CONTROL: u8 = 0;
+const REG_VOLATILE_CONTROL: u8 = 8;
+const UPDATE_FIELD_LEN: usize = 13; // u8 type, u32 index, u64 value, packed
+
+fn take_growth_registers(flow: &mut Flow, kind: u16, msg: &[u8]) {
+    // UpdateFieldsMsg: header, u32 count; ChangeProgMsg: header, u32 program uid, u32 count
+    let count_at = if kind == MSG_UPDATE_FIELDS { 8 } else { 12 };
+    let Some(count) = msg.get(count_at..count_at + 4) else { return };
+    let count = u32::from_ne_bytes([count[0], count[1], count[2], count[3]]) as usize;
+    let mut updates = Vec::with_capacity(count.min(64));
+    for i in 0..count.min(64) {
+        let at = count_at + 4 + i * UPDATE_FIELD_LEN;
+        let Some(f) = msg.get(at..at + UPDATE_FIELD_LEN) else { break };
+        if f[0] != REG_NONVOLATILE_CONTROL && f[0] != REG_VOLATILE_CONTROL {
+            continue;
+        }
+        let index = u32::from_ne_bytes([f[1], f[2], f[3], f[4]]);
+        let value = u64::from_ne_bytes([f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12]]);
+        updates.push((index, value.min(u32::MAX as u64) as u32));
+    }
+    if updates.iter().any(|&(i, v)| i == 1 && v > 0) {
+        flow.growth_registers = true;
+    }
+    if !flow.growth_registers {
+        return;
+    }
+    let ctl = &mut flow.conn.ctl;
+    let before = *ctl;
+    for (index, value) in updates {
+        match index {
+            0 => ctl.ss_until_bytes = value,
+            2 => ctl.ca_target_bytes = value,
+            3 => ctl.ca_cnt_max = value,
+            4 => ctl.reno_scale = value,
+            5 => ctl.ca_epoch = value,
+            _ => {}
+        }
+    }
+    if *ctl != before {
+        flow.conn.dirty = true;
+    }
 }
 
 impl Session {
@@ -401,6 +522,10 @@ impl Session {
         }
         let Some(&sid) = self.by_ccp_sid.get(&ccp_sid) else { return };
         if let Some(flow) = self.flows.get_mut(&sid) {
+            take_growth_registers(flow, kind, msg);
+            // a window the agent sets was decided on its latest report
+            flow.conn.grown_now = flow.last.grown_pkts;
+            flow.conn.grown_basis = flow.reported_grown;
             let mut empty = flow.last;
             empty.bytes_acked = 0;
             empty.packets_acked = 0;
@@ -411,8 +536,15 @@ impl Session {
             empty.was_timeout = 0;
             empty.undo_cwnd_bytes = 0;
             bump(&self.counters.ipc_applied_at_once);
+            self.reported.set(false);
             if invoke(flow, &empty).is_err() {
                 bump(&self.counters.invoke_errors);
+            }
+            if self.reported.get() {
+                flow.reported_grown = flow.last.grown_pkts;
+            }
+            if flow.conn.dirty && flow.conn.ctl.flags & CTL_HAS_CWND != 0 {
+                flow.conn.write(); // growth parameters alone changed
             }
             // The agent's answer to an RTO or a loss ends the kernel's own response to it
             // (rto_hold, cut_hold in the BPF program), even a window it kept unchanged.

@@ -53,6 +53,9 @@ pub struct Event {
     /// the kernel undid a reduction on this ACK: the window it restored (0: none)
     pub undo_cwnd_bytes: u32,
     pub hold_id: u32,
+    /// segments the kernel-side per-ACK growth has added so far (cumulative, wraps)
+    pub grown_pkts: u32,
+    pub pad: u32,
 }
 
 impl Event {
@@ -90,7 +93,14 @@ pub struct Ctl {
     pub rate_bps: u64,
     pub seq: u64,
     pub answered_hold: u32,
-    pub pad: u32,
+    /// the window is cwnd_bytes plus the growth after the flow's grown_pkts was this
+    pub grown_base: u32,
+    /// per-ACK growth parameters (the agent's control registers, see agent.rs)
+    pub ss_until_bytes: u32,
+    pub ca_target_bytes: u32,
+    pub ca_cnt_max: u32,
+    pub reno_scale: u32,
+    pub ca_epoch: u32,
 }
 
 #[repr(C)]
@@ -234,8 +244,8 @@ mod tests {
     #[test]
     fn layouts_match_the_c_structs() {
         // sizes of the C structs in bpf/intcc_ccp.bpf.c (x86_64 / BPF: same alignment rules)
-        assert_eq!(std::mem::size_of::<Event>(), 160);
-        assert_eq!(std::mem::size_of::<Ctl>(), 32);
+        assert_eq!(std::mem::size_of::<Event>(), 168);
+        assert_eq!(std::mem::size_of::<Ctl>(), 56);
         assert_eq!(std::mem::size_of::<Cfg>(), 24);
         assert_eq!(std::mem::size_of::<Stats>(), 80);
     }

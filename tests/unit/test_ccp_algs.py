@@ -547,3 +547,55 @@ def test_growth_counts_packets_delivered_as_the_kernel_not_bytes_acked():
     grow_to(flow, 20 * MSS)
     flow.on_report(report(acked=20 * MSS, delivered=1, inflight=20))   # one hole filled
     assert dp.cwnd == pytest.approx(20 * MSS + MSS / 20, abs=1)
+
+
+def test_window_takes_the_datapaths_per_ack_growth_once():
+    """On the intcc datapath the kernel side grows the window per ACK (Report.grown: its
+    counter); the agent adds what it is told and grows nothing twice."""
+    flow, dp = start(Cubic())
+    flow.on_report(report(acked=10 * MSS, delivered=10, inflight=20, grown=10))
+    assert dp.cwnd == 20 * MSS                            # the datapath's slow start, not 30
+    flow.on_report(report(acked=5 * MSS, delivered=5, inflight=25, grown=15))
+    assert dp.cwnd == 25 * MSS
+    flow.on_report(report(acked=5 * MSS, delivered=5, inflight=25))   # a datapath without the counter
+    assert dp.cwnd == 30 * MSS                            # the agent's own slow start
+
+
+def test_cubic_hands_congestion_avoidance_to_the_datapath_with_a_new_epoch_per_cut():
+    flow, dp = start(Cubic())
+    assert dp.fields["reno_scale"] == RENO_FRIENDLY_SCALE and dp.fields["ca_cnt_max"] == 20   # no loss yet
+    flow.on_report(report(acked=10 * MSS, delivered=10, inflight=20, grown=10))
+    epoch = dp.fields["ca_epoch"]
+    flow.on_report(report(acked=MSS, loss=1, inflight=20, grown=10))
+    assert dp.cwnd == 14 * MSS and dp.ss_until == 0      # cut 0.7 of 20
+    assert dp.fields["ca_epoch"] == epoch + 1 and dp.fields["ca_target"] == 14 * MSS
+    assert dp.fields["ca_cnt_max"] == 0                   # a loss seen: no 5 % floor
+    flow.on_report(report(acked=30 * MSS, delivered=30, inflight=14, grown=10))   # recovery over
+    # the datapath grew nothing (W_est alone, from the cut window): neither does the agent;
+    # the new curve's target goes to the datapath
+    assert dp.cwnd == 14 * MSS and flow.epoch_start_s is not None
+    assert dp.fields["ca_target"] == flow.ca_target >= 14 * MSS
+    flow.on_report(report(acked=14 * MSS, delivered=14, inflight=14, grown=12))
+    assert dp.cwnd == 16 * MSS                            # the datapath's growth, taken once
+
+
+def test_the_rto_acks_growth_is_the_agents():
+    """The ACK that reports an RTO grew the window in the kernel's own slow start (rto_hold,
+    not counted as the datapath's growth): the agent's answer includes it."""
+    flow, dp = start(Cubic())
+    grow_to(flow, 10 * MSS)
+    flow.on_report(report(acked=MSS, timeout=True, rto_acked=MSS, delivered=1, rto_delivered=1,
+                          inflight=0, grown=0))
+    assert dp.cwnd == 2 * MSS                             # 1 MSS + the RTO ACK's segment
+
+
+def test_on_ccp_kernel_the_program_folds_slow_start_and_ignores_bytes_pending():
+    from ccp_algs.base import REPORT_PER_RTT_AND_ON_LOSS, SLOW_START_PER_ACK
+    alg = Cubic()
+    assert SLOW_START_PER_ACK not in alg.datapath_programs()["default"]
+    assert alg.datapath_programs()["default"] == REPORT_PER_RTT_AND_ON_LOSS
+    alg.datapath_growth = False                           # intcc alg run --ipc netlink
+    assert SLOW_START_PER_ACK in alg.datapath_programs()["default"]
+    flow, dp = start(alg)
+    flow.on_report(report(acked=10 * MSS, delivered=10, inflight=20, grown=123456))   # bytes pending there
+    assert dp.cwnd == 20 * MSS
