@@ -41,7 +41,7 @@ extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 #define CUBIC_BETA_1024 717      /* tcp_cubic's beta: the window kept after a loss, /1024 */
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
-extern unsigned int CONFIG_HZ __kconfig;
+#define CUBIC_RECALC_NS (1000000000ULL / 32)   /* tcp_cubic recomputes cnt after HZ/32 */
 
 /* Event, control, config and stats layouts are shared with datapath/src/bpf.rs:
  * keep them in step. */
@@ -166,7 +166,7 @@ struct ccp_priv {
 	__u32 ca_epoch;          /* the ctl ca_epoch W_est was restarted for */
 	__u32 ca_cnt;            /* tcp_cubic's cnt: packets delivered per segment of growth */
 	__u32 last_cwnd;         /* tcp_cubic's last_cwnd, last_time: cnt is recomputed when */
-	__u32 last_time;         /* the window changed or HZ/32 jiffies passed */
+	__u64 last_time_ns;      /* the window changed or 1/32 s passed */
 };
 
 _Static_assert(sizeof(struct ccp_priv) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv),
@@ -283,7 +283,7 @@ void BPF_PROG(ccp_init, struct sock *sk)
 	p->ca_epoch = 0;
 	p->ca_cnt = 0;
 	p->last_cwnd = 0;
-	p->last_time = 0;
+	p->last_time_ns = 0;
 	if (st)
 		count(&st->flows_created);
 	if (agent_alive(c, now))
@@ -401,8 +401,9 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 	struct ccp_priv *p = priv(sk);
 	__u8 state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
 	__u32 mss = tp->mss_cache ? tp->mss_cache : 1;
-	__u32 before = tp->snd_cwnd, cwnd = before, until, target, now;
+	__u32 before = tp->snd_cwnd, cwnd = before, until, target;
 	__u32 acked;
+	__u64 now;
 
 	if (!(flag & FLAG_DATA_ACKED) || rs->acked_sacked <= 0 ||
 	    state == TCP_CA_Recovery || state == TCP_CA_CWR)
@@ -417,7 +418,7 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 	}
 	if (acked && ctl->ca_target_bytes) {
 		target = ctl->ca_target_bytes / mss;
-		now = (__u32)bpf_jiffies64();
+		now = bpf_ktime_get_ns();
 		if (p->ca_epoch != ctl->ca_epoch) {    /* a new epoch: W_est starts at the window */
 			p->ca_epoch = ctl->ca_epoch;
 			p->est_pkts = cwnd;
@@ -425,11 +426,11 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 			p->last_cwnd = 0;
 		}
 		p->est_acked += acked;
-		if (p->last_cwnd != cwnd || (__s32)(now - p->last_time) > (__s32)(CONFIG_HZ / 32)) {
+		if (p->last_cwnd != cwnd || now - p->last_time_ns > CUBIC_RECALC_NS) {
 			__u32 cnt = target > cwnd ? cwnd / (target - cwnd) : 100 * cwnd;
 
 			p->last_cwnd = cwnd;
-			p->last_time = now;
+			p->last_time_ns = now;
 			if (ctl->ca_cnt_max && cnt > ctl->ca_cnt_max)
 				cnt = ctl->ca_cnt_max;
 			if (ctl->reno_scale) {
