@@ -149,7 +149,7 @@ except ImportError:   # unit tests of decisions do not need the portus runtime
     AlgBase = object
 
 TRACE_FIELDS = ["t_s", "mono_ns", "sid", "event", "cwnd_bytes", "ssthresh_bytes", "rtt_us",
-                "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason"]
+                "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason", "cwnd_before_bytes"]
 
 
 class Trace:
@@ -229,9 +229,11 @@ class FlowBase:
         self.datapath.set_program(self.program, [("Cwnd", int(cwnd_bytes))])
 
     def set_cwnd(self, cwnd_bytes: int, event: str, r: Report | None = None, reason: str = "",
-                 ssthresh_bytes: int | None = None, registers: list[tuple[str, int]] | None = None):
+                 ssthresh_bytes: int | None = None, registers: list[tuple[str, int]] | None = None,
+                 cwnd_before_bytes: float | None = None):
         """Command the window, with ``registers`` (name, value) in the same update: the
-        datapath's per-ACK growth (GROWTH_REGISTERS)."""
+        datapath's per-ACK growth (GROWTH_REGISTERS). ``cwnd_before_bytes``, for the trace:
+        the window the decision started from (the last command plus the datapath's growth)."""
         cwnd_bytes = max(int(cwnd_bytes), self.mss)     # 1 MSS only after a timeout, as the kernel
         now_ns = time.monotonic_ns()    # before the call: the latency benchmark starts here
         if registers is None:
@@ -244,7 +246,8 @@ class FlowBase:
         self.trace.row(mono_ns=now_ns, sid=self.sid, event=event, cwnd_bytes=cwnd_bytes, ssthresh_bytes=ssthresh_bytes,
                        rtt_us=r.rtt_us if r else None, acked_bytes=r.acked if r else None,
                        loss_pkts=r.loss if r else None, timeout=int(r.timeout) if r else None,
-                       inflight_pkts=r.inflight if r else None, reason=reason)
+                       inflight_pkts=r.inflight if r else None, reason=reason,
+                       cwnd_before_bytes=None if cwnd_before_bytes is None else int(cwnd_before_bytes))
         return cwnd_bytes
 
 
@@ -339,6 +342,7 @@ class WindowFlow(FlowBase):
             self.grown_seen = r.grown_pkts
             self.cwnd += grown * self.mss
             r.datapath_grew = True
+        cwnd_before = self.cwnd
         reasons = []
         # The kernel undoes on an ACK, before that ACK's new losses: a recovery's undo comes
         # first. An RTO fires between ACKs, so an undo reported with it undoes that RTO (a
@@ -408,7 +412,7 @@ class WindowFlow(FlowBase):
         registers = self.growth_registers() if self.datapath_slow_start else None
         self.set_cwnd(self.cwnd, event, r, reason=reason,
                       ssthresh_bytes=None if self.ssthresh == float("inf") else int(self.ssthresh),
-                      registers=registers)
+                      registers=registers, cwnd_before_bytes=cwnd_before)
         if registers:
             self.sent_registers = dict(registers)
 

@@ -131,6 +131,7 @@ class AgentProcess:
         self.cmd = [sys.executable, "-m", "intcc", "alg", "run", name, "--ipc", ipc, *(options or [])]
         self.log_path = log_path or tempfile.mktemp(prefix=f"intcc-agent-{name}-", suffix=".log")
         self.proc: subprocess.Popen | None = None
+        self.stopped = False          # by stop() / kill(): its exit is not a failure
 
     def start(self, timeout_s: float = 15) -> "AgentProcess":
         log = open(self.log_path, "ab")
@@ -146,11 +147,12 @@ class AgentProcess:
     def failure(self) -> str | None:
         """The end of the log if the agent raised (in new_flow, on_report) or died on its
         own, else None: its flows then ran the datapath's fallback, which moves data too."""
-        died = self.proc is not None and self.proc.poll() not in (None, -signal.SIGKILL, -signal.SIGTERM)
+        died = self.proc is not None and not self.stopped and self.proc.poll() is not None
         log = self.log()
         return log[-3000:] if died or "Traceback" in log else None
 
     def stop(self, sig=signal.SIGTERM, timeout_s: float = 10, remove_socket: bool = True):
+        self.stopped = True
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:

@@ -118,7 +118,7 @@ def test_reno_saws_and_fills_a_10_mbit_link(tb, dp, agent_factory, tmp_path):
     episodes, grew = [], True
     for i, r in enumerate(rows):
         if r["event"] == "loss" and r["reason"].endswith("halve"):
-            before, after = int(rows[i - 1]["cwnd_bytes"]), int(r["cwnd_bytes"])
+            before, after = int(r["cwnd_before_bytes"]), int(r["cwnd_bytes"])   # the datapath grew it since
             assert after <= 0.55 * before, (before, after)
             if grew:
                 episodes.append(i)
@@ -309,21 +309,19 @@ def test_a_recovery_steps_down_to_the_agents_cut_as_kernel_prr_does(tb, dp, agen
 
 def test_slow_start_grows_the_window_on_the_ack_that_earns_it_as_the_kernels(tb, dp, agent_factory):
     """In slow start each ACK grows the window by the packets it delivers, on that ACK, as
-    tcp_slow_start (the BPF program's grow_per_ack): tcp_probe at the next ACK shows it.
-    Grown by the agent (per report) the window lagged a round; grown by the daemon's
-    datapath program it lagged an ACK, which shows where consecutive ACKs deliver
-    different amounts."""
+    tcp_slow_start (the BPF program's grow_per_ack): tcp_probe fires before an ACK is
+    processed, so the window it shows has grown by every packet delivered before. Grown
+    by the agent (per report) the window lagged a round; grown by the daemon's run of the
+    datapath program it lagged an ACK: short by the last ACK's packets at every probe."""
     from experiments.kernel_trace import data_port
     agent_factory("cubic", "--no-hystart")
     rows, mss = traced_lossy_ccp_flow(tb, port=5213, seconds=2, loss_pct=0)
     port = data_port(rows)
     probes = [r for r in rows if r["sport"] == port and r["event"] == "tcp_probe"]
-    before_cut = [r for r in probes if r["ssthresh_pkts"] > 100000][1:61]   # the first: iperf3's short segment
+    before_cut = [r for r in probes if r["ssthresh_pkts"] > 100000][:60]
     assert len(before_cut) >= 40, len(before_cut)
-    delivered = [-(-(b["snd_una"] - a["snd_una"]) // mss) for a, b in zip(before_cut, before_cut[1:])]
-    grown = [b["cwnd_pkts"] - a["cwnd_pkts"] for a, b in zip(before_cut, before_cut[1:])]
-    # ACKs that deliver a different amount from the one before: an ACK's lag would show there
-    telling = [i for i in range(1, len(delivered)) if delivered[i] != delivered[i - 1]]
-    assert len(telling) >= 5, delivered
-    same_ack = sum(grown[i] == delivered[i] for i in telling)
-    assert same_ack >= 0.8 * len(telling), list(zip(delivered, grown))
+    first = before_cut[0]
+    delivered = [-(-(r["snd_una"] - first["snd_una"]) // mss) for r in before_cut]   # packets so far (ceil)
+    grown = [r["cwnd_pkts"] - first["cwnd_pkts"] for r in before_cut]
+    on_time = sum(g == d for g, d in zip(grown, delivered))
+    assert on_time >= 0.9 * len(before_cut), list(zip(delivered, grown))
