@@ -18,6 +18,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 
 char _license[] SEC("license") = "GPL";
 
@@ -410,6 +411,10 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 		return;
 	acked = rs->acked_sacked;
 	until = ctl->ss_until_bytes / mss;
+	/* tcp_is_cwnd_limited, with the agent's slow start: the kernel grows only a window
+	 * the flow has been using. */
+	if (!BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited) && !(cwnd < until && cwnd < 2 * tp->max_packets_out))
+		return;
 	if (cwnd < until) {
 		__u32 n = until - cwnd < acked ? until - cwnd : acked;
 
