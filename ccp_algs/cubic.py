@@ -94,11 +94,27 @@ class CubicFlow(WindowFlow):
         return self.est_pkts * self.mss
 
     def _w_cubic(self, t_s: float) -> float:
-        """The cubic curve at t_s into the epoch (bytes), in whole segments as Linux's
+        """The cubic curve at t_s into the epoch (bytes)."""
+        return self._curve(t_s, self.k_s, self.w_max)
+
+    def _curve(self, t_s: float, k_s: float, w_max: float) -> float:
+        """A cubic curve at t_s into its epoch (bytes), in whole segments as Linux's
         bictcp_update: C (t - K)^3 truncated to segments, off an integer W_max."""
-        offset_pkts = int(C * abs(t_s - self.k_s) ** 3)
-        origin_pkts = self.w_max // self.mss
-        return (origin_pkts - offset_pkts if t_s < self.k_s else origin_pkts + offset_pkts) * self.mss
+        offset_pkts = int(C * abs(t_s - k_s) ** 3)
+        origin_pkts = w_max // self.mss
+        return (origin_pkts - offset_pkts if t_s < k_s else origin_pkts + offset_pkts) * self.mss
+
+    def _new_epoch_target(self, r: Report) -> float:
+        """The target one RTT into the epoch that starts at this window (bytes), as Linux
+        computes it on the epoch's first ACK: the datapath grows towards it until the
+        agent's first congestion-avoidance report. Handed the window instead, the datapath
+        ran cnt = 100 x cwnd until then, and the credit tcp_cong_avoid_ai counts meanwhile
+        was paid out at once when the target came."""
+        mss = self.mss
+        cwnd = max(self.cwnd // mss, 1) * mss
+        w_max = max(self.w_max, cwnd)
+        ahead_s = (self.delay_min_us or r.rtt_us or 1) / 1e6
+        return self._curve(ahead_s, ((w_max - cwnd) / mss / C) ** (1 / 3), w_max)
 
     def _congestion_avoidance(self, r: Report, now_s: float) -> str:
         """One report's growth as tcp_cubic's per-ACK arithmetic (bictcp_update and
@@ -177,6 +193,7 @@ class CubicFlow(WindowFlow):
     def on_undo(self, r) -> str:
         reason = super().on_undo(r)
         self._end_epoch()             # the next congestion avoidance starts a new curve from here
+        self.ca_target = self._new_epoch_target(r)
         return reason
 
     def on_loss(self, r) -> str:
@@ -203,7 +220,7 @@ class CubicFlow(WindowFlow):
             self.w_max_from_loss = self.w_max
             self.ssthresh = self.cwnd
             self._end_epoch()             # snd_cwnd_cnt 0, as tcp_init_cwnd_reduction
-            self.ca_target = self.cwnd    # until the new curve: W_est alone
+            self.ca_target = self._new_epoch_target(r)
         return reason
 
     def hystart_applies(self) -> bool:

@@ -568,7 +568,9 @@ def test_cubic_hands_congestion_avoidance_to_the_datapath_with_a_new_epoch_per_c
     epoch = dp.fields["ca_epoch"]
     flow.on_report(report(acked=MSS, loss=1, inflight=20, grown=10))
     assert dp.cwnd == 14 * MSS and dp.ss_until == 0      # cut 0.7 of 20
-    assert dp.fields["ca_epoch"] == epoch + 1 and dp.fields["ca_target"] == 14 * MSS
+    # the new epoch's target one RTT in, as Linux on its first ACK: W_max 20, K = (6 / 0.4)^(1/3)
+    # = 2.47 s, 20 - int(0.4 x 2.45^3 = 5.9) = 15 segments
+    assert dp.fields["ca_epoch"] == epoch + 1 and dp.fields["ca_target"] == 15 * MSS
     assert dp.fields["ca_cnt_max"] == 0                   # a loss seen: no 5 % floor
     flow.on_report(report(acked=30 * MSS, delivered=30, inflight=14, grown=10))   # recovery over
     # the datapath grew nothing (W_est alone, from the cut window): neither does the agent;
