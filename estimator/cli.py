@@ -85,6 +85,37 @@ def train_cmd(data_dir, model_path, grid, seed, feature_set, forest):
                + ", ".join(f"{k} {v:.2f}" for k, v in model.cv_accuracy_.items()) + f" -> {model_path}")
 
 
+@estimator_group.command("curve")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--seed", type=int, default=0, show_default=True, help="split and forest seed")
+@click.option("--features", "feature_set", type=click.Choice(["table1", "table1+int", "table1+int+dynamics"]),
+              default="table1+int", show_default=True)
+@click.option("--forest", type=click.Choice(["per-local", "shared"]), default="shared", show_default=True)
+@click.option("--fractions", default="0.25,0.5,0.75,1", show_default=True,
+              help="shares of each CCA pair's training runs to train on")
+def curve_cmd(data_dir, seed, feature_set, forest, fractions):
+    """Learning curve: held-out accuracy against the number of training runs (one forest
+    of 200 trees, depth 20, per point; the same held-out half throughout)."""
+    from .evaluate import learning_curve, load_dataset, split
+    from .features import TraceError
+    from .model import ModelError
+    try:
+        fracs = [float(f) for f in fractions.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"not a comma-separated list of numbers: {fractions!r}", param_hint="--fractions")
+    if not fracs or not all(0 < f <= 1 for f in fracs):
+        raise click.BadParameter("fractions must be in (0, 1]", param_hint="--fractions")
+    try:
+        tr, te = split(load_dataset(data_dir, feature_set), seed=seed)
+        click.echo(f"{len(tr)} training runs, {len(te)} held out ({feature_set}, {forest} forest)")
+        for row in learning_curve(tr, te, fracs, {"n_estimators": [200], "max_depth": [20]}, seed,
+                                  feature_set, forest == "shared"):
+            click.echo(f"  {row['train_runs']:4d} training runs: mean accuracy {row['mean_accuracy']:.3f}, "
+                       f"vote w=50 {row['vote50']:.3f}")
+    except (TraceError, ModelError) as e:
+        raise click.ClickException(str(e))
+
+
 @estimator_group.command("eval")
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))

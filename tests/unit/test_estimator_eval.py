@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from estimator.collect import CCAS, load_run, run_plan, save_run
-from estimator.evaluate import evaluate, format_tables, load_dataset, split, train
+from estimator.evaluate import evaluate, format_tables, learning_curve, load_dataset, split, train
 from estimator.features import FEATURES, TraceError
 
 
@@ -61,3 +61,10 @@ def test_first_stable_correct_verdict():
     assert first_stable_correct(t, np.ones(6, bool)) == 3.0
     assert first_stable_correct(t, np.array([1, 1, 1, 1, 1, 0], bool)) is None
     assert first_stable_correct(t[:0], np.zeros(0, bool)) is None
+
+
+def test_learning_curve_trains_on_growing_shares_of_each_pair(tmp_path):
+    tr, te = split(load_dataset(fake_dataset(tmp_path, runs=128)), seed=0)
+    rows = learning_curve(tr, te, (0.5, 1.0), grid={"n_estimators": [10], "max_depth": [4]})
+    assert [r["train_runs"] for r in rows] == [32, 64]       # 2 of 4 per pair, then all 4
+    assert all(0 <= r["mean_accuracy"] <= 1 and r["vote50"] is not None for r in rows)
