@@ -83,7 +83,7 @@ def test_a_cwnd_in_the_control_map_is_applied(ccp):
     map_update("intcc_ccp_cfg", struct.pack("<I", 0), struct.pack("<QQQ", now, 600 * 10**9, 1))
     try:
         for sid in range(1, 64):   # the next flows' socket ids (the daemon learns them from CREATE events)
-            map_update("intcc_ccp_ctl", struct.pack("<I", sid), struct.pack("<IIQQII", 1, 2 * 1448, 0, 1, 0, 0))
+            map_update("intcc_ccp_ctl", struct.pack("<I", sid), struct.pack("<IIQQ8I", 1, 2 * 1448, 0, 1, *[0] * 8))   # intcc_ccp_ctl: 56 bytes
         before = stats()
         capped = iperf_gbps()
         after = stats()
