@@ -455,7 +455,7 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 			p->ca_cnt = cnt > 2 ? cnt : 2;
 		}
 		tp->snd_cwnd = cwnd;
-		tcp_cong_avoid_ai(tp, p->ca_cnt ? p->ca_cnt : 2, acked);
+		tcp_cong_avoid_ai(tp, p->ca_cnt, acked);   /* set above: last_cwnd 0 forces it first */
 		cwnd = tp->snd_cwnd;
 	}
 	if (cwnd > before) {

@@ -111,10 +111,10 @@ pub struct FlowCtl {
 
 impl FlowCtl {
     /// The window in force by this daemon's command: the command plus the kernel's growth since.
-    fn commanded_bytes(&self, mss: u32) -> u32 {
+    fn commanded_bytes(&self) -> u32 {
         let grown = self.grown_now.wrapping_sub(self.ctl.grown_base);
         let grown = if (grown as i32) > 0 { grown } else { 0 };
-        self.ctl.cwnd_bytes.saturating_add(grown.saturating_mul(mss))
+        self.ctl.cwnd_bytes.saturating_add(grown.saturating_mul(self.mss))
     }
 
     fn write(&mut self) {
@@ -153,7 +153,7 @@ impl CongestionOps for FlowCtl {
         // Called after every program run with the Cwnd register, which starts as the window
         // in force (invoke): only a change (or the takeover) reaches the kernel.
         let has = self.ctl.flags & CTL_HAS_CWND != 0;
-        if has && (cwnd_bytes == self.commanded_bytes(self.mss)
+        if has && (cwnd_bytes == self.commanded_bytes()
             || (self.ctl.cwnd_bytes, self.ctl.grown_base) == (cwnd_bytes, self.grown_basis))
         {
             return;
@@ -427,7 +427,7 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
     {
         let ctl = &flow.conn.ctl;
         let commanded = ev.undo_cwnd_bytes == 0 && ctl.flags & CTL_HAS_CWND != 0;
-        let snd_cwnd = if commanded { flow.conn.commanded_bytes(ev.mss.max(1)) } else { ev.snd_cwnd_bytes };
+        let snd_cwnd = if commanded { flow.conn.commanded_bytes() } else { ev.snd_cwnd_bytes };
         let prims = Primitives::default()
             .with_bytes_acked(ev.bytes_acked)
             .with_packets_acked(ev.packets_acked)
