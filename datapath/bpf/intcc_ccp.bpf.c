@@ -161,6 +161,7 @@ struct ccp_priv {
 	__u32 rto_hold;          /* an RTO the agent has not answered yet: the kernel's response runs */
 	__u32 cut_hold;          /* a recovery (or CWR) the agent has not answered yet */
 	__u32 hold_id;           /* numbers RTOs and recoveries; reported, answered in intcc_ccp_ctl */
+	__u32 reported_lost;     /* tp->lost at the last report */
 	__u32 grown_pkts;        /* segments added by grow_per_ack (cumulative, wraps) */
 	__u32 est_pkts;          /* tcp_cubic's tcp_cwnd (W_est), in segments */
 	__u32 est_acked;         /* tcp_cubic's ack_cnt */
@@ -278,6 +279,7 @@ void BPF_PROG(ccp_init, struct sock *sk)
 	p->rto_hold = 0;
 	p->cut_hold = 0;
 	p->hold_id = 0;
+	p->reported_lost = tp->lost;
 	p->grown_pkts = 0;
 	p->est_pkts = 0;
 	p->est_acked = 0;
@@ -309,7 +311,11 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->packets_misordered = tp->sacked_out;
 	e->bytes_misordered = tp->sacked_out * mss;
 	e->ecn_packets = tp->delivered_ce - p->prior_delivered_ce;
-	e->lost_pkts_sample = rs->losses > 0 ? rs->losses : 0;
+	/* Losses marked since the last report, not rs->losses (this ACK's): the kernel
+	 * also marks them from timers, RACK's reordering timer starting a recovery with no
+	 * ACK (a fifth of kernel cubic's recoveries at 10 % link loss). Those never reached
+	 * the agent, which cut for none of them where the kernel cuts for each. */
+	e->lost_pkts_sample = tp->lost - p->reported_lost;
 	/* Once per RTO, latched by set_state: not "in TCP_CA_Loss" on every ACK,
 	 * which hid an RTO whose Loss state the same ACK ended (retransmission
 	 * acked in one go) and told the agent of a long one again and again
@@ -334,6 +340,7 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	bpf_ringbuf_submit(e, 0);
 	p->rto_pending = 0;
 	p->undo_pkts = 0;
+	p->reported_lost = tp->lost;
 	p->prior_snd_una = tp->snd_una;
 	p->prior_delivered_ce = tp->delivered_ce;
 }
@@ -572,6 +579,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 		return;   /* cannot happen: array maps always have their element */
 	if (!agent_alive(c, now)) {
 		count(&st->fallback_acks);
+		p->reported_lost = tcp_sk(sk)->lost;   /* no agent to tell */
 		fallback(sk, ack, flag, rs);
 		update_pacing_rate(sk);
 		return;

@@ -307,6 +307,35 @@ def test_a_recovery_steps_down_to_the_agents_cut_as_kernel_prr_does(tb, dp, agen
     assert statistics.median(long_ones) < 0.9, sorted(long_ones)
 
 
+def test_every_recovery_the_kernel_begins_reaches_the_agent_as_a_loss(tb, dp, agent_factory, tmp_path):
+    """A recovery the kernel begins reaches the agent as a loss, also one that RACK's
+    reordering timer began between ACKs: the next ACK's report carries the losses marked
+    since the last report, not only that ACK's (rs->losses). Before, those never reached
+    the agent, and ccp cubic cut for none of them (a fifth of the recoveries at 10 % link
+    loss) where kernel cubic cuts for each."""
+    from experiments.kernel_trace import data_port
+    trace = tmp_path / "cubic.csv"
+    agent_factory("cubic", "--trace", str(trace))
+    rows, _ = traced_lossy_ccp_flow(tb, port=5214, seconds=8, loss_pct=10)
+    port = data_port(rows)
+    rows = [r for r in rows if r["sport"] == port]
+    entries, state = [], "open"     # (time, began by a timer: no ACK just before)
+    for i, r in enumerate(rows):
+        if r["event"] != "tcp_cong_state_set":
+            continue
+        if r["ca_state"] == "recovery" and state != "recovery":
+            acks_before = [x for x in rows[max(0, i - 3):i] if x["event"] == "tcp_probe"]
+            by_timer = not acks_before or float(r["t_s"]) - float(acks_before[-1]["t_s"]) > 200e-6
+            entries.append((float(r["t_s"]), by_timer))
+        state = r["ca_state"]
+    reported = sorted(int(r["mono_ns"]) / 1e9 for r in csv.DictReader(open(trace))
+                      if r["event"] in ("loss", "timeout"))
+    unheard = [(t, timer) for t, timer in entries if not any(t - 1e-3 <= x <= t + 0.05 for x in reported)]
+    by_timer = [e for e in entries if e[1]]
+    assert len(entries) >= 20 and by_timer, (len(entries), len(by_timer))
+    assert len(unheard) <= 0.05 * len(entries), (unheard, len(entries), len(by_timer))
+
+
 def test_slow_start_grows_the_window_on_the_ack_that_earns_it_as_the_kernels(tb, dp, agent_factory):
     """In slow start each ACK grows the window by the packets it delivers, on that ACK, as
     tcp_slow_start (the BPF program's grow_per_ack): tcp_probe fires before an ACK is
