@@ -123,13 +123,21 @@ def curve_cmd(data_dir, seed, feature_set, forest, fractions):
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="also write the tables as JSON")
 def eval_cmd(data_dir, model_path, seed, json_path):
     """Tables III and IV on the held-out half."""
-    from .evaluate import evaluate, format_tables, load_dataset, split
+    from .evaluate import evaluate, format_tables, held_out, load_dataset
     from .features import TraceError
     from .int_features import feature_set_of
     from .model import CCAEstimator, ModelError
     try:
         model = CCAEstimator.load(model_path)
-        _, te = split(load_dataset(data_dir, feature_set_of(model.feature_names)), seed=seed)
+        te, trained_on = held_out(load_dataset(data_dir, feature_set_of(model.feature_names)), model, seed=seed)
+        if not model.training_runs_:
+            click.echo("note: the model does not list its training runs (trained before they were "
+                       "recorded): the held-out half is the split's alone", err=True)
+        if trained_on:
+            click.echo(f"note: {trained_on} runs of the held-out half were among the model's training "
+                       "runs (the dataset changed since training?): left out", err=True)
+        if not te:
+            raise TraceError(f"{data_dir}: no held-out run the model was not trained on")
         res = evaluate(model, te)
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))

@@ -58,6 +58,21 @@ def split(runs, test_fraction: float = 0.5, seed: int = 0):
     return train, test
 
 
+def run_key(meta: dict) -> list:
+    """A collected run's identity: [collection seed, run index]."""
+    return [int(meta.get("seed", 0)), int(meta["index"])]
+
+
+def held_out(runs, model: CCAEstimator, seed: int = 0):
+    """The held-out half of ``runs`` (split as in training), less any run the model was
+    trained on: a dataset that grew after training splits differently, and its held-out
+    half would otherwise include training runs. Returns (runs, how many were left out)."""
+    _, test = split(runs, seed=seed)
+    trained = {tuple(k) for k in model.training_runs_}
+    kept = [r for r in test if tuple(run_key(r[2])) not in trained]
+    return kept, len(test) - len(kept)
+
+
 def stack(runs):
     X = np.vstack([r[0] for r in runs])
     y = np.concatenate([[r[2]["cca2"]] * len(r[0]) for r in runs])
@@ -68,8 +83,10 @@ def stack(runs):
 
 def train(runs, grid=None, folds=3, seed=0, feature_set: str = "table1", shared: bool = False) -> CCAEstimator:
     X, y, local, groups = stack(runs)
-    return CCAEstimator(grid=grid, folds=folds, seed=seed, feature_names=FEATURE_SETS[feature_set],
-                        shared=shared).fit(X, y, local, groups)
+    model = CCAEstimator(grid=grid, folds=folds, seed=seed, feature_names=FEATURE_SETS[feature_set],
+                         shared=shared).fit(X, y, local, groups)
+    model.training_runs_ = sorted(run_key(r[2]) for r in runs)
+    return model
 
 
 def evaluate(model: CCAEstimator, test_runs) -> dict:

@@ -55,6 +55,7 @@ class CCAEstimator:
         self.best_params_: dict = {}
         self.cv_accuracy_: dict = {}
         self.training_: dict = {}
+        self.training_runs_: list = []     # [collection seed, run index] of every training run
 
     def fit(self, X, y, local_cca, groups):
         X, y, local_cca, groups = (np.asarray(a) for a in (X, y, local_cca, groups))
@@ -108,7 +109,7 @@ class CCAEstimator:
                 "sklearn": sklearn.__version__, "numpy": np.__version__, "python": platform.python_version(),
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "seed": self.seed, "shared": self.shared, "best_params": self.best_params_, "cv_accuracy": self.cv_accuracy_,
-                "training": self.training_}
+                "training": self.training_, "training_runs": self.training_runs_}
 
     def save(self, path: str):
         joblib.dump({"metadata": self.metadata(), "models": self.models_}, path, compress=3)
@@ -132,6 +133,7 @@ class CCAEstimator:
         est.best_params_ = meta.get("best_params", {})
         est.cv_accuracy_ = meta.get("cv_accuracy", {})
         est.training_ = meta.get("training", {})
+        est.training_runs_ = meta.get("training_runs", [])
         return est
 
 

@@ -68,3 +68,26 @@ def test_learning_curve_trains_on_growing_shares_of_each_pair(tmp_path):
     rows = learning_curve(tr, te, (0.5, 1.0), grid={"n_estimators": [10], "max_depth": [4]})
     assert [r["train_runs"] for r in rows] == [32, 64]       # 2 of 4 per pair, then all 4
     assert all(0 <= r["mean_accuracy"] <= 1 and r["vote50"] is not None for r in rows)
+
+
+def test_held_out_runs_exclude_what_the_model_trained_on_after_the_dataset_grew(tmp_path):
+    """A dataset that grew after training splits differently: evaluating on its new
+    held-out half alone would score runs the model learnt (the model lists them)."""
+    from estimator.evaluate import held_out
+    from estimator.model import CCAEstimator
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+    small = load_dataset(fake_dataset(tmp_path / "a", runs=64))
+    tr, _ = split(small, seed=0)
+    model = train(tr, grid={"n_estimators": [10], "max_depth": [4]}, folds=2)
+    path = str(tmp_path / "m.joblib")
+    model.save(path)
+    model = CCAEstimator.load(path)
+    assert len(model.training_runs_) == len(tr)
+    grown = load_dataset(fake_dataset(tmp_path / "b", runs=96))   # same plans (seed 7) and 32 more
+    naive = split(grown, seed=0)[1]
+    trained = {r[2]["run"] for r in tr}
+    assert any(r[2]["run"] in trained for r in naive)             # the pitfall is real
+    kept, left_out = held_out(grown, model, seed=0)
+    assert left_out > 0 and len(kept) == len(naive) - left_out
+    assert not any(r[2]["run"] in trained for r in kept)
