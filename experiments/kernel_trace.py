@@ -138,7 +138,8 @@ def data_port(rows: list[dict]) -> str | None:
 def summarize(rows: list[dict]) -> dict | None:
     """Time-weighted window and state figures of the busiest socket: each tcp_probe's
     cwnd holds until the next one (as the window the ACK found); the time of each CA
-    state until the next change; counts of Loss entries (RTOs) and retransmissions."""
+    state until the next change; counts of Loss entries (RTOs) and retransmissions (sent
+    skbs: a run of lost segments may go out again as one, which TCP_INFO counts per segment)."""
     sport = data_port(rows)
     probes = [r for r in rows if r["event"] == "tcp_probe" and r["sport"] == sport]
     if len(probes) < 2:

@@ -188,11 +188,15 @@ def test_kernel_trace_sees_every_retransmission_of_a_lossy_flow(tb):
     s = summarize(trace.rows)
     sender = out["end"]["streams"][0]["sender"]
     assert trace.lost_events == 0
-    # None missed: a retransmission the stack reports failed may still count in total_retrans
-    # (a few). iperf3 reads TCP_INFO when its test ends, while the trace goes on to the close
+    # None missed. The trace counts retransmitted skbs, total_retrans counts segments: TCP
+    # always builds GSO skbs (segmented in software where offloads are off), and a run of
+    # lost segments goes out again as one skb, so a few events stand for 2+ segments (the
+    # namespace's TcpRetransSegs was 0-1 above the events here, 3 above once in CI: 142 vs
+    # 145). iperf3 reads TCP_INFO when its test ends, while the trace goes on to the close
     # and sees the last window's retransmissions too (142 against 138 seen at 5 % loss).
     assert sender["retransmits"] > 0
-    assert s["retransmits"] >= sender["retransmits"] - 2, (s["retransmits"], sender["retransmits"])
+    assert s["retransmits"] >= sender["retransmits"] - max(2, sender["retransmits"] // 20), \
+        (s["retransmits"], sender["retransmits"])
     assert s["retransmits"] <= sender["retransmits"] + max(6, sender["retransmits"] // 10), \
         (s["retransmits"], sender["retransmits"])
     assert s["recovery_entries"] > 0 and s["acks"] > 100
