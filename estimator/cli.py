@@ -26,9 +26,12 @@ def estimator_group():
               help="leave out runs needing the CCP datapath (busy or absent); a later resume adds them")
 @click.option("--jobs", type=click.IntRange(min=1, max=8), default=1, show_default=True,
               help="testbeds run at once (est0, est1, ...)")
-def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs):
+@click.option("--node-python", metavar="cpython|pypy|PATH",
+              help="interpreter of the INT nodes (default: $INTCC_NODE_PYTHON, else cpython); recorded "
+                   "in collection.json, and a resume must use the same")
+def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
-    from .collect import collect
+    from .collect import CollectionError, collect
     from .features import TraceError
 
     with click.progressbar(length=runs, label="collecting", show_pos=True) as bar:
@@ -41,8 +44,8 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs):
 
         try:
             res = collect(out_dir, runs, seconds, seed, samples, progress=progress, echo=click.echo,
-                          without_vegas=without_vegas, jobs=jobs)
-        except (TraceError, OSError) as e:
+                          without_vegas=without_vegas, jobs=jobs, node_python=node_python)
+        except (TraceError, OSError, CollectionError) as e:
             raise click.ClickException(str(e))
         except KeyboardInterrupt:
             kept = len(glob.glob(os.path.join(out_dir, "runs", "*.npz")))

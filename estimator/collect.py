@@ -98,13 +98,14 @@ def _check_vegas_agent(workdir: str):
                            f"(see {os.path.join(workdir, 'vegas.log')}); run not kept")
 
 
-def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est"):
+def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est",
+            node_python: str | None = None):
     """Run one experiment; returns (X, t, extra, raw) for flow 1."""
     from experiments.testbed import Testbed, teardown
     from experiments.topo import load_topo
     topo = os.path.join(os.path.dirname(__file__), "..", "experiments", "topologies", "dumbbell.toml")
     teardown(tb_name)
-    tb = Testbed(load_topo(topo, plan["params"]), tb_name).up()
+    tb = Testbed(load_topo(topo, plan["params"]), tb_name).up(node_python=node_python)
     pcap = os.path.join(workdir, f"{plan['run']}.pcap")
     try:
         with Capture(tb.ns("s1"), "intcc-sw1", pcap):
@@ -138,16 +139,20 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
                                                    "seconds": seconds}, raw
 
 
+class CollectionError(ValueError):
+    pass
+
+
 def _interrupt(signum):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _run_slice(plans, seconds, samples, warmup_frac, workdir, out_dir, tb_name, report):
+def _run_slice(plans, seconds, samples, warmup_frac, workdir, out_dir, node_python, tb_name, report):
     """Run ``plans`` one after the other on testbed ``tb_name``; report(event) each."""
     for p in plans:
         t0 = time.monotonic()
         try:
-            X, t, extra, raw = one_run(p, seconds, samples, warmup_frac, workdir, tb_name)
+            X, t, extra, raw = one_run(p, seconds, samples, warmup_frac, workdir, tb_name, node_python)
         except (TraceError, RuntimeError, OSError) as e:
             report({"plan": p, "error": str(e)})
             continue
@@ -169,16 +174,32 @@ def _worker(slot, plans, args, queue):
 
 def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, samples: int = 100,
             warmup_frac: float = 0.1, progress=None, echo=print, without_vegas: bool = False,
-            jobs: int = 1) -> dict:
+            jobs: int = 1, node_python: str | None = None) -> dict:
     """Collect runs 0..runs-1 into out_dir (skipping those on disk), ``jobs`` testbeds
     at a time. ``without_vegas`` leaves out the runs that need the CCP datapath (a
-    later resume fills them in)."""
+    later resume fills them in). ``node_python``: the INT nodes' interpreter
+    (int_node/runtime.py; None: $INTCC_NODE_PYTHON, else cpython)."""
     import multiprocessing as mp
     from ccp_algs.datapath import AgentProcess, DatapathProcess
+    from int_node.runtime import ENV_VAR, InterpreterError, node_python as resolve_node_python
+    node_python = (node_python or os.environ.get(ENV_VAR) or "cpython").strip()
+    try:
+        resolve_node_python(node_python)
+    except InterpreterError as e:
+        raise CollectionError(str(e)) from None
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
-    with open(os.path.join(out_dir, "collection.json"), "w") as f:
+    record_path = os.path.join(out_dir, "collection.json")
+    if os.path.exists(record_path):
+        with open(record_path) as f:
+            before = json.load(f).get("node_python", "cpython")     # older datasets: cpython
+        if before != node_python and os.listdir(os.path.join(out_dir, "runs")):
+            # the nodes' speed shapes the emulated links: one dataset, one interpreter
+            raise CollectionError(f"{out_dir} was collected with node interpreter '{before}', not "
+                                  f"'{node_python}': resume with --node-python {before}")
+    with open(record_path, "w") as f:
         json.dump({"seed": seed, "seconds": seconds, "samples": samples, "warmup_frac": warmup_frac,
-                   "ranges": RANGES, "ccas": CCAS, "format": DATA_FORMAT}, f, indent=1)
+                   "ranges": RANGES, "ccas": CCAS, "format": DATA_FORMAT, "node_python": node_python},
+                  f, indent=1)
     plans = [run_plan(i, seed) for i in range(runs)]
     todo = [p for p in plans if not os.path.exists(os.path.join(out_dir, "runs", p["run"] + ".npz"))]
     done, failed = runs - len(todo), []
@@ -208,7 +229,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
             dp = DatapathProcess(state_dir=os.path.join(workdir, "dp")).start()
             agent = AgentProcess("vegas", log_path=os.path.join(workdir, "vegas.log")).start()
             dp.wait_agent(True)
-        args = (seconds, samples, warmup_frac, workdir, out_dir)
+        args = (seconds, samples, warmup_frac, workdir, out_dir, node_python)
         jobs = max(1, min(jobs, len(todo)))
         if jobs == 1:
             _run_slice(todo, *args, "est", report)

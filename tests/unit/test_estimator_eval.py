@@ -91,3 +91,16 @@ def test_held_out_runs_exclude_what_the_model_trained_on_after_the_dataset_grew(
     kept, left_out = held_out(grown, model, seed=0)
     assert left_out > 0 and len(kept) == len(naive) - left_out
     assert not any(r[2]["run"] in trained for r in kept)
+
+
+def test_a_collection_resumes_only_with_the_interpreter_its_nodes_ran_on(tmp_path):
+    """The nodes' interpreter shapes the emulated links (timing, jitter): a dataset mixing
+    two would train on two networks. Checked before anything starts (no root needed)."""
+    import json
+    from estimator.collect import CollectionError, collect
+    fake_dataset(tmp_path, runs=2)
+    (tmp_path / "collection.json").write_text(json.dumps({"seed": 7, "node_python": "pypy"}))
+    with pytest.raises(CollectionError, match="collected with node interpreter 'pypy'.*--node-python pypy"):
+        collect(str(tmp_path), runs=2, seed=7, node_python="cpython")
+    with pytest.raises(CollectionError, match="not an executable"):
+        collect(str(tmp_path), runs=2, seed=7, node_python="/nonexistent/python")
