@@ -121,7 +121,7 @@ _REPORT_DEF = """\
     (:= Report.rin Flow.rate_incoming)
     (:= Report.rout Flow.rate_outgoing)
     (:= Report.acked (+ Report.acked Ack.bytes_acked))
-    (:= Report.sacked (+ Report.sacked Ack.packets_misordered))
+    (:= Report.sacked Ack.packets_misordered)
     (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
     (:= Report.timeout Flow.was_timeout)
     (:= Report.undo (max Report.undo Ack.ecn_bytes))
@@ -175,6 +175,8 @@ NO_RTT_SAMPLE = 2147483647      # minrtt's start value (portus immediates are at
 class Report:
     """The fields of REPORT_PER_RTT_AND_ON_LOSS, read once from portus's report object.
     ``minrtt_us`` is the smallest RTT sample since the last report (None: no sample);
+    ``sacked`` the segments SACKed above the cumulative ACK at the report's last ACK
+    (the kernel's sacked_out);
     ``undo_bytes`` the window the kernel restored when it undid a reduction (0: none);
     ``rto_acked`` the bytes acked by the ACK that reported a timeout (the first after the
     RTO; ``acked`` also holds earlier ACKs of the report, from before the RTO);
@@ -388,8 +390,13 @@ class WindowFlow(FlowBase):
         elif r.loss > 0 and after_rto and not in_recovery:
             event, reason = "loss", "data sent before the timeout: no new cut; " + self.on_ack(r)
         elif r.loss > 0 and not in_recovery:
-            # everything sent under the old window may still be reported lost: one cut for all of it
-            self.recovery_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)
+            # everything sent under the old window may still be reported lost: one cut for all
+            # of it, until the cumulative ACK passes what was sent (the kernel's high_seq). That is
+            # packets_out: in flight, plus lost, plus SACKed (the datapath's in-flight leaves
+            # those out). Without the SACKed, a second drop of the same overflow, detected an
+            # RTT later, came one segment past the estimate and cut again (0.7 x 0.7: 3 of 4
+            # runs of cwnd_progression, where kernel cubic stayed in its recovery).
+            self.recovery_bytes_left = max(self.cwnd, (r.inflight + r.loss + r.sacked) * self.mss)
             self._remember_before_cut()
             event, reason = "loss", self.on_loss(r)
         elif r.loss > 0 or in_recovery:

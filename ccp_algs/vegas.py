@@ -22,6 +22,7 @@ PROGRAM = """\
 (def (Report
     (volatile acked 0)
     (volatile loss 0)
+    (volatile sacked 0)
     (volatile timeout false)
     (volatile minrtt 2147483647)
     (volatile inflight 0)
@@ -32,6 +33,7 @@ PROGRAM = """\
 (when true
     (:= Report.acked (+ Report.acked Ack.bytes_acked))
     (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
+    (:= Report.sacked Ack.packets_misordered)
     (:= Report.timeout Flow.was_timeout)
     (:= Report.inflight Flow.packets_in_flight)
     (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
@@ -52,7 +54,7 @@ class VegasFlow(WindowFlow):
         rtt_us = r.minrtt if 0 < r.minrtt < NO_RTT_SAMPLE else None
         if rtt_us is not None:
             self.base_rtt_us = rtt_us if self.base_rtt_us is None else min(self.base_rtt_us, rtt_us)
-        return SimpleNamespace(acked=r.acked, loss=r.loss, timeout=bool(r.timeout), rtt_us=rtt_us,
+        return SimpleNamespace(acked=r.acked, loss=r.loss, sacked=r.sacked, timeout=bool(r.timeout), rtt_us=rtt_us,
                                inflight=r.inflight, undo_bytes=r.undo,
                                rto_acked=r.rto_acked)
 

@@ -135,6 +135,21 @@ def test_a_loss_after_a_recovery_ends_within_the_same_report_is_a_new_cut():
     assert flow.recovery_bytes_left == 1 * MSS
 
 
+def test_a_recovery_lasts_until_the_sacked_segments_are_acked_too():
+    """The kernel's recovery ends when the cumulative ACK passes what was sent before it
+    (high_seq): packets in flight, lost and SACKed. A second drop of the same overflow,
+    found an RTT later with all but a few of those acked, is the same recovery."""
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    # the loss shows on the ACK that SACKs the 4th segment above the hole
+    flow.on_report(report(acked=MSS, loss=1, inflight=99, sacked=4))     # cut to 70
+    assert dp.cwnd == 70 * MSS
+    flow.on_report(report(acked=101 * MSS, loss=1, inflight=69, sacked=3))
+    assert dp.cwnd == 70 * MSS                                           # 3 segments to go
+    flow.on_report(report(acked=3 * MSS, inflight=69))
+    assert flow.recovery_bytes_left == 0
+
+
 def test_a_timeout_during_recovery_or_rto_backoff_keeps_the_episodes_ssthresh():
     # tcp_enter_loss recomputes ssthresh only from Open/Disorder or once high_seq is acked
     flow, dp = start(Cubic())
