@@ -301,6 +301,9 @@ class WindowFlow(FlowBase):
     def on_ack(self, r) -> str:
         raise NotImplementedError
 
+    def on_recovery_over(self, r):
+        """Called on the report in which a recovery ended, before its growth (if any)."""
+
     def growth_registers(self) -> list[tuple[str, int]]:
         """The datapath's per-ACK growth until the next decision (GROWTH_REGISTERS)."""
         return [("ss_until", self.slow_start_in_datapath())]
@@ -405,6 +408,7 @@ class WindowFlow(FlowBase):
             event, reason = "undo", ""
         elif recovery_left_before > 0:
             # the recovery ended in this report: growth only for what was acked after it
+            self.on_recovery_over(r)
             after = copy.copy(r)
             after.acked = r.acked - recovery_left_before
             if r.delivered is not None:        # the packets past the recovery point, at most

@@ -55,6 +55,7 @@ class CubicFlow(WindowFlow):
         self.delay_min_us: int | None = None                  # smallest RTT ever (HyStart)
         self.w_max_from_loss = 0.0                            # 0 until the first loss (Linux last_max_cwnd)
         self.ca_epoch = 1                                     # numbers the epochs for the datapath's W_est
+        self.epoch_end_pkts = 0                               # the window an epoch ended at (cut, undo)
         self.ca_target = 0.0                                  # the curve one RTT ahead (bytes; 0: none yet)
         super().__init__(alg, datapath, datapath_info)
 
@@ -84,6 +85,7 @@ class CubicFlow(WindowFlow):
     def _end_epoch(self):
         """The curve restarts at the next congestion avoidance (Linux epoch_start = 0)."""
         self.epoch_start_s = None
+        self.epoch_end_pkts = int(self.cwnd // self.mss)
         self.cwnd_credit = 0
         self.ca_epoch += 1
 
@@ -116,6 +118,29 @@ class CubicFlow(WindowFlow):
         ahead_s = (self.delay_min_us or r.rtt_us or 1) / 1e6
         return self._curve(ahead_s, ((w_max - cwnd) / mss / C) ** (1 / 3), w_max)
 
+    def _start_epoch(self, now_s: float):
+        """A new curve, as Linux on the epoch's first ACK in congestion avoidance: K and
+        W_est from the window at that ACK. That is the window the last epoch ended at (the
+        cut, once the recovery is over; an undo's), or ssthresh where slow start led up to
+        it, not the window at the agent's first report: the datapath has grown since, and
+        a curve begun there sat nearer W_max, its target a segment higher (ccp cubic grew a
+        segment per 3.2 ACKs at 3 segments where kernel cubic took 5.4, +8 % at 5 % loss)."""
+        mss = self.mss
+        now_pkts = max(int(self.cwnd // mss), 1)
+        ss_pkts = int(self.ssthresh // mss) if self.ssthresh != float("inf") else now_pkts
+        base_pkts = min(now_pkts, max(self.epoch_end_pkts, min(now_pkts, ss_pkts), 1))
+        self.epoch_start_s = now_s
+        self.est_pkts, self.est_acked = base_pkts, 0     # Linux tcp_cwnd, ack_cnt
+        if self.w_max <= base_pkts * mss:
+            self.w_max = base_pkts * mss
+        self.k_s = ((self.w_max - base_pkts * mss) / mss / C) ** (1 / 3)
+
+    def on_recovery_over(self, r: Report):
+        """Linux's epoch begins on the ACK that ends the recovery (cong_avoid runs on it,
+        in Open): the curve's clock starts with this report, not the next one."""
+        if self.epoch_start_s is None and self.cwnd >= self.ssthresh:
+            self._start_epoch(time.monotonic())
+
     def _congestion_avoidance(self, r: Report, now_s: float) -> str:
         """One report's growth as tcp_cubic's per-ACK arithmetic (bictcp_update and
         tcp_cong_avoid_ai), segment by segment, in whole segments: the window grows a
@@ -129,11 +154,7 @@ class CubicFlow(WindowFlow):
         mss = self.mss
         cwnd_pkts = max(int(self.cwnd // mss), 1)
         if self.epoch_start_s is None:
-            self.epoch_start_s = now_s
-            self.est_pkts, self.est_acked = cwnd_pkts, 0     # Linux tcp_cwnd, ack_cnt
-            if self.w_max <= cwnd_pkts * mss:
-                self.w_max = cwnd_pkts * mss
-            self.k_s = ((self.w_max - cwnd_pkts * mss) / mss / C) ** (1 / 3)
+            self._start_epoch(now_s)
         ahead_s = (self.delay_min_us or r.rtt_us or 1) / 1e6
         target_pkts = int(self._w_cubic(now_s - self.epoch_start_s + ahead_s) // mss)
         self.ca_target = float(target_pkts * mss)

@@ -596,6 +596,22 @@ def test_cubic_hands_congestion_avoidance_to_the_datapath_with_a_new_epoch_per_c
     assert dp.cwnd == 16 * MSS                            # the datapath's growth, taken once
 
 
+def test_cubic_begins_its_curve_at_the_cut_window_when_the_recovery_ends():
+    """Linux starts the epoch on the ACK that ends the recovery, at the cut window. The
+    datapath grows from there before the agent's next report; a curve begun at that grown
+    window sits nearer W_max and aims a segment or two higher than kernel cubic's."""
+    flow, dp = start(Cubic())
+    grow_to(flow, 20 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=20, grown=0))          # cut to 14
+    assert dp.cwnd == 14 * MSS
+    flow.on_report(report(acked=21 * MSS, delivered=21, inflight=14, grown=0))   # ends exactly at high_seq
+    assert flow.epoch_start_s is not None                 # the curve's clock runs from here
+    flow.on_report(report(acked=14 * MSS, delivered=14, inflight=16, grown=2))   # the datapath grew 2
+    assert dp.cwnd == 16 * MSS
+    assert flow.k_s == pytest.approx((6 / 0.4) ** (1 / 3))   # from 14 segments, not 16
+    assert dp.fields["ca_target"] == 15 * MSS             # 20 - int(0.4 x ~2.4^3), not 17
+
+
 def test_the_rto_acks_growth_is_the_agents():
     """The ACK that reports an RTO grew the window in the kernel's own slow start (rto_hold,
     not counted as the datapath's growth): the agent's answer includes it."""
