@@ -149,7 +149,8 @@ except ImportError:   # unit tests of decisions do not need the portus runtime
     AlgBase = object
 
 TRACE_FIELDS = ["t_s", "mono_ns", "sid", "event", "cwnd_bytes", "ssthresh_bytes", "rtt_us",
-                "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason", "cwnd_before_bytes"]
+                "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason", "cwnd_before_bytes",
+                "src_port", "dst_port"]     # on a flow's start row: which connection (one agent, many flows)
 
 
 class Trace:
@@ -225,6 +226,7 @@ class FlowBase:
         self.info = datapath_info
         self.sid = datapath_info.sock_id
         self.mss = datapath_info.mss or 1448
+        self.ports = (getattr(datapath_info, "src_port", None), getattr(datapath_info, "dst_port", None))
         self.trace = alg.trace
 
     def install(self, cwnd_bytes: int):
@@ -284,7 +286,8 @@ class WindowFlow(FlowBase):
             registers = self.growth_registers()
             self.datapath.update_fields([("seg_bytes", int(self.mss))] + registers)
             self.sent_registers = dict(registers)
-        self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init")
+        self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init",
+                       src_port=self.ports[0], dst_port=self.ports[1])
 
     def parse(self, r) -> Report:
         return Report(r)

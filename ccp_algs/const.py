@@ -13,7 +13,8 @@ class ConstFlow(FlowBase):
         if alg.rate_bytes_per_s:
             fields.append(("Rate", alg.rate_bytes_per_s))
         self.datapath.set_program(self.program, fields)
-        self.trace.row(sid=self.sid, event="start", cwnd_bytes=self.cwnd_bytes, reason="const")
+        self.trace.row(sid=self.sid, event="start", cwnd_bytes=self.cwnd_bytes, reason="const",
+                       src_port=self.ports[0], dst_port=self.ports[1])
 
     def on_report(self, r):
         r = Report(r)

@@ -131,7 +131,15 @@ def exp_group():
 @click.option("--seed", type=click.IntRange(min=0), help="seed of the link-loss draws (default: the "
               "scenario's 'seed', else a random one; recorded in summary.json). Within a run of a "
               "scenario every algorithm of a repeat meets the same draws")
-def run_cmd(scenario, out_dir, quick, kernel_trace, seed):
+@click.option("--repeats", type=click.IntRange(min=1), help="repeats per algorithm and sweep value "
+              "(default: the scenario's)")
+@click.option("--seconds", type=click.FloatRange(min=1), help="length of each run (default: the scenario's)")
+@click.option("--loss", "loss_pct", multiple=True, type=click.FloatRange(0, 100),
+              help="link loss % to sweep instead of the scenario's list (repeatable: --loss 10 --loss 20)")
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 16),
+              help="testbeds at once, each running a repeat of the same algorithm (one CCP agent "
+              "serves them all). For low-rate runs (high link loss): the testbeds share the cores")
+def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss_pct, jobs):
     """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
@@ -148,12 +156,21 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed):
     sc.kernel_trace = sc.kernel_trace or kernel_trace
     if seed is not None:
         sc.seed = seed
+    if repeats:
+        sc.repeats = repeats
+    if seconds:
+        sc.seconds = seconds
+    if loss_pct:
+        if "loss_pct" not in sc.sweep:
+            raise click.ClickException(f"--loss: scenario {sc.name} does not sweep loss_pct")
+        sc.sweep = {"loss_pct": [int(p) if float(p).is_integer() else p for p in loss_pct]}
     out_dir = out_dir or os.path.join("results", f"{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     n = sum(1 for _ in sc.runs())
-    click.echo(f"{sc.name}: {n} runs of {sc.seconds:g} s -> {out_dir}")
+    click.echo(f"{sc.name}: {n} runs of {sc.seconds:g} s" + (f" on {jobs} testbeds" if jobs > 1 else "")
+               + f" -> {out_dir}")
     unwind_on_sigterm(lambda signum: sys.exit(128 + signum))   # agents, datapath, testbed stopped
     try:
-        records = run_scenario(sc, out_dir, echo=click.echo)
+        records = run_scenario(sc, out_dir, echo=click.echo, jobs=jobs)
     except (TestbedError, OSError, RuntimeError) as exc:
         raise click.ClickException(str(exc))
     key = next(iter(sc.sweep), None)

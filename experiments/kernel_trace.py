@@ -20,6 +20,7 @@ import itertools
 import os
 import re
 import subprocess
+import threading
 
 TRACEFS = "/sys/kernel/tracing"
 EVENTS = ("tcp/tcp_probe", "tcp/tcp_cong_state_set", "tcp/tcp_retransmit_skb")
@@ -30,6 +31,7 @@ FIELDS = ["t_s", "event", "sport", "cwnd_pkts", "ssthresh_pkts", "srtt_us", "snd
 _LINE = re.compile(r"\s(\d+\.\d+): (tcp_probe|tcp_cong_state_set|tcp_retransmit_skb): (.*)$")
 _KV = re.compile(r"(\w+)=(\S+)")
 _seq = itertools.count()
+_mount_lock = threading.Lock()
 
 
 class TraceError(RuntimeError):
@@ -54,10 +56,12 @@ class KernelTcpTrace:
         self.lost_events = 0
 
     def __enter__(self):
-        if not os.path.isdir(os.path.join(TRACEFS, "instances")):
-            mounted = subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True)
-            if mounted.returncode != 0 or not os.path.isdir(os.path.join(TRACEFS, "instances")):
-                raise TraceError(f"tracefs is not mounted at {TRACEFS} and mounting it failed (root needed)")
+        with _mount_lock:      # parallel testbeds' runs start their traces together
+            if not os.path.isdir(os.path.join(TRACEFS, "instances")):
+                mounted = subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True)
+                if not os.path.isdir(os.path.join(TRACEFS, "instances")):
+                    raise TraceError(f"tracefs is not mounted at {TRACEFS} and mounting it failed (root needed): "
+                                     f"{mounted.stderr.decode(errors='replace').strip()}")
         os.mkdir(self.instance)
         try:
             _write(os.path.join(self.instance, "trace_clock"), "mono")

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import re
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -29,6 +31,7 @@ from .testbed import Testbed, teardown
 from .topo import load_topo
 
 TESTBED_NAME = "exp"
+log = logging.getLogger(__name__)
 CREDS = "/run/intcc/exp-broker/credentials.json"
 
 
@@ -169,14 +172,32 @@ def plot_summary(records: list[dict], key: str, path: str, title: str):
     plt.close(fig)
 
 
-def run_scenario(sc: Scenario, out_dir: str, echo=print) -> list[dict]:
+def testbed_names(jobs: int) -> list[str]:
+    return [TESTBED_NAME if k == 0 else f"{TESTBED_NAME}{k}" for k in range(jobs)]
+
+
+def run_name(alg: Algorithm, key: str, value, rep: int) -> str:
+    return f"{slug(alg.label)}_{key}-{value}_r{rep}" if key != "none" else f"{slug(alg.label)}_r{rep}"
+
+
+def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[dict]:
+    """Every run of ``sc``; ``jobs`` > 1 brings up that many testbeds (exp, exp1, ...) and
+    runs as many repeats of one algorithm at once (Scenario.batches), one CCP agent
+    serving all their flows. For low-rate runs (high loss), where the nodes idle: the
+    testbeds share the machine's cores."""
     from broker.launch import BrokerProcess
     from ccp_algs.datapath import AgentProcess, DatapathProcess
 
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
-    runs = list(sc.runs())
     needs_ccp = any(a.ccp for a in sc.algorithms)
     needs_tele = any(a.needs_telemetry for a in sc.algorithms)
+    jobs = max(1, min(jobs, sc.repeats))
+    if jobs > 1 and needs_tele:
+        # testbeds alike publish the same node ids (intcc/v1/hop/<node-id>) to one broker
+        raise RuntimeError(f"--jobs {jobs}: INT-aware algorithms ({', '.join(a.label for a in sc.algorithms if a.needs_telemetry)}) "
+                           f"need one testbed (their telemetry would mix across testbeds)")
+    batches = list(sc.batches(jobs))
+    n_runs = sum(len(reps) for _, _, reps in batches)
     client, server = sc.flows["main"]
     records: list[dict] = []
     base_seed = sc.seed if sc.seed is not None else random.SystemRandom().randrange(2**31)
@@ -190,35 +211,40 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print) -> list[dict]:
             stack.enter_context(broker)
             broker_url = broker.url
             exporter = f"{broker.url}?credentials={CREDS}"
-        teardown(TESTBED_NAME)
-        echo(f"testbed {sc.topology} {sc.params} (exporter {exporter.split('?')[0]}) ...")
-        tb = Testbed(load_topo(sc.topology_path, sc.params), TESTBED_NAME).up(exporter=exporter)
-        stack.callback(tb.down)
+        testbeds = []
+        for name in testbed_names(jobs):
+            teardown(name)
+            echo(f"testbed {name}: {sc.topology} {sc.params} (exporter {exporter.split('?')[0]}) ...")
+            tb = Testbed(load_topo(sc.topology_path, sc.params), name).up(exporter=exporter)
+            stack.callback(tb.down)
+            testbeds.append(tb)
         dp = None
         if needs_ccp:
             dp = DatapathProcess(state_dir=os.path.join(out_dir, "datapath"))
             stack.enter_context(dp)
-        for i, (alg, sweep, rep) in enumerate(runs, 1):
+        for alg, sweep, reps in batches:
             (key, value), = sweep.items()
+            beds = testbeds[:len(reps)]
             if key == "loss_pct":
-                set_loss(tb, value)
-            name = f"{slug(alg.label)}_{key}-{value}_r{rep}" if key != "none" else f"{slug(alg.label)}_r{rep}"
-            run_dir = os.path.join(out_dir, "runs", name)
-            os.makedirs(run_dir, exist_ok=True)
-            loss_seed = run_seed(base_seed, key, value, rep)
-            rec = _one_run(tb, dp, alg, sc, client, server, run_dir, broker_url, AgentProcess, loss_seed)
-            rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
-                        "loss_seed": loss_seed})
-            if key != "none":
-                rec[key] = value
-            records.append(rec)
+                for tb in beds:
+                    set_loss(tb, value)
+            names = [run_name(alg, key, value, rep) for rep in reps]
+            run_dirs = [os.path.join(out_dir, "runs", name) for name in names]
+            seeds = [run_seed(base_seed, key, value, rep) for rep in reps]
+            batch = _batch(beds, dp, alg, sc, client, server, run_dirs, broker_url, AgentProcess, seeds)
+            for rec, rep, name, loss_seed in zip(batch, reps, names, seeds):
+                rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
+                            "loss_seed": loss_seed})
+                if key != "none":
+                    rec[key] = value
+                records.append(rec)
+                elapsed = time.monotonic() - t_start
+                eta = elapsed / len(records) * (n_runs - len(records))
+                what = f"{key} {value:<5} " if key != "none" else ""
+                echo(f"[{len(records)}/{n_runs}] {alg.label:16s} {what}repeat {rep}: "
+                     f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits  (eta {eta / 60:.0f} min)")
             with open(os.path.join(out_dir, "summary.json"), "w") as f:   # resumable reading
                 json.dump(records, f, indent=1)
-            elapsed = time.monotonic() - t_start
-            eta = elapsed / i * (len(runs) - i)
-            what = f"{key} {value:<5} " if key != "none" else ""
-            echo(f"[{i}/{len(runs)}] {alg.label:16s} {what}repeat {rep}: "
-                 f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits  (eta {eta / 60:.0f} min)")
     if sc.sweep:
         key = next(iter(sc.sweep))
         plot_summary(records, key, os.path.join(out_dir, "goodput.png"), sc.description or sc.name)
@@ -292,35 +318,117 @@ def slow_start_exit_s(trace_csv: str) -> float | None:
     return None
 
 
-def _competitor(tb, sc, alg, holder):
+#: Testbed k's main flow listens on port MAIN_PORT + PORT_STRIDE·k, its competitor one
+#: above: the kernel trace (tracefs sees every namespace) and the agent's trace tell the
+#: flows of parallel testbeds apart by port.
+MAIN_PORT = 5201
+PORT_STRIDE = 100
+
+
+def split_agent_trace(path: str, dirs_by_port: dict[int, str]) -> int:
+    """One agent's trace of several testbeds' flows -> each run's trace.csv, by the ports
+    on each flow's start row: the iperf3 server's port is the client's destination port
+    and the source port of the server's own sockets (iperf3 sets the CCA on both ends).
+    Returns the rows no run claimed (then the combined trace is kept beside the runs,
+    else removed)."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames or ["t_s"], list(reader)
+    port_of_sid = {}
+    for r in rows:
+        if r["event"] == "start":
+            port_of_sid[r["sid"]] = next((int(r[k]) for k in ("dst_port", "src_port")
+                                         if r.get(k) and int(r[k]) in dirs_by_port), None)
+    out = {port: [] for port in dirs_by_port}
+    unclaimed = 0
+    for r in rows:
+        port = port_of_sid.get(r["sid"])
+        if port in out:
+            out[port].append(r)
+        else:
+            unclaimed += 1
+    for port, run_dir in dirs_by_port.items():
+        with open(os.path.join(run_dir, "trace.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fields)
+            w.writeheader()
+            w.writerows(out[port])
+    if not unclaimed:
+        os.remove(path)
+    return unclaimed
+
+
+def _batch(beds, dp, alg: Algorithm, sc: Scenario, client, server, run_dirs, broker_url, AgentProcess,
+           loss_seeds) -> list[dict]:
+    """One algorithm's runs, one on each testbed of ``beds``, at once under one agent."""
+    import threading
+    for d in run_dirs:
+        os.makedirs(d, exist_ok=True)
+    ports = [MAIN_PORT + PORT_STRIDE * k for k in range(len(beds))]
+    shared = len(beds) > 1
+    trace_path = (os.path.join(os.path.dirname(run_dirs[0]), os.path.basename(run_dirs[0]) + ".agent-trace.csv")
+                  if shared else os.path.join(run_dirs[0], "trace.csv"))
+    log_path = os.path.join(run_dirs[0], "agent.log")
+    raws: list = [None] * len(beds)
+
+    def flow(k):
+        try:
+            raws[k] = _flow(beds[k], alg, sc, client, server, run_dirs[k], loss_seeds[k], ports[k])
+        except BaseException as e:      # reported by the batch
+            raws[k] = e
+
+    agent = None
+    try:
+        if alg.ccp:
+            opts = list(alg.options) + ["--trace", trace_path]
+            if alg.needs_telemetry:
+                opts += ["--broker", broker_url, "--state-dir", dp.state_dir]
+            agent = AgentProcess(alg.ccp, opts, log_path=log_path).start()
+            dp.wait_agent(True)
+        threads = [threading.Thread(target=flow, args=(k,)) for k in range(len(beds))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        failure = agent.failure() if agent is not None else None
+        if agent is not None:
+            agent.stop()
+            dp.wait_agent(False)
+    if failure:
+        raise RuntimeError(f"the {alg.ccp} agent failed, the flow ran the datapath's fallback:\n{failure}")
+    for raw in raws:
+        if isinstance(raw, BaseException):
+            raise raw
+    if alg.ccp and shared:
+        if split_agent_trace(trace_path, dict(zip(ports, run_dirs))):
+            log.warning("agent trace rows of no run's flow kept in %s", trace_path)
+        for d in run_dirs[1:]:
+            shutil.copy(log_path, os.path.join(d, "agent.log"))
+    return [_record(alg, sc, d, raw) for d, raw in zip(run_dirs, raws)]
+
+
+def _competitor(tb, sc, alg, holder, port: int):
     c_client, c_server = sc.flows["competitor"]
     try:
-        holder["out"] = iperf(tb, c_client, c_server, alg.competitor, sc.seconds, sc.interval_s, port=5202)
+        holder["out"] = iperf(tb, c_client, c_server, alg.competitor, sc.seconds, sc.interval_s, port=port)
     except Exception as e:     # reported with the run
         holder["error"] = str(e)
 
 
-def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, broker_url, AgentProcess,
-             loss_seed: int) -> dict:
+def _flow(tb, alg: Algorithm, sc: Scenario, client, server, run_dir, loss_seed: int, port: int) -> dict:
+    """One run's flows on ``tb`` (the agent, if any, is up): iperf3's output and counters."""
     import threading
-    agent = None
     before = link_loss_counts(tb)
     tcp_before = tcp_counters(tb, client)
     comp, comp_thread = {}, None
     extra = {}
+    seed_losses(tb, loss_seed)      # last thing before the flows: nothing else draws
     try:
-        if alg.ccp:
-            opts = list(alg.options) + ["--trace", os.path.join(run_dir, "trace.csv")]
-            if alg.needs_telemetry:
-                opts += ["--broker", broker_url, "--state-dir", dp.state_dir]
-            agent = AgentProcess(alg.ccp, opts, log_path=os.path.join(run_dir, "agent.log")).start()
-            dp.wait_agent(True)
-        seed_losses(tb, loss_seed)      # last thing before the flows: nothing else draws
         if alg.competitor:
-            comp_thread = threading.Thread(target=_competitor, args=(tb, sc, alg, comp))
+            comp_thread = threading.Thread(target=_competitor, args=(tb, sc, alg, comp, port + 1))
             comp_thread.start()
-        with (KernelTcpTrace(port=5201) if sc.kernel_trace else nullcontext()) as ktrace:
-            out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s)
+        with (KernelTcpTrace(port=port) if sc.kernel_trace else nullcontext()) as ktrace:
+            out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port)
         if ktrace is not None:
             ktrace.write_csv(os.path.join(run_dir, "kernel_trace.csv"))
             extra["kernel_trace"] = summarize_kernel_trace(ktrace.rows)
@@ -329,14 +437,16 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
     finally:
         if comp_thread is not None:
             comp_thread.join()
-        failure = agent.failure() if agent is not None else None
-        if agent is not None:
-            agent.stop()
-            dp.wait_agent(False)
-    if failure:
-        raise RuntimeError(f"the {alg.ccp} agent failed, the flow ran the datapath's fallback:\n{failure}")
     after = link_loss_counts(tb)
     tcp_after = tcp_counters(tb, client)
+    return {"out": out, "comp": comp, "extra": extra,
+            "passed": after[0] - before[0], "lost": after[1] - before[1],
+            "sender_tcp": {k.split(".")[1]: tcp_after[k] - tcp_before.get(k, 0) for k in tcp_after}}
+
+
+def _record(alg: Algorithm, sc: Scenario, run_dir: str, raw: dict) -> dict:
+    """A run's record, series.csv, iperf3.json and plot from what _flow gathered."""
+    out, comp, extra = raw["out"], raw["comp"], dict(raw["extra"])
     rows = series(out)
     if alg.competitor:
         if "out" not in comp:
@@ -359,14 +469,14 @@ def _one_run(tb, dp, alg: Algorithm, sc: Scenario, client, server, run_dir, brok
     with open(os.path.join(run_dir, "iperf3.json"), "w") as f:
         json.dump(out, f)
     plot_series(rows, f"{alg.label}", os.path.join(run_dir, "series.png"))
-    passed, lost = after[0] - before[0], after[1] - before[1]
+    passed, lost = raw["passed"], raw["lost"]
     return {"goodput_mbps": out["end"]["sum_received"]["bits_per_second"] / 1e6,
             "retransmits": out["end"]["sum_sent"].get("retransmits", 0),
             "seconds": sc.seconds, "measured_link_loss_pct": 100 * lost / max(passed + lost, 1),
             "mss": out["start"].get("tcp_mss_default"),
             "slow_start_exit_s": slow_start_exit_s(os.path.join(run_dir, "trace.csv")),
             "plateau_s": time_to_plateau_s(rows),
-            "sender_tcp": {k.split(".")[1]: tcp_after[k] - tcp_before.get(k, 0) for k in tcp_after}, **extra}
+            "sender_tcp": raw["sender_tcp"], **extra}
 
 
 def table_by_algorithm(records: list[dict]) -> str:

@@ -76,11 +76,19 @@ class Scenario:
     def runs(self):
         """(algorithm, {sweep key: value}, repeat) for every run; algorithms innermost,
         so that drift over a long sweep (a busy machine) affects them alike."""
+        for alg, sweep, reps in self.batches(1):
+            yield alg, sweep, reps[0]
+
+    def batches(self, jobs: int):
+        """(algorithm, {sweep key: value}, [repeats]) for ``jobs`` testbeds at once: per
+        sweep value, the repeats in groups of ``jobs``, each algorithm in turn on the
+        whole group (one CCP agent serves them all)."""
         (key, values), = self.sweep.items() if self.sweep else (("none", [None]),)
         for value in values:
-            for rep in range(self.repeats):
+            for first in range(0, self.repeats, jobs):
+                group = list(range(first, min(first + jobs, self.repeats)))
                 for alg in self.algorithms:
-                    yield alg, {key: value}, rep
+                    yield alg, {key: value}, group
 
 
 def resolve(name_or_path: str) -> str:

@@ -95,3 +95,44 @@ def test_time_to_plateau_is_when_cwnd_first_nears_its_settled_value():
     rows = [{"t_s": 0.5 * (i + 1), "cwnd_bytes": c * 1000} for i, c in enumerate(cwnds)]
     assert time_to_plateau_s(rows) == 2.5          # 95 kB >= 0.9 * 90 kB, 80 kB is not
     assert time_to_plateau_s(rows[:3]) is None     # too short to say
+
+
+def test_batches_give_each_testbed_a_repeat_and_cover_every_run_once():
+    sc = load("cubic_fidelity")
+    sc.repeats = 5
+    batches = list(sc.batches(2))
+    # per sweep value: repeats {0,1}, {2,3}, {4}, each group under every algorithm in turn
+    assert [(a.label, reps) for a, v, reps in batches[:6]] == [
+        ("kernel cubic", [0, 1]), ("ccp cubic", [0, 1]), ("kernel cubic", [2, 3]), ("ccp cubic", [2, 3]),
+        ("kernel cubic", [4]), ("ccp cubic", [4])]
+    flat = sorted((a.label, v["loss_pct"], r) for a, v, reps in batches for r in reps)
+    assert flat == sorted((a.label, v["loss_pct"], r) for a, v, r in sc.runs())
+    assert len(flat) == len(set(flat)) == 2 * 6 * 5
+
+
+def test_one_agents_trace_is_split_into_the_runs_by_the_flows_port(tmp_path):
+    head = "t_s,mono_ns,sid,event,cwnd_bytes,ssthresh_bytes,reason,src_port,dst_port\n"
+    shared = tmp_path / "batch.agent-trace.csv"
+    shared.write_text(head + "0.1,1,7,start,14480,,init,40000,5201\n"      # testbed 0: iperf3 control + data
+                             "0.1,1,8,start,14480,,init,40002,5201\n"
+                             "0.2,1,9,start,14480,,init,40000,5301\n"      # testbed 1
+                             "0.2,1,10,start,14480,,init,5301,40000\n"     # its server's socket
+                             "0.3,1,8,report,28960,,slow start,,\n"
+                             "0.4,1,9,loss,20000,20000,1 lost,,\n")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    assert runner.split_agent_trace(str(shared), {5201: str(a), 5301: str(b)}) == 0
+    assert not shared.exists()
+    assert [line.split(",")[2] for line in (a / "trace.csv").read_text().splitlines()[1:]] == ["7", "8", "8"]
+    assert [line.split(",")[2] for line in (b / "trace.csv").read_text().splitlines()[1:]] == ["9", "10", "9"]
+    assert runner.slow_start_exit_s(str(b / "trace.csv")) == pytest.approx(0.2)   # its own flow's cut
+
+
+def test_a_trace_row_of_no_runs_flow_keeps_the_combined_trace(tmp_path):
+    shared = tmp_path / "batch.agent-trace.csv"
+    shared.write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason,src_port,dst_port\n"
+                      "0.1,1,7,start,14480,init,40000,5201\n"
+                      "0.2,1,5,report,14480,slow start,,\n")          # a flow whose start row is missing
+    (tmp_path / "a").mkdir()
+    assert runner.split_agent_trace(str(shared), {5201: str(tmp_path / "a")}) == 1
+    assert shared.exists()
