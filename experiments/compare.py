@@ -64,13 +64,19 @@ def ratio_ci(values, baseline, resamples: int = DEFAULT_RESAMPLES, level: float 
 
 
 def _pairs(runs, base_runs, metric):
-    """(values, baseline) aligned by loss_seed when both sides ran the same seeds, else None."""
+    """(values, baseline) aligned by loss_seed over the seeds both sides ran (a run that
+    failed leaves its partner out), else None: seeds missing or repeated, or fewer than
+    two in common."""
     seeds = [r.get("loss_seed") for r in runs]
     base_seeds = [r.get("loss_seed") for r in base_runs]
-    if None in seeds or len(set(seeds)) != len(seeds) or sorted(seeds) != sorted(base_seeds):
-        return None
+    for side in (seeds, base_seeds):
+        if None in side or len(set(side)) != len(side):
+            return None
     by_seed = {r["loss_seed"]: r[metric] for r in base_runs}
-    return [r[metric] for r in runs], [by_seed[r["loss_seed"]] for r in runs]
+    common = [r for r in runs if r["loss_seed"] in by_seed]
+    if len(common) < 2:
+        return None
+    return [r[metric] for r in common], [by_seed[r["loss_seed"]] for r in common]
 
 
 def compare(records: list[dict], baseline: str, key: str | None = "loss_pct", metric: str = "goodput_mbps",
@@ -99,6 +105,8 @@ def compare(records: list[dict], baseline: str, key: str | None = "loss_pct", me
             if base and np.mean(base) > 0:
                 pairs = _pairs(a_runs, base_runs, metric)
                 row["paired"] = pairs is not None
+                row["pairs"] = len(pairs[0]) if pairs else 0
+                row["all_paired"] = row["pairs"] == len(xs) == len(base)
                 row["ratio"], row["ci_low"], row["ci_high"] = ratio_ci(
                     *(pairs or (xs, base)), resamples, seed=seed, paired=pairs is not None)
             rows.append(row)
@@ -113,7 +121,10 @@ def format_rows(rows: list[dict], baseline: str, key: str | None, metric: str) -
         cells = (f"{r[key]!s:>9s}  " if key else "") + f"{r['algorithm']:20s}{r['runs']:5d}{r['mean']:10.3f}" \
             f"{r['median']:10.3f}"
         if "ratio" in r:
-            cells += f"   {r['ratio']:6.2f} ({r['ci_low']:.2f}-{r['ci_high']:.2f})" + (" paired" if r["paired"] else "")
+            paired = ""
+            if r["paired"]:
+                paired = " paired" if r.get("all_paired", True) else f" paired ({r['pairs']} pairs)"
+            cells += f"   {r['ratio']:6.2f} ({r['ci_low']:.2f}-{r['ci_high']:.2f})" + paired
             if r["runs"] < FEW_RUNS:
                 cells += f" (< {FEW_RUNS} runs: the interval is too narrow)"
         lines.append(cells)

@@ -35,6 +35,15 @@ log = logging.getLogger(__name__)
 CREDS = "/run/intcc/exp-broker/credentials.json"
 
 
+#: How long iperf3 may take past its run time: at 20 % link loss the closing exchange on
+#: its control connection can sit in RTO backoff (1, 2, 4, ... s) for a minute.
+IPERF_GRACE_S = 180
+
+
+class RunFailed(RuntimeError):
+    """One run failed (its flow, not the testbed): recorded in failed.json, the rest go on."""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -108,12 +117,20 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
                    stderr=subprocess.DEVNULL)
     try:
         tb.wait_listening(server, port)
-        res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
-                              "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
-                     timeout=seconds + 40)
-        out = json.loads(res.stdout)
+        try:
+            res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
+                                  "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
+                         timeout=seconds + IPERF_GRACE_S)
+        except subprocess.TimeoutExpired:
+            raise RunFailed(f"iperf3 {client} -> {server} ({cca}) did not end {IPERF_GRACE_S} s after its "
+                            f"{seconds:g} s (its closing exchange stuck in RTO backoff?)") from None
+        try:
+            out = json.loads(res.stdout)
+        except json.JSONDecodeError:
+            raise RunFailed(f"iperf3 {client} -> {server} ({cca}) wrote no JSON: "
+                            f"{(res.stderr or res.stdout).strip()[:300]}") from None
         if "error" in out:
-            raise RuntimeError(f"iperf3 {client} -> {server} ({cca}): {out['error']}")
+            raise RunFailed(f"iperf3 {client} -> {server} ({cca}): {out['error']}")
         return out
     finally:
         srv.kill()
@@ -200,6 +217,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
     n_runs = sum(len(reps) for _, _, reps in batches)
     client, server = sc.flows["main"]
     records: list[dict] = []
+    failed: list[dict] = []
     base_seed = sc.seed if sc.seed is not None else random.SystemRandom().randrange(2**31)
     echo(f"loss draws seeded from {base_seed} (--seed {base_seed} repeats them)")
     t_start = time.monotonic()
@@ -233,18 +251,30 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
             seeds = [run_seed(base_seed, key, value, rep) for rep in reps]
             batch = _batch(beds, dp, alg, sc, client, server, run_dirs, broker_url, AgentProcess, seeds)
             for rec, rep, name, loss_seed in zip(batch, reps, names, seeds):
+                what = f"{key} {value:<5} " if key != "none" else ""
+                if isinstance(rec, RunFailed):
+                    failed.append({"run": name, "algorithm": alg.label, "repeat": rep, "loss_seed": loss_seed,
+                                   key: value, "error": str(rec)})
+                    with open(os.path.join(out_dir, "failed.json"), "w") as f:
+                        json.dump(failed, f, indent=1)
+                    echo(f"[{len(records) + len(failed)}/{n_runs}] {alg.label:16s} {what}repeat {rep}: "
+                         f"FAILED ({rec}); kept in failed.json, the others go on")
+                    continue
                 rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
                             "loss_seed": loss_seed})
                 if key != "none":
                     rec[key] = value
                 records.append(rec)
-                elapsed = time.monotonic() - t_start
-                eta = elapsed / len(records) * (n_runs - len(records))
-                what = f"{key} {value:<5} " if key != "none" else ""
-                echo(f"[{len(records)}/{n_runs}] {alg.label:16s} {what}repeat {rep}: "
+                done = len(records) + len(failed)
+                eta = (time.monotonic() - t_start) / done * (n_runs - done)
+                echo(f"[{done}/{n_runs}] {alg.label:16s} {what}repeat {rep}: "
                      f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits  (eta {eta / 60:.0f} min)")
             with open(os.path.join(out_dir, "summary.json"), "w") as f:   # resumable reading
                 json.dump(records, f, indent=1)
+    if failed:
+        echo(f"{len(failed)} of {n_runs} runs failed: {os.path.join(out_dir, 'failed.json')}")
+    if not records:
+        raise RuntimeError(f"every run failed; first: {failed[0]['error']}")
     if sc.sweep:
         key = next(iter(sc.sweep))
         plot_summary(records, key, os.path.join(out_dir, "goodput.png"), sc.description or sc.name)
@@ -397,14 +427,20 @@ def _batch(beds, dp, alg: Algorithm, sc: Scenario, client, server, run_dirs, bro
     if failure:
         raise RuntimeError(f"the {alg.ccp} agent failed, the flow ran the datapath's fallback:\n{failure}")
     for raw in raws:
-        if isinstance(raw, BaseException):
+        if isinstance(raw, BaseException) and not isinstance(raw, RunFailed):
             raise raw
     if alg.ccp and shared:
         if split_agent_trace(trace_path, dict(zip(ports, run_dirs))):
             log.warning("agent trace rows of no run's flow kept in %s", trace_path)
         for d in run_dirs[1:]:
             shutil.copy(log_path, os.path.join(d, "agent.log"))
-    return [_record(alg, sc, d, raw) for d, raw in zip(run_dirs, raws)]
+    records = []
+    for d, raw in zip(run_dirs, raws):
+        try:
+            records.append(raw if isinstance(raw, RunFailed) else _record(alg, sc, d, raw))
+        except RunFailed as e:
+            records.append(e)
+    return records
 
 
 def _competitor(tb, sc, alg, holder, port: int):
@@ -450,7 +486,7 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, raw: dict) -> dict:
     rows = series(out)
     if alg.competitor:
         if "out" not in comp:
-            raise RuntimeError(f"competitor flow failed: {comp.get('error')}")
+            raise RunFailed(f"competitor flow failed: {comp.get('error')}")
         crows = series(comp["out"])
         for r, c in zip(rows, crows):
             r["competitor_goodput_mbps"] = c["goodput_mbps"]

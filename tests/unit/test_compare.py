@@ -4,7 +4,7 @@ import pytest
 from click.testing import CliRunner
 
 from experiments.cli import exp_group
-from experiments.compare import CompareError, compare, load_records, ratio_ci
+from experiments.compare import CompareError, compare, format_rows, load_records, ratio_ci
 
 
 def rec(alg, goodput, loss=20, rep=0):
@@ -75,3 +75,11 @@ def test_runs_that_met_the_same_losses_are_compared_in_pairs():
     assert unpaired[2] - unpaired[1] > 1.0
     other_seeds = [r | {"loss_seed": 10 + r["loss_seed"]} for r in ccp]
     assert not next(r for r in compare(base + other_seeds, "kernel cubic") if r["algorithm"] == "ccp cubic")["paired"]
+
+
+def test_a_failed_run_leaves_its_partner_out_of_the_pairs():
+    base = [rec("kernel cubic", g) | {"loss_seed": s} for s, g in enumerate((0.1, 1.0, 0.3, 3.0))]
+    ccp = [rec("ccp cubic", g * 1.05) | {"loss_seed": s} for s, g in enumerate((0.1, 1.0, 0.3, 3.0))]
+    row = next(r for r in compare(base + ccp[:3], "kernel cubic") if r["algorithm"] == "ccp cubic")
+    assert row["paired"] and row["pairs"] == 3 and row["ratio"] == pytest.approx(1.05)
+    assert "(3 pairs)" in format_rows([row], "kernel cubic", "loss_pct", "goodput_mbps")

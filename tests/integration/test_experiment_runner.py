@@ -1,0 +1,36 @@
+"""The experiment runner end to end: parallel testbeds under one CCP agent (root, BPF)."""
+import csv
+import os
+
+from experiments.runner import run_scenario
+from experiments.scenario import load
+from experiments.testbed import list_testbeds
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_parallel_testbeds_give_each_run_its_own_flows(tmp_path):
+    """--jobs 2: two testbeds run a repeat each, kernel cubic then ccp cubic. Each run's
+    agent trace and kernel trace hold its own flow only (ports 5201 / 5301), and a
+    repeat's two runs met the same loss draws."""
+    sc = load("cubic_fidelity")
+    sc.sweep, sc.repeats, sc.seconds, sc.seed, sc.kernel_trace = {"loss_pct": [5]}, 2, 4, 3, True
+    records = run_scenario(sc, str(tmp_path), echo=lambda *_: None, jobs=2)
+    assert [(r["algorithm"], r["repeat"]) for r in records] == [
+        ("kernel cubic", 0), ("kernel cubic", 1), ("ccp cubic", 0), ("ccp cubic", 1)]
+    assert records[0]["loss_seed"] == records[2]["loss_seed"] != records[1]["loss_seed"]
+    for rep, port in ((0, "5201"), (1, "5301")):
+        run = os.path.join(tmp_path, "runs", f"ccp-cubic_loss_pct-5_r{rep}")
+        starts = [r for r in _rows(os.path.join(run, "trace.csv")) if r["event"] == "start"]
+        assert starts and all(port in (r["src_port"], r["dst_port"]) for r in starts)
+        reports = [r for r in _rows(os.path.join(run, "trace.csv")) if r["event"] != "start"]
+        assert len(reports) > 10        # the data flow's decisions came with it
+        for alg in ("ccp-cubic", "kernel-cubic"):
+            ktrace = _rows(os.path.join(tmp_path, "runs", f"{alg}_loss_pct-5_r{rep}", "kernel_trace.csv"))
+            assert ktrace and len({r["sport"] for r in ktrace if r["sport"]}) <= 2   # iperf3's control + data
+        assert records[2 + rep]["goodput_mbps"] > 0.3
+    assert not [p for p in os.listdir(os.path.join(tmp_path, "runs")) if p.endswith(".agent-trace.csv")]
+    assert not {"exp", "exp1"} & set(list_testbeds())
