@@ -112,6 +112,7 @@ _REPORT_DEF = """\
     (volatile delivered 0)
     (volatile rto_delivered 0)
     (volatile grown 0)
+    (volatile reductions 0)
 ) """ + GROWTH_REGISTERS + """)
 """ + FOLD_RTO_ACKED + """\
 (when true
@@ -126,6 +127,7 @@ _REPORT_DEF = """\
     (:= Report.timeout Flow.was_timeout)
     (:= Report.undo (max Report.undo Ack.ecn_bytes))
     (:= Report.grown Flow.bytes_pending)
+    (:= Report.reductions Ack.bytes_misordered)
     (fallthrough)
 )
 """ + FOLD_DELIVERED
@@ -141,7 +143,8 @@ REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START = _REPORT_DEF + SLOW_START_PER_ACK 
 # marks in Ack.ecn_packets only (see docs/datapath.md). Elsewhere (ccp-kernel),
 # Ack.ecn_bytes counts ECN-marked bytes: algorithms there ignore Report.undo. Likewise
 # Flow.bytes_pending carries the segments the kernel side has grown the window by since
-# it announced the flow (Report.grown), on the intcc datapath only.
+# it announced the flow (Report.grown), and Ack.bytes_misordered the window reductions
+# (Recovery, CWR) the kernel has begun (Report.reductions), on the intcc datapath only.
 
 try:   # DESIGN: an algorithm is a portus AlgBase (pyportus is built by 'make setup')
     from pyportus import AlgBase
@@ -185,9 +188,12 @@ class Report:
     (the kernel's acked_sacked; None where a report lacks them, as the unit tests' mock);
     ``grown_pkts`` the segments the kernel side has grown the window by since the flow
     began (intcc datapath; None: none told); ``datapath_grew`` whether the flow took that
-    growth for these ACKs into its window (set by WindowFlow.on_report)."""
+    growth for these ACKs into its window (set by WindowFlow.on_report); ``reductions`` the
+    window reductions (Recovery, CWR) the kernel has begun since the flow began (intcc
+    datapath; None: not told)."""
     __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin", "rout",
-                 "undo_bytes", "rto_acked", "delivered", "rto_delivered", "grown_pkts", "datapath_grew")
+                 "undo_bytes", "rto_acked", "delivered", "rto_delivered", "grown_pkts", "datapath_grew",
+                 "reductions")
 
     def __init__(self, r):
         self.acked = r.acked
@@ -204,6 +210,7 @@ class Report:
         self.delivered = getattr(r, "delivered", None)
         self.rto_delivered = getattr(r, "rto_delivered", None)
         self.grown_pkts = getattr(r, "grown", None)
+        self.reductions = getattr(r, "reductions", None)
         self.datapath_grew = False
 
     def growth_bytes(self, mss: int) -> float:
@@ -280,6 +287,7 @@ class WindowFlow(FlowBase):
         self.rto_bytes_left = 0.0                            # data in flight at the last RTO, not yet acked
         self.prior_ssthresh = None                           # what an undo restores (kernel prior_ssthresh)
         self.grown_seen = 0                                  # Report.grown_pkts taken into cwnd
+        self.reductions_seen = 0                             # Report.reductions answered
         self.sent_registers: dict[str, int] = {}             # growth registers in force (last sent)
         self.install(self.cwnd)
         if self.datapath_slow_start:
@@ -369,6 +377,19 @@ class WindowFlow(FlowBase):
         self.rto_bytes_left = max(0.0, self.rto_bytes_left - r.acked)
         in_recovery = self.recovery_bytes_left > 0
         after_rto = self.rto_bytes_left > 0
+        # Where the datapath tells the kernel's window reductions, a loss cuts iff the kernel
+        # began one (tcp_enter_recovery: from any state but Recovery/CWR, Loss included);
+        # elsewhere the agent's estimate of the kernel's recovery decides. The estimate missed
+        # a fifth of kernel cubic's cuts at 20 % link loss (a recovery begun as the agent
+        # still counted the last one, or right after an RTO), and ccp cubic grew past it.
+        new_reduction = None
+        if self.alg.datapath_reductions and r.reductions is not None:
+            new_reduction = (r.reductions - self.reductions_seen) % 2 ** 32 > 0
+            self.reductions_seen = r.reductions
+        if new_reduction is None:
+            starts_episode = r.loss > 0 and not in_recovery and not after_rto
+        else:
+            starts_episode = new_reduction
         if r.timeout:
             # The kernel keeps ssthresh on an RTO during a recovery or an RTO's retransmissions
             # (tcp_enter_loss: only from Open/Disorder, or once high_seq is acked).
@@ -393,9 +414,7 @@ class WindowFlow(FlowBase):
                 after.acked, after.delivered = r.rto_acked, r.rto_delivered
                 after.datapath_grew = False     # the kernel's own slow start grew it (rto_hold)
                 reason += "; " + self.on_ack(after)
-        elif r.loss > 0 and after_rto and not in_recovery:
-            event, reason = "loss", "data sent before the timeout: no new cut; " + self.on_ack(r)
-        elif r.loss > 0 and not in_recovery:
+        elif starts_episode:
             # everything sent under the old window may still be reported lost: one cut for all
             # of it, until the cumulative ACK passes what was sent (the kernel's high_seq). That is
             # packets_out: in flight, plus lost, plus SACKed (the datapath's in-flight leaves
@@ -405,6 +424,8 @@ class WindowFlow(FlowBase):
             self.recovery_bytes_left = max(self.cwnd, (r.inflight + r.loss + r.sacked) * self.mss)
             self._remember_before_cut()
             event, reason = "loss", self.on_loss(r)
+        elif r.loss > 0 and after_rto and not in_recovery:
+            event, reason = "loss", "data sent before the timeout: no new cut; " + self.on_ack(r)
         elif r.loss > 0 or in_recovery:
             event, reason = ("loss" if r.loss else "recovery"), "in recovery: the window was already cut"
         elif reasons:
@@ -440,6 +461,9 @@ class Algorithm(AlgBase):
     # The datapath signals the kernel's undos: the intcc BPF datapath does; on ccp-kernel
     # (set False by 'intcc alg run --ipc netlink') Ack.ecn_bytes means ECN.
     datapath_undo = True
+    # The datapath tells the kernel's window reductions (Report.reductions): the intcc BPF
+    # datapath does; on ccp-kernel (False) Ack.bytes_misordered means SACKed bytes.
+    datapath_reductions = True
     # The datapath grows the window per ACK from GROWTH_REGISTERS and tells the growth in
     # Flow.bytes_pending: the intcc BPF datapath. On ccp-kernel (False) the program's own
     # fold grows slow start per ACK, and congestion avoidance is the agent's, per report.

@@ -34,6 +34,7 @@ def _run(alg, ipc: str, verbose: bool):
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
     alg.datapath_undo = ipc == "unix"    # only the intcc BPF datapath signals the kernel's undos
+    alg.datapath_reductions = ipc == "unix"     # ... and counts its window reductions
     alg.datapath_growth = ipc == "unix"  # ... and grows the window per ACK in the kernel
     click.echo(f"intcc alg: {alg.name} on portus ({ipc} IPC); flows with TCP congestion control "
                f"'ccp' are controlled. Ctrl-C stops.", err=True)

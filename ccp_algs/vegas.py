@@ -56,7 +56,7 @@ class VegasFlow(WindowFlow):
             self.base_rtt_us = rtt_us if self.base_rtt_us is None else min(self.base_rtt_us, rtt_us)
         return SimpleNamespace(acked=r.acked, loss=r.loss, sacked=r.sacked, timeout=bool(r.timeout), rtt_us=rtt_us,
                                inflight=r.inflight, undo_bytes=r.undo,
-                               rto_acked=r.rto_acked)
+                               rto_acked=r.rto_acked, reductions=None)   # its program leaves them out
 
     def on_loss(self, r) -> str:
         self.cwnd = max(self.cwnd / 2, 2 * self.mss)

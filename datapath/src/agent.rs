@@ -422,7 +422,9 @@ impl Session {
 /// over kernel cubic at 1 % link loss); an event sent before the latest command reached
 /// the kernel would revert it. An undo is the kernel's decision and stands; it reaches
 /// the agent as Ack.ecn_bytes (libccp has no undo primitive; ECN marks stay in
-/// Ack.ecn_packets).
+/// Ack.ecn_packets). Likewise Ack.bytes_misordered carries the count of window
+/// reductions the kernel has begun (Event.reductions; the SACKed data is in
+/// Ack.packets_misordered): a loss-based algorithm cuts once per reduction, as the kernel.
 fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
     {
         let ctl = &flow.conn.ctl;
@@ -431,7 +433,7 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
         let prims = Primitives::default()
             .with_bytes_acked(ev.bytes_acked)
             .with_packets_acked(ev.packets_acked)
-            .with_bytes_misordered(ev.bytes_misordered)
+            .with_bytes_misordered(ev.reductions)
             .with_packets_misordered(ev.packets_misordered)
             .with_ecn_bytes(ev.undo_cwnd_bytes)
             .with_ecn_packets(ev.ecn_packets)

@@ -55,7 +55,8 @@ pub struct Event {
     pub hold_id: u32,
     /// segments the kernel-side per-ACK growth has added so far (cumulative, wraps)
     pub grown_pkts: u32,
-    pub pad: u32,
+    /// window reductions (Recovery, CWR) the kernel has begun so far (cumulative, wraps)
+    pub reductions: u32,
 }
 
 impl Event {

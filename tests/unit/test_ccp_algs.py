@@ -632,3 +632,50 @@ def test_on_ccp_kernel_the_program_folds_slow_start_and_ignores_bytes_pending():
     flow, dp = start(alg)
     flow.on_report(report(acked=10 * MSS, delivered=10, inflight=20, grown=123456))   # bytes pending there
     assert dp.cwnd == 20 * MSS
+
+
+def test_a_loss_cuts_once_per_window_reduction_the_kernel_begins():
+    """With the datapath's count of the kernel's window reductions (Report.reductions),
+    the cut follows the kernel: a new recovery cuts even where the agent's estimate still
+    counted the last one (after an RTO, or with SACKed data left), and a loss inside the
+    kernel's recovery does not."""
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=99, sacked=4, reductions=1))      # cut to 70
+    assert dp.cwnd == 70 * MSS
+    flow.on_report(report(acked=10 * MSS, loss=1, inflight=60, reductions=1))          # same recovery
+    assert dp.cwnd == 70 * MSS
+    assert flow.recovery_bytes_left > 0              # the estimate: still in that recovery ...
+    flow.on_report(report(acked=MSS, loss=1, inflight=60, reductions=2))               # ... the kernel: a new one
+    assert dp.cwnd == 49 * MSS
+
+
+def test_without_the_kernels_count_the_agent_estimates_the_recovery():
+    # ccp-kernel (Report.reductions None): the same reports cut only once
+    flow, dp = start(Cubic())
+    grow_to(flow, 100 * MSS)
+    for loss_report in (report(acked=MSS, loss=1, inflight=99, sacked=4), report(acked=10 * MSS, loss=1, inflight=60),
+                        report(acked=MSS, loss=1, inflight=60)):
+        flow.on_report(loss_report)
+    assert dp.cwnd == 70 * MSS
+
+
+def test_a_new_recovery_right_after_an_rto_cuts_as_the_kernels():
+    # tcp_enter_recovery from TCP_CA_Loss cuts (Loss is not a window reduction); the
+    # agent's estimate took such a loss for data sent before the RTO and kept the window
+    flow, dp = start(Cubic())
+    grow_to(flow, 20 * MSS)
+    flow.on_report(report(timeout=True, inflight=20, reductions=0))
+    assert dp.cwnd == MSS and flow.ssthresh == 14 * MSS
+    flow.on_report(report(acked=MSS, delivered=1, inflight=1, reductions=0))           # slow start: 2
+    flow.on_report(report(acked=2 * MSS, delivered=2, inflight=2, reductions=0))       # 4
+    assert flow.rto_bytes_left > 0
+    cwnd = dp.cwnd
+    flow.on_report(report(acked=MSS, loss=1, inflight=3, reductions=1))
+    assert dp.cwnd < cwnd and flow.ssthresh == dp.cwnd
+    flow2, dp2 = start(Cubic())                       # the same without the count: no cut
+    grow_to(flow2, 20 * MSS)
+    for r in (report(timeout=True, inflight=20), report(acked=MSS, delivered=1, inflight=1),
+              report(acked=2 * MSS, delivered=2, inflight=2), report(acked=MSS, loss=1, inflight=3)):
+        flow2.on_report(r)
+    assert dp2.cwnd >= cwnd
