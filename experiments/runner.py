@@ -27,7 +27,7 @@ from contextlib import ExitStack, nullcontext
 
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .scenario import Algorithm, Scenario
-from .testbed import Testbed, teardown
+from .testbed import RUN_ROOT, Testbed, teardown
 from .topo import load_topo
 
 TESTBED_NAME = "exp"
@@ -193,6 +193,32 @@ def testbed_names(jobs: int) -> list[str]:
     return [TESTBED_NAME if k == 0 else f"{TESTBED_NAME}{k}" for k in range(jobs)]
 
 
+class _exclusive_testbeds:
+    """One ``intcc exp run`` at a time: each begins by tearing down the testbeds it will
+    use (leftovers of a killed run), which would pull them from under a running one."""
+
+    def __enter__(self):
+        import fcntl
+        os.makedirs(RUN_ROOT, exist_ok=True)
+        self.file = open(os.path.join(RUN_ROOT, "exp-run.lock"), "a+")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.seek(0)
+            holder = self.file.read().strip() or "?"
+            self.file.close()
+            raise RuntimeError(f"another 'intcc exp run' (pid {holder}) is using the exp testbeds: "
+                               f"wait for it or stop it first") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(str(os.getpid()))
+        self.file.flush()
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()       # releases the lock
+
+
 def run_name(alg: Algorithm, key: str, value, rep: int) -> str:
     return f"{slug(alg.label)}_{key}-{value}_r{rep}" if key != "none" else f"{slug(alg.label)}_r{rep}"
 
@@ -222,6 +248,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
     echo(f"loss draws seeded from {base_seed} (--seed {base_seed} repeats them)")
     t_start = time.monotonic()
     with ExitStack() as stack:
+        stack.enter_context(_exclusive_testbeds())
         exporter, broker_url = "jsonl", None
         if needs_tele:
             broker = BrokerProcess("mosquitto", port=_free_port(), credentials_file=CREDS,
