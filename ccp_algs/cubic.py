@@ -209,6 +209,11 @@ class CubicFlow(WindowFlow):
         self.delay_min_us = None
         self.cwnd = self.mss
         self._end_epoch()
+        # The next epoch's curve starts flat at the window congestion avoidance begins
+        # with, ssthresh once slow start is back there: the datapath's target until the
+        # agent's first congestion-avoidance report. The old curve's target, left in place,
+        # grew the window a segment on the ACKs right after slow start ended.
+        self.ca_target = float(max(self.ssthresh // self.mss, 1) * self.mss)
         return reason
 
     def on_undo(self, r) -> str:

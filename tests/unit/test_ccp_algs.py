@@ -679,3 +679,18 @@ def test_a_new_recovery_right_after_an_rto_cuts_as_the_kernels():
               report(acked=2 * MSS, delivered=2, inflight=2), report(acked=MSS, loss=1, inflight=3)):
         flow2.on_report(r)
     assert dp2.cwnd >= cwnd
+
+
+def test_after_a_timeout_the_datapath_aims_at_a_flat_curve_from_ssthresh():
+    """The datapath grows toward ca_target between reports: after an RTO, until the first
+    congestion-avoidance report, that is the new epoch's flat start (K = 0) at ssthresh,
+    not the old curve's target above it (which grew the window a segment at once when
+    the ACK that reported the RTO took slow start back to ssthresh)."""
+    flow, dp = start(Cubic())
+    grow_to(flow, 3 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=3, reductions=1))      # cut to 2, curve back to 3
+    assert dp.fields["ca_target"] == 3 * MSS
+    flow.on_report(report(timeout=True, inflight=2, acked=2 * MSS, rto_acked=2 * MSS, delivered=2,
+                          rto_delivered=2, reductions=1))
+    assert flow.ssthresh == 2 * MSS and dp.cwnd == 2 * MSS     # slow start from 1, capped at ssthresh
+    assert dp.fields["ca_target"] == 2 * MSS
