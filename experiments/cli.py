@@ -136,10 +136,12 @@ def exp_group():
 @click.option("--seconds", type=click.FloatRange(min=1), help="length of each run (default: the scenario's)")
 @click.option("--loss", "loss_pct", multiple=True, type=click.FloatRange(0, 100),
               help="link loss % to sweep instead of the scenario's list (repeatable: --loss 10 --loss 20)")
+@click.option("--algorithm", "only", multiple=True, metavar="LABEL",
+              help="run only this algorithm of the scenario (repeatable; its label, e.g. 'kernel cubic')")
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 16),
               help="testbeds at once, each running a repeat of the same algorithm (one CCP agent "
               "serves them all). For low-rate runs (high link loss): the testbeds share the cores")
-def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss_pct, jobs):
+def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss_pct, only, jobs):
     """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
@@ -164,6 +166,13 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss
         if "loss_pct" not in sc.sweep:
             raise click.ClickException(f"--loss: scenario {sc.name} does not sweep loss_pct")
         sc.sweep = {"loss_pct": [int(p) if float(p).is_integer() else p for p in loss_pct]}
+    if only:
+        labels = [a.label for a in sc.algorithms]
+        unknown = [o for o in only if o not in labels]
+        if unknown:
+            raise click.ClickException(f"--algorithm {unknown[0]!r}: not in scenario {sc.name} "
+                                       f"(its algorithms: {', '.join(labels)})")
+        sc.algorithms = [a for a in sc.algorithms if a.label in only]
     out_dir = out_dir or os.path.join("results", f"{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     n = sum(1 for _ in sc.runs())
     click.echo(f"{sc.name}: {n} runs of {sc.seconds:g} s" + (f" on {jobs} testbeds" if jobs > 1 else "")

@@ -136,3 +136,14 @@ def test_a_trace_row_of_no_runs_flow_keeps_the_combined_trace(tmp_path):
     (tmp_path / "a").mkdir()
     assert runner.split_agent_trace(str(shared), {5201: str(tmp_path / "a")}) == 1
     assert shared.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["lossy_link", "--algorithm", "kernel cubik"], "not in scenario lossy_link"),
+    (["cwnd_progression", "--loss", "5"], "does not sweep loss_pct"),
+])
+def test_run_overrides_that_do_not_fit_the_scenario_are_refused_before_any_testbed(args, message):
+    from click.testing import CliRunner
+    from experiments.cli import exp_group
+    res = CliRunner().invoke(exp_group, ["run"] + args)
+    assert res.exit_code != 0 and message in res.output
