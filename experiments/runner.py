@@ -6,8 +6,9 @@
     OUT/runs/<run>/trace.csv      a CCP agent's decisions (CCP algorithms only)
     OUT/goodput.png               mean goodput (± std over repeats) per algorithm and sweep value
 
-One testbed, one datapath daemon and (for INT-aware algorithms) one MQTT broker
-serve every run; the swept loss is changed on the running nodes.
+One testbed (or ``jobs`` of them, each running a repeat at once), one datapath daemon
+and (for INT-aware algorithms) one MQTT broker serve every run; the swept loss is changed
+on the running nodes. A run whose flow fails is listed in OUT/failed.json; the rest go on.
 """
 from __future__ import annotations
 
