@@ -13,6 +13,7 @@ on the running nodes. A run whose flow fails is listed in OUT/failed.json; the r
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import logging
 import os
@@ -24,7 +25,7 @@ import statistics
 import subprocess
 import time
 import zlib
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .scenario import Algorithm, Scenario
@@ -194,30 +195,23 @@ def testbed_names(jobs: int) -> list[str]:
     return [TESTBED_NAME if k == 0 else f"{TESTBED_NAME}{k}" for k in range(jobs)]
 
 
-class _exclusive_testbeds:
+@contextmanager
+def _exclusive_testbeds():
     """One ``intcc exp run`` at a time: each begins by tearing down the testbeds it will
     use (leftovers of a killed run), which would pull them from under a running one."""
-
-    def __enter__(self):
-        import fcntl
-        os.makedirs(RUN_ROOT, exist_ok=True)
-        self.file = open(os.path.join(RUN_ROOT, "exp-run.lock"), "a+")
+    os.makedirs(RUN_ROOT, exist_ok=True)
+    with open(os.path.join(RUN_ROOT, "exp-run.lock"), "a+") as lock:   # closing it releases the lock
         try:
-            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self.file.seek(0)
-            holder = self.file.read().strip() or "?"
-            self.file.close()
-            raise RuntimeError(f"another 'intcc exp run' (pid {holder}) is using the exp testbeds: "
-                               f"wait for it or stop it first") from None
-        self.file.seek(0)
-        self.file.truncate()
-        self.file.write(str(os.getpid()))
-        self.file.flush()
-        return self
-
-    def __exit__(self, *exc):
-        self.file.close()       # releases the lock
+            lock.seek(0)
+            raise RuntimeError(f"another 'intcc exp run' (pid {lock.read().strip() or '?'}) is using the exp "
+                               f"testbeds: wait for it or stop it first") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
 
 
 def run_name(alg: Algorithm, key: str, value, rep: int) -> str:
@@ -422,9 +416,7 @@ def _batch(beds, dp, alg: Algorithm, sc: Scenario, client, server, run_dirs, bro
     for d in run_dirs:
         os.makedirs(d, exist_ok=True)
     ports = [MAIN_PORT + PORT_STRIDE * k for k in range(len(beds))]
-    shared = len(beds) > 1
-    trace_path = (os.path.join(os.path.dirname(run_dirs[0]), os.path.basename(run_dirs[0]) + ".agent-trace.csv")
-                  if shared else os.path.join(run_dirs[0], "trace.csv"))
+    trace_path = run_dirs[0] + ".agent-trace.csv"      # split into each run's trace.csv
     log_path = os.path.join(run_dirs[0], "agent.log")
     raws: list = [None] * len(beds)
 
@@ -457,7 +449,7 @@ def _batch(beds, dp, alg: Algorithm, sc: Scenario, client, server, run_dirs, bro
     for raw in raws:
         if isinstance(raw, BaseException) and not isinstance(raw, RunFailed):
             raise raw
-    if alg.ccp and shared:
+    if alg.ccp:
         if split_agent_trace(trace_path, dict(zip(ports, run_dirs))):
             log.warning("agent trace rows of no run's flow kept in %s", trace_path)
         for d in run_dirs[1:]:
