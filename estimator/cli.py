@@ -70,8 +70,10 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="per-local", show_default=True,
               help="per-local: one forest per local CCA (paper 002); shared: one forest for all, the local "
                    "CCA as an input (learns the competitor from four times the runs)")
-def train_cmd(data_dir, model_path, grid, seed, feature_set, forest):
-    """Train on the training half of a dataset (split by experiment, seeded)."""
+@click.option("--test-fraction", type=click.FloatRange(0.05, 0.95), default=0.5, show_default=True,
+              help="share of each CCA pair's runs held out (recorded in the model; eval uses the same)")
+def train_cmd(data_dir, model_path, grid, seed, feature_set, forest, test_fraction):
+    """Train on the training share of a dataset (split by experiment, seeded)."""
     from .evaluate import load_dataset, split, train
     from .features import TraceError
     from .model import ModelError, PAPER_GRID
@@ -79,13 +81,14 @@ def train_cmd(data_dir, model_path, grid, seed, feature_set, forest):
              "compact": {"n_estimators": [50], "max_depth": [15, 30]}}
     try:
         runs = load_dataset(data_dir, feature_set)
-        tr, te = split(runs, seed=seed)
+        tr, te = split(runs, test_fraction, seed=seed)
         model = train(tr, grids[grid], seed=seed, feature_set=feature_set, shared=forest == "shared")
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))
+    model.split_ = {"seed": seed, "test_fraction": test_fraction}
     model.save(model_path)
-    click.echo(f"trained on {len(tr)} runs ({len(te)} held out): cv accuracy "
-               + ", ".join(f"{k} {v:.2f}" for k, v in model.cv_accuracy_.items()) + f" -> {model_path}")
+    cv = ", ".join(f"{k} {v:.2f}" if v is not None else f"{k} -" for k, v in model.cv_accuracy_.items())
+    click.echo(f"trained on {len(tr)} runs ({len(te)} held out): cv accuracy {cv} -> {model_path}")
 
 
 @estimator_group.command("curve")
@@ -119,13 +122,47 @@ def curve_cmd(data_dir, seed, feature_set, forest, fractions):
         raise click.ClickException(str(e))
 
 
+@estimator_group.command("cv")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="fold and forest seed")
+@click.option("--features", "feature_set", type=click.Choice(["table1", "table1+int", "table1+int+dynamics"]),
+              default="table1+int", show_default=True)
+@click.option("--forest", type=click.Choice(["per-local", "shared"]), default="shared", show_default=True)
+@click.option("--trees", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="also write the tables as JSON")
+def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path):
+    """Tables III and IV with every run held out once (k folds split by experiment, one
+    forest per fold trained on the other folds): uses the whole dataset for both."""
+    from .evaluate import cross_validate, format_tables, load_dataset
+    from .features import TraceError
+    from .model import ModelError
+    try:
+        runs = load_dataset(data_dir, feature_set)
+        click.echo(f"{len(runs)} runs, {folds} folds ({feature_set}, {forest} forest, {trees} trees, depth {depth})")
+
+        def progress(k, res):
+            click.echo(f"  fold {k + 1}/{folds}: so far mean accuracy {res['mean_accuracy']:.3f}, "
+                       f"vote w=50 {res['table4']['50']['mean']:.3f} over {res['test_runs']} runs", err=True)
+
+        res = cross_validate(runs, folds, {"n_estimators": [trees], "max_depth": [depth]}, seed, feature_set,
+                             forest == "shared", progress)
+    except (TraceError, ModelError) as e:
+        raise click.ClickException(str(e))
+    click.echo(format_tables(res))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(res, f, indent=1)
+
+
 @estimator_group.command("eval")
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--seed", type=int, default=0, show_default=True, help="the split seed used in training")
+@click.option("--seed", type=int, help="split seed (default: the one the model was trained with)")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="also write the tables as JSON")
 def eval_cmd(data_dir, model_path, seed, json_path):
-    """Tables III and IV on the held-out half."""
+    """Tables III and IV on the held-out runs (the model's split)."""
     from .evaluate import evaluate, format_tables, held_out, load_dataset
     from .features import TraceError
     from .int_features import feature_set_of

@@ -63,11 +63,13 @@ def run_key(meta: dict) -> list:
     return [int(meta.get("seed", 0)), int(meta["index"])]
 
 
-def held_out(runs, model: CCAEstimator, seed: int = 0):
-    """The held-out half of ``runs`` (split as in training), less any run the model was
-    trained on: a dataset that grew after training splits differently, and its held-out
-    half would otherwise include training runs. Returns (runs, how many were left out)."""
-    _, test = split(runs, seed=seed)
+def held_out(runs, model: CCAEstimator, seed: int | None = None):
+    """The held-out share of ``runs`` (split as in training: the model records its split
+    seed and test fraction; ``seed`` overrides), less any run the model was trained on: a
+    dataset that grew after training splits differently, and its held-out share would
+    otherwise include training runs. Returns (runs, how many were left out)."""
+    seed = model.split_.get("seed", 0) if seed is None else seed
+    _, test = split(runs, model.split_.get("test_fraction", 0.5), seed=seed)
     trained = {tuple(k) for k in model.training_runs_}
     kept = [r for r in test if tuple(run_key(r[2])) not in trained]
     return kept, len(test) - len(kept)
@@ -89,16 +91,26 @@ def train(runs, grid=None, folds=3, seed=0, feature_set: str = "table1", shared:
     return model
 
 
+def predictions(model: CCAEstimator, test_runs) -> list:
+    """[(meta, t, the model's estimates)] for each run whose local CCA the model knows."""
+    return [(meta, t, model.predict(X, meta["cca1"])) for X, t, meta in test_runs
+            if meta["cca1"] in model.models_]
+
+
 def evaluate(model: CCAEstimator, test_runs) -> dict:
     """Table III (row accuracy per local x competitor) and Table IV (majority vote per w)."""
+    res = tables(predictions(model, test_runs))
+    res["test_runs"] = len(test_runs)
+    return res
+
+
+def tables(preds) -> dict:
+    """Tables III and IV and the time to a stable correct verdict from ``predictions``."""
     cells = {}
     votes = {w: {} for w in VOTE_WINDOWS}
     stable = {w: [] for w in STABLE_WINDOWS}
-    for X, t, meta in test_runs:
+    for meta, t, pred in preds:
         local, comp = meta["cca1"], meta["cca2"]
-        if local not in model.models_:
-            continue
-        pred = model.predict(X, local)
         cells.setdefault((local, comp), []).append((pred == comp))
         for w in VOTE_WINDOWS:
             v = np.array(vote_series(list(pred), w))
@@ -113,7 +125,43 @@ def evaluate(model: CCAEstimator, test_runs) -> dict:
                                "median_s": float(np.median([x for x in v if x is not None]))
                                if any(x is not None for x in v) else None} for w, v in stable.items()}
     return {"table3": table3, "mean_accuracy": _mean_cells({k: _acc(v) for k, v in cells.items()}),
-            "table4": table4, "time_to_stable_correct": time_to_stable, "test_runs": len(test_runs)}
+            "table4": table4, "time_to_stable_correct": time_to_stable, "test_runs": len(preds)}
+
+
+def fold_of(runs, folds: int, seed: int = 0) -> np.ndarray:
+    """Each run's fold (0..folds-1), whole runs, every CCA pair spread evenly over the folds."""
+    rng = np.random.default_rng(seed)
+    fold = np.empty(len(runs), int)
+    by_pair = {}
+    for i, r in enumerate(runs):
+        by_pair.setdefault((r[2]["cca1"], r[2]["cca2"]), []).append(i)
+    offset = 0
+    for pair in sorted(by_pair):
+        idx = np.asarray(by_pair[pair])[rng.permutation(len(by_pair[pair]))]
+        fold[idx] = (np.arange(len(idx)) + offset) % folds     # offset: the remainders spread too
+        offset += len(idx)
+    return fold
+
+
+def cross_validate(runs, folds: int = 5, grid=None, seed: int = 0, feature_set: str = "table1",
+                   shared: bool = False, progress=None) -> dict:
+    """Tables III and IV with every run held out once: ``folds`` models, each trained on the
+    other folds' runs (split by experiment) and evaluated on its own. More training runs
+    per model than a half split, and every run counts in the tables."""
+    if folds < 2:
+        raise ValueError("cross-validation needs >= 2 folds")
+    fold = fold_of(runs, folds, seed)
+    preds = []
+    for k in range(folds):
+        test = [r for r, f in zip(runs, fold) if f == k]
+        model = train([r for r, f in zip(runs, fold) if f != k], grid, seed=seed, feature_set=feature_set,
+                      shared=shared)
+        preds += predictions(model, test)
+        if progress:
+            progress(k, tables(preds))
+    res = tables(preds)
+    res.update(folds=folds, train_runs_per_fold=int(round(len(runs) * (folds - 1) / folds)))
+    return res
 
 
 def learning_curve(train_runs, test_runs, fractions=(0.25, 0.5, 0.75, 1.0), grid=None, seed=0,

@@ -104,3 +104,52 @@ def test_a_collection_resumes_only_with_the_interpreter_its_nodes_ran_on(tmp_pat
         collect(str(tmp_path), runs=2, seed=7, node_python="cpython")
     with pytest.raises(CollectionError, match="not an executable"):
         collect(str(tmp_path), runs=2, seed=7, node_python="/nonexistent/python")
+
+
+def test_cross_validation_holds_every_run_out_once_and_spreads_each_pair(tmp_path):
+    from estimator.evaluate import cross_validate, fold_of
+    runs = load_dataset(fake_dataset(tmp_path, runs=80))        # 5 runs per CCA pair
+    fold = fold_of(runs, 4, seed=1)
+    for pair in {(r[2]["cca1"], r[2]["cca2"]) for r in runs}:
+        counts = np.bincount([f for r, f in zip(runs, fold) if (r[2]["cca1"], r[2]["cca2"]) == pair], minlength=4)
+        assert counts.max() - counts.min() <= 1
+    assert np.bincount(fold).tolist() == [20, 20, 20, 20]       # the remainders spread over the folds too
+    seen = []
+    res = cross_validate(runs, 4, {"n_estimators": [10], "max_depth": [4]}, seed=1,
+                         progress=lambda k, r: seen.append(r["test_runs"]))
+    assert seen == [20, 40, 60, 80] and res["test_runs"] == 80 and res["train_runs_per_fold"] == 60
+    assert res["mean_accuracy"] > 0.7 and res["table4"]["50"]["mean"] > 0.7
+    with pytest.raises(ValueError, match="2 folds"):
+        cross_validate(runs, 1)
+
+
+def test_a_model_keeps_its_split_and_eval_holds_out_the_same_runs(tmp_path):
+    from estimator.evaluate import held_out
+    from estimator.model import CCAEstimator
+    runs = load_dataset(fake_dataset(tmp_path, runs=64))
+    tr, te = split(runs, 0.25, seed=3)
+    assert (len(tr), len(te)) == (48, 16)
+    model = train(tr, grid={"n_estimators": [10], "max_depth": [4]})
+    assert set(model.cv_accuracy_.values()) == {None}           # one candidate: no inner search
+    model.split_ = {"seed": 3, "test_fraction": 0.25}
+    model.save(str(tmp_path / "m.joblib"))
+    kept, left_out = held_out(runs, CCAEstimator.load(str(tmp_path / "m.joblib")))
+    assert left_out == 0 and {r[2]["run"] for r in kept} == {r[2]["run"] for r in te}
+
+
+def test_cli_cross_validates_and_eval_follows_the_models_split(tmp_path):
+    import json
+    from click.testing import CliRunner
+    from estimator.cli import estimator_group
+    data = fake_dataset(tmp_path, runs=48)
+    cli = CliRunner()
+    res = cli.invoke(estimator_group, ["cv", "--data", data, "--folds", "3", "--features", "table1", "--trees", "10",
+                                       "--depth", "4", "--json", str(tmp_path / "cv.json")])
+    assert res.exit_code == 0, res.output
+    assert "Table III" in res.output and json.load(open(tmp_path / "cv.json"))["test_runs"] == 48
+    model = str(tmp_path / "m.joblib")
+    res = cli.invoke(estimator_group, ["train", "--data", data, "--model", model, "--grid", "compact",
+                                       "--test-fraction", "0.25", "--seed", "2"])
+    assert res.exit_code == 0 and "trained on 32 runs (16 held out)" in res.output, res.output
+    res = cli.invoke(estimator_group, ["eval", "--data", data, "--model", model, "--json", str(tmp_path / "e.json")])
+    assert res.exit_code == 0 and json.load(open(tmp_path / "e.json"))["test_runs"] == 16, res.output
