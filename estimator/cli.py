@@ -1,7 +1,6 @@
 """``intcc estimator``: collect training data, train, evaluate (paper 002 tables)."""
 from __future__ import annotations
 
-import glob
 import json
 import os
 
@@ -31,11 +30,11 @@ def estimator_group():
                    "in collection.json, and a resume must use the same")
 def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
-    from .collect import CollectionError, collect
+    from .collect import CollectionError, collect, run_paths
     from .features import TraceError
 
     with click.progressbar(length=runs, label="collecting", show_pos=True) as bar:
-        done_before = len(glob.glob(os.path.join(out_dir, "runs", "*.npz")))
+        done_before = len(run_paths(out_dir))
         bar.update(min(done_before, runs))
 
         def progress(plan, extra, dt):
@@ -48,7 +47,7 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node
         except (TraceError, OSError, CollectionError) as e:
             raise click.ClickException(str(e))
         except KeyboardInterrupt:
-            kept = len(glob.glob(os.path.join(out_dir, "runs", "*.npz")))
+            kept = len(run_paths(out_dir))
             click.echo(f"\ninterrupted: testbed and datapath stopped; {kept} runs kept in {out_dir} "
                        f"(the same command resumes)", err=True)
             raise SystemExit(130)

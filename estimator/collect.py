@@ -14,6 +14,7 @@ docs/estimator.md).
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -50,10 +51,17 @@ def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict, r
     at) and ``int_series`` (INT_SERIES_COLUMNS), all optional."""
     meta = {**plan, **extra, "features": list(FEATURES), "format": DATA_FORMAT,
             "int_series_columns": list(INT_SERIES_COLUMNS)}
-    tmp = path + ".tmp.npz"
-    np.savez_compressed(tmp, X=X.astype(np.float32), t=t, meta=json.dumps(meta),
-                        **{f"raw_{k}": v for k, v in (raw or {}).items()})
+    tmp = path + ".part"      # not *.npz: a run cut short is never read as a run
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, X=X.astype(np.float32), t=t, meta=json.dumps(meta),
+                            **{f"raw_{k}": v for k, v in (raw or {}).items()})
     os.replace(tmp, path)
+
+
+def run_paths(data_dir: str) -> list[str]:
+    """The collected runs of a dataset, in run order (not the partial files of runs
+    being written, nor older collections' ``*.tmp.npz`` leftovers)."""
+    return sorted(p for p in glob.glob(os.path.join(data_dir, "runs", "*.npz")) if not p.endswith(".tmp.npz"))
 
 
 def load_raw(path: str) -> dict:

@@ -2,12 +2,9 @@
 by experiment: no run contributes rows to both training and test sets."""
 from __future__ import annotations
 
-import glob
-import os
-
 import numpy as np
 
-from .collect import CCAS, load_raw, load_run
+from .collect import CCAS, load_raw, load_run, run_paths
 from .features import TraceError
 from .int_features import FEATURE_SETS, int_features, select_features
 from .model import CCAEstimator
@@ -21,7 +18,7 @@ def load_dataset(data_dir: str, feature_set: str = "table1"):
     """[(X, t, meta)] of every collected run, X with the columns of ``feature_set``."""
     if feature_set not in FEATURE_SETS:
         raise TraceError(f"unknown feature set {feature_set!r} (known: {', '.join(FEATURE_SETS)})")
-    paths = sorted(glob.glob(os.path.join(data_dir, "runs", "*.npz")))
+    paths = run_paths(data_dir)
     if not paths:
         raise TraceError(f"{data_dir}: no collected runs (runs/*.npz); run 'intcc estimator collect' first")
     runs = [load_run(p) for p in paths]

@@ -153,3 +153,10 @@ def test_cli_cross_validates_and_eval_follows_the_models_split(tmp_path):
     assert res.exit_code == 0 and "trained on 32 runs (16 held out)" in res.output, res.output
     res = cli.invoke(estimator_group, ["eval", "--data", data, "--model", model, "--json", str(tmp_path / "e.json")])
     assert res.exit_code == 0 and json.load(open(tmp_path / "e.json"))["test_runs"] == 16, res.output
+
+
+def test_a_run_cut_short_while_saving_is_not_read_as_a_run(tmp_path):
+    data = fake_dataset(tmp_path, runs=16)
+    (tmp_path / "runs" / "run00016.npz.part").write_bytes(b"PK\x03\x04 cut")       # this collector's
+    (tmp_path / "runs" / "run00017.npz.tmp.npz").write_bytes(b"PK\x03\x04 cut")    # older collectors'
+    assert len(load_dataset(data)) == 16
