@@ -134,7 +134,7 @@ def curve_cmd(data_dir, seed, feature_set, forest, fractions):
 def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path):
     """Tables III and IV with every run held out once (k folds split by experiment, one
     forest per fold trained on the other folds): uses the whole dataset for both."""
-    from .evaluate import cross_validate, format_tables, load_dataset
+    from .evaluate import cross_validate, load_dataset
     from .features import TraceError
     from .model import ModelError
     try:
@@ -149,10 +149,7 @@ def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path):
                              forest == "shared", progress)
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))
-    click.echo(format_tables(res))
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump(res, f, indent=1)
+    _emit_tables(res, json_path)
 
 
 @estimator_group.command("eval")
@@ -162,7 +159,7 @@ def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path):
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="also write the tables as JSON")
 def eval_cmd(data_dir, model_path, seed, json_path):
     """Tables III and IV on the held-out runs (the model's split)."""
-    from .evaluate import evaluate, format_tables, held_out, load_dataset
+    from .evaluate import evaluate, held_out, load_dataset
     from .features import TraceError
     from .int_features import feature_set_of
     from .model import CCAEstimator, ModelError
@@ -180,6 +177,12 @@ def eval_cmd(data_dir, model_path, seed, json_path):
         res = evaluate(model, te)
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))
+    _emit_tables(res, json_path)
+
+
+def _emit_tables(res: dict, json_path: str | None):
+    """Print Tables III and IV; also write them as JSON if asked."""
+    from .evaluate import format_tables
     click.echo(format_tables(res))
     if json_path:
         with open(json_path, "w") as f:
