@@ -81,7 +81,9 @@ def _line(rec) -> str:
 @click.option("--hops/--no-hops", default=True, show_default=True, help="Show hop records too.")
 @click.option("--json", "as_json", is_flag=True, help="Print each record as JSON.")
 @click.option("--count", type=int, help="Stop after this many records.")
-def watch_cmd(url, flow_id, hops, as_json, count):
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds to wait for the broker before giving up with an error.")
+def watch_cmd(url, flow_id, hops, as_json, count, timeout_s):
     """Print live, validated telemetry records (invalid ones are counted on exit)."""
     from .schema import ALL_TOPICS, flow_topic
     from .subscriber import TelemetryView
@@ -99,8 +101,14 @@ def watch_cmd(url, flow_id, hops, as_json, count):
         seen.append(1)
     view.on_record(show)
     view.start()
-    if not view.wait_connected(5):
-        click.echo(f"waiting for broker {view.url.display} ... {view.last_error or ''}", err=True)
+    if not view.wait_connected(min(2.0, timeout_s)):
+        click.echo(f"waiting for broker {view.url.display} ...", err=True)
+        if not view.wait_connected(max(0.0, timeout_s - 2.0)):
+            view.stop()
+            raise click.ClickException(
+                f"no broker at {view.url.display} after {timeout_s:g} s"
+                + (f" ({view.last_error})" if view.last_error else "")
+                + "; start one with 'intcc broker run' or pass --url")
     try:
         while count is None or len(seen) < count:
             time.sleep(0.1)

@@ -254,13 +254,16 @@ def decode(payload: bytes, topic: Optional[str] = None):
         d = json.loads(payload)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SchemaError(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise SchemaError("not JSON this reader accepts: nested too deeply") from None
     if not isinstance(d, dict):
         raise SchemaError("a record must be a JSON object")
-    if d.get("v") != VERSION:
-        raise SchemaError(f"unsupported version {d.get('v')!r} (this reader knows v{VERSION})")
-    cls = _TYPES.get(d.get("type"))
+    v, kind = d.get("v"), d.get("type")
+    if type(v) is not int or v != VERSION:
+        raise SchemaError(f"unsupported version {v!r:.40} (this reader knows v{VERSION})")
+    cls = _TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise SchemaError(f"unknown record type {d.get('type')!r} (known: {', '.join(_TYPES)})")
+        raise SchemaError(f"unknown record type {kind!r:.40} (known: {', '.join(_TYPES)})")
     rec = cls.from_dict(d)
     if topic is not None:
         expected = (flow_topic(rec.flow_id) if cls is FlowRecord else hop_topic(rec.node_id) if cls is HopRecord

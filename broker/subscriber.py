@@ -124,6 +124,17 @@ class TelemetryView:
             entry = table.get(key)
         return fresh(entry, max_age_s)
 
+    @property
+    def loop_alive(self) -> bool:
+        """Whether paho's network thread runs: records arrive only while it does."""
+        thread = getattr(self._client, "_thread", None)
+        return bool(thread is not None and thread.is_alive())
+
+    def health(self) -> dict:
+        """Counters plus whether the view can still receive (connected, loop alive)."""
+        return dict(self.counters(), connected=self.connected, loop_alive=self.loop_alive,
+                    last_error=self.last_error)
+
     def counters(self) -> dict:
         return {"received": self.received, "accepted": self.accepted, "rejected": self.rejected,
                 "callback_errors": self.callback_errors, "connects": self.connects,
@@ -144,9 +155,9 @@ class TelemetryView:
         self.received += 1
         try:
             rec = decode(msg.payload, msg.topic)
-        except SchemaError as exc:
+        except Exception as exc:  # SchemaError, or a decoder bug: either way paho's thread must live on
             self.rejected += 1
-            reason = str(exc)
+            reason = str(exc) if isinstance(exc, SchemaError) else f"decoder error {type(exc).__name__}: {exc}"
             self.rejected_reasons[reason.split(":")[0][:60]] += 1
             self.last_error = f"{msg.topic}: {reason}"
             return

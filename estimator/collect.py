@@ -22,6 +22,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import zipfile
 
 import numpy as np
 
@@ -64,19 +65,52 @@ def run_paths(data_dir: str) -> list[str]:
     return sorted(p for p in glob.glob(os.path.join(data_dir, "runs", "*.npz")) if not p.endswith(".tmp.npz"))
 
 
+def _why_unreadable(exc: Exception) -> str:
+    """What is wrong with a file that is not a run, in intcc's words (numpy's
+    advice to load pickles is not advice for a data file)."""
+    text = str(exc)
+    if isinstance(exc, ValueError) and ("pickle" in text or "Object arrays" in text):
+        return "it holds Python objects (pickled data), which intcc never writes; refused"
+    if isinstance(exc, KeyError):
+        return f"it lacks the array {text}"
+    if isinstance(exc, json.JSONDecodeError):
+        return "its 'meta' is not JSON"
+    if isinstance(exc, (zipfile.BadZipFile, EOFError)):
+        return "a damaged .npz archive"
+    return f"{type(exc).__name__}: {text[:120]}"
+
+
+def _check_is_npz(path: str) -> None:
+    """np.load reads any file that is neither zip nor .npy as a pickle: look first."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror})") from None
+    if magic != b"PK\x03\x04":
+        raise TraceError(f"{path}: not a collected run (it is not an .npz archive)")
+
+
 def load_raw(path: str) -> dict:
     """The raw arrays of a collected run (keys without the ``raw_`` prefix); {} if none."""
-    with np.load(path, allow_pickle=False) as z:
-        return {k[4:]: z[k] for k in z.files if k.startswith("raw_")}
+    _check_is_npz(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k[4:]: z[k] for k in z.files if k.startswith("raw_")}
+    except Exception as e:
+        raise TraceError(f"{path}: not a collected run ({_why_unreadable(e)})") from None
 
 
 def load_run(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    _check_is_npz(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             X, t = z["X"], z["t"]
     except Exception as e:
-        raise TraceError(f"{path}: not a collected run ({type(e).__name__}: {e})") from None
+        raise TraceError(f"{path}: not a collected run ({_why_unreadable(e)})") from None
+    if not isinstance(meta, dict):
+        raise TraceError(f"{path}: not a collected run (its 'meta' is not a JSON object)")
     if meta.get("format") != DATA_FORMAT or meta.get("features") != list(FEATURES):
         raise TraceError(f"{path}: data format {meta.get('format')} / features differ from this intcc's")
     for key in ("cca1", "cca2"):

@@ -13,10 +13,13 @@ from .config import ConfigSyntaxError
 
 def _read_config(path: str) -> str:
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             return f.read()
     except OSError as exc:
         raise click.ClickException(f"cannot read configuration {path}: {exc.strerror}")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{path}: not a text configuration (byte 0x{exc.object[exc.start]:02x} "
+                                   f"at offset {exc.start} is not UTF-8)")
 
 
 @click.group("node")

@@ -13,6 +13,7 @@ how the control socket and the testbed change link parameters live.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 PUSH = "push"
@@ -34,6 +35,7 @@ class ConfigError(ValueError):
 
 
 _REQUIRED = object()
+_KEYWORD_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 class Arg:
@@ -96,8 +98,12 @@ class Element:
         values: Dict[str, Any] = {}
         positional = [a for a in self.ARGS if a.positional]
         pos_i = 0
+        known = ", ".join(a.name for a in self.ARGS) or "none"
         for raw in raw_args:
             words = raw.split(None, 1)
+            # "nodeid 1" is most likely a misspelt keyword, not a positional value
+            unknown_kw = words[0] if len(words) == 2 and _KEYWORD_RE.match(words[0]) \
+                and words[0] not in by_name else None
             if len(words) == 2 and words[0] in by_name:
                 arg, text = by_name[words[0]], words[1]
                 if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
@@ -108,14 +114,16 @@ class Element:
                 while pos_i < len(positional) and positional[pos_i].name in values:
                     pos_i += 1
                 if pos_i >= len(positional):
-                    known = ", ".join(a.name for a in self.ARGS) or "none"
-                    raise ConfigError(f"{cls}: unexpected argument {raw!r} (arguments: {known})")
+                    what = f"unknown argument '{unknown_kw}'" if unknown_kw else f"unexpected argument {raw!r}"
+                    raise ConfigError(f"{cls}: {what} (arguments: {known})")
                 arg, text = positional[pos_i], raw
             if arg.name in values:
                 raise ConfigError(f"{cls}: argument '{arg.name}' given twice")
             try:
                 values[arg.name] = arg.conv(text.strip())
             except (TypeError, ValueError) as exc:
+                if unknown_kw:
+                    raise ConfigError(f"{cls}: unknown argument '{unknown_kw}' (arguments: {known})") from None
                 raise ConfigError(f"{cls}: bad value {text!r} for '{arg.name}': {exc}") from None
         for arg in self.ARGS:
             if arg.name not in values:

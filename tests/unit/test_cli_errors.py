@@ -1,0 +1,51 @@
+"""Bad input at the command line gets one clear error line, never a traceback."""
+import json
+import zipfile
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from estimator.collect import load_run
+from estimator.features import TraceError
+from intcc.cli import main
+from int_node.config import ConfigSyntaxError
+from tests.helpers import router
+
+
+def test_node_check_on_a_binary_file_names_the_problem(tmp_path):
+    bad = tmp_path / "bad.click"
+    bad.write_bytes(b"x\x00\xff\xfe")
+    r = CliRunner().invoke(main, ["node", "check", str(bad)])
+    assert r.exit_code == 1 and r.exception is None or isinstance(r.exception, SystemExit)
+    assert "not a text configuration" in r.output and "0xff" in r.output
+
+
+@pytest.mark.parametrize("element, keyword", [("INTTransit(nodeid 1)", "nodeid"), ("Queue(capacty 10)", "capacty")])
+def test_a_misspelt_keyword_is_named(element, keyword):
+    with pytest.raises(ConfigSyntaxError, match=f"unknown argument '{keyword}'"):
+        router(f"a :: Idle -> t :: {element} -> Discard;")
+
+
+def test_telemetry_watch_gives_up_on_a_dead_broker_with_an_error():
+    r = CliRunner().invoke(main, ["telemetry", "watch", "--url", "mqtt://127.0.0.1:1", "--timeout", "0.5"])
+    assert r.exit_code == 1
+    assert "no broker at mqtt://127.0.0.1:1 after 0.5 s" in r.output
+
+
+def _npz_with_objects(path):
+    np.savez(path, meta=np.array([{"a": 1}], dtype=object), X=np.zeros(3), t=np.zeros(3))
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p.write_bytes(b"garbage" * 40), "not an .npz archive"),
+    (_npz_with_objects, "pickled data"),
+    (lambda p: zipfile.ZipFile(p, "w").writestr("meta.npy", b"junk"), "not a collected run"),
+    (lambda p: np.savez(p, meta=np.array(json.dumps({"a": 1})), X=np.zeros(3)), "lacks the array"),
+])
+def test_a_garbage_run_file_gets_intccs_words_not_numpys_advice(tmp_path, make, words):
+    path = tmp_path / "run.npz"
+    make(path)
+    with pytest.raises(TraceError) as exc:
+        load_run(str(path))
+    assert words in str(exc.value) and "allow_pickle" not in str(exc.value)
