@@ -150,7 +150,7 @@ class INTTransit(Element):
             ok = ioam.stamp_default(
                 d, off, d[IP6_HLIM_OFF], self.node_id, pkt.in_port, self._egress_if, now,
                 now - pkt.rx_ns,
-                q.depth_bytes if q else 0, len(q._q) if q else 0,
+                q.advertised_depth_bytes if q else 0, len(q._q) if q else 0,
                 ch.rssi_int if ch else -128, ch.mcs if ch else 0xFF, m.flow_count if m else 0,
                 ch.data_rate_kbps if ch else 0, q.drops if q else 0,
                 link.link_losses if link else 0, int(m.arrival_rate_pps) if m else 0,

@@ -7,6 +7,9 @@ from ..element import AGNOSTIC, PULL, Arg, ConfigError, Element, register
 from ..packet import flow_key
 from ..units import parse_nonneg_int, parse_pos_int, parse_time_ns
 
+#: One buffer of a packet-bounded queue as INT advertises it (docs/wire-format.md).
+SLOT_BYTES = 1500
+
 
 @register
 class Queue(Element):
@@ -15,8 +18,9 @@ class Queue(Element):
 
     Push input, pull output. Downstream pullers (ToDevice, LinkShaper) register a
     listener and are woken when the queue turns non-empty (Click's notifier).
-    ``depth_pkts`` / ``depth_bytes`` are the current occupancy, ``drops`` the
-    cumulative tail drops (what INT reports as queue drops).
+    ``depth_pkts`` / ``depth_bytes`` (frame bytes) are the current occupancy,
+    ``drops`` the cumulative tail drops (what INT reports as queue drops).
+    INT advertises ``advertised_depth_bytes`` against ``capacity_limit_bytes``.
     """
     output_kind = PULL
     ARGS = (Arg("capacity", parse_pos_int, 1000), Arg("capacity_bytes", parse_nonneg_int, 0))
@@ -34,8 +38,19 @@ class Queue(Element):
 
     @property
     def capacity_limit_bytes(self) -> int:
-        """The byte capacity INT advertises: the byte bound, else packets x 1500."""
-        return self.capacity_bytes or self.capacity * 1500
+        """The capacity INT advertises: the byte bound, else packets x SLOT_BYTES."""
+        return self.capacity_bytes or self.capacity * SLOT_BYTES
+
+    @property
+    def advertised_depth_bytes(self) -> int:
+        """The depth INT advertises, in the unit of :attr:`capacity_limit_bytes` so that
+        depth <= capacity always. A packet-bounded queue counts one SLOT_BYTES buffer
+        per packet, whatever its size (frames with INT headers are ~1,666 B and would
+        overfill a 1500 B x N capacity); with both bounds, the fuller one speaks."""
+        n = len(self._q)
+        if not self.capacity_bytes:
+            return n * SLOT_BYTES
+        return max(self.depth_bytes, n * self.capacity_bytes // self.capacity)
 
     def add_listener(self, callback) -> None:
         self._listeners.append(callback)
