@@ -49,7 +49,7 @@ def _emulation(tag: str, link: Link, direction_seed: int, with_int: Optional[str
         args = ", ".join(f"{k} {v}" for k, v in sorted(link.wireless.items()))
         args = (args + ", " if args else "") + f"loss {link.loss_pct}%"
         chain.append(f"wl{tag} :: WirelessChannel({args}{seed})")
-    elif link.loss_pct:
+    elif link.may_lose or link.loss_pct:
         chain.append(f"loss{tag} :: RandomLoss({link.loss_pct}%{seed})")
     if link.delay_ms:
         chain.append(f"delay{tag} :: Delay({link.delay_ms}ms)")
@@ -91,7 +91,7 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
             refs = [f"queue q{i}", f"meter m{i}", f"egress out{i}"]
             if f.link.wireless is not None:
                 refs += [f"link wl{i}", f"channel wl{i}"]
-            elif f.link.loss_pct:
+            elif f.link.may_lose or f.link.loss_pct:
                 refs.append(f"link loss{i}")
             transit = f"tr{i} :: INTTransit(node_id {info['node_id']}, {', '.join(refs)})"
         sink = None

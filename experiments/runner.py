@@ -24,10 +24,10 @@ import socket
 import statistics
 import subprocess
 import time
-import zlib
 from contextlib import ExitStack, contextmanager, nullcontext
 
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
+from .linkctl import check_loss, configured_loss_pct, link_loss_counts, run_seed, seed_losses, set_loss
 from .scenario import Algorithm, Scenario
 from .testbed import RUN_ROOT, Testbed, teardown
 from .topo import load_topo
@@ -54,42 +54,6 @@ def _free_port() -> int:
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def set_loss(tb: Testbed, loss_pct: float):
-    """Every loss element on the testbed (wireless channels and RandomLoss), both directions."""
-    for node, el in _loss_elements(tb):
-        tb.write(node, el, "loss" if el.startswith("wl") else "p", f"{loss_pct}%")
-
-
-def _loss_elements(tb: Testbed):
-    for node in tb.state["nodes"]:
-        for el in tb.counters(node):
-            if re.fullmatch(r"(wl|loss)\d+", el):
-                yield node, el
-
-
-def run_seed(base_seed: int, key: str, value, repeat: int) -> int:
-    """The loss draws' seed of one run: the same for every algorithm of a repeat (common
-    random numbers: compared runs meet the same fate for the same transmission, see
-    int_node.loss_draws), another for each repeat and sweep value."""
-    return zlib.crc32(f"{base_seed}/{key}={value}/{repeat}".encode())
-
-
-def seed_losses(tb: Testbed, seed: int):
-    """Restart every loss element's draws from ``seed`` (each element its own stream)."""
-    for node, el in _loss_elements(tb):
-        tb.write(node, el, "seed", str(zlib.crc32(f"{seed}/{node}/{el}".encode())))
-
-
-def link_loss_counts(tb: Testbed):
-    passed = lost = 0
-    for node in tb.state["nodes"]:
-        for el, c in tb.counters(node).items():
-            if re.fullmatch(r"wl\d+", el):
-                passed += c.get("passed", 0)
-                lost += c.get("link_losses", 0)
-    return passed, lost
 
 
 #: Sender-side kernel TCP counters kept per run (how the sender recovered from losses).
@@ -286,6 +250,9 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
                             "loss_seed": loss_seed})
                 if key != "none":
                     rec[key] = value
+                warning = check_loss(rec, value if key == "loss_pct" else configured_loss_pct(beds[0]))
+                if warning:
+                    echo(f"WARNING {name}: {warning}")
                 records.append(rec)
                 done = len(records) + len(failed)
                 eta = (time.monotonic() - t_start) / done * (n_runs - done)
@@ -495,8 +462,8 @@ def _flow(tb, alg: Algorithm, sc: Scenario, client, server, run_dir, loss_seed: 
             comp_thread.join()
     after = link_loss_counts(tb)
     tcp_after = tcp_counters(tb, client)
-    return {"out": out, "comp": comp, "extra": extra,
-            "passed": after[0] - before[0], "lost": after[1] - before[1],
+    return {"out": out, "comp": comp, "extra": extra, "passed": after[0] - before[0],
+            "lost": after[1] - before[1], "lost_configured": after[2] - before[2],
             "sender_tcp": {k.split(".")[1]: tcp_after[k] - tcp_before.get(k, 0) for k in tcp_after}}
 
 
@@ -525,10 +492,12 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, raw: dict) -> dict:
     with open(os.path.join(run_dir, "iperf3.json"), "w") as f:
         json.dump(out, f)
     plot_series(rows, f"{alg.label}", os.path.join(run_dir, "series.png"))
-    passed, lost = raw["passed"], raw["lost"]
+    passed, lost, lost_configured = raw["passed"], raw["lost"], raw["lost_configured"]
     return {"goodput_mbps": out["end"]["sum_received"]["bits_per_second"] / 1e6,
             "retransmits": out["end"]["sum_sent"].get("retransmits", 0),
-            "seconds": sc.seconds, "measured_link_loss_pct": 100 * lost / max(passed + lost, 1),
+            "seconds": sc.seconds, "link_packets": passed + lost,
+            "measured_link_loss_pct": 100 * lost / max(passed + lost, 1),
+            "measured_configured_loss_pct": 100 * lost_configured / max(passed + lost, 1),
             "mss": out["start"].get("tcp_mss_default"),
             "slow_start_exit_s": slow_start_exit_s(os.path.join(run_dir, "trace.csv")),
             "plateau_s": time_to_plateau_s(rows),

@@ -56,13 +56,16 @@ class Link:
     buffer_pkts: int = 1000
     wireless: Optional[Dict[str, float]] = None
     seed: Optional[int] = None
+    #: The topology gives this link a loss_pct (even 0) or a wireless channel: its
+    #: loss element always exists, so that a loss set at run time (a sweep) applies.
+    may_lose: bool = False
 
     def other(self, name: str) -> str:
         return self.b if name == self.a else self.a
 
     @property
     def emulated(self) -> bool:
-        return bool(self.rate_mbps or self.delay_ms or self.loss_pct or self.wireless)
+        return bool(self.rate_mbps or self.delay_ms or self.may_lose or self.loss_pct or self.wireless)
 
 
 @dataclass
@@ -240,7 +243,8 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
                           delay_ms=_num(l, "delay_ms", where) or 0.0,
                           loss_pct=_num(l, "loss_pct", where) or 0.0,
                           buffer_pkts=max(1, _num(l, "buffer_pkts", where, lambda x: int(round(float(x)))) or 1000),
-                          wireless=wl, seed=l.get("seed", params.get("seed"))))
+                          wireless=wl, seed=l.get("seed", params.get("seed")),
+                          may_lose="loss_pct" in l or wl is not None))
         if links[-1].loss_pct > 100:
             raise TopologyError(f"{where}: loss_pct must be <= 100")
     for h in hosts:

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_registered
-from experiments.runner import set_loss, tcp_counters
+from experiments.linkctl import set_loss
+from experiments.runner import tcp_counters
 from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed
 
 DELAY_MS = 10.0

@@ -34,3 +34,17 @@ def test_parallel_testbeds_give_each_run_its_own_flows(tmp_path):
         assert records[2 + rep]["goodput_mbps"] > 0.3
     assert not [p for p in os.listdir(os.path.join(tmp_path, "runs")) if p.endswith(".agent-trace.csv")]
     assert not {"exp", "exp1"} & set(list_testbeds())
+
+
+def test_a_loss_sweep_on_a_dumbbell_built_at_zero_loss_applies_the_loss(tmp_path):
+    """The dumbbell is built with loss_pct = 0; a sweep to 5 % must reach the bottleneck
+    (before, the run labelled 5 % ran lossless: no loss element existed to write to)."""
+    sc = load("congestion_fairness")
+    sc.topology, sc.params = "dumbbell", {"loss_pct": 0.0}
+    sc.algorithms = [a for a in sc.algorithms if a.label == "kernel cubic"][:1]
+    sc.sweep, sc.repeats, sc.seconds, sc.seed = {"loss_pct": [5]}, 1, 4, 5
+    records = run_scenario(sc, str(tmp_path), echo=lambda *_: None)
+    (rec,) = records
+    assert rec["configured_loss_pct"] == 5 and rec["link_packets"] > 1000
+    assert abs(rec["measured_configured_loss_pct"] - 5) <= 1.0, rec
+    assert rec["loss_off"] is False

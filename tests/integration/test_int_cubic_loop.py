@@ -10,7 +10,8 @@ import pytest
 
 from broker.launch import BrokerProcess
 from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_registered
-from experiments.runner import iperf, link_loss_counts, set_loss
+from experiments.linkctl import link_loss_counts, set_loss
+from experiments.runner import iperf
 from tests.integration.tbutil import start_testbed
 
 CREDS = "/run/intcc/test-broker/credentials.json"

@@ -208,7 +208,7 @@ def test_kernel_trace_sees_every_retransmission_of_a_lossy_flow(tb):
 def test_a_loss_seed_replays_the_same_wireless_losses(tb):
     """Common random numbers on the real testbed: reseeded alike, the same traffic meets
     the same losses in both directions; another seed, other losses."""
-    from experiments.runner import seed_losses, set_loss
+    from experiments.linkctl import seed_losses, set_loss
 
     def wireless_losses():
         return {(n, el): c["configured_losses"] for n in tb.state["nodes"]

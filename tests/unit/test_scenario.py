@@ -1,7 +1,7 @@
 """Scenario files and the runner's arithmetic (no testbed)."""
 import pytest
 
-from experiments import runner
+from experiments import linkctl, runner
 from experiments.scenario import ScenarioError, load
 
 
@@ -44,11 +44,11 @@ def test_bad_scenarios_name_the_problem(tmp_path, text, message):
 
 
 def test_a_repeats_algorithms_share_the_loss_seed_and_repeats_do_not():
-    seeds = {(alg.label, v["loss_pct"], rep): runner.run_seed(7, "loss_pct", v["loss_pct"], rep)
+    seeds = {(alg.label, v["loss_pct"], rep): linkctl.run_seed(7, "loss_pct", v["loss_pct"], rep)
              for alg, v, rep in load("lossy_link").runs()}
     assert seeds[("kernel cubic", 20, 0)] == seeds[("cubic-int L2", 20, 0)]
     assert len({seeds[("kernel cubic", 20, r)] for r in range(3)} | {seeds[("kernel cubic", 5, 0)]}) == 4
-    assert runner.run_seed(8, "loss_pct", 20, 0) != seeds[("kernel cubic", 20, 0)]
+    assert linkctl.run_seed(8, "loss_pct", 20, 0) != seeds[("kernel cubic", 20, 0)]
 
 
 def test_the_seed_is_read_from_the_scenario(tmp_path):

@@ -67,3 +67,32 @@ def test_generated_node_configs_pass_the_graph_checks(name):
         assert "INTTransit" in classes
         assert ("INTSource" in classes) == ("source" in topo.nodes[node]["int"])
         assert ("INTSink" in classes) == ("sink" in topo.nodes[node]["int"])
+
+
+def _configs(topo):
+    out = {}
+    for node in topo.nodes:
+        ifaces = [Iface(link, f"intcc-{link.other(node)}", f"02:00:00:00:00:{i:02x}", link.other(node),
+                        "02:00:00:00:01:00", "2001:db8::1", "2001:db8::/64", 1756)
+                  for i, link in enumerate(topo.links_of(node))]
+        out[node] = Router(node_config(topo, node, ifaces, "none"))
+    return out
+
+
+def test_a_link_built_at_zero_loss_still_has_its_loss_element():
+    # a sweep writes the loss at run time: built at 0 %, the dumbbell had nothing to write to
+    topo = load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"loss_pct": 0})
+    bottleneck = [l for l in topo.links if {l.a, l.b} == {"sw1", "sw2"}][0]
+    assert bottleneck.may_lose and not [l for l in topo.links if l.may_lose and l is not bottleneck]
+    losses = {n: [e for e in r.elements.values() if type(e).__name__ == "RandomLoss"] for n, r in _configs(topo).items()}
+    assert all(len(v) == 1 and v[0].p == 0 for v in losses.values())   # one per direction of the bottleneck
+
+
+def test_the_loss_tolerance_follows_the_binomial_spread():
+    from experiments.linkctl import check_loss, loss_tolerance_pct
+    assert loss_tolerance_pct(0, 10_000) == 0.5
+    assert 1.0 < loss_tolerance_pct(5, 10_000) < 1.2
+    rec = {"link_packets": 10_000, "measured_configured_loss_pct": 0.0}
+    assert "off the configured 5 %" in check_loss(rec, 5.0) and rec["loss_off"]
+    rec = {"link_packets": 10_000, "measured_configured_loss_pct": 4.8}
+    assert check_loss(rec, 5.0) is None and rec["loss_off"] is False and rec["configured_loss_pct"] == 5.0

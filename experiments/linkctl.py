@@ -1,0 +1,87 @@
+"""Link control on a running testbed: the loss of every lossy link, its draws' seed,
+and what the links actually lost (checked against what was configured).
+
+A link may lose when its topology gives it a ``loss_pct`` (even 0) or a wireless
+channel; its loss element (``wl<i>`` / ``loss<i>`` in the generated node
+configuration, experiments/nodeconf.py) then always exists.
+"""
+from __future__ import annotations
+
+import re
+import zlib
+
+from .testbed import Testbed
+
+
+def set_loss(tb: Testbed, loss_pct: float):
+    """Every loss element on the testbed (wireless channels and RandomLoss), both directions.
+    A loss that cannot be applied is an error, not a run labelled with it."""
+    elements = list(_loss_elements(tb))
+    if not elements:
+        raise RuntimeError(f"cannot apply loss_pct={loss_pct}: testbed '{tb.name}' has no link that may lose "
+                           f"(give a link of topology '{tb.state['topology']}' a loss_pct, even 0)")
+    for node, el, _ in elements:
+        tb.write(node, el, "loss" if el.startswith("wl") else "p", f"{loss_pct}%")
+
+
+def _loss_elements(tb: Testbed):
+    """(node, element, its counters) of every link-loss element of the testbed."""
+    for node in tb.state["nodes"]:
+        for el, c in tb.counters(node).items():
+            if re.fullmatch(r"(wl|loss)\d+", el):
+                yield node, el, c
+
+
+def run_seed(base_seed: int, key: str, value, repeat: int) -> int:
+    """The loss draws' seed of one run: the same for every algorithm of a repeat (common
+    random numbers: compared runs meet the same fate for the same transmission, see
+    int_node.loss_draws), another for each repeat and sweep value."""
+    return zlib.crc32(f"{base_seed}/{key}={value}/{repeat}".encode())
+
+
+def seed_losses(tb: Testbed, seed: int):
+    """Restart every loss element's draws from ``seed`` (each element its own stream)."""
+    for node, el, _ in _loss_elements(tb):
+        tb.write(node, el, "seed", str(zlib.crc32(f"{seed}/{node}/{el}".encode())))
+
+
+def link_loss_counts(tb: Testbed) -> tuple[int, int, int]:
+    """(passed, lost, lost to the configured loss) over every loss element: wireless
+    channels (whose losses also include channel errors) and RandomLoss."""
+    passed = lost = configured = 0
+    for _, el, c in _loss_elements(tb):
+        passed += c.get("passed", 0)
+        if el.startswith("wl"):
+            lost += c.get("link_losses", 0)
+            configured += c.get("configured_losses", 0)
+        else:
+            lost += c.get("dropped", 0)
+            configured += c.get("dropped", 0)
+    return passed, lost, configured
+
+
+def configured_loss_pct(tb: Testbed) -> float | None:
+    """The loss the topology configures on its lossy links, None if they differ (or none)."""
+    losses = {l.loss_pct for l in (tb.topo.links if tb.topo else []) if l.may_lose}
+    return losses.pop() if len(losses) == 1 else None
+
+
+def check_loss(rec: dict, configured: float | None) -> str | None:
+    """Record the configured loss beside the measured one; flag a run they disagree on."""
+    rec["configured_loss_pct"] = configured
+    if configured is None or not rec.get("link_packets"):
+        return None
+    tol = loss_tolerance_pct(configured, rec["link_packets"])
+    off = abs(rec["measured_configured_loss_pct"] - configured) > tol
+    rec["loss_off"] = off
+    if off:
+        return (f"measured loss {rec['measured_configured_loss_pct']:.2f} % is off the configured "
+                f"{configured:g} % by more than {tol:.2f} points (flagged: loss_off)")
+    return None
+
+
+def loss_tolerance_pct(loss_pct: float, packets: int) -> float:
+    """How far a run's measured configured loss may sit from the configured one before
+    the run is flagged: five binomial standard deviations, at least half a point."""
+    p = min(max(loss_pct / 100, 0.0), 1.0)
+    return max(0.5, 5 * 100 * (p * (1 - p) / max(packets, 1)) ** 0.5)
