@@ -151,7 +151,9 @@ class AgentProcess:
         log = self.log()
         return log[-3000:] if died or "Traceback" in log else None
 
-    def stop(self, sig=signal.SIGTERM, timeout_s: float = 10, remove_socket: bool = True):
+    def stop(self, sig=signal.SIGTERM, timeout_s: float = 10):
+        """Signal the agent and wait until it is gone and its socket file removed (the
+        agent's janitor does that, also after SIGKILL), so the next agent can start."""
         self.stopped = True
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -160,12 +162,12 @@ class AgentProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        # portus exits from its signal handler and leaves its socket file behind
-        if remove_socket and os.path.exists(AGENT_SOCKET) and not _socket_bound(AGENT_SOCKET):
-            os.remove(AGENT_SOCKET)
+        if self.proc is not None:
+            _wait(lambda: not os.path.exists(AGENT_SOCKET) or _socket_bound(AGENT_SOCKET), 3,
+                  f"the stopped agent's {AGENT_SOCKET} to be removed")
 
     def kill(self):
-        self.stop(signal.SIGKILL, remove_socket=False)
+        self.stop(signal.SIGKILL)
 
     def __enter__(self):
         return self.start() if self.proc is None else self

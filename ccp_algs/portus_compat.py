@@ -8,8 +8,13 @@ each datapath program with pyportus's own compiler, then ``start_inner``.
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
+import sys
 
 IPC_CHOICES = ("unix", "netlink")
+#: Where portus binds its unix IPC socket (the datapath sends there).
+PORTUS_SOCKET = "/tmp/ccp/portus"
 
 
 class AlgorithmError(ValueError):
@@ -61,4 +66,42 @@ def start(alg, ipc: str = "unix") -> int:
     if ipc not in IPC_CHOICES:
         raise AlgorithmError(f"ipc must be one of {', '.join(IPC_CHOICES)}, not {ipc!r}")
     check(alg)
+    if ipc == "unix":
+        remove_socket_when_gone(PORTUS_SOCKET)
     return _pyportus().start_inner(ipc, alg)
+
+
+_JANITOR = """
+import os, signal, socket, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+fd, path = int(sys.argv[1]), sys.argv[2]
+while os.read(fd, 1):
+    pass
+# The pipe may close before the dying agent's socket does: give it a moment.
+for _ in range(100):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        s.connect(path)
+    except ConnectionRefusedError:
+        os.unlink(path)
+        break
+    except OSError:
+        break
+    finally:
+        s.close()
+    time.sleep(0.01)
+"""
+
+
+def remove_socket_when_gone(path: str) -> None:
+    """portus ends the process from its own signal handler (no Python cleanup runs) and
+    leaves its socket file behind. A small process of its own (not named like the agent,
+    so that 'pkill -f "alg run"' spares it) waits for this one to end, by any signal,
+    SIGKILL included (its pipe closes), and removes the file unless another agent has
+    bound it since."""
+    r, w = os.pipe()
+    # its own session: a Ctrl-C to the agent's process group is not for it
+    subprocess.Popen([sys.executable, "-c", _JANITOR, str(r), path], pass_fds=(r,), start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(r)                 # the write end stays open, unread, for this process's life

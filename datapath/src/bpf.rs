@@ -183,6 +183,13 @@ impl Maps {
             .map_err(err("write config map"))
     }
 
+    pub fn read_cfg(&self) -> Cfg {
+        match self.cfg.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(b)) => from_bytes(&b),
+            _ => Cfg::default(),
+        }
+    }
+
     pub fn stats(&self) -> Stats {
         match self.stats.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
             Ok(Some(b)) => from_bytes(&b),
@@ -203,7 +210,69 @@ pub fn ccp_registered() -> bool {
         .unwrap_or(false)
 }
 
-pub fn load_and_register() -> Result<(Loaded, Maps), Error> {
+/// Where the maps are pinned (bpffs): a daemon started after one that died takes its
+/// maps over, and with them the flows that still run the dead one's struct_ops.
+pub const PIN_DIR: &str = "/sys/fs/bpf/intcc_ccp";
+const BPF_FS_MAGIC: i64 = 0xcafe4a11;
+
+fn is_bpffs(path: &str) -> bool {
+    let c = std::ffi::CString::new(path).unwrap();
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == BPF_FS_MAGIC }
+}
+
+/// /sys/fs/bpf mounted as bpffs (it is not on every host), and PIN_DIR in it.
+fn ensure_pin_dir() -> Result<(), Error> {
+    if !is_bpffs("/sys/fs/bpf") {
+        let (src, dst, fs) = (c"bpf", c"/sys/fs/bpf", c"bpf");
+        if unsafe { libc::mount(src.as_ptr(), dst.as_ptr(), fs.as_ptr(), 0, std::ptr::null()) } != 0 {
+            return Err(Error(format!("cannot mount bpffs at /sys/fs/bpf: {}", std::io::Error::last_os_error())));
+        }
+    }
+    std::fs::create_dir_all(PIN_DIR).map_err(|e| Error(format!("cannot create {PIN_DIR}: {e}")))
+}
+
+fn pin_path(map_name: &str) -> String {
+    format!("{PIN_DIR}/{}", map_name.trim_start_matches('.').replace('.', "_"))
+}
+
+/// Remove the pins (an orderly exit, or maps of an incompatible build). Flows that
+/// still run an old registration keep its maps alive until they end.
+pub fn unpin_all() {
+    if let Ok(dir) = std::fs::read_dir(PIN_DIR) {
+        for entry in dir.flatten() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    let _ = std::fs::remove_dir(PIN_DIR);
+}
+
+fn pins_exist() -> bool {
+    std::fs::read_dir(PIN_DIR).map(|mut d| d.next().is_some()).unwrap_or(false)
+}
+
+/// Whether the maps were taken over from a previous daemon's pins.
+pub struct Adopted(pub bool);
+
+pub fn load_and_register() -> Result<(Loaded, Maps, Adopted), Error> {
+    ensure_pin_dir()?;
+    let had_pins = pins_exist();
+    match load_pinned() {
+        Ok((l, m)) => Ok((l, m, Adopted(had_pins))),
+        Err(e) if had_pins => {
+            eprintln!(
+                "intcc-datapath: the pinned maps in {PIN_DIR} do not fit this build ({e}); removed, \
+                 starting afresh (flows of the old registration stay on its fallback)"
+            );
+            unpin_all();
+            ensure_pin_dir()?;
+            load_pinned().map(|(l, m)| (l, m, Adopted(false)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn load_pinned() -> Result<(Loaded, Maps), Error> {
     if ccp_registered() {
         return Err(Error(
             "a congestion control named 'ccp' is already registered (another intcc-datapath running, \
@@ -212,11 +281,20 @@ pub fn load_and_register() -> Result<(Loaded, Maps), Error> {
                 .into(),
         ));
     }
-    let open = ObjectBuilder::default()
+    let mut open = ObjectBuilder::default()
         .name("intcc_ccp")
         .map_err(err("object name"))?
         .open_memory(BPF_OBJECT)
         .map_err(err("open BPF object"))?;
+    // Every map but the struct_ops itself is pinned, .bss included: its socket-id
+    // counter must go on where the previous daemon's stopped (ids stay unique).
+    for mut m in open.maps_mut() {
+        if m.map_type() == libbpf_rs::MapType::StructOps {
+            continue;
+        }
+        let path = pin_path(&m.name().to_string_lossy());
+        m.set_pin_path(&path).map_err(err("set pin path"))?;
+    }
     let mut object = open.load().map_err(err(
         "load BPF object (needs root, BTF at /sys/kernel/btf/vmlinux and struct_ops support)",
     ))?;

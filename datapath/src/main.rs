@@ -277,7 +277,17 @@ fn run(args: Args) -> Result<(), String> {
     if let Some(p) = args.applied_log.take() {
         args.applied_log = Some(std::env::current_dir().map_err(|e| format!("cwd: {e}"))?.join(p));
     }
-    let (loaded, maps) = bpf::load_and_register().map_err(|e| e.to_string())?;
+    let (loaded, maps, adopted) = bpf::load_and_register().map_err(|e| e.to_string())?;
+    // Maps taken over from a daemon that died: its flows announced themselves in its
+    // epochs, so ours continue after them (each flow re-announces in our first session).
+    let first_epoch = if adopted.0 { maps.read_cfg().epoch } else { 0 };
+    if adopted.0 {
+        eprintln!(
+            "intcc-datapath: took over the maps pinned in {} (epoch {first_epoch}): flows of the \
+             previous registration come back under control with the next agent session",
+            bpf::PIN_DIR
+        );
+    }
     raise_dgram_qlen();
     let sock = bind_ipc(&args.name).map_err(|e| format!("cannot bind {IPC_DIR}/{}: {e}", args.name))?;
     let applied = AppliedLog::new(args.applied_log.as_ref()).map_err(|e| format!("applied log: {e}"))?;
@@ -300,7 +310,7 @@ fn run(args: Args) -> Result<(), String> {
         sock: Rc::new(sock),
         agent_path,
         session: None,
-        epoch: 0,
+        epoch: first_epoch,
         flows_dirty: true,
         started: Instant::now(),
         last_stats: Instant::now() - Duration::from_secs(10),
@@ -346,6 +356,7 @@ fn run(args: Args) -> Result<(), String> {
     }
     drop(ring);
     drop(loaded); // the struct_ops link: 'ccp' is unregistered here
+    bpf::unpin_all(); // an orderly stop leaves no BPF object behind (a crash leaves them to adopt)
     let _ = std::fs::remove_file(&socket_path);
     let _ = std::fs::remove_file(state_dir.join("flows.json"));
     eprintln!("intcc-datapath: stopped; 'ccp' unregistered");

@@ -3,6 +3,7 @@ a real pyportus agent (`intcc alg run ...`), kernel TCP flows (iperf3 -C ccp)
 across the wireless testbed (two Python INT nodes, 10 ms one-way delay)."""
 import csv
 import os
+import signal
 import statistics
 import subprocess
 import time
@@ -357,3 +358,64 @@ def test_slow_start_grows_the_window_on_the_ack_that_earns_it_as_the_kernels(tb,
     grown = [r["cwnd_pkts"] - first["cwnd_pkts"] for r in before_cut]
     on_time = sum(g == d for g, d in zip(grown, delivered))
     assert on_time >= 0.9 * len(before_cut), list(zip(delivered, grown))
+
+
+def test_a_restarted_datapath_takes_back_the_flows_of_the_one_that_died(tb, dp, agent_factory):
+    """kill -9 of the daemon mid-flow: the flow goes on (the dead registration's Reno
+    fallback), and the restarted daemon, taking over its pinned maps, controls it again
+    within a second, with socket ids that do not collide with the old ones."""
+    set_rate(tb, 100)
+    agent_factory("const", "--cwnd-pkts", "10")
+    srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-J", "-p", "5203"], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    tb.wait_listening("sta2", 5203)
+    cli = tb.popen("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-p", "5203", "-t", "9", "-J", "-C", "ccp",
+                            "--get-server-output"],
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def ours():
+        return [f for f in dp.flows() if 5203 in (f.get("sport"), f.get("dport"))]
+    try:
+        time.sleep(2)
+        before = ours()
+        assert before, "the flow was not controlled before the kill"
+        dp.kill()                                         # SIGKILL: no goodbye, pins stay
+        time.sleep(1.5)
+        dp.start()
+        t0 = time.monotonic()
+        while not ours() and time.monotonic() - t0 < 5:
+            time.sleep(0.02)
+        took_s = time.monotonic() - t0
+        again = ours()
+        acks0 = dp.stats()["kernel"]["controlled_acks"]
+        time.sleep(1.5)
+        acks1 = dp.stats()["kernel"]["controlled_acks"]
+        out, _ = cli.communicate(timeout=30)
+    finally:
+        srv.kill()
+        srv.wait()
+    assert again, "the restarted datapath never took the running flow back"
+    assert took_s <= 1.0, f"took {took_s:.2f} s"
+    assert acks1 > acks0, "no controlled ACKs after the restart"
+    sids = {(f["sport"], f["dport"]): f["sid"] for f in before}
+    for f in again:     # the same socket keeps its id; none of the old ids names another socket
+        assert sids.get((f["sport"], f["dport"]), f["sid"]) == f["sid"], (before, again)
+        assert f["sid"] not in {v for k, v in sids.items() if k != (f["sport"], f["dport"])}
+    import json
+    assert min(_received_mbps(json.loads(out))[:8]) > 0.5
+
+
+def test_an_agent_removes_its_socket_file_however_it_ends(tmp_path):
+    """portus exits from its own signal handler; the agent's socket file must not outlive it."""
+    from ccp_algs.datapath import AGENT_SOCKET
+    for end in ("stop", "kill"):
+        a = AgentProcess("const", log_path=str(tmp_path / f"{end}.log")).start()
+        assert os.path.exists(AGENT_SOCKET)
+        pid = a.proc.pid
+        os.kill(pid, signal.SIGTERM if end == "stop" else signal.SIGKILL)
+        a.proc.wait(10)
+        deadline = time.monotonic() + 2
+        while os.path.exists(AGENT_SOCKET) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not os.path.exists(AGENT_SOCKET), f"{AGENT_SOCKET} left behind after {end}"
+        a.stop()
