@@ -128,6 +128,7 @@ class HopState:
     mcs: Optional[int] = _f(_opt(_int(0, 254)))
     transit_delay_ns: Optional[int] = _f(_opt(_int(0)))
     hop_limit: Optional[int] = _f(_opt(_int(0, 255)))
+    rx_drops: Optional[int] = _f(_opt(U32))              # cumulative frames the node's receive rings dropped
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "hop") -> "HopState":

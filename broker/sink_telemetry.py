@@ -35,7 +35,7 @@ def hop_state(n) -> HopState:
         flow_count=st.flow_count if st else 0, queue_occupancy=(depth / cap) if cap else None,
         rssi_dbm=None if not st or st.rssi_dbm == -128 else st.rssi_dbm,
         mcs=None if not st or st.mcs == 0xFF else st.mcs,
-        transit_delay_ns=n.transit_delay_ns, hop_limit=n.hop_limit)
+        transit_delay_ns=n.transit_delay_ns, hop_limit=n.hop_limit, rx_drops=st.rx_drops if st else None)
 
 
 def _counters(nodes) -> List[HopCounters]:

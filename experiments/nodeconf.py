@@ -15,8 +15,9 @@ from typing import List, Optional
 
 from .topo import Link, Topo
 
-INT_HEADROOM_BYTES = 256
-MIRROR_IFNAME = "intcc-mon"   # 2 hops: 128-byte HbH + 24-byte DOH; 4 hops: 240 + 24
+INT_HEADROOM_BYTES = 288
+MIRROR_IFNAME = "intcc-mon"
+# INT headers: 2 hops 136-byte HbH + 24-byte DOH = 160; 4 hops 256 + 24 = 280
 
 
 @dataclass
@@ -60,6 +61,8 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
     info = topo.nodes[node]
     roles = set(info["int"])
     max_hops = max(1, min(4, topo.int_transit_count()))
+    ns = topo.extra.get("int_namespace_id")     # IOAM namespace of the INT domain (default: int_node's)
+    ns_arg = f", namespace_id {int(ns)}" if ns is not None else ""
     node_mtu = min(i.mtu for i in ifaces)
     lines = [f"// node {node} (id {info['node_id']}, INT roles: {', '.join(sorted(roles)) or 'none'})",
              f"// generated from {topo.path} by experiments/nodeconf.py", ""]
@@ -83,7 +86,7 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         if from_host and f.link.emulated:
             ingress += _emulation(f"i{i}", f.link, 2 * f.link.index + 1)
         if from_host and "source" in roles:
-            ingress.append(f"src{i} :: INTSource(max_hops {max_hops}, mtu {node_mtu})")
+            ingress.append(f"src{i} :: INTSource(max_hops {max_hops}, mtu {node_mtu}{ns_arg})")
         ingress.append("rt")
         lines.append(" -> ".join(ingress) + ";")
         transit = None
@@ -93,7 +96,7 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
                 refs += [f"link wl{i}", f"channel wl{i}"]
             elif f.link.may_lose or f.link.loss_pct:
                 refs.append(f"link loss{i}")
-            transit = f"tr{i} :: INTTransit(node_id {info['node_id']}, {', '.join(refs)})"
+            transit = f"tr{i} :: INTTransit(node_id {info['node_id']}, {', '.join(refs)}{ns_arg})"
         sink = None
         if topo.is_host(f.peer) and "sink" in roles:
             sink = f'sink{i} :: INTSink(exporter "{exporter}")'

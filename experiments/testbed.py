@@ -298,6 +298,10 @@ class Testbed:
             try:
                 entry["counters"] = self.counters(n)
                 entry["alive"] = True
+                # what the node lost before any element saw it, summed over its devices
+                devices = [c for c in entry["counters"].values() if "kernel_drops" in c]
+                entry["rx_kernel_drops"] = sum(c["kernel_drops"] for c in devices)
+                entry["rx_refused"] = sum(c.get("refused", 0) for c in devices)
             except (OSError, TestbedError, ValueError) as exc:
                 entry["alive"], entry["error"] = False, str(exc)
             nodes[n] = entry

@@ -6,7 +6,8 @@ gives every byte):
     Hop-by-Hop header   NH=60, len, PadN(0)           4 bytes
       IOAM option 0x31  len, reserved, type 0 (Pre-allocated Trace)
         trace header    namespace, NodeLen|Flags|RemainingLen, trace type
-        node data list  max_hops x 56-byte slots, filled from the end
+        node data list  max_hops x 60-byte slots, filled from the end
+        [PadN 4 bytes]  when max_hops is odd (the header is 8n bytes)
     Destination Options NH=<original>, len, PadN(0)   4 bytes
       IOAM option 0x11  len, reserved, type 3 (E2E): namespace, E2E type,
                         32-bit sequence number, timestamp seconds + nanoseconds
@@ -31,9 +32,12 @@ IOAM_PREALLOC_TRACE = 0
 IOAM_INCREMENTAL_TRACE = 1
 IOAM_E2E = 3
 
-DEFAULT_NAMESPACE = 0x1CC0
-#: Opaque state snapshot schema: intcc telemetry v1 (see docs/wire-format.md).
+#: Private-use IOAM namespace (RFC 9197 §7.3: 0x8000-0xFFFF); INTSource/INTTransit namespace_id change it.
+DEFAULT_NAMESPACE = 0x8CC0
+#: Opaque state snapshot schemas (docs/wire-format.md): v2 is written, v1 (without
+#: rx_drops, 24 bytes) still decoded.
 SCHEMA_INTCC_V1 = 0x1CC001
+SCHEMA_INTCC_V2 = 0x1CC002
 
 # Trace type bits, bit 0 = most significant of the 24-bit field.
 def _bit(n: int) -> int:
@@ -67,14 +71,15 @@ FLAG_OVERFLOW = 0x8          # of the 4-bit flags field
 E2E_SEQ64, E2E_SEQ32, E2E_TS_SEC, E2E_TS_FRAC = 0x8000, 0x4000, 0x2000, 0x1000
 INTCC_E2E_TYPE = E2E_SEQ32 | E2E_TS_SEC | E2E_TS_FRAC
 
-# Node slot for INTCC_TRACE_TYPE: 7 words of standard fields + opaque header + 6 words.
+# Node slot for INTCC_TRACE_TYPE: 7 words of standard fields + opaque header + 7 words.
 NODE_FIXED = struct.Struct("!IHHIIIII")            # 28 bytes, NodeLen = 7
 OPAQUE_HDR = struct.Struct("!I")                   # length (words) | schema id
-INTCC_STATE = struct.Struct("!bBHIIIII")           # 24 bytes
+INTCC_STATE = struct.Struct("!bBHIIIIII")          # 28 bytes, schema v2
+INTCC_STATE_V1 = struct.Struct("!bBHIIIII")        # 24 bytes, schema v1: no rx_drops
 NODE_LEN_WORDS = NODE_FIXED.size // 4
-NODE_SLOT_BYTES = NODE_FIXED.size + OPAQUE_HDR.size + INTCC_STATE.size   # 56
-_NODE_SLOT = struct.Struct("!IHHIIIII" + "I" + "bBHIIIII")
-_OPAQUE_HDR_V1 = ((INTCC_STATE.size // 4) << 24) | SCHEMA_INTCC_V1
+NODE_SLOT_BYTES = NODE_FIXED.size + OPAQUE_HDR.size + INTCC_STATE.size   # 60
+_NODE_SLOT = struct.Struct("!IHHIIIII" + "I" + "bBHIIIIII")
+_OPAQUE_HDR_V2 = ((INTCC_STATE.size // 4) << 24) | SCHEMA_INTCC_V2
 TRACE_HDR = struct.Struct("!HBBI")                 # namespace, nodelen|flags, flags|remlen, type<<8
 E2E_BODY = struct.Struct("!BBHHIII")               # reserved, type, ns, e2e type, seq, sec, ns
 HBH_PREFIX_BYTES = 4 + 4 + TRACE_HDR.size          # NH,len,PadN + option hdr + trace hdr
@@ -98,11 +103,12 @@ class IntccState:
     link_losses: int = 0            # cumulative, wraps at 2^32
     arrival_rate_pps: int = 0
     queue_capacity_bytes: int = 0
+    rx_drops: Optional[int] = 0     # cumulative frames the node's receive rings dropped (wraps); None: v1
 
     def pack(self) -> bytes:
         return INTCC_STATE.pack(self.rssi_dbm, self.mcs, self.flow_count, self.data_rate_kbps,
                                 self.queue_drops & NONE_U32, self.link_losses & NONE_U32,
-                                self.arrival_rate_pps, self.queue_capacity_bytes)
+                                self.arrival_rate_pps, self.queue_capacity_bytes, (self.rx_drops or 0) & NONE_U32)
 
 
 # -- building --------------------------------------------------------------------
@@ -113,10 +119,11 @@ def build_hbh(next_header: int, max_hops: int, namespace_id: int = DEFAULT_NAMES
     space = max_hops * NODE_SLOT_BYTES
     opt_len = 2 + TRACE_HDR.size + space
     total = HBH_PREFIX_BYTES + space
-    assert total % 8 == 0
+    tail = bytes((OPT_PADN, 2, 0, 0)) if total % 8 else b""    # the header is 8n bytes long
+    total += len(tail)
     return (bytes((next_header, total // 8 - 1, OPT_PADN, 0, OPT_IOAM_HBH, opt_len, 0, IOAM_PREALLOC_TRACE))
             + TRACE_HDR.pack(namespace_id, NODE_LEN_WORDS << 3, space // 4, INTCC_TRACE_TYPE << 8)
-            + bytes(space))
+            + bytes(space) + tail)
 
 
 def build_doh(next_header: int, seq: int, ts_ns: int, namespace_id: int = DEFAULT_NAMESPACE) -> bytes:
@@ -135,23 +142,23 @@ def node_slot(hop_limit: int, node_id: int, ingress_if: int, egress_if: int, ts_
     pack_node(buf, 0, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
               queue_depth_bytes, buffer_occupancy, max(-128, min(127, int(state.rssi_dbm))), state.mcs, state.flow_count,
               state.data_rate_kbps, state.queue_drops, state.link_losses,
-              state.arrival_rate_pps, state.queue_capacity_bytes)
+              state.arrival_rate_pps, state.queue_capacity_bytes, state.rx_drops or 0)
     return bytes(buf)
 
 
 def pack_node(buf, off, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
               qdepth_bytes, occupancy, rssi_dbm, mcs, flow_count, rate_kbps, qdrops,
-              link_losses, arrival_pps, capacity_bytes) -> None:
+              link_losses, arrival_pps, capacity_bytes, rx_drops=0) -> None:
     # Masks rather than clamps: this runs per packet; callers pass in-range ints
     # (rssi_dbm in -128..127), and cumulative counters wrap as documented.
     sec, frac = divmod(ts_ns, 1_000_000_000)
     _NODE_SLOT.pack_into(buf, off, ((hop_limit & 0xFF) << 24) | (node_id & 0xFFFFFF),
                          ingress_if & 0xFFFF, egress_if & 0xFFFF, sec & NONE_U32, frac,
                          transit_delay_ns if 0 <= transit_delay_ns <= TRANSIT_DELAY_MAX else (1 << 31),
-                         qdepth_bytes & NONE_U32, occupancy & NONE_U32, _OPAQUE_HDR_V1,
+                         qdepth_bytes & NONE_U32, occupancy & NONE_U32, _OPAQUE_HDR_V2,
                          rssi_dbm, mcs & 0xFF, flow_count & 0xFFFF, rate_kbps & NONE_U32,
                          qdrops & NONE_U32, link_losses & NONE_U32, arrival_pps & NONE_U32,
-                         capacity_bytes & NONE_U32)
+                         capacity_bytes & NONE_U32, rx_drops & NONE_U32)
 
 
 # -- locating ----------------------------------------------------------------------

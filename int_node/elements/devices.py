@@ -4,6 +4,13 @@ FromDevice reads through a PACKET_RX_RING (TPACKET_V2, mmap): one wakeup drains
 up to ``burst`` frames without a system call per frame, and the kernel's receive
 timestamp becomes the packet's arrival time. It ignores frames this host sends
 (PACKET_IGNORE_OUTGOING), so a ToDevice on the same interface is not looped back.
+
+No frame is lost uncounted: the kernel's own count of frames its ring (or receive
+buffer) had no room for (PACKET_STATISTICS) is read every 100 ms into
+``kernel_drops``; frames the kernel refuses before the ring — another ethertype when
+bound to IPv6, another host's unicast address, and 802.1Q-tagged frames (the kernel
+would hand them over untagged, as if they were not) — are ``refused``: the
+interface's received frames less those the socket saw.
 """
 from __future__ import annotations
 
@@ -27,12 +34,51 @@ SOL_PACKET = 263
 PACKET_RX_RING = 5
 PACKET_VERSION = 10
 PACKET_QDISC_BYPASS = 20
+PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
+SO_ATTACH_FILTER = 26
 TPACKET_V2 = 1
 TP_STATUS_USER = 1
 ETH_P_ALL = 0x0003
 _TP2_HDR = struct.Struct("=IIIHHII")   # status, len, snaplen, mac, net, sec, nsec
 _U32 = struct.Struct("=I")
+_TP_STATS = struct.Struct("=II")       # tp_packets (frames that passed the filter), tp_drops
+STATS_EVERY_NS = 100_000_000
+
+# Classic BPF run by the kernel before the ring: refuse an 802.1Q tag still in the
+# frame's metadata (sockets bound to all protocols see it), and frames for another
+# host (PACKET_OTHERHOST): that is also what a tagged frame (VID != 0) becomes for a
+# socket bound to IPv6 once the kernel, finding no VLAN device, strips the tag.
+_SKF_AD_OFF = -0x1000
+_LD_ANC = 0x30                 # BPF_LD | BPF_B | BPF_ABS on an ancillary offset
+_JEQ_K, _RET_K = 0x15, 0x06
+PACKET_OTHERHOST = 3
+_NO_VLAN_FILTER = [
+    (_LD_ANC, 0, 0, (_SKF_AD_OFF + 48) & 0xFFFFFFFF),   # A = vlan tag present
+    (_JEQ_K, 0, 3, 0),                                    # tagged -> refuse
+    (_LD_ANC, 0, 0, (_SKF_AD_OFF + 4) & 0xFFFFFFFF),    # A = packet type
+    (_JEQ_K, 1, 0, PACKET_OTHERHOST),                     # another host's -> refuse
+    (_RET_K, 0, 0, 0xFFFFFFFF),                           # accept
+    (_RET_K, 0, 0, 0),                                    # refuse
+]
+
+
+def _attach_no_vlan_filter(sock) -> None:
+    import ctypes
+    insns = b"".join(struct.pack("=HBBI", *i) for i in _NO_VLAN_FILTER)
+    buf = ctypes.create_string_buffer(insns, len(insns))
+    fprog = struct.pack("HL", len(_NO_VLAN_FILTER), ctypes.addressof(buf))
+    sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
+
+
+def _rx_packets(devstats, dev: str):
+    """The interface's received-frame count from an open /proc/.../net/dev, None if absent."""
+    devstats.seek(0)
+    for line in devstats.read().decode().splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        if name.strip() == dev:
+            return int(rest.split()[1])
+    return None
 
 
 def _proto(text: str) -> int:
@@ -66,13 +112,23 @@ class FromDevice(Element):
     ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 256), Arg("ring", parse_bool, True),
             Arg("proto", _proto, ETHERTYPE_IPV6), Arg("rcvbuf_bytes", parse_pos_int, 8 << 20),
             Arg("ring_frames", parse_pos_int, 4096))
-    counter_names = ("packets", "bytes", "truncated", "element_errors", "ring_resyncs")
+    counter_names = ("packets", "bytes", "truncated", "element_errors", "ring_resyncs", "kernel_drops",
+                     "refused")
     RESYNC_AFTER_NS = 2_000_000
 
     def initialize(self):
         self._empty_since_ns = 0
         self.sock, self.ifindex = _open_packet_socket(self.devname, self.proto, self.router.netns)
+        _attach_no_vlan_filter(self.sock)
         self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        # /proc/thread-self/net follows this thread's namespace when opened, and keeps it
+        with netns(self.router.netns):
+            self._devstats = open("/proc/thread-self/net/dev", "rb", buffering=0)
+        self._seen_pkts = 0                 # tp_packets summed: frames the socket accepted
+        self._rx_base = None                # interface rx count minus _seen_pkts at the first read
+        self._read_kernel_stats()
+        self._stats_timer = self.router.loop.timer(self._poll_kernel_stats)
+        self._stats_timer.schedule_after(STATS_EVERY_NS)
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, 33, self.rcvbuf_bytes)  # SO_RCVBUFFORCE
         except OSError:
@@ -90,6 +146,27 @@ class FromDevice(Element):
             self._bufmv = memoryview(self._buf)
             self.router.loop.add_reader(self.sock.fileno(), self._read_plain)
         self._err_logged = 0
+
+    def _read_kernel_stats(self) -> None:
+        """Fold the kernel's counts in (reading PACKET_STATISTICS resets them)."""
+        if getattr(self, "sock", None) is None:
+            return
+        seen, drops = _TP_STATS.unpack(self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, _TP_STATS.size))
+        self._seen_pkts += seen                 # the kernel's tp_packets includes its drops
+        self.kernel_drops += drops
+        rx = _rx_packets(self._devstats, self.devname)
+        if rx is not None:
+            if self._rx_base is None:
+                self._rx_base = rx - self._seen_pkts
+            self.refused = max(0, rx - self._rx_base - self._seen_pkts)
+
+    def _poll_kernel_stats(self):
+        self._read_kernel_stats()
+        self._stats_timer.schedule_after(STATS_EVERY_NS)
+
+    def counters(self):
+        self._read_kernel_stats()
+        return super().counters()
 
     def _setup_ring(self):
         need = self.mtu + ETH_HDR_BYTES + 96
@@ -179,6 +256,9 @@ class FromDevice(Element):
 
     def cleanup(self):
         if getattr(self, "sock", None) is not None:
+            self._read_kernel_stats()           # the final counters include the last drops
+            self._stats_timer.cancel()
+            self._devstats.close()
             self.router.loop.remove_reader(self.sock.fileno())
             if self._mm is not None:
                 self._mv.release()

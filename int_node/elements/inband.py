@@ -19,13 +19,21 @@ from ..exporters import make_exporter
 from ..packet import (IP6_HLIM_OFF, IP6_NH_OFF, IP6_PAYLOAD_OFF, NH_HOPOPTS, flow_key,
                       is_ipv6_frame)
 from ..units import parse_nonneg_int, parse_pos_int
-from .devices import ToDevice
+from .devices import FromDevice, ToDevice
 from .queues import FlowMeter, Queue
 
 log = logging.getLogger("intcc.node")
 
 _FLOWS_MAX = 1 << 16
 _DEFAULT_TRACE_TYPE = ioam.INTCC_TRACE_TYPE.to_bytes(3, "big")   # as ioam.trace_is_default
+
+
+def _check_namespace(ns: int, who: str) -> None:
+    # RFC 9197 §7.3: 0x0000 is the default namespace, 0x0001-0x7FFF are IANA's to assign,
+    # 0x8000-0xFFFF are for private use
+    if ns != 0 and not 0x8000 <= ns <= 0xFFFF:
+        raise ConfigError(f"{who}: namespace_id 0x{ns:04X} is not 0 (default) nor in the private-use range "
+                          f"0x8000-0xFFFF (0x0001-0x7FFF are assigned by IANA)")
 
 
 @register
@@ -41,6 +49,7 @@ class INTSource(Element):
     def configured(self):
         if self.max_hops > 4:
             raise ConfigError("INTSource: max_hops is at most 4 (IOAM option length is one byte)")
+        _check_namespace(self.namespace_id, "INTSource")
         self._inserter = ioam.Inserter(self.max_hops, self.namespace_id)
         self.overhead_bytes = self._inserter.size
         self._seq = {}
@@ -107,12 +116,15 @@ class INTTransit(Element):
     element with a ``link_losses`` counter), ``channel`` (a WirelessChannel),
     ``egress`` (the ToDevice, for the egress interface id)."""
     ARGS = (Arg("node_id", parse_nonneg_int), Arg("queue", str, None), Arg("meter", str, None),
-            Arg("link", str, None), Arg("channel", str, None), Arg("egress", str, None))
-    counter_names = ("stamped", "overflow", "no_int", "malformed", "unsupported_trace")
+            Arg("link", str, None), Arg("channel", str, None), Arg("egress", str, None),
+            Arg("namespace_id", parse_nonneg_int, ioam.DEFAULT_NAMESPACE))
+    counter_names = ("stamped", "overflow", "no_int", "malformed", "unsupported_trace", "foreign_namespace")
 
     def configured(self):
         if self.node_id >= 1 << 24:
             raise ConfigError("INTTransit: node_id must fit in 24 bits")
+        _check_namespace(self.namespace_id, "INTTransit")
+        self._ns_bytes = self.namespace_id.to_bytes(2, "big")
 
     def initialize(self):
         r, me = self.router, self.name
@@ -127,6 +139,8 @@ class INTTransit(Element):
         self._egress_if = 0
         if self.egress:
             self._egress_dev = r.find(self.egress, ToDevice, me)
+        # the node's receive drops: every device's kernel ring, whichever way the flow came in
+        self._rx_devices = tuple(e for e in r.elements.values() if isinstance(e, FromDevice))
 
     def push(self, port, pkt):
         d = pkt.data
@@ -139,6 +153,8 @@ class INTTransit(Element):
             return
         if off is None:
             self.no_int += 1
+        elif d[off:off + 2] != self._ns_bytes:   # another IOAM domain's trace: not ours to fill
+            self.foreign_namespace += 1
         elif d[off + 2] >> 3 != ioam.NODE_LEN_WORDS or d[off + 4:off + 7] != _DEFAULT_TRACE_TYPE:
             self.unsupported_trace += 1
         else:
@@ -147,14 +163,16 @@ class INTTransit(Element):
             link = self._link
             if self.egress and not self._egress_if:
                 self._egress_if = getattr(self._egress_dev, "ifindex", 0) or 0
+            # RFC 9197: the timestamp is when the node received the packet; the time it
+            # spent here (queue included) is the transit delay, measured at egress.
             ok = ioam.stamp_default(
-                d, off, d[IP6_HLIM_OFF], self.node_id, pkt.in_port, self._egress_if, now,
+                d, off, d[IP6_HLIM_OFF], self.node_id, pkt.in_port, self._egress_if, pkt.rx_ns,
                 now - pkt.rx_ns,
                 q.advertised_depth_bytes if q else 0, len(q._q) if q else 0,
                 ch.rssi_int if ch else -128, ch.mcs if ch else 0xFF, m.flow_count if m else 0,
                 ch.data_rate_kbps if ch else 0, q.drops if q else 0,
                 link.link_losses if link else 0, int(m.arrival_rate_pps) if m else 0,
-                q.capacity_limit_bytes if q else 0)
+                q.capacity_limit_bytes if q else 0, sum(dev.kernel_drops for dev in self._rx_devices))
             if ok:
                 self.stamped += 1
             else:

@@ -27,7 +27,7 @@ def test_a_node_forwards_and_stamps_under(python):
         pytest.fail(f"PyPy missing at {runtime.PYPY_PYTHON}: 'make setup' installs it")
     tb = Testbed(line(), "itinterp").up(exporter="none", node_python=python)
     try:
-        tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1756"])   # no sink: INT reaches h2
+        tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1788"])   # no sink: INT reaches h2
         st = tb.status()["nodes"]["n1"]
         expected = sys.executable if python == "cpython" else runtime.PYPY_PYTHON
         assert st["python"] == expected

@@ -13,7 +13,7 @@ FLOODS, FLOOD_S = 3, 2
 @pytest.fixture(scope="module")
 def tb():
     t = start_testbed("line", "itflood", exporter="none")
-    t.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1756"])   # no sink: INT reaches h2
+    t.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1788"])   # no sink: INT reaches h2
     yield t
     t.down()
 

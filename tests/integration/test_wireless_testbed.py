@@ -16,6 +16,7 @@ from tests.helpers import ipv6_frame
 from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed, udp_flow
 
 RATE_MBPS, DELAY_MS = 10.0, 10.0
+INT_BYTES = ioam.Inserter(2).size     # 2 hops: 160 bytes
 
 
 @pytest.fixture(scope="module")
@@ -64,18 +65,18 @@ def test_idle_rtt_is_twice_the_link_delay(tb):
         print(f"{n}/{e}: released {c['late_us_total'] / max(c['packets'], 1):.0f} us late on average, "
               f"at most {c['late_us_max']} us")
     assert abs(added_ms - 2 * DELAY_MS) <= 1.0, (with_delay, without)
-    # A real 10 Mbit/s link also serialises the echo request (118 B + 152 B INT) and the
+    # A real 10 Mbit/s link also serialises the echo request (118 B + the INT headers) and the
     # reply (118 B): 0.31 ms on top of 2 x 10 ms. The nodes' own cost is a regression
     # guard here, loose because CI machines differ.
-    expected_ms = 2 * DELAY_MS + (118 + 152 + 118) * 8 / (RATE_MBPS * 1e3)
+    expected_ms = 2 * DELAY_MS + (118 + INT_BYTES + 118) * 8 / (RATE_MBPS * 1e3)
     assert statistics.median(with_delay) - expected_ms <= 5.0, with_delay
 
 
 def test_tcp_goodput_matches_the_link_rate_less_header_overhead(tb):
     out = iperf3(tb, "sta1", "sta2", seconds=6, extra=["-O", "1"])
     goodput_mbps = out["end"]["sum_received"]["bits_per_second"] / 1e6
-    # 1428 payload bytes per 1514-byte frame + 152 bytes of INT headers on the air.
-    expected = RATE_MBPS * 1428 / (1514 + 152)
+    # 1428 payload bytes per 1514-byte frame + the INT headers on the air.
+    expected = RATE_MBPS * 1428 / (1514 + INT_BYTES)
     assert abs(goodput_mbps - expected) <= 0.1 * expected, (goodput_mbps, expected)
 
 

@@ -133,7 +133,7 @@ def _variant_testbed(python: str, poll_idle: bool) -> Testbed:
     topo.nodes["n1"].update(cpu=NODE_CPU, python=python, poll_idle=poll_idle)
     tb = Testbed(topo, "bench").up(exporter="none")
     # h2 receives INT-carrying packets (no sink on this path): give it the headroom.
-    tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1756"])
+    tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1788"])
     return tb
 
 

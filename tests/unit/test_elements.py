@@ -205,3 +205,29 @@ def test_flow_key_is_the_same_before_int_insertion_and_after_stripping(nh):
     assert key == flow_key(bytes(frame)) == flow_key(with_int)
     assert key == flow_key(ioam.strip_int(with_int).frame)
     assert key[32] == nh and key[33:] == bytes.fromhex("04d20050")
+
+
+def _stamped(r, frame, rx_ns):
+    from int_node import ioam, ioam_decode
+    pkt = Packet(ioam.insert_int(frame, 2, 0, 0), rx_ns)
+    r.elements["t"].push(0, pkt)
+    return ioam_decode.decode_trace(ioam.strip_int(pkt.data).trace_raw)
+
+
+def test_transit_stamps_the_receive_time_and_the_time_spent_as_transit_delay():
+    r = router("Idle -> t :: INTTransit(node_id 1) -> Discard;")
+    rx_ns = time.time_ns() - 5_000_000                      # received 5 ms ago
+    node = _stamped(r, ipv6_frame(100), rx_ns).nodes[0]
+    assert node.ts_sec * 1_000_000_000 + node.ts_frac == rx_ns   # RFC 9197: when the node received it
+    assert 5_000_000 <= node.transit_delay_ns < 500_000_000
+
+
+def test_int_namespace_is_private_use_and_foreign_traces_are_left_alone():
+    from int_node import ioam
+    assert 0x8000 <= ioam.DEFAULT_NAMESPACE <= 0xFFFF
+    for elem in ("INTSource(namespace_id 0x1CC0)", "INTTransit(node_id 1, namespace_id 7424)"):
+        with pytest.raises(Exception, match="private-use range"):
+            router(f"Idle -> {elem} -> Discard;")
+    r = router("Idle -> t :: INTTransit(node_id 1, namespace_id 0x9000) -> Discard;")
+    trace = _stamped(r, ipv6_frame(100), time.time_ns())     # a trace of the default namespace
+    assert trace.nodes == [] and r.elements["t"].foreign_namespace == 1

@@ -19,10 +19,18 @@ def stamp(frame, node_id, qdepth=0, ts_ns=1_700_000_000_123_456_789):
                               s.link_losses, s.arrival_rate_pps, s.queue_capacity_bytes)
 
 
-def test_header_sizes_and_alignment():
-    hbh = ioam.build_hbh(60, 2)
-    assert len(hbh) == 16 + 2 * 56 and len(hbh) % 8 == 0
+@pytest.mark.parametrize("hops", [1, 2, 3, 4])
+def test_header_sizes_and_alignment(hops):
+    hbh = ioam.build_hbh(60, hops)
+    assert len(hbh) == 16 + hops * 60 + (4 if hops % 2 else 0) and len(hbh) % 8 == 0
+    assert (hbh[1] + 1) * 8 == len(hbh)
     assert hbh[4] == ioam.OPT_IOAM_HBH and 4 % 4 == 0         # option starts 4n-aligned
+    if hops % 2:                                              # trailing PadN fills to 8n
+        assert hbh[-4:] == bytes((ioam.OPT_PADN, 2, 0, 0))
+    f = ioam.insert_int(ipv6_frame(100, nh=17), hops, 0, 0)
+    for node in range(1, hops + 1):
+        assert stamp(f, node)
+    assert [n.node_id for n in ioam_decode.decode_trace(ioam.strip_int(f).trace_raw).nodes] == list(range(1, hops + 1))
     doh = ioam.build_doh(6, 1, 0)
     assert len(doh) == ioam.DOH_BYTES and doh[4] == ioam.OPT_IOAM_DST and (doh[1] + 1) * 8 == 24
 
@@ -30,7 +38,7 @@ def test_header_sizes_and_alignment():
 def test_insert_then_strip_restores_the_packet_exactly():
     original = ipv6_frame(300, nh=17)
     with_int = ioam.insert_int(original, 2, seq=41, ts_ns=5_000_000_007)
-    assert with_int[IP6_NH_OFF] == 0 and len(with_int) == len(original) + 128 + 24
+    assert with_int[IP6_NH_OFF] == 0 and len(with_int) == len(original) + 136 + 24
     s = ioam.strip_int(with_int)
     assert s.frame == original
     e2e = ioam_decode.decode_e2e(s.e2e_raw, 0, len(s.e2e_raw))
@@ -171,7 +179,7 @@ def test_tshark_decodes_the_trace(tmp_path):
     ids, qdepths, schemas = res.stdout.strip().split("\t")
     assert sorted(int(x, 0) for x in ids.split(",")) == [1, 2]
     assert sorted(int(x, 0) for x in qdepths.split(",")) == [1500, 3000]
-    assert {int(x, 0) for x in schemas.split(",")} == {ioam.SCHEMA_INTCC_V1}
+    assert {int(x, 0) for x in schemas.split(",")} == {ioam.SCHEMA_INTCC_V2}
 
 
 def test_fast_slot_decoder_agrees_with_the_generic_one():

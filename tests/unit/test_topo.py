@@ -60,7 +60,7 @@ def test_generated_node_configs_pass_the_graph_checks(name):
         ifaces = []
         for i, link in enumerate(topo.links_of(node)):
             ifaces.append(Iface(link, f"intcc-{link.other(node)}", f"02:00:00:00:00:{i:02x}",
-                                link.other(node), "02:00:00:00:01:00", "2001:db8::1", "2001:db8::/64", 1756))
+                                link.other(node), "02:00:00:00:01:00", "2001:db8::1", "2001:db8::/64", 1788))
         text = node_config(topo, node, ifaces, "none")
         r = Router(text)   # parse + graph checks, no devices opened
         classes = {type(e).__name__ for e in r.elements.values()}
@@ -73,7 +73,7 @@ def _configs(topo):
     out = {}
     for node in topo.nodes:
         ifaces = [Iface(link, f"intcc-{link.other(node)}", f"02:00:00:00:00:{i:02x}", link.other(node),
-                        "02:00:00:00:01:00", "2001:db8::1", "2001:db8::/64", 1756)
+                        "02:00:00:00:01:00", "2001:db8::1", "2001:db8::/64", 1788)
                   for i, link in enumerate(topo.links_of(node))]
         out[node] = Router(node_config(topo, node, ifaces, "none"))
     return out
