@@ -192,3 +192,22 @@ def test_fast_slot_decoder_agrees_with_the_generic_one():
         node, pos = ioam_decode._decode_node(raw, pos, len(raw), ioam.INTCC_TRACE_TYPE)
         generic.append(node)
     assert fast == generic[::-1] and len(fast) == 2
+
+
+def test_a_schema_v1_snapshot_still_decodes_without_rx_drops():
+    # a node of an older intcc: 24-byte opaque snapshot under schema 0x1CC001
+    v1 = ioam.INTCC_STATE_V1.pack(-61, 5, 3, 52000, 7, 9, 800, 150000)
+    slot = ioam.NODE_FIXED.pack((63 << 24) | 1, 4, 5, 1, 2, 1500, 3000, 2) \
+        + struct.pack("!I", ((len(v1) // 4) << 24) | ioam.SCHEMA_INTCC_V1) + v1
+    raw = ioam.TRACE_HDR.pack(ioam.DEFAULT_NAMESPACE, ioam.NODE_LEN_WORDS << 3, 0, ioam.INTCC_TRACE_TYPE << 8) + slot
+    (node,) = ioam_decode.decode_trace(raw).nodes
+    assert node.state.queue_drops == 7 and node.state.queue_capacity_bytes == 150000
+    assert node.state.rx_drops is None and node.opaque_schema == ioam.SCHEMA_INTCC_V1
+
+
+def test_rx_drops_travel_in_the_v2_snapshot():
+    f = ioam.insert_int(ipv6_frame(), 2, 0, 0)
+    off = ioam.find_trace(f)
+    assert ioam.stamp_default(f, off, 63, 1, 4, 5, 0, 1500, 0, 0, -128, 0xFF, 1, 0, 0, 0, 10, 150000, 4242)
+    (node,) = ioam_decode.decode_trace(ioam.strip_int(f).trace_raw).nodes
+    assert node.state.rx_drops == 4242 and node.opaque_schema == ioam.SCHEMA_INTCC_V2
