@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+from experiments.nodeconf import INT_HEADROOM_BYTES
 from experiments.testbed import Testbed
 from experiments.topo import load_topo
 
@@ -16,6 +17,13 @@ TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "t
 
 def start_testbed(topo: str, name: str, exporter: str = "jsonl", **params) -> Testbed:
     return Testbed(load_topo(os.path.join(TOPO_DIR, f"{topo}.toml"), params), name).up(exporter=exporter)
+
+
+def start_line_without_sink(name: str) -> Testbed:
+    """h1 -- n1 -- h2 with no sink: INT reaches h2, whose interface gets the headroom."""
+    t = start_testbed("line", name, exporter="none")
+    t.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", str(1500 + INT_HEADROOM_BYTES)])
+    return t
 
 
 def ping_rtts_ms(tb: Testbed, src: str, dst_addr: str, count: int = 20, interval: float = 0.05):

@@ -67,6 +67,17 @@ def agent_factory(dp, tmp_path):
     assert not failures, failures[0]
 
 
+def _ccp_flow(tb, port: int, seconds: float):
+    """A running sta1 -> sta2 iperf3 flow with congestion control ccp: (server, client)."""
+    srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    tb.wait_listening("sta2", port)
+    cli = tb.popen("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-p", str(port), "-t", str(seconds), "-J",
+                            "-C", "ccp", "--get-server-output"],
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return srv, cli
+
+
 def goodput_mbps(out):
     return out["end"]["sum_received"]["bits_per_second"] / 1e6
 
@@ -145,12 +156,7 @@ def _received_mbps(out):
 def test_agent_killed_mid_flow_falls_back_then_retakes_the_flow(tb, dp, agent_factory, tmp_path):
     set_rate(tb, 100)
     first = agent_factory("const", "--cwnd-pkts", "10")
-    srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-J", "-p", "5202"], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    tb.wait_listening("sta2", 5202)
-    cli = tb.popen("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-p", "5202", "-t", "12", "-J", "-C", "ccp",
-                            "--get-server-output"],
-                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    srv, cli = _ccp_flow(tb, 5202, 12)
     try:
         time.sleep(3)
         first.kill()                              # SIGKILL: no goodbye
@@ -368,12 +374,7 @@ def test_a_restarted_datapath_takes_back_the_flows_of_the_one_that_died(tb, dp, 
     within a second, with socket ids that do not collide with the old ones."""
     set_rate(tb, 100)
     agent_factory("const", "--cwnd-pkts", "10")
-    srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-J", "-p", "5203"], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    tb.wait_listening("sta2", 5203)
-    cli = tb.popen("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-p", "5203", "-t", "9", "-J", "-C", "ccp",
-                            "--get-server-output"],
-                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    srv, cli = _ccp_flow(tb, 5203, 9)
 
     def ours():
         return [f for f in dp.flows() if 5203 in (f.get("sport"), f.get("dport"))]

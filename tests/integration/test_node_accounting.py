@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.helpers import ipv6_frame
-from tests.integration.tbutil import start_testbed
+from tests.integration.tbutil import start_line_without_sink
 
 UDPGEN = os.path.join(os.path.dirname(__file__), "udpgen.py")
 #: Counters of frames an element did not pass on (each frame is counted by one of them).
@@ -22,8 +22,7 @@ DROP_COUNTERS = ("kernel_drops", "refused", "truncated", "element_errors", "othe
 
 @pytest.fixture(scope="module")
 def tb():
-    t = start_testbed("line", "itacct", exporter="none")
-    t.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1788"])   # no sink: INT reaches h2
+    t = start_line_without_sink("itacct")
     yield t
     t.down()
 

@@ -5,15 +5,14 @@ import time
 
 import pytest
 
-from tests.integration.tbutil import ping_rtts_ms, start_testbed
+from tests.integration.tbutil import ping_rtts_ms, start_line_without_sink
 
 FLOODS, FLOOD_S = 3, 2
 
 
 @pytest.fixture(scope="module")
 def tb():
-    t = start_testbed("line", "itflood", exporter="none")
-    t.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1788"])   # no sink: INT reaches h2
+    t = start_line_without_sink("itflood")
     yield t
     t.down()
 

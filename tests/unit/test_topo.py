@@ -96,3 +96,15 @@ def test_the_loss_tolerance_follows_the_binomial_spread():
     assert "off the configured 5 %" in check_loss(rec, 5.0) and rec["loss_off"]
     rec = {"link_packets": 10_000, "measured_configured_loss_pct": 4.8}
     assert check_loss(rec, 5.0) is None and rec["loss_off"] is False and rec["configured_loss_pct"] == 5.0
+
+
+def test_a_loss_that_cannot_be_applied_is_an_error():
+    from experiments.linkctl import set_loss
+
+    class NoLossyLinks:      # a running testbed whose nodes have no loss element
+        name, state = "x", {"nodes": {"n1": {}}, "topology": "line"}
+
+        def counters(self, node):
+            return {"q1": {"drops": 0}, "shape1": {"packets": 3}}
+    with pytest.raises(RuntimeError, match="cannot apply loss_pct=5.*no link that may lose"):
+        set_loss(NoLossyLinks(), 5)
