@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .schema import TOPIC_ROOT
+from telemetry.schema import TOPIC_ROOT
 
 DEFAULT_CREDENTIALS = "/run/intcc/broker/credentials.json"
 DEFAULT_PORT, DEFAULT_TLS_PORT = 1883, 8883

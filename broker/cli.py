@@ -85,7 +85,7 @@ def _line(rec) -> str:
               help="Seconds to wait for the broker before giving up with an error.")
 def watch_cmd(url, flow_id, hops, as_json, count, timeout_s):
     """Print live, validated telemetry records (invalid ones are counted on exit)."""
-    from .schema import ALL_TOPICS, flow_topic
+    from telemetry.schema import ALL_TOPICS, flow_topic
     from .subscriber import TelemetryView
     topics = [flow_topic(flow_id)] if flow_id else [ALL_TOPICS]
     try:

@@ -21,7 +21,7 @@ from int_node.exporters import Exporter, register_exporter
 
 from . import client as mqttc
 from .auth import SINK_USER, parse_url, resolve_login
-from .sink_telemetry import Publication, SinkTelemetry
+from telemetry.sink import Publication, SinkTelemetry
 
 log = logging.getLogger("intcc.publisher")
 _TUNING = {"period_ms": float, "min_gap_ms": float, "queue": int, "reorder_pkts": int}
@@ -132,5 +132,7 @@ def _factory_tls(arg: str) -> MqttExporter:
     return MqttExporter("mqtts:" + arg)
 
 
-register_exporter("mqtt", _factory)
-register_exporter("mqtts", _factory_tls)
+def register_exporters() -> None:
+    """Give INT sinks built from now on the ``mqtt:`` and ``mqtts:`` exporters."""
+    register_exporter("mqtt", _factory)
+    register_exporter("mqtts", _factory_tls)

@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from . import client as mqttc
 from .auth import parse_url, resolve_login
-from .schema import ALL_TOPICS, EstimateRecord, FlowRecord, HopRecord, SchemaError, decode
+from telemetry.schema import ALL_TOPICS, EstimateRecord, FlowRecord, HopRecord, SchemaError, decode
 
 log = logging.getLogger("intcc.telemetry")
 Record = Union[FlowRecord, HopRecord, EstimateRecord]

@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from broker.flowid import PROTO_TCP, flow_id
+from telemetry.flowid import PROTO_TCP, flow_id
 
 DEFAULT_STATE_DIR = "/run/intcc/datapath"
 

@@ -1,4 +1,4 @@
-"""Was a loss congestion or the link? From the sink's flow record (broker.schema.FlowRecord)."""
+"""Was a loss congestion or the link? From the sink's flow record (telemetry.schema.FlowRecord)."""
 from __future__ import annotations
 
 CONGESTION, LINK, UNKNOWN = "congestion", "link", "unknown"

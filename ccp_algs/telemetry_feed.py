@@ -17,7 +17,7 @@ import socket
 import struct
 import time
 
-from broker.schema import SchemaError, decode
+from telemetry.schema import SchemaError, decode
 from broker.subscriber import Fresh
 
 _REPLY = struct.Struct("<IQ")    # request id, the record's age at the child in ns; then the record
@@ -25,7 +25,7 @@ REPLY_TIMEOUT_S = 0.05
 
 
 def _serve(url: str, sock_fd: int, parent_pid: int):
-    from broker.schema import encode
+    from telemetry.schema import encode
     from broker.subscriber import TelemetryView
     sock = socket.socket(fileno=sock_fd)
     sock.settimeout(0.5)

@@ -30,7 +30,9 @@ def estimator_group():
                    "in collection.json, and a resume must use the same")
 def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
-    from .collect import CollectionError, collect, run_paths
+    from experiments.estimator_collect import CollectionError, collect
+
+    from .dataset import run_paths
     from .features import TraceError
 
     with click.progressbar(length=runs, label="collecting", show_pos=True) as bar:
@@ -220,7 +222,7 @@ def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s,
         raise click.ClickException(str(e))
     view = None
     if est.uses_int:
-        from broker.schema import FlowRecord
+        from telemetry.schema import FlowRecord
         from broker.subscriber import TelemetryView
         url = telemetry_url or broker_url
         if not url:

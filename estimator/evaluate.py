@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .collect import CCAS, load_raw, load_run, run_paths
+from .dataset import CCAS, load_raw, load_run, run_paths
 from .features import TraceError
 from .int_features import FEATURE_SETS, int_features, select_features
 from .model import CCAEstimator

@@ -156,7 +156,7 @@ class IntSeries:
         self.records = 0
 
     def add(self, rec) -> bool:
-        """A broker.schema.FlowRecord; False if it is another flow's."""
+        """A telemetry.schema.FlowRecord; False if it is another flow's."""
         if self.flow_id is not None and rec.flow_id != self.flow_id:
             return False
         self.records += 1

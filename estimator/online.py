@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from broker.flowid import PROTO_TCP, flow_id
-from broker.schema import EstimateRecord, encode, estimate_topic
+from telemetry.flowid import PROTO_TCP, flow_id
+from telemetry.schema import EstimateRecord, encode, estimate_topic
 
 from .capture import PcapTail, SenderObserver, parse_tcp
 from .features import TraceError, features

@@ -19,7 +19,7 @@ RESTART_WINDOW_S = 60.0
 
 
 def _node_argv(run_dir: str, name: str, info: dict):
-    argv = [info.get("python") or sys.executable, "-m", "int_node", "run", info["config"], "--netns", info["netns"],
+    argv = [info.get("python") or sys.executable, "-m", "broker.node", "run", info["config"], "--netns", info["netns"],
             "--control", info["control"], "--counters-out", os.path.join(run_dir, f"{name}.counters.json")]
     if info.get("cpu") is not None:
         argv += ["--cpu", str(info["cpu"])]

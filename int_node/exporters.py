@@ -2,25 +2,23 @@
 
 An exporter receives raw IOAM data per packet and must never block the packet
 path for long. ``jsonl:PATH`` decodes and appends one JSON object per packet
-(buffered, flushed at least every 200 ms); ``none`` discards. The MQTT
-publisher in broker/ plugs in through :func:`register_exporter`.
+(buffered, flushed at least every 200 ms); ``none`` discards. Whoever builds
+the node adds others through :func:`register_exporter` before the configuration
+is read: the MQTT publisher (``broker.publisher.register_exporters``) is added by
+``intcc node run`` and ``python -m broker.node``; this package knows nothing of MQTT.
 """
 from __future__ import annotations
 
-import importlib
-import ipaddress
 import json
 import time
 from typing import Callable, Dict
 
-from . import ioam, ioam_decode
+from . import ioam, ioam_decode, packet
 
 
 def flow_tuple(key: bytes) -> dict:
-    """The 5-tuple of a flow key built by packet.flow_key()."""
-    return {"src": str(ipaddress.IPv6Address(key[0:16])), "dst": str(ipaddress.IPv6Address(key[16:32])),
-            "proto": key[32], "sport": int.from_bytes(key[33:35], "big"),
-            "dport": int.from_bytes(key[35:37], "big")}
+    """The 5-tuple of a flow key built by packet.flow_key(), as a JSON object."""
+    return dict(zip(("src", "dst", "proto", "sport", "dport"), packet.flow_tuple(key)))
 
 
 def decode_record(flow_key: bytes, trace_raw: bytes, e2e_raw: bytes, sink_ns: int) -> dict:
@@ -82,10 +80,6 @@ _FACTORIES: Dict[str, Callable[[str], Exporter]] = {
 }
 
 
-# Exporters living in other packages, imported on first use (they register themselves).
-_PLUGINS = {"mqtt": "broker.publisher", "mqtts": "broker.publisher"}
-
-
 def register_exporter(scheme: str, factory: Callable[[str], Exporter]) -> None:
     _FACTORIES[scheme] = factory
 
@@ -93,8 +87,6 @@ def register_exporter(scheme: str, factory: Callable[[str], Exporter]) -> None:
 def make_exporter(spec: str) -> Exporter:
     """'none', 'jsonl:/path/file.jsonl', 'mqtt://host:port', or a registered 'scheme:argument'."""
     scheme, _, arg = spec.partition(":")
-    if scheme not in _FACTORIES and scheme in _PLUGINS:
-        importlib.import_module(_PLUGINS[scheme])
     factory = _FACTORIES.get(scheme)
     if factory is None:
         raise ValueError(f"unknown exporter '{scheme}' (known: {', '.join(sorted(_FACTORIES))})")

@@ -95,3 +95,10 @@ def flow_key(data) -> bytes:
     else:
         ports = b"\0\0\0\0"
     return bytes(data[IP6_SRC_OFF:IP6_PAYLOAD_OFF]) + bytes((proto or 0,)) + ports
+
+
+def flow_tuple(key: bytes) -> tuple:
+    """(src, dst, proto, sport, dport) of a key built by :func:`flow_key`, addresses as text."""
+    import ipaddress
+    return (str(ipaddress.IPv6Address(bytes(key[0:16]))), str(ipaddress.IPv6Address(bytes(key[16:32]))),
+            key[32], int.from_bytes(key[33:35], "big"), int.from_bytes(key[35:37], "big"))

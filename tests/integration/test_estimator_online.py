@@ -10,7 +10,7 @@ import time
 import pytest
 
 from broker.launch import BrokerProcess
-from broker.schema import FlowRecord
+from telemetry.schema import FlowRecord
 from broker.subscriber import TelemetryView
 from estimator.capture import Capture, PcapTail
 from estimator.model import CCAEstimator

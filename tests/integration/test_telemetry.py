@@ -14,7 +14,7 @@ import pytest
 
 from broker.auth import AGENT_USER, SINK_USER, load_credentials
 from broker.launch import BrokerProcess
-from broker.schema import decode, flow_topic, hop_topic
+from telemetry.schema import decode, flow_topic, hop_topic
 from broker.subscriber import TelemetryView
 from experiments.testbed import teardown
 from tests.integration.tbutil import start_testbed, udp_flow
@@ -223,7 +223,7 @@ def test_sink_url_with_the_wrong_password_is_refused_and_counted(mosquitto):
 
 def test_flow_topic_matches_the_sender_side_flow_id(wireless, mosquitto):
     """The sender computes the same flow id from its socket as the sink does from packets."""
-    from broker.flowid import flow_id
+    from telemetry.flowid import flow_id
     with TelemetryView(mosquitto.url) as view:
         assert view.wait_connected()
         udp_flow(wireless, "sta1", "sta2", 1, 1, port=5202)

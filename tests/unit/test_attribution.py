@@ -1,5 +1,5 @@
 """Sink-side loss detection (E2E sequence gaps) and attribution (hop counter deltas)."""
-from broker.attribution import GapLabel, HopCounters, SeqTracker, label_gap
+from telemetry.attribution import GapLabel, HopCounters, SeqTracker, label_gap
 
 
 def feed(tracker, seqs, cause="link"):

@@ -2,7 +2,7 @@
 import time
 import pytest
 
-from broker.schema import FlowRecord, HopState
+from telemetry.schema import FlowRecord, HopState
 from broker.subscriber import Fresh
 from ccp_algs import portus_compat
 from ccp_algs.const import Const

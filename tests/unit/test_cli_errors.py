@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from estimator.collect import load_run
+from estimator.dataset import load_run
 from estimator.features import TraceError
 from intcc.cli import main
 from int_node.config import ConfigSyntaxError

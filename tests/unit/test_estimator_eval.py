@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from estimator.collect import CCAS, load_run, run_plan, save_run
+from estimator.dataset import CCAS, load_run, save_run
+from experiments.estimator_collect import run_plan
 from estimator.evaluate import evaluate, format_tables, learning_curve, load_dataset, split, train
 from estimator.features import FEATURES, TraceError
 
@@ -97,7 +98,7 @@ def test_a_collection_resumes_only_with_the_interpreter_its_nodes_ran_on(tmp_pat
     """The nodes' interpreter shapes the emulated links (timing, jitter): a dataset mixing
     two would train on two networks. Checked before anything starts (no root needed)."""
     import json
-    from estimator.collect import CollectionError, collect
+    from experiments.estimator_collect import CollectionError, collect
     fake_dataset(tmp_path, runs=2)
     (tmp_path / "collection.json").write_text(json.dumps({"seed": 7, "node_python": "pypy"}))
     with pytest.raises(CollectionError, match="collected with node interpreter 'pypy'.*--node-python pypy"):

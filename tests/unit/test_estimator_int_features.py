@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from estimator.collect import load_raw, run_plan, save_run
+from estimator.dataset import load_raw, save_run
+from experiments.estimator_collect import run_plan
 from estimator.evaluate import load_dataset, run_int_features
 from estimator.features import FEATURES, TraceError
 from estimator.int_features import (COMP_DYNAMICS_FEATURES, FEATURE_SETS, INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES, RUN_FEATURES,
@@ -180,7 +181,7 @@ class FakeObserver:
 
 
 def flow_record(fid, ts_s, depth):
-    from broker.schema import FlowRecord, HopState
+    from telemetry.schema import FlowRecord, HopState
     hop_state = HopState(node_id=1, ts_ns=int(ts_s * 1e9), queue_depth_bytes=depth, queue_depth_pkts=depth // 1500,
                          queue_capacity_bytes=150_000, queue_drops=0, link_losses=0, data_rate_kbps=0,
                          arrival_rate_pps=800, flow_count=2)
@@ -191,7 +192,7 @@ def flow_record(fid, ts_s, depth):
 
 
 def test_online_estimates_with_int_features_wait_for_the_flows_telemetry():
-    from broker.flowid import PROTO_TCP, flow_id
+    from telemetry.flowid import PROTO_TCP, flow_id
     from estimator.model import CCAEstimator
     from estimator.online import OnlineEstimator
     rng = np.random.default_rng(0)

@@ -9,10 +9,10 @@ import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.schema import EstimateRecord, SchemaError, decode, encode, estimate_topic
+from telemetry.schema import EstimateRecord, SchemaError, decode, encode, estimate_topic
 from broker.subscriber import TelemetryView
-from tests.unit.test_sink_telemetry import packet, run
-from broker.sink_telemetry import SinkTelemetry
+from tests.unit.test_telemetry_sink import packet, run
+from telemetry.sink import SinkTelemetry
 
 
 def _real_records():

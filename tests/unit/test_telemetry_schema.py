@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from broker.flowid import flow_id, flow_id_from_key
-from broker.schema import FlowRecord, HopRecord, SchemaError, decode, encode, flow_topic, hop_topic
+from telemetry.flowid import flow_id, flow_id_from_key
+from telemetry.schema import FlowRecord, HopRecord, SchemaError, decode, encode, flow_topic, hop_topic
 from int_node.packet import flow_key as frame_flow_key
 from tests.helpers import ipv6_frame
 
@@ -81,7 +81,7 @@ def test_flow_id_rejects_bad_tuples(args):
 
 
 def test_estimate_records_round_trip_and_are_checked():
-    from broker.schema import EstimateRecord, encode, decode, estimate_topic, SchemaError
+    from telemetry.schema import EstimateRecord, encode, decode, estimate_topic, SchemaError
     rec = EstimateRecord(flow_id="0123456789abcdef", ts_ns=1, local_cca="cubic", estimate="bbr",
                          confidence=0.6, votes={"bbr": 30, "cubic": 20}, window=50, estimates=120)
     back = decode(encode(rec), estimate_topic(rec.flow_id))

@@ -1,6 +1,6 @@
 """SinkTelemetry: real IOAM packets in, flow and hop records out (no broker)."""
-from broker.schema import decode
-from broker.sink_telemetry import SinkTelemetry
+from telemetry.schema import decode
+from telemetry.sink import SinkTelemetry
 from int_node import ioam
 from int_node.packet import flow_key
 from tests.helpers import ipv6_frame

@@ -1,4 +1,4 @@
-"""Training data: randomised dumbbell experiments (paper 002, Table II).
+"""The estimator's training data: randomised dumbbell experiments (paper 002, Table II).
 
 Each run draws the bottleneck (1-10 Mbit/s, one-way delay 1-100 ms, buffer
 1-100 BDP) from its own seed, runs flow 1 (s1 -> r1) and flow 2 (s2 -> r2)
@@ -14,7 +14,6 @@ docs/estimator.md).
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
@@ -22,20 +21,18 @@ import signal
 import subprocess
 import tempfile
 import time
-import zipfile
 
 import numpy as np
 
-from experiments.signals import unwind_on_sigterm
+from estimator.capture import Capture, sender_trace
+from estimator.dataset import CCAS, DATA_FORMAT, save_run
+from estimator.features import TraceError, features
+from estimator.int_features import int_series_from_jsonl
 
-from .capture import Capture, sender_trace
-from .features import FEATURES, TraceError, features
-from .int_features import INT_SERIES_COLUMNS, int_series_from_jsonl
+from .signals import unwind_on_sigterm
 
-CCAS = ("bbr", "cubic", "reno", "vegas")
 KERNEL = {"bbr", "cubic", "reno"}          # vegas runs on the CCP datapath
 RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
-DATA_FORMAT = 2
 
 
 def run_plan(index: int, seed: int) -> dict:
@@ -45,78 +42,6 @@ def run_plan(index: int, seed: int) -> dict:
     pair = index % 16
     return {"run": f"run{index:05d}", "index": index, "seed": seed, "params": params,
             "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
-
-
-def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict, raw: dict | None = None):
-    """``raw``: the SenderTrace arrays (ack_t, rtt_s, acked_bytes, send_t, retrans), ``sample_idx`` (the ACKs X was taken
-    at) and ``int_series`` (INT_SERIES_COLUMNS), all optional."""
-    meta = {**plan, **extra, "features": list(FEATURES), "format": DATA_FORMAT,
-            "int_series_columns": list(INT_SERIES_COLUMNS)}
-    tmp = path + ".part"      # not *.npz: a run cut short is never read as a run
-    with open(tmp, "wb") as f:
-        np.savez_compressed(f, X=X.astype(np.float32), t=t, meta=json.dumps(meta),
-                            **{f"raw_{k}": v for k, v in (raw or {}).items()})
-    os.replace(tmp, path)
-
-
-def run_paths(data_dir: str) -> list[str]:
-    """The collected runs of a dataset, in run order (not the partial files of runs
-    being written, nor older collections' ``*.tmp.npz`` leftovers)."""
-    return sorted(p for p in glob.glob(os.path.join(data_dir, "runs", "*.npz")) if not p.endswith(".tmp.npz"))
-
-
-def _why_unreadable(exc: Exception) -> str:
-    """What is wrong with a file that is not a run, in intcc's words (numpy's
-    advice to load pickles is not advice for a data file)."""
-    text = str(exc)
-    if isinstance(exc, ValueError) and ("pickle" in text or "Object arrays" in text):
-        return "it holds Python objects (pickled data), which intcc never writes; refused"
-    if isinstance(exc, KeyError):
-        return f"it lacks the array {text}"
-    if isinstance(exc, json.JSONDecodeError):
-        return "its 'meta' is not JSON"
-    if isinstance(exc, (zipfile.BadZipFile, EOFError)):
-        return "a damaged .npz archive"
-    return f"{type(exc).__name__}: {text[:120]}"
-
-
-def _check_is_npz(path: str) -> None:
-    """np.load reads any file that is neither zip nor .npy as a pickle: look first."""
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(4)
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read ({e.strerror})") from None
-    if magic != b"PK\x03\x04":
-        raise TraceError(f"{path}: not a collected run (it is not an .npz archive)")
-
-
-def load_raw(path: str) -> dict:
-    """The raw arrays of a collected run (keys without the ``raw_`` prefix); {} if none."""
-    _check_is_npz(path)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k[4:]: z[k] for k in z.files if k.startswith("raw_")}
-    except Exception as e:
-        raise TraceError(f"{path}: not a collected run ({_why_unreadable(e)})") from None
-
-
-def load_run(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
-    _check_is_npz(path)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            X, t = z["X"], z["t"]
-    except Exception as e:
-        raise TraceError(f"{path}: not a collected run ({_why_unreadable(e)})") from None
-    if not isinstance(meta, dict):
-        raise TraceError(f"{path}: not a collected run (its 'meta' is not a JSON object)")
-    if meta.get("format") != DATA_FORMAT or meta.get("features") != list(FEATURES):
-        raise TraceError(f"{path}: data format {meta.get('format')} / features differ from this intcc's")
-    for key in ("cca1", "cca2"):
-        if meta.get(key) not in CCAS:
-            raise TraceError(f"{path}: unknown CCA label {meta.get(key)!r} (known: {', '.join(CCAS)})")
-    return X, t, meta
 
 
 def _flow(tb, client, server, cca, seconds, port):
@@ -143,8 +68,8 @@ def _check_vegas_agent(workdir: str):
 def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est",
             node_python: str | None = None):
     """Run one experiment; returns (X, t, extra, raw) for flow 1."""
-    from experiments.testbed import Testbed, teardown
-    from experiments.topo import load_topo
+    from .testbed import Testbed, teardown
+    from .topo import load_topo
     topo = os.path.join(os.path.dirname(__file__), "..", "experiments", "topologies", "dumbbell.toml")
     teardown(tb_name)
     tb = Testbed(load_topo(topo, plan["params"]), tb_name).up(node_python=node_python)
@@ -297,7 +222,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
         for pr in procs:
             pr.join(60)
         if procs:
-            from experiments.testbed import teardown
+            from .testbed import teardown
             for k in range(len(procs)):
                 teardown(f"est{k}")
         if agent:

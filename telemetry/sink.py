@@ -8,11 +8,11 @@ record at most every ``period_ms`` per node.
 """
 from __future__ import annotations
 
-import ipaddress
 from collections import OrderedDict
 from typing import Dict, List, Optional, Tuple
 
 from int_node import ioam_decode
+from int_node.packet import flow_tuple
 
 from .attribution import GapLabel, HopCounters, SeqTracker, label_gap
 from .flowid import flow_id_from_key
@@ -57,8 +57,7 @@ class _Flow:
 
     def __init__(self, key: bytes, now_ns: int, reorder_pkts: int):
         self.flow_id = flow_id_from_key(key)
-        self.tuple = (str(ipaddress.IPv6Address(key[0:16])), str(ipaddress.IPv6Address(key[16:32])),
-                      key[32], int.from_bytes(key[33:35], "big"), int.from_bytes(key[35:37], "big"))
+        self.tuple = flow_tuple(key)
         self.tracker = SeqTracker(reorder_pkts)
         self.packets = 0
         self.nodes = []

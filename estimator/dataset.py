@@ -1,0 +1,95 @@
+"""The dataset format: collected runs on disk, one ``.npz`` per run.
+
+``DIR/runs/<run>.npz`` holds ``X`` (Table I [+ INT] features of flow 1 at evenly
+spaced ACKs, float32), ``t`` (their times), ``meta`` (JSON: the run's parameters,
+its CCA pair, the feature names and ``format``) and optionally the raw sender trace
+and INT series (``raw_*``) so features can be recomputed without re-running.
+Written by the collection (experiments/estimator_collect.py), read by the models:
+the ML core imports this, never the harness.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from .features import FEATURES, TraceError
+from .int_features import INT_SERIES_COLUMNS
+
+CCAS = ("bbr", "cubic", "reno", "vegas")
+DATA_FORMAT = 2
+
+
+def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict, raw: dict | None = None):
+    """``raw``: the SenderTrace arrays (ack_t, rtt_s, acked_bytes, send_t, retrans), ``sample_idx`` (the ACKs X was taken
+    at) and ``int_series`` (INT_SERIES_COLUMNS), all optional."""
+    meta = {**plan, **extra, "features": list(FEATURES), "format": DATA_FORMAT,
+            "int_series_columns": list(INT_SERIES_COLUMNS)}
+    tmp = path + ".part"      # not *.npz: a run cut short is never read as a run
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, X=X.astype(np.float32), t=t, meta=json.dumps(meta),
+                            **{f"raw_{k}": v for k, v in (raw or {}).items()})
+    os.replace(tmp, path)
+
+
+def run_paths(data_dir: str) -> list[str]:
+    """The collected runs of a dataset, in run order (not the partial files of runs
+    being written, nor older collections' ``*.tmp.npz`` leftovers)."""
+    return sorted(p for p in glob.glob(os.path.join(data_dir, "runs", "*.npz")) if not p.endswith(".tmp.npz"))
+
+
+def _why_unreadable(exc: Exception) -> str:
+    """What is wrong with a file that is not a run, in intcc's words (numpy's
+    advice to load pickles is not advice for a data file)."""
+    text = str(exc)
+    if isinstance(exc, ValueError) and ("pickle" in text or "Object arrays" in text):
+        return "it holds Python objects (pickled data), which intcc never writes; refused"
+    if isinstance(exc, KeyError):
+        return f"it lacks the array {text}"
+    if isinstance(exc, json.JSONDecodeError):
+        return "its 'meta' is not JSON"
+    if isinstance(exc, (zipfile.BadZipFile, EOFError)):
+        return "a damaged .npz archive"
+    return f"{type(exc).__name__}: {text[:120]}"
+
+
+def _check_is_npz(path: str) -> None:
+    """np.load reads any file that is neither zip nor .npy as a pickle: look first."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror})") from None
+    if magic != b"PK\x03\x04":
+        raise TraceError(f"{path}: not a collected run (it is not an .npz archive)")
+
+
+def load_raw(path: str) -> dict:
+    """The raw arrays of a collected run (keys without the ``raw_`` prefix); {} if none."""
+    _check_is_npz(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k[4:]: z[k] for k in z.files if k.startswith("raw_")}
+    except Exception as e:
+        raise TraceError(f"{path}: not a collected run ({_why_unreadable(e)})") from None
+
+
+def load_run(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    _check_is_npz(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            X, t = z["X"], z["t"]
+    except Exception as e:
+        raise TraceError(f"{path}: not a collected run ({_why_unreadable(e)})") from None
+    if not isinstance(meta, dict):
+        raise TraceError(f"{path}: not a collected run (its 'meta' is not a JSON object)")
+    if meta.get("format") != DATA_FORMAT or meta.get("features") != list(FEATURES):
+        raise TraceError(f"{path}: data format {meta.get('format')} / features differ from this intcc's")
+    for key in ("cca1", "cca2"):
+        if meta.get(key) not in CCAS:
+            raise TraceError(f"{path}: unknown CCA label {meta.get(key)!r} (known: {', '.join(CCAS)})")
+    return X, t, meta
