@@ -114,6 +114,22 @@ def may_publish(username: Optional[str], topic: str) -> bool:
     return any(_topic_matches(topic, pattern) for pattern in PUBLISH_ACL.get(username or "", []))
 
 
+def may_read(topic_filter: str) -> bool:
+    """Whether a subscription (a filter, wildcards allowed) stays inside READ_TOPICS:
+    the ACL is the contract, for every user and for anonymous clients alike."""
+    return any(_filter_within(topic_filter, pattern) for pattern in READ_TOPICS)
+
+
+def _filter_within(topic_filter: str, pattern: str) -> bool:
+    f, p = topic_filter.split("/"), pattern.split("/")
+    for i, part in enumerate(p):
+        if part == "#":
+            return True
+        if i >= len(f) or f[i] == "#" or (part != "+" and part != f[i]) or (part != "+" and f[i] == "+"):
+            return False
+    return len(f) == len(p)
+
+
 def _topic_matches(topic: str, pattern: str) -> bool:
     t, p = topic.split("/"), pattern.split("/")
     for i, part in enumerate(p):

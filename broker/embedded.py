@@ -16,7 +16,7 @@ from amqtt.broker import Broker
 from amqtt.contexts import Action
 from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
 
-from .auth import DEFAULT_CREDENTIALS, ensure_credentials, load_credentials, may_publish
+from .auth import DEFAULT_CREDENTIALS, READ_TOPICS, ensure_credentials, load_credentials, may_publish, may_read
 
 log = logging.getLogger("intcc.broker")
 
@@ -49,7 +49,8 @@ class IntccAuthPlugin(BaseAuthPlugin):
 
 
 class IntccTopicPlugin(BaseTopicPlugin):
-    """Publishing follows auth.PUBLISH_ACL; reading is open."""
+    """Publishing follows auth.PUBLISH_ACL; reading follows auth.READ_TOPICS (intcc/v1/#),
+    as mosquitto's ACL file says (broker/launch.py)."""
 
     @dataclass
     class Config:
@@ -62,7 +63,11 @@ class IntccTopicPlugin(BaseTopicPlugin):
             if not allowed:
                 log.warning("dropped a publish by %r to %s (not allowed)", user or "anonymous", topic)
             return allowed
-        return True
+        allowed = may_read(topic or "")
+        if not allowed and action == Action.SUBSCRIBE:
+            log.warning("refused a subscription by %r to %s (outside %s)",
+                        (session.username if session else None) or "anonymous", topic, ", ".join(READ_TOPICS))
+        return allowed
 
 
 def broker_config(host: str, port: int, credentials_file: str, allow_anonymous: bool = True) -> dict:

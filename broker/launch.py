@@ -19,6 +19,10 @@ from typing import Optional
 from .auth import DEFAULT_CREDENTIALS, PUBLISH_ACL, READ_TOPICS, ensure_credentials
 
 KINDS = ("embedded", "mosquitto")
+#: mosquitto's private files (password file, ACL, configuration) live here, not in a
+#: caller's directory: mosquitto drops to its own user before reading them, and a
+#: results directory under a 0700 parent (mktemp -d, root's home) is not its to read.
+PRIVATE_ROOT = os.path.join(os.environ.get("INTCC_RUN_DIR", "/run/intcc"), "brokers")
 
 
 class BrokerError(RuntimeError):
@@ -27,7 +31,8 @@ class BrokerError(RuntimeError):
 
 def mosquitto_files(state_dir: str, host: str, port: int, credentials_file: str,
                     allow_anonymous: bool = True) -> str:
-    """Write mosquitto.conf, its password file and ACL under ``state_dir``; returns the conf path."""
+    """Write mosquitto.conf, its password file and ACL under ``state_dir`` (a directory
+    mosquitto's user can reach: see PRIVATE_ROOT); returns the conf path."""
     if shutil.which("mosquitto") is None or shutil.which("mosquitto_passwd") is None:
         raise BrokerError("mosquitto is not installed (make setup installs it: apt-get install mosquitto)")
     users = ensure_credentials(credentials_file)
@@ -124,6 +129,7 @@ class BrokerProcess:
         # A directory made here is removed on stop; a caller's state_dir is theirs to keep.
         self._owns_state_dir = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="intcc-broker-")
+        self._private_dir: Optional[str] = None
         self.proc: Optional[subprocess.Popen] = None
 
     @property
@@ -136,7 +142,11 @@ class BrokerProcess:
 
     def command(self) -> list:
         if self.kind == "mosquitto":
-            conf = mosquitto_files(self.state_dir, self.host, self.port, self.credentials_file,
+            os.makedirs(PRIVATE_ROOT, mode=0o755, exist_ok=True)
+            os.chmod(os.path.dirname(PRIVATE_ROOT), 0o755)   # /run/intcc: traversable by mosquitto
+            os.chmod(PRIVATE_ROOT, 0o755)
+            self._private_dir = tempfile.mkdtemp(prefix=f"{self.port}-", dir=PRIVATE_ROOT)
+            conf = mosquitto_files(self._private_dir, self.host, self.port, self.credentials_file,
                                    self.allow_anonymous)
             return ["mosquitto", "-c", conf]
         cmd = [sys.executable, "-m", "broker.embedded", "--host", self.host, "--port", str(self.port),
@@ -174,6 +184,9 @@ class BrokerProcess:
                 self.proc.wait()
         if self._owns_state_dir:
             shutil.rmtree(self.state_dir, ignore_errors=True)
+        if self._private_dir:
+            shutil.rmtree(self._private_dir, ignore_errors=True)
+            self._private_dir = None
 
     def __enter__(self):
         return self.start()

@@ -42,6 +42,27 @@ def ccp_registered() -> bool:
         return "ccp" in f.read().split()
 
 
+def ccp_holder() -> str:
+    """Who holds the congestion control 'ccp': running daemons, BPF struct_ops
+    registrations, ccp-kernel; for error messages that say what to stop."""
+    found = []
+    daemons = subprocess.run(["pgrep", "-a", "intcc-datapath"], capture_output=True, text=True).stdout.strip()
+    if daemons:
+        found.append("intcc-datapath running (" + "; ".join(daemons.splitlines()) + ")")
+    try:
+        out = subprocess.run(["bpftool", "-j", "struct_ops", "show"], capture_output=True, text=True,
+                             timeout=10).stdout
+        ops = [o for o in json.loads(out or "[]") if o.get("kernel_struct_ops") == "tcp_congestion_ops"]
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        ops = []
+    if ops:
+        found.append("BPF struct_ops " + ", ".join(f"{o.get('name')} (id {o.get('id')})" for o in ops)
+                     + " ('bpftool struct_ops unregister id ID' if no daemon owns it)")
+    if os.path.isdir("/sys/module/ccp"):
+        found.append("the ccp-kernel module")
+    return "; ".join(found) or "no daemon, struct_ops or module found (it may be going away)"
+
+
 def _wait(predicate, timeout_s: float, what: str, proc=None, log_path=None):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -67,8 +88,7 @@ class DatapathProcess:
 
     def start(self, timeout_s: float = 10) -> "DatapathProcess":
         if ccp_registered():
-            raise DatapathError("a congestion control 'ccp' is already registered "
-                                "(another intcc-datapath running? 'intcc datapath status')")
+            raise DatapathError(f"a congestion control 'ccp' is already registered: {ccp_holder()}")
         os.makedirs(self.state_dir, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([daemon_binary(), *self.args], stdout=log, stderr=subprocess.STDOUT)

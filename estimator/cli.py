@@ -132,7 +132,8 @@ def curve_cmd(data_dir, seed, feature_set, forest, fractions):
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="shared", show_default=True)
 @click.option("--trees", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True)
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="also write the tables as JSON")
+@click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also write the tables to FILE as JSON")
 def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path):
     """Tables III and IV with every run held out once (k folds split by experiment, one
     forest per fold trained on the other folds): uses the whole dataset for both."""
@@ -158,7 +159,8 @@ def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path):
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--seed", type=int, help="split seed (default: the one the model was trained with)")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="also write the tables as JSON")
+@click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also write the tables to FILE as JSON")
 def eval_cmd(data_dir, model_path, seed, json_path):
     """Tables III and IV on the held-out runs (the model's split)."""
     from .evaluate import evaluate, held_out, load_dataset

@@ -198,7 +198,8 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss
 @click.option("--metric", default="goodput_mbps", show_default=True, help="record field to compare")
 @click.option("--resamples", default=4000, show_default=True, help="bootstrap resamples")
 @click.option("--seed", default=0, show_default=True)
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="also write the rows as JSON")
+@click.option("--json-out", "json_out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also write the rows to FILE as JSON")
 def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
     """Mean METRIC per algorithm (and KEY value) pooled over RESULTS (directories of
     'intcc exp run', or their summary.json), its ratio to BASELINE's mean and a bootstrap

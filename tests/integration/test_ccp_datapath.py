@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_registered
+from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
 from experiments.linkctl import set_loss
 from experiments.runner import tcp_counters
 from int_node import ioam
@@ -29,7 +29,7 @@ def set_rate(tb, mbps: float):
 @pytest.fixture(scope="module")
 def dp(tmp_path_factory):
     if ccp_registered():
-        pytest.skip("a 'ccp' congestion control is already registered (datapath daemon running?)")
+        pytest.fail(f"a 'ccp' congestion control is already registered, so these tests cannot run: {ccp_holder()}")
     d = DatapathProcess(state_dir=str(tmp_path_factory.mktemp("dp")))
     d.start()
     yield d

@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from ccp_algs.datapath import ccp_holder
+
 OBJ = os.path.join(os.path.dirname(__file__), "..", "..", "datapath", "build", "intcc_ccp_nolink.bpf.o")
 NS_A, NS_B = "intcc-dpt-a", "intcc-dpt-b"
 
@@ -47,7 +49,7 @@ def iperf_gbps(seconds=2):
 @pytest.fixture(scope="module")
 def ccp():
     if "ccp" in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split():
-        pytest.skip("a 'ccp' congestion control is already registered (datapath daemon running?)")
+        pytest.fail(f"a 'ccp' congestion control is already registered, so these tests cannot run: {ccp_holder()}")
     assert os.path.exists(OBJ), "datapath not built: run 'make setup'"
     sh("bpftool", "struct_ops", "register", OBJ)
     for ns in (NS_A, NS_B):

@@ -48,3 +48,23 @@ def test_a_loss_sweep_on_a_dumbbell_built_at_zero_loss_applies_the_loss(tmp_path
     assert rec["configured_loss_pct"] == 5 and rec["link_packets"] > 1000
     assert abs(rec["measured_configured_loss_pct"] - 5) <= 1.0, rec
     assert rec["loss_off"] is False
+
+
+def test_results_can_go_where_the_broker_user_cannot_read(tmp_path):
+    """mosquitto reads its password file as its own user: that file lived in the results
+    directory, and a results directory under a 0700 parent (mktemp -d) failed the run."""
+    import subprocess
+    import sys
+    import tempfile
+    parent = tempfile.mkdtemp(prefix="intcc-private-")      # 0700, root's
+    try:
+        out = os.path.join(parent, "x")
+        res = subprocess.run([sys.executable, "-m", "intcc", "exp", "run", "lossy_link", "--quick", "--out", out,
+                              "--algorithm", "cubic-int L1", "--loss", "5", "--seconds", "3", "--repeats", "1"],
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        assert os.path.exists(os.path.join(out, "summary.json"))
+        assert not os.path.exists(os.path.join(out, "broker", "mosquitto.passwd"))   # private files stay in /run
+    finally:
+        import shutil
+        shutil.rmtree(parent, ignore_errors=True)

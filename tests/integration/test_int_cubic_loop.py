@@ -9,7 +9,7 @@ import time
 import pytest
 
 from broker.launch import BrokerProcess
-from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_registered
+from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
 from experiments.linkctl import link_loss_counts, set_loss
 from experiments.runner import iperf
 from tests.integration.tbutil import start_testbed
@@ -26,7 +26,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def loop(tmp_path_factory):
     if ccp_registered():
-        pytest.skip("a 'ccp' congestion control is already registered (datapath daemon running?)")
+        pytest.fail(f"a 'ccp' congestion control is already registered, so these tests cannot run: {ccp_holder()}")
     state = tmp_path_factory.mktemp("loop")
     with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS) as b:
         tb = start_testbed("wireless", "itic", exporter=f"{b.url}?credentials={CREDS}", rate_mbps=10.0,

@@ -233,3 +233,31 @@ def test_flow_topic_matches_the_sender_side_flow_id(wireless, mosquitto):
     fid = flow_id(wireless.addr("sta1"), wireless.addr("sta2"), 17, rec.sport, 5202)
     assert fid == rec.flow_id and view.flow(fid) is not None
     assert flow_topic(fid) == f"intcc/v1/flow/{fid}"
+
+
+def _suback(port, topic_filter):
+    """Subscribe anonymously; returns the SUBACK reason (granted QoS or failure)."""
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
+    got = []
+    c.on_subscribe = lambda cl, ud, mid, rcs, pr=None: got.extend(rcs)
+    c.connect("127.0.0.1", port)
+    c.loop_start()
+    try:
+        c.subscribe(topic_filter, qos=0)
+        end = time.time() + 3
+        while not got and time.time() < end:
+            time.sleep(0.02)
+    finally:
+        c.disconnect()
+        c.loop_stop()
+    return got[0] if got else None
+
+
+def test_anonymous_clients_read_intcc_topics_only_on_the_embedded_broker():
+    """The ACL is the contract (docs/telemetry.md): anonymous clients read intcc/v1/#,
+    nothing else; the embedded broker granted any subscription before."""
+    with BrokerProcess("embedded", port=free_port(), credentials_file=CREDS) as b:
+        assert not _suback(b.port, "intcc/v1/#").is_failure
+        assert not _suback(b.port, "intcc/v1/flow/+").is_failure
+        for outside in ("#", "$SYS/#", "+/v1/#", "other/topic"):
+            assert _suback(b.port, outside).is_failure, outside

@@ -49,3 +49,18 @@ def test_a_garbage_run_file_gets_intccs_words_not_numpys_advice(tmp_path, make, 
     with pytest.raises(TraceError) as exc:
         load_run(str(path))
     assert words in str(exc.value) and "allow_pickle" not in str(exc.value)
+
+
+def test_json_means_print_json_everywhere_and_json_out_writes_a_file():
+    """One meaning per option name across the command line."""
+    def walk(group, path=()):
+        for name, cmd in getattr(group, "commands", {}).items():
+            yield from walk(cmd, path + (name,))
+        if not hasattr(group, "commands"):
+            yield path, group
+    for path, cmd in walk(main):
+        for p in cmd.params:
+            if "--json" in getattr(p, "opts", ()):
+                assert p.is_flag, f"intcc {' '.join(path)}: --json takes a value (use --json-out FILE)"
+            if "--json-out" in getattr(p, "opts", ()):
+                assert not p.is_flag, f"intcc {' '.join(path)}: --json-out must name a file"

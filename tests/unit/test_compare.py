@@ -56,7 +56,7 @@ def test_cli_prints_the_table_and_writes_json(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps([rec("kernel cubic", 0.1), rec("kernel cubic", 0.2),
                                                       rec("L2", 3.0), rec("L2", 3.3)]))
     out = tmp_path / "rows.json"
-    res = CliRunner().invoke(exp_group, ["compare", str(tmp_path), "--json", str(out)])
+    res = CliRunner().invoke(exp_group, ["compare", str(tmp_path), "--json-out", str(out)])
     assert res.exit_code == 0, res.output
     assert "L2" in res.output and "21.00" in res.output
     assert json.loads(out.read_text())[1]["ratio"] == pytest.approx(21.0)

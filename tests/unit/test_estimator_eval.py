@@ -145,14 +145,14 @@ def test_cli_cross_validates_and_eval_follows_the_models_split(tmp_path):
     data = fake_dataset(tmp_path, runs=48)
     cli = CliRunner()
     res = cli.invoke(estimator_group, ["cv", "--data", data, "--folds", "3", "--features", "table1", "--trees", "10",
-                                       "--depth", "4", "--json", str(tmp_path / "cv.json")])
+                                       "--depth", "4", "--json-out", str(tmp_path / "cv.json")])
     assert res.exit_code == 0, res.output
     assert "Table III" in res.output and json.load(open(tmp_path / "cv.json"))["test_runs"] == 48
     model = str(tmp_path / "m.joblib")
     res = cli.invoke(estimator_group, ["train", "--data", data, "--model", model, "--grid", "compact",
                                        "--test-fraction", "0.25", "--seed", "2"])
     assert res.exit_code == 0 and "trained on 32 runs (16 held out)" in res.output, res.output
-    res = cli.invoke(estimator_group, ["eval", "--data", data, "--model", model, "--json", str(tmp_path / "e.json")])
+    res = cli.invoke(estimator_group, ["eval", "--data", data, "--model", model, "--json-out", str(tmp_path / "e.json")])
     assert res.exit_code == 0 and json.load(open(tmp_path / "e.json"))["test_runs"] == 16, res.output
 
 
