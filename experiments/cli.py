@@ -216,21 +216,3 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
     if json_out:
         with open(json_out, "w") as f:
             json.dump(rows, f, indent=1)
-
-
-@exp_group.command("smoke")
-@click.option("--loss", "losses", multiple=True, type=float, default=(0, 2, 5), show_default=True,
-              help="Link loss rates (%) on the wireless hop.")
-@click.option("--seconds", type=int, default=8, show_default=True, help="iperf3 duration per rate.")
-@click.option("--cca", default="cubic", show_default=True, help="Kernel congestion control of the flow.")
-def smoke_cmd(losses, seconds, cca):
-    """INT smoke run: kernel TCP over the wireless testbed at a few loss rates."""
-    from .smoke import format_table, run_smoke
-    from .testbed import TestbedError
-    click.echo(f"wireless testbed: 10 Mbit/s, 10 ms, 100-packet buffer; {cca}")
-    try:
-        rows, last = run_smoke(losses, seconds, cca, echo=click.echo)
-    except (TestbedError, OSError) as exc:
-        raise click.ClickException(str(exc))
-    click.echo("")
-    click.echo(format_table(rows, last))

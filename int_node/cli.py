@@ -37,8 +37,7 @@ def node_group():
               help="Keep the node's CPU (--cpu) polling instead of halting when idle: lower latency at low "
                    "load, a core that always looks busy.")
 @click.option("--log-level", default="INFO", show_default=True)
-@click.option("--testbed-id", hidden=True, help="Marks the process as part of a testbed (for cleanup).")
-def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, log_level, testbed_id):
+def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, log_level):
     """Run the node described by CONFIG until SIGTERM."""
     from .node import run_node
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -152,12 +152,6 @@ class Element:
     def output(self, port: int) -> Tuple["Element", int]:
         return self._out[port]
 
-    def checked_push(self, port: int, pkt) -> None:
-        """Push to an output port that may legitimately be unconnected."""
-        peer = self._out[port] if port < len(self._out) else None
-        if peer is not None:
-            peer[0].push(peer[1], pkt)
-
     # -- introspection -------------------------------------------------
     def counters(self) -> Dict[str, int]:
         return {c: getattr(self, c) for c in self.counter_names}

@@ -134,18 +134,6 @@ def build_doh(next_header: int, seq: int, ts_ns: int, namespace_id: int = DEFAUL
                             sec & NONE_U32, frac))
 
 
-def node_slot(hop_limit: int, node_id: int, ingress_if: int, egress_if: int, ts_ns: int,
-              transit_delay_ns: int, queue_depth_bytes: int, buffer_occupancy: int,
-              state: IntccState) -> bytes:
-    """One node's data for INTCC_TRACE_TYPE, as INTTransit writes it."""
-    buf = bytearray(NODE_SLOT_BYTES)
-    pack_node(buf, 0, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
-              queue_depth_bytes, buffer_occupancy, max(-128, min(127, int(state.rssi_dbm))), state.mcs, state.flow_count,
-              state.data_rate_kbps, state.queue_drops, state.link_losses,
-              state.arrival_rate_pps, state.queue_capacity_bytes, state.rx_drops or 0)
-    return bytes(buf)
-
-
 def pack_node(buf, off, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
               qdepth_bytes, occupancy, rssi_dbm, mcs, flow_count, rate_kbps, qdrops,
               link_losses, arrival_pps, capacity_bytes, rx_drops=0) -> None:

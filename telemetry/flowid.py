@@ -57,9 +57,3 @@ def flow_id(src: Address, dst: Address, proto: int = PROTO_TCP, sport: int = 0, 
     True
     """
     return flow_id_from_key(flow_key(src, dst, proto, sport, dport))
-
-
-def flow_id_of_socket(sock) -> str:
-    """Flow id of the data a connected TCP socket sends (sender side)."""
-    local, remote = sock.getsockname(), sock.getpeername()
-    return flow_id(local[0], remote[0], PROTO_TCP, local[1], remote[1])
