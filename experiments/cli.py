@@ -147,7 +147,8 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
     agent traces and OUT/goodput.png.
     """
-    from .runner import run_scenario, table, table_by_algorithm
+    from .runner import run_scenario
+    from .tables import table, table_by_algorithm
     from .scenario import ScenarioError, load
     from .signals import unwind_on_sigterm
     from .testbed import TestbedError

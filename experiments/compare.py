@@ -35,6 +35,10 @@ def load_records(dirs) -> list[dict]:
             raise CompareError(f"{path}: no such file (a results directory of 'intcc exp run' has one)")
         except json.JSONDecodeError as e:
             raise CompareError(f"{path}: not JSON ({e})")
+        if isinstance(recs, dict):        # format 2: {"format": 2, "scenario": ..., "records": [...]}
+            if recs.get("format") != 2:
+                raise CompareError(f"{path}: summary format {recs.get('format')!r} is not one this intcc reads (2)")
+            recs = recs.get("records")
         if not isinstance(recs, list) or not all(isinstance(r, dict) and "algorithm" in r for r in recs):
             raise CompareError(f"{path}: not a list of run records with an 'algorithm'")
         records += [{**r, "source": path} for r in recs]

@@ -1,6 +1,6 @@
 """Run a scenario (experiments/scenario.py) on the testbed and write its results:
 
-    OUT/summary.json              one record per run (algorithm, loss_pct, repeat, goodput_mbps, ...)
+    OUT/summary.json              {"format": 2, "scenario", "records": one per run (algorithm, loss_pct, ...)}
     OUT/runs/<run>/series.csv     t_s, goodput_mbps (receiver), cwnd_bytes, rtt_ms, retransmits (sender)
     OUT/runs/<run>/series.png     the same, plotted
     OUT/runs/<run>/trace.csv      a CCP agent's decisions (CCP algorithms only)
@@ -17,33 +17,62 @@ import fcntl
 import json
 import logging
 import os
-import re
 import random
+import re
 import shutil
 import socket
 import statistics
-import subprocess
 import time
 from contextlib import ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional
 
+from .agent_trace import split_agent_trace
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .linkctl import check_loss, configured_loss_pct, link_loss_counts, run_seed, seed_losses, set_loss
+from .metrics import jain, slow_start_exit_s, time_to_plateau_s
+from .plots import plot_overlay, plot_series, plot_summary
 from .scenario import Algorithm, Scenario
 from .testbed import RUN_ROOT, Testbed, teardown
 from .topo import load_topo
+from .traffic import MAIN_PORT, PORT_STRIDE, RunFailed, iperf, series, tcp_counters
 
+#: summary.json's layout: {"format": SUMMARY_FORMAT, "scenario": name, "records": [...]}
+#: (docs/experiments.md gives every field); format 1 was the bare list of records.
+SUMMARY_FORMAT = 2
 TESTBED_NAME = "exp"
 log = logging.getLogger(__name__)
 CREDS = "/run/intcc/exp-broker/credentials.json"
 
 
-#: How long iperf3 may take past its run time: at 20 % link loss the closing exchange on
-#: its control connection can sit in RTO backoff (1, 2, 4, ... s) for a minute.
-IPERF_GRACE_S = 180
+@dataclass
+class Services:
+    """What every run of a scenario shares: the CCP datapath and the broker, if needed."""
+    scenario: Scenario
+    datapath: Optional[Any] = None            # ccp_algs.datapath.DatapathProcess
+    broker_url: Optional[str] = None
+    agent_process: Optional[Callable] = None  # ccp_algs.datapath.AgentProcess
 
 
-class RunFailed(RuntimeError):
-    """One run failed (its flow, not the testbed): recorded in failed.json, the rest go on."""
+@dataclass
+class RunSpec:
+    """One run of a batch: its testbed, where its results go, its loss draws and port."""
+    testbed: Testbed
+    run_dir: str
+    loss_seed: int
+    port: int
+
+
+@dataclass
+class FlowResult:
+    """What a run's flows left: iperf3's output (and the competitor's), link and TCP counters."""
+    iperf: dict
+    competitor: dict                          # {"out": iperf3 output} or {"error": text}; {} without one
+    extra: dict
+    link_passed: int
+    link_lost: int
+    link_lost_configured: int
+    sender_tcp: Dict[str, int] = field(default_factory=dict)
 
 
 def _free_port() -> int:
@@ -54,105 +83,6 @@ def _free_port() -> int:
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-#: Sender-side kernel TCP counters kept per run (how the sender recovered from losses).
-TCP_COUNTERS = ("Tcp.RetransSegs", "TcpExt.TCPTimeouts", "TcpExt.TCPLossProbes", "TcpExt.TCPLossProbeRecovery",
-                "TcpExt.TCPSackRecovery", "TcpExt.TCPLostRetransmit", "TcpExt.TCPLossUndo",
-                "TcpExt.TCPFullUndo", "TcpExt.TCPPartialUndo", "TcpExt.TCPDSACKUndo", "TcpExt.TCPSpuriousRTOs",
-                "TcpExt.TCPDSACKRecv")
-
-
-def tcp_counters(tb: Testbed, host: str) -> dict[str, int]:
-    """The host namespace's TCP counters (/proc/net/snmp and netstat: header line, value line)."""
-    out = {}
-    for path in ("/proc/net/snmp", "/proc/net/netstat"):
-        lines = tb.run(host, ["cat", path]).stdout.splitlines()
-        for head, vals in zip(lines[::2], lines[1::2]):
-            group, names = head.split(":", 1)
-            for name, val in zip(names.split(), vals.split(":", 1)[1].split()):
-                key = f"{group}.{name}"
-                if key in TCP_COUNTERS:
-                    out[key] = int(val)
-    return out
-
-
-def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-          port: int = 5201) -> dict:
-    srv = tb.popen(server, ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    try:
-        tb.wait_listening(server, port)
-        try:
-            res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
-                                  "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
-                         timeout=seconds + IPERF_GRACE_S)
-        except subprocess.TimeoutExpired:
-            raise RunFailed(f"iperf3 {client} -> {server} ({cca}) did not end {IPERF_GRACE_S} s after its "
-                            f"{seconds:g} s (its closing exchange stuck in RTO backoff?)") from None
-        try:
-            out = json.loads(res.stdout)
-        except json.JSONDecodeError:
-            raise RunFailed(f"iperf3 {client} -> {server} ({cca}) wrote no JSON: "
-                            f"{(res.stderr or res.stdout).strip()[:300]}") from None
-        if "error" in out:
-            raise RunFailed(f"iperf3 {client} -> {server} ({cca}): {out['error']}")
-        return out
-    finally:
-        srv.kill()
-        srv.wait()
-
-
-def series(out: dict) -> list[dict]:
-    """Per-interval rows: receiver goodput, sender cwnd, RTT and retransmits."""
-    recv = out.get("server_output_json", {}).get("intervals", [])
-    rows = []
-    for i, iv in enumerate(out["intervals"]):
-        st = iv["streams"][0]
-        rx = recv[i]["sum"]["bits_per_second"] / 1e6 if i < len(recv) else None
-        rows.append({"t_s": round(st["end"], 3), "goodput_mbps": rx, "cwnd_bytes": st.get("snd_cwnd"),
-                     "rtt_ms": st.get("rtt", 0) / 1e3, "retransmits": st.get("retransmits", 0)})
-    return rows
-
-
-def plot_series(rows: list[dict], title: str, path: str):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    t = [r["t_s"] for r in rows]
-    fig, ax = plt.subplots(3, 1, figsize=(7, 6), sharex=True)
-    ax[0].plot(t, [r["goodput_mbps"] or 0 for r in rows])
-    ax[0].set_ylabel("goodput\nMbit/s")
-    ax[1].plot(t, [(r["cwnd_bytes"] or 0) / 1e3 for r in rows])
-    ax[1].set_ylabel("cwnd\nkB")
-    ax[2].plot(t, [r["rtt_ms"] for r in rows])
-    ax[2].set_ylabel("RTT ms")
-    ax[2].set_xlabel("time (s)")
-    ax[0].set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-
-
-def plot_summary(records: list[dict], key: str, path: str, title: str):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for alg in dict.fromkeys(r["algorithm"] for r in records):
-        xs = sorted({r[key] for r in records if r["algorithm"] == alg})
-        vals = [[r["goodput_mbps"] for r in records if r["algorithm"] == alg and r[key] == x] for x in xs]
-        ax.errorbar(xs, [statistics.mean(v) for v in vals],
-                    yerr=[statistics.stdev(v) if len(v) > 1 else 0 for v in vals], marker="o", capsize=3,
-                    label=alg)
-    ax.set_xlabel(key.replace("_pct", " (%)").replace("_", " "))
-    ax.set_ylabel("goodput (Mbit/s)")
-    ax.set_title(title)
-    ax.grid(alpha=.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 def testbed_names(jobs: int) -> list[str]:
@@ -200,7 +130,6 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
                            f"need one testbed (their telemetry would mix across testbeds)")
     batches = list(sc.batches(jobs))
     n_runs = sum(len(reps) for _, _, reps in batches)
-    client, server = sc.flows["main"]
     records: list[dict] = []
     failed: list[dict] = []
     base_seed = sc.seed if sc.seed is not None else random.SystemRandom().randrange(2**31)
@@ -222,10 +151,10 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
             tb = Testbed(load_topo(sc.topology_path, sc.params), name).up(exporter=exporter)
             stack.callback(tb.down)
             testbeds.append(tb)
-        dp = None
+        services = Services(sc, broker_url=broker_url, agent_process=AgentProcess)
         if needs_ccp:
-            dp = DatapathProcess(state_dir=os.path.join(out_dir, "datapath"))
-            stack.enter_context(dp)
+            services.datapath = DatapathProcess(state_dir=os.path.join(out_dir, "datapath"))
+            stack.enter_context(services.datapath)
         for alg, sweep, reps in batches:
             (key, value), = sweep.items()
             beds = testbeds[:len(reps)]
@@ -233,9 +162,10 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
                 for tb in beds:
                     set_loss(tb, value)
             names = [run_name(alg, key, value, rep) for rep in reps]
-            run_dirs = [os.path.join(out_dir, "runs", name) for name in names]
             seeds = [run_seed(base_seed, key, value, rep) for rep in reps]
-            batch = _batch(beds, dp, alg, sc, client, server, run_dirs, broker_url, AgentProcess, seeds)
+            specs = [RunSpec(tb, os.path.join(out_dir, "runs", name), seed, MAIN_PORT + PORT_STRIDE * k)
+                     for k, (tb, name, seed) in enumerate(zip(beds, names, seeds))]
+            batch = _batch(services, alg, specs)
             for rec, rep, name, loss_seed in zip(batch, reps, names, seeds):
                 what = f"{key} {value:<5} " if key != "none" else ""
                 if isinstance(rec, RunFailed):
@@ -258,8 +188,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
                 eta = (time.monotonic() - t_start) / done * (n_runs - done)
                 echo(f"[{done}/{n_runs}] {alg.label:16s} {what}repeat {rep}: "
                      f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits  (eta {eta / 60:.0f} min)")
-            with open(os.path.join(out_dir, "summary.json"), "w") as f:   # resumable reading
-                json.dump(records, f, indent=1)
+            write_summary(out_dir, sc.name, records)   # after every batch: readable mid-run
     if failed:
         echo(f"{len(failed)} of {n_runs} runs failed: {os.path.join(out_dir, 'failed.json')}")
     if not records:
@@ -274,134 +203,32 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
     return records
 
 
-def plot_overlay(records, out_dir, column, ylabel, scale, filename, title):
-    """One line per algorithm (its first repeat) of a series column over time."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in records:
-        if r["repeat"] != 0:
-            continue
-        with open(os.path.join(out_dir, "runs", r["run"], "series.csv")) as f:
-            rows = [x for x in csv.DictReader(f) if x.get(column) not in (None, "")]
-        ax.plot([float(x["t_s"]) for x in rows], [float(x[column]) * scale for x in rows], label=r["algorithm"])
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, filename), dpi=90)
-    plt.close(fig)
-
-
-def jain(xs) -> float | None:
-    xs = [x for x in xs if x is not None]
-    if not xs or not any(xs):
-        return None
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
-
-
-def time_to_plateau_s(rows: list[dict], fraction: float = 0.9) -> float | None:
-    """Seconds until cwnd first reaches ``fraction`` of its median over the run's
-    second half: when the window has grown to where the flow settles (paper 003
-    Fig. 7's "reaches ssthresh"; works for kernel flows, which leave no trace)."""
-    cw = [(r["t_s"], r["cwnd_bytes"]) for r in rows if r.get("cwnd_bytes")]
-    if len(cw) < 4:
-        return None
-    settled = statistics.median(c for _, c in cw[len(cw) // 2:])
-    return next((t for t, c in cw if c >= fraction * settled), None)
-
-
-def slow_start_exit_s(trace_csv: str) -> float | None:
-    """Seconds from the flow's start to its first window cut (where ssthresh is set)."""
-    if not os.path.exists(trace_csv):
-        return None
-    starts, sender = {}, None
-    with open(trace_csv) as f:
-        rows = list(csv.DictReader(f))
-    counts = {}
-    for r in rows:
-        counts[r["sid"]] = counts.get(r["sid"], 0) + 1
-    if not counts:
-        return None
-    sender = max(counts, key=counts.get)      # the data flow (iperf3's control flow is tiny)
-    for r in rows:
-        if r["sid"] != sender:
-            continue
-        if r["event"] == "start":
-            starts[sender] = float(r["t_s"])
-        elif r["ssthresh_bytes"] and sender in starts:
-            return float(r["t_s"]) - starts[sender]
-    return None
-
-
-#: Testbed k's main flow listens on port MAIN_PORT + PORT_STRIDE·k, its competitor one
-#: above: the kernel trace (tracefs sees every namespace) and the agent's trace tell the
-#: flows of parallel testbeds apart by port.
-MAIN_PORT = 5201
-PORT_STRIDE = 100
-
-
-def split_agent_trace(path: str, dirs_by_port: dict[int, str]) -> int:
-    """One agent's trace of several testbeds' flows -> each run's trace.csv, by the ports
-    on each flow's start row: the iperf3 server's port is the client's destination port
-    and the source port of the server's own sockets (iperf3 sets the CCA on both ends).
-    Returns the rows no run claimed (then the combined trace is kept beside the runs,
-    else removed)."""
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        fields, rows = reader.fieldnames or ["t_s"], list(reader)
-    port_of_sid = {}
-    for r in rows:
-        if r["event"] == "start":
-            port_of_sid[r["sid"]] = next((int(r[k]) for k in ("dst_port", "src_port")
-                                         if r.get(k) and int(r[k]) in dirs_by_port), None)
-    out = {port: [] for port in dirs_by_port}
-    unclaimed = 0
-    for r in rows:
-        port = port_of_sid.get(r["sid"])
-        if port in out:
-            out[port].append(r)
-        else:
-            unclaimed += 1
-    for port, run_dir in dirs_by_port.items():
-        with open(os.path.join(run_dir, "trace.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fields)
-            w.writeheader()
-            w.writerows(out[port])
-    if not unclaimed:
-        os.remove(path)
-    return unclaimed
-
-
-def _batch(beds, dp, alg: Algorithm, sc: Scenario, client, server, run_dirs, broker_url, AgentProcess,
-           loss_seeds) -> list[dict]:
-    """One algorithm's runs, one on each testbed of ``beds``, at once under one agent."""
+def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
+    """One algorithm's runs, one per spec (each on its own testbed), at once under one
+    agent: a record per run, or the RunFailed that ended it."""
     import threading
-    for d in run_dirs:
-        os.makedirs(d, exist_ok=True)
-    ports = [MAIN_PORT + PORT_STRIDE * k for k in range(len(beds))]
-    trace_path = run_dirs[0] + ".agent-trace.csv"      # split into each run's trace.csv
-    log_path = os.path.join(run_dirs[0], "agent.log")
-    raws: list = [None] * len(beds)
+    dp = services.datapath
+    for spec in specs:
+        os.makedirs(spec.run_dir, exist_ok=True)
+    trace_path = specs[0].run_dir + ".agent-trace.csv"      # split into each run's trace.csv
+    log_path = os.path.join(specs[0].run_dir, "agent.log")
+    results: list = [None] * len(specs)
 
     def flow(k):
         try:
-            raws[k] = _flow(beds[k], alg, sc, client, server, run_dirs[k], loss_seeds[k], ports[k])
+            results[k] = _flow(services.scenario, alg, specs[k])
         except BaseException as e:      # reported by the batch
-            raws[k] = e
+            results[k] = e
 
     agent = None
     try:
         if alg.ccp:
             opts = list(alg.options) + ["--trace", trace_path]
             if alg.needs_telemetry:
-                opts += ["--broker", broker_url, "--state-dir", dp.state_dir]
-            agent = AgentProcess(alg.ccp, opts, log_path=log_path).start()
+                opts += ["--broker", services.broker_url, "--state-dir", dp.state_dir]
+            agent = services.agent_process(alg.ccp, opts, log_path=log_path).start()
             dp.wait_agent(True)
-        threads = [threading.Thread(target=flow, args=(k,)) for k in range(len(beds))]
+        threads = [threading.Thread(target=flow, args=(k,)) for k in range(len(specs))]
         for t in threads:
             t.start()
         for t in threads:
@@ -413,18 +240,18 @@ def _batch(beds, dp, alg: Algorithm, sc: Scenario, client, server, run_dirs, bro
             dp.wait_agent(False)
     if failure:
         raise RuntimeError(f"the {alg.ccp} agent failed, the flow ran the datapath's fallback:\n{failure}")
-    for raw in raws:
-        if isinstance(raw, BaseException) and not isinstance(raw, RunFailed):
-            raise raw
+    for res in results:
+        if isinstance(res, BaseException) and not isinstance(res, RunFailed):
+            raise res
     if alg.ccp:
-        if split_agent_trace(trace_path, dict(zip(ports, run_dirs))):
+        if split_agent_trace(trace_path, {spec.port: spec.run_dir for spec in specs}):
             log.warning("agent trace rows of no run's flow kept in %s", trace_path)
-        for d in run_dirs[1:]:
-            shutil.copy(log_path, os.path.join(d, "agent.log"))
+        for spec in specs[1:]:
+            shutil.copy(log_path, os.path.join(spec.run_dir, "agent.log"))
     records = []
-    for d, raw in zip(run_dirs, raws):
+    for spec, res in zip(specs, results):
         try:
-            records.append(raw if isinstance(raw, RunFailed) else _record(alg, sc, d, raw))
+            records.append(res if isinstance(res, RunFailed) else _record(alg, services.scenario, spec.run_dir, res))
         except RunFailed as e:
             records.append(e)
     return records
@@ -438,14 +265,16 @@ def _competitor(tb, sc, alg, holder, port: int):
         holder["error"] = str(e)
 
 
-def _flow(tb, alg: Algorithm, sc: Scenario, client, server, run_dir, loss_seed: int, port: int) -> dict:
-    """One run's flows on ``tb`` (the agent, if any, is up): iperf3's output and counters."""
+def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
+    """One run's flows on its testbed (the agent, if any, is up): iperf3's output and counters."""
     import threading
+    tb, port = spec.testbed, spec.port
+    client, server = sc.flows["main"]
     before = link_loss_counts(tb)
     tcp_before = tcp_counters(tb, client)
     comp, comp_thread = {}, None
     extra = {}
-    seed_losses(tb, loss_seed)      # last thing before the flows: nothing else draws
+    seed_losses(tb, spec.loss_seed)      # last thing before the flows: nothing else draws
     try:
         if alg.competitor:
             comp_thread = threading.Thread(target=_competitor, args=(tb, sc, alg, comp, port + 1))
@@ -453,7 +282,7 @@ def _flow(tb, alg: Algorithm, sc: Scenario, client, server, run_dir, loss_seed: 
         with (KernelTcpTrace(port=port) if sc.kernel_trace else nullcontext()) as ktrace:
             out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port)
         if ktrace is not None:
-            ktrace.write_csv(os.path.join(run_dir, "kernel_trace.csv"))
+            ktrace.write_csv(os.path.join(spec.run_dir, "kernel_trace.csv"))
             extra["kernel_trace"] = summarize_kernel_trace(ktrace.rows)
             if ktrace.lost_events:
                 extra["kernel_trace"] = {**(extra["kernel_trace"] or {}), "lost_events": ktrace.lost_events}
@@ -462,14 +291,14 @@ def _flow(tb, alg: Algorithm, sc: Scenario, client, server, run_dir, loss_seed: 
             comp_thread.join()
     after = link_loss_counts(tb)
     tcp_after = tcp_counters(tb, client)
-    return {"out": out, "comp": comp, "extra": extra, "passed": after[0] - before[0],
-            "lost": after[1] - before[1], "lost_configured": after[2] - before[2],
-            "sender_tcp": {k.split(".")[1]: tcp_after[k] - tcp_before.get(k, 0) for k in tcp_after}}
+    return FlowResult(out, comp, extra, link_passed=after[0] - before[0], link_lost=after[1] - before[1],
+                      link_lost_configured=after[2] - before[2],
+                      sender_tcp={k.split(".")[1]: tcp_after[k] - tcp_before.get(k, 0) for k in tcp_after})
 
 
-def _record(alg: Algorithm, sc: Scenario, run_dir: str, raw: dict) -> dict:
+def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict:
     """A run's record, series.csv, iperf3.json and plot from what _flow gathered."""
-    out, comp, extra = raw["out"], raw["comp"], dict(raw["extra"])
+    out, comp, extra = res.iperf, res.competitor, dict(res.extra)
     rows = series(out)
     if alg.competitor:
         if "out" not in comp:
@@ -492,7 +321,7 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, raw: dict) -> dict:
     with open(os.path.join(run_dir, "iperf3.json"), "w") as f:
         json.dump(out, f)
     plot_series(rows, f"{alg.label}", os.path.join(run_dir, "series.png"))
-    passed, lost, lost_configured = raw["passed"], raw["lost"], raw["lost_configured"]
+    passed, lost, lost_configured = res.link_passed, res.link_lost, res.link_lost_configured
     return {"goodput_mbps": out["end"]["sum_received"]["bits_per_second"] / 1e6,
             "retransmits": out["end"]["sum_sent"].get("retransmits", 0),
             "seconds": sc.seconds, "link_packets": passed + lost,
@@ -501,44 +330,12 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, raw: dict) -> dict:
             "mss": out["start"].get("tcp_mss_default"),
             "slow_start_exit_s": slow_start_exit_s(os.path.join(run_dir, "trace.csv")),
             "plateau_s": time_to_plateau_s(rows),
-            "sender_tcp": raw["sender_tcp"], **extra}
+            "sender_tcp": res.sender_tcp, **extra}
 
 
-def table_by_algorithm(records: list[dict]) -> str:
-    """For scenarios without a sweep: one row per algorithm, means over repeats."""
-    cols = [("goodput_mbps", "goodput Mbit/s", "{:.2f}"), ("retransmits", "retx", "{:.0f}"),
-            ("slow_start_exit_s", "ss exit s", "{:.2f}"), ("plateau_s", "plateau s", "{:.2f}"), ("competitor_goodput_mbps", "competitor", "{:.2f}"),
-            ("jain_mean", "Jain mean", "{:.3f}"), ("jain_min", "Jain min", "{:.3f}")]
-    cols = [c for c in cols if any(r.get(c[0]) is not None for r in records)]
-    lines = [f"{'algorithm':22s}" + "".join(f"{h:>15s}" for _, h, _ in cols)]
-    for a in dict.fromkeys(r["algorithm"] for r in records):
-        cells = []
-        for key, _, fmt in cols:
-            v = [r[key] for r in records if r["algorithm"] == a and r.get(key) is not None]
-            cells.append(f"{fmt.format(statistics.mean(v)):>15s}" if v else f"{'-':>15s}")
-        lines.append(f"{a:22s}" + "".join(cells))
-    return "\n".join(lines)
-
-
-def table(records: list[dict], key: str = "loss_pct", baseline: str | None = None) -> str:
-    algs = list(dict.fromkeys(r["algorithm"] for r in records))
-    values = sorted({r[key] for r in records})
-
-    def mean(alg, v):
-        g = [r["goodput_mbps"] for r in records if r["algorithm"] == alg and r[key] == v]
-        return statistics.mean(g) if g else None
-
-    head = f"{'goodput Mbit/s':18s}" + "".join(f"{key.replace('_pct', ' %')} {v:<5}".rjust(12) for v in values)
-    lines = [head]
-    for a in algs:
-        lines.append(f"{a:18s}" + "".join(f"{mean(a, v):12.2f}" if mean(a, v) is not None else " " * 12
-                                          for v in values))
-    if baseline in algs:
-        lines += ["", f"{'ratio to ' + baseline:18s}"]
-        for a in algs:
-            cells = []
-            for v in values:
-                m, b = mean(a, v), mean(baseline, v)
-                cells.append(f"{m / b:12.2f}" if m is not None and b else " " * 12)
-            lines.append(f"{a:18s}" + "".join(cells))
-    return "\n".join(lines)
+def write_summary(out_dir: str, scenario: str, records: list[dict]) -> None:
+    """OUT/summary.json, format SUMMARY_FORMAT (written whole, then renamed into place)."""
+    path = os.path.join(out_dir, "summary.json")
+    with open(path + ".part", "w") as f:
+        json.dump({"format": SUMMARY_FORMAT, "scenario": scenario, "records": records}, f, indent=1)
+    os.replace(path + ".part", path)

@@ -12,7 +12,7 @@ import pytest
 
 from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
 from experiments.linkctl import set_loss
-from experiments.runner import tcp_counters
+from experiments.traffic import tcp_counters
 from int_node import ioam
 from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed
 

@@ -11,7 +11,7 @@ import pytest
 from broker.launch import BrokerProcess
 from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
 from experiments.linkctl import link_loss_counts, set_loss
-from experiments.runner import iperf
+from experiments.traffic import iperf
 from tests.integration.tbutil import start_testbed
 
 CREDS = "/run/intcc/test-broker/credentials.json"

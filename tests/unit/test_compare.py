@@ -46,8 +46,21 @@ def test_bad_input_is_a_clear_error(tmp_path):
     with pytest.raises(CompareError, match="not JSON"):
         load_records([str(tmp_path)])
     (tmp_path / "summary.json").write_text(json.dumps({"algorithm": "x"}))
+    with pytest.raises(CompareError, match="summary format None"):
+        load_records([str(tmp_path)])
+    (tmp_path / "summary.json").write_text(json.dumps({"format": 2, "records": [{"goodput_mbps": 1}]}))
     with pytest.raises(CompareError, match="list of run records"):
         load_records([str(tmp_path)])
+
+
+def test_both_summary_formats_are_read(tmp_path):
+    from experiments.runner import write_summary
+    write_summary(str(tmp_path), "lossy_link", [rec("kernel cubic", 0.1)])
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    assert doc["format"] == 2 and doc["scenario"] == "lossy_link"
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "summary.json").write_text(json.dumps([rec("kernel cubic", 0.2)]))   # format 1
+    assert [r["goodput_mbps"] for r in load_records([str(tmp_path), str(tmp_path / "old")])] == [0.1, 0.2]
     with pytest.raises(CompareError, match="baseline 'bbr' is not among"):
         compare([rec("cubic", 1.0)], "bbr")
 

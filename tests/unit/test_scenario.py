@@ -1,7 +1,7 @@
 """Scenario files and the runner's arithmetic (no testbed)."""
 import pytest
 
-from experiments import linkctl, runner
+from experiments import agent_trace, linkctl, metrics, tables
 from experiments.scenario import ScenarioError, load
 
 
@@ -63,16 +63,16 @@ def test_unknown_scenario_lists_the_known_ones():
 
 
 def test_jain():
-    assert runner.jain([5, 5]) == pytest.approx(1.0)
-    assert runner.jain([10, 0]) == pytest.approx(0.5)
-    assert runner.jain([None, None]) is None
+    assert metrics.jain([5, 5]) == pytest.approx(1.0)
+    assert metrics.jain([10, 0]) == pytest.approx(0.5)
+    assert metrics.jain([None, None]) is None
 
 
 def test_table_has_means_and_ratios():
     recs = [{"algorithm": a, "loss_pct": l, "goodput_mbps": g}
             for a, l, g in [("kernel cubic", 0, 8.0), ("kernel cubic", 20, 0.5), ("cubic-int L1", 0, 8.0),
                             ("cubic-int L1", 20, 3.0), ("cubic-int L1", 20, 5.0)]]
-    t = runner.table(recs, "loss_pct", "kernel cubic")
+    t = tables.table(recs, "loss_pct", "kernel cubic")
     assert "4.00" in t and "8.00" in t       # mean of the two repeats, ratio 4.0/0.5 = 8
     assert "ratio to kernel cubic" in t
 
@@ -85,12 +85,12 @@ def test_slow_start_exit_from_a_trace(tmp_path):
                  "0.6,1,7,report,28960,,20000,14480,0,0,10,slow start\n"
                  "0.7,1,9,start,14480,,,,,,,init\n"
                  "2.0,1,7,loss,100000,100000,30000,0,1,0,90,1 lost\n")
-    assert runner.slow_start_exit_s(str(p)) == pytest.approx(1.5)
-    assert runner.slow_start_exit_s(str(tmp_path / "none.csv")) is None
+    assert metrics.slow_start_exit_s(str(p)) == pytest.approx(1.5)
+    assert metrics.slow_start_exit_s(str(tmp_path / "none.csv")) is None
 
 
 def test_time_to_plateau_is_when_cwnd_first_nears_its_settled_value():
-    from experiments.runner import time_to_plateau_s
+    from experiments.metrics import time_to_plateau_s
     cwnds = [10, 20, 40, 80, 95, 100, 70, 90, 100, 70, 90, 100]      # sawtooth, median of 2nd half 90
     rows = [{"t_s": 0.5 * (i + 1), "cwnd_bytes": c * 1000} for i, c in enumerate(cwnds)]
     assert time_to_plateau_s(rows) == 2.5          # 95 kB >= 0.9 * 90 kB, 80 kB is not
@@ -121,11 +121,11 @@ def test_one_agents_trace_is_split_into_the_runs_by_the_flows_port(tmp_path):
                              "0.4,1,9,loss,20000,20000,1 lost,,\n")
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
-    assert runner.split_agent_trace(str(shared), {5201: str(a), 5301: str(b)}) == 0
+    assert agent_trace.split_agent_trace(str(shared), {5201: str(a), 5301: str(b)}) == 0
     assert not shared.exists()
     assert [line.split(",")[2] for line in (a / "trace.csv").read_text().splitlines()[1:]] == ["7", "8", "8"]
     assert [line.split(",")[2] for line in (b / "trace.csv").read_text().splitlines()[1:]] == ["9", "10", "9"]
-    assert runner.slow_start_exit_s(str(b / "trace.csv")) == pytest.approx(0.2)   # its own flow's cut
+    assert metrics.slow_start_exit_s(str(b / "trace.csv")) == pytest.approx(0.2)   # its own flow's cut
 
 
 def test_a_trace_row_of_no_runs_flow_keeps_the_combined_trace(tmp_path):
@@ -134,7 +134,7 @@ def test_a_trace_row_of_no_runs_flow_keeps_the_combined_trace(tmp_path):
                       "0.1,1,7,start,14480,init,40000,5201\n"
                       "0.2,1,5,report,14480,slow start,,\n")          # a flow whose start row is missing
     (tmp_path / "a").mkdir()
-    assert runner.split_agent_trace(str(shared), {5201: str(tmp_path / "a")}) == 1
+    assert agent_trace.split_agent_trace(str(shared), {5201: str(tmp_path / "a")}) == 1
     assert shared.exists()
 
 

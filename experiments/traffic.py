@@ -1,0 +1,85 @@
+"""Traffic of a run: iperf3 flows between testbed hosts, their per-interval series, and
+the sender's kernel TCP counters (how it recovered from losses)."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+from .testbed import Testbed
+
+
+#: How long iperf3 may take past its run time: at 20 % link loss the closing exchange on
+#: its control connection can sit in RTO backoff (1, 2, 4, ... s) for a minute.
+IPERF_GRACE_S = 180
+
+
+class RunFailed(RuntimeError):
+    """One run failed (its flow, not the testbed): recorded in failed.json, the rest go on."""
+
+
+#: Sender-side kernel TCP counters kept per run (how the sender recovered from losses).
+TCP_COUNTERS = ("Tcp.RetransSegs", "TcpExt.TCPTimeouts", "TcpExt.TCPLossProbes", "TcpExt.TCPLossProbeRecovery",
+                "TcpExt.TCPSackRecovery", "TcpExt.TCPLostRetransmit", "TcpExt.TCPLossUndo",
+                "TcpExt.TCPFullUndo", "TcpExt.TCPPartialUndo", "TcpExt.TCPDSACKUndo", "TcpExt.TCPSpuriousRTOs",
+                "TcpExt.TCPDSACKRecv")
+
+
+def tcp_counters(tb: Testbed, host: str) -> dict[str, int]:
+    """The host namespace's TCP counters (/proc/net/snmp and netstat: header line, value line)."""
+    out = {}
+    for path in ("/proc/net/snmp", "/proc/net/netstat"):
+        lines = tb.run(host, ["cat", path]).stdout.splitlines()
+        for head, vals in zip(lines[::2], lines[1::2]):
+            group, names = head.split(":", 1)
+            for name, val in zip(names.split(), vals.split(":", 1)[1].split()):
+                key = f"{group}.{name}"
+                if key in TCP_COUNTERS:
+                    out[key] = int(val)
+    return out
+
+
+def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
+          port: int = 5201) -> dict:
+    srv = tb.popen(server, ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    try:
+        tb.wait_listening(server, port)
+        try:
+            res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
+                                  "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
+                         timeout=seconds + IPERF_GRACE_S)
+        except subprocess.TimeoutExpired:
+            raise RunFailed(f"iperf3 {client} -> {server} ({cca}) did not end {IPERF_GRACE_S} s after its "
+                            f"{seconds:g} s (its closing exchange stuck in RTO backoff?)") from None
+        try:
+            out = json.loads(res.stdout)
+        except json.JSONDecodeError:
+            raise RunFailed(f"iperf3 {client} -> {server} ({cca}) wrote no JSON: "
+                            f"{(res.stderr or res.stdout).strip()[:300]}") from None
+        if "error" in out:
+            raise RunFailed(f"iperf3 {client} -> {server} ({cca}): {out['error']}")
+        return out
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def series(out: dict) -> list[dict]:
+    """Per-interval rows: receiver goodput, sender cwnd, RTT and retransmits."""
+    recv = out.get("server_output_json", {}).get("intervals", [])
+    rows = []
+    for i, iv in enumerate(out["intervals"]):
+        st = iv["streams"][0]
+        rx = recv[i]["sum"]["bits_per_second"] / 1e6 if i < len(recv) else None
+        rows.append({"t_s": round(st["end"], 3), "goodput_mbps": rx, "cwnd_bytes": st.get("snd_cwnd"),
+                     "rtt_ms": st.get("rtt", 0) / 1e3, "retransmits": st.get("retransmits", 0)})
+    return rows
+
+
+#: Testbed k's main flow listens on port MAIN_PORT + PORT_STRIDE·k, its competitor one
+#: above: the kernel trace (tracefs sees every namespace) and the agent's trace tell the
+#: flows of parallel testbeds apart by port.
+MAIN_PORT = 5201
+
+
+PORT_STRIDE = 100
