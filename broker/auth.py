@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from int_node.runtime import run_path
 from telemetry.schema import TOPIC_ROOT
 
-DEFAULT_CREDENTIALS = "/run/intcc/broker/credentials.json"
+DEFAULT_CREDENTIALS = run_path("broker", "credentials.json")
 DEFAULT_PORT, DEFAULT_TLS_PORT = 1883, 8883
 SINK_USER, AGENT_USER = "intcc-sink", "intcc-agent"
 PUBLISH_ACL: Dict[str, List[str]] = {

@@ -7,6 +7,8 @@ import time
 
 import click
 
+from int_node.runtime import run_path
+
 from .auth import DEFAULT_CREDENTIALS, BrokerURLError
 
 
@@ -23,7 +25,7 @@ def broker_group():
 @click.option("--credentials", default=DEFAULT_CREDENTIALS, show_default=True, type=click.Path(dir_okay=False),
               help="Users and passwords (JSON); created with random passwords if missing.")
 @click.option("--no-anonymous", is_flag=True, help="Refuse clients without a login (default: they may read).")
-@click.option("--state-dir", default="/run/intcc/broker", show_default=True,
+@click.option("--state-dir", default=run_path("broker"), show_default=True,
               help="Where mosquitto's generated config, password file and ACL go.")
 def run_cmd(use_mosquitto, host, port, credentials, no_anonymous, state_dir):
     """Run a broker in the foreground until Ctrl-C / SIGTERM.

@@ -16,13 +16,15 @@ import tempfile
 import time
 from typing import Optional
 
+from int_node.runtime import run_path
+
 from .auth import DEFAULT_CREDENTIALS, PUBLISH_ACL, READ_TOPICS, ensure_credentials
 
 KINDS = ("embedded", "mosquitto")
 #: mosquitto's private files (password file, ACL, configuration) live here, not in a
 #: caller's directory: mosquitto drops to its own user before reading them, and a
 #: results directory under a 0700 parent (mktemp -d, root's home) is not its to read.
-PRIVATE_ROOT = os.path.join(os.environ.get("INTCC_RUN_DIR", "/run/intcc"), "brokers")
+PRIVATE_ROOT = run_path("brokers")
 
 
 class BrokerError(RuntimeError):

@@ -8,6 +8,7 @@ import os
 
 import click
 
+from .datapath import DEFAULT_STATE_DIR
 from .portus_compat import IPC_CHOICES, AlgorithmError, start
 
 
@@ -84,7 +85,7 @@ def run_cubic(hystart, init_cwnd_pkts, ipc, trace, verbose):
               help="MQTT broker the INT sink publishes to")
 @click.option("--max-age-ms", type=click.FloatRange(min=0), default=200.0, show_default=True,
               help="older telemetry is ignored: the flow is then plain CUBIC")
-@click.option("--state-dir", default="/run/intcc/datapath", show_default=True,
+@click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=True,
               help="the datapath daemon's state (flows.json maps flows to their telemetry)")
 @_HYSTART
 @click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
@@ -154,7 +155,7 @@ def datapath_run(ctx):
 
 
 @datapath_group.command("status")
-@click.option("--state-dir", default="/run/intcc/datapath", show_default=True)
+@click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="print the daemon's stats.json as it is")
 def datapath_status(state_dir, as_json):
     """Is the daemon running, is an agent connected, which flows are controlled."""

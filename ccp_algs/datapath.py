@@ -18,8 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from int_node.runtime import run_path
+
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_STATE_DIR = "/run/intcc/datapath"
+DEFAULT_STATE_DIR = run_path("datapath")
 AVAILABLE_CCAS = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 AGENT_SOCKET = "/tmp/ccp/portus"
 

@@ -6,9 +6,10 @@ import json
 import os
 import time
 
+from int_node.runtime import run_path
 from telemetry.flowid import PROTO_TCP, flow_id
 
-DEFAULT_STATE_DIR = "/run/intcc/datapath"
+DEFAULT_STATE_DIR = run_path("datapath")
 
 
 class FlowDirectory:

@@ -6,6 +6,8 @@ import os
 
 import click
 
+from telemetry.schema import CCA_LABELS
+
 
 @click.group("estimator")
 def estimator_group():
@@ -197,7 +199,7 @@ def _emit_tables(res: dict, json_path: str | None):
 @click.option("--netns", required=True, help="the sender's network namespace (testbed: intcc-<tb>-<host>)")
 @click.option("--interface", required=True, help="the sender's interface in it")
 @click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--local-cca", required=True, type=click.Choice(["bbr", "cubic", "reno", "vegas"]),
+@click.option("--local-cca", required=True, type=click.Choice(CCA_LABELS),
               help="the CCA of the observed (local) flow")
 @click.option("--sender", help="the sender's address (default: whoever sends most)")
 @click.option("--window", type=click.IntRange(min=1), default=50, show_default=True, help="majority vote window w")

@@ -17,9 +17,9 @@ import zipfile
 import numpy as np
 
 from .features import FEATURES, TraceError
+from .model import CCAS
 from .int_features import INT_SERIES_COLUMNS
 
-CCAS = ("bbr", "cubic", "reno", "vegas")
 DATA_FORMAT = 2
 
 

@@ -23,9 +23,11 @@ import sklearn
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import GridSearchCV, GroupKFold, ParameterGrid
 
+from telemetry.schema import CCA_LABELS
+
 from .features import FEATURES
 
-CCAS = ("bbr", "cubic", "reno", "vegas")
+CCAS = CCA_LABELS
 MODEL_FORMAT = 1
 PAPER_GRID = {"n_estimators": [10, 50, 100, 200, 400, 600], "max_depth": [1, 5, 10, 15, 20, 30]}
 

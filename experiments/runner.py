@@ -27,6 +27,8 @@ from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
+from int_node.runtime import run_path
+
 from .agent_trace import split_agent_trace
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .linkctl import check_loss, configured_loss_pct, link_loss_counts, run_seed, seed_losses, set_loss
@@ -42,7 +44,7 @@ from .traffic import MAIN_PORT, PORT_STRIDE, RunFailed, iperf, series, tcp_count
 SUMMARY_FORMAT = 2
 TESTBED_NAME = "exp"
 log = logging.getLogger(__name__)
-CREDS = "/run/intcc/exp-broker/credentials.json"
+CREDS = run_path("exp-broker", "credentials.json")
 
 
 @dataclass

@@ -21,13 +21,14 @@ from typing import Dict, List, Optional
 from pyroute2 import IPRoute, NetNS, netns
 from pyroute2.netlink.exceptions import NetlinkError
 
+from int_node import runtime
 from int_node.control import request as node_request
 from int_node.runtime import InterpreterError, release_poll_idle
 from int_node.runtime import node_python as resolve_node_python
 from .nodeconf import INT_HEADROOM_BYTES, MIRROR_IFNAME, Iface, link_prefix, node_config
 from .topo import Topo, TopologyError
 
-RUN_ROOT = os.environ.get("INTCC_RUN_DIR", "/run/intcc")
+RUN_ROOT = runtime.RUN_ROOT
 HOST_MTU = 1500
 OFFLOADS_OFF = ["tx", "off", "rx", "off", "gro", "off", "gso", "off", "tso", "off"]
 

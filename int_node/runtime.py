@@ -1,4 +1,4 @@
-"""Which Python runs a node, and how its core idles.
+"""Which Python runs a node, how its core idles, and where intcc keeps run-time state.
 
 A node is pure Python per packet, so the interpreter decides its speed. Once its
 JIT is warm, PyPy forwards ~3x the packets of CPython on the same core (``make
@@ -18,6 +18,16 @@ from __future__ import annotations
 
 import os
 import sys
+
+#: Where every intcc process keeps its run-time state (testbeds, the datapath's stats and
+#: flows, brokers' private files): one place, $INTCC_RUN_DIR overrides it for all of them.
+RUN_ROOT = os.environ.get("INTCC_RUN_DIR", "/run/intcc")
+
+
+def run_path(*parts: str) -> str:
+    """A path under RUN_ROOT, e.g. run_path("datapath")."""
+    return os.path.join(RUN_ROOT, *parts)
+
 
 PYPY_VENV = "/opt/intcc-pypy"
 PYPY_PYTHON = os.path.join(PYPY_VENV, "bin", "python")

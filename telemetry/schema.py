@@ -204,7 +204,9 @@ class FlowRecord:
         return max((h.queue_occupancy or 0.0 for h in self.path), default=0.0)
 
 
-ESTIMATE_LABELS = ("bbr", "cubic", "reno", "vegas")
+#: The CCAs the estimator tells apart: the one list every part uses (estimator, datasets, agents).
+CCA_LABELS = ("bbr", "cubic", "reno", "vegas")
+ESTIMATE_LABELS = CCA_LABELS
 
 
 def _votes(v):
