@@ -50,9 +50,10 @@ def up_cmd(topo, sets, name, exporter, node_python):
     except (TopologyError, TestbedError) as exc:
         raise click.ClickException(str(exc))
     click.echo(f"testbed '{tb.name}' up ({tb.dir})")
-    for h, info in tb.state["hosts"].items():
-        click.echo(f"  host {h:<6} {', '.join(info['addrs'])}  (intcc testbed exec {h} -- CMD)")
-    for n, info in tb.state["nodes"].items():
+    for h in tb.host_names:
+        click.echo(f"  host {h:<6} {', '.join(tb.host_info(h)['addrs'])}  (intcc testbed exec {h} -- CMD)")
+    for n in tb.node_names:
+        info = tb.node_info(n)
         click.echo(f"  node {n:<6} id {info['node_id']}  INT {'/'.join(info['int']) or '-'}  "
                    f"python {info['python']}  log {info['log']}")
 
@@ -61,7 +62,7 @@ def up_cmd(topo, sets, name, exporter, node_python):
 @click.option("--name", help="Testbed to remove (default: every intcc testbed).")
 def down_cmd(name):
     """Remove a testbed: processes, namespaces, interfaces, run directory. Idempotent."""
-    from .testbed import list_testbeds, teardown
+    from .teardown import list_testbeds, teardown
     names = [name] if name else list_testbeds()
     for n in names:
         removed = teardown(n)
@@ -92,9 +93,9 @@ def exec_cmd(name, host, command):
         tb = Testbed.attach(name)
     except TestbedError as exc:
         raise click.ClickException(str(exc))
-    if host not in tb.state["hosts"] and host not in tb.state["nodes"]:
+    if host not in tb.host_names and host not in tb.node_names:
         raise click.ClickException(f"no host or node {host!r} in testbed '{tb.name}' "
-                                   f"(hosts: {', '.join(tb.state['hosts'])})")
+                                   f"(hosts: {', '.join(tb.host_names)})")
     argv = tb.cmd(host, list(command))
     sys.stdout.flush()
     os.execvp(argv[0], argv)

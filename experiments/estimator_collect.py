@@ -68,7 +68,8 @@ def _check_vegas_agent(workdir: str):
 def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est",
             node_python: str | None = None):
     """Run one experiment; returns (X, t, extra, raw) for flow 1."""
-    from .testbed import Testbed, teardown
+    from .teardown import teardown
+    from .testbed import Testbed
     from .topo import load_topo
     topo = os.path.join(os.path.dirname(__file__), "..", "experiments", "topologies", "dumbbell.toml")
     teardown(tb_name)
@@ -91,7 +92,7 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
         if "vegas" in (plan["cca1"], plan["cca2"]):
             _check_vegas_agent(workdir)
         tr = sender_trace(pcap, sender=tb.addr("s1"))
-        int_series = int_series_from_jsonl(tb.state["nodes"]["sw2"]["int_log"], tb.addr("s1"), dport=5201)
+        int_series = int_series_from_jsonl(tb.node_info("sw2")["int_log"], tb.addr("s1"), dport=5201)
     finally:
         tb.down()
         if os.path.exists(pcap):
@@ -222,7 +223,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
         for pr in procs:
             pr.join(60)
         if procs:
-            from .testbed import teardown
+            from .teardown import teardown
             for k in range(len(procs)):
                 teardown(f"est{k}")
         if agent:

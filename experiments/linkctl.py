@@ -19,14 +19,14 @@ def set_loss(tb: Testbed, loss_pct: float):
     elements = list(_loss_elements(tb))
     if not elements:
         raise RuntimeError(f"cannot apply loss_pct={loss_pct}: testbed '{tb.name}' has no link that may lose "
-                           f"(give a link of topology '{tb.state['topology']}' a loss_pct, even 0)")
+                           f"(give a link of topology '{tb.topology_name}' a loss_pct, even 0)")
     for node, el, _ in elements:
         tb.write(node, el, "loss" if el.startswith("wl") else "p", f"{loss_pct}%")
 
 
 def _loss_elements(tb: Testbed):
     """(node, element, its counters) of every link-loss element of the testbed."""
-    for node in tb.state["nodes"]:
+    for node in tb.node_names:
         for el, c in tb.counters(node).items():
             if re.fullmatch(r"(wl|loss)\d+", el):
                 yield node, el, c

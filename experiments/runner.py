@@ -35,7 +35,8 @@ from .linkctl import check_loss, configured_loss_pct, link_loss_counts, run_seed
 from .metrics import jain, slow_start_exit_s, time_to_plateau_s
 from .plots import plot_overlay, plot_series, plot_summary
 from .scenario import Algorithm, Scenario
-from .testbed import RUN_ROOT, Testbed, teardown
+from .teardown import RUN_ROOT, teardown
+from .testbed import Testbed
 from .topo import load_topo
 from .traffic import MAIN_PORT, PORT_STRIDE, RunFailed, iperf, series, tcp_counters
 

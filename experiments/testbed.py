@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,20 +19,14 @@ from typing import Dict, List, Optional
 from pyroute2 import IPRoute, NetNS, netns
 from pyroute2.netlink.exceptions import NetlinkError
 
-from int_node import runtime
 from int_node.control import request as node_request
-from int_node.runtime import InterpreterError, release_poll_idle
+from int_node.runtime import InterpreterError
 from int_node.runtime import node_python as resolve_node_python
 from .nodeconf import INT_HEADROOM_BYTES, MIRROR_IFNAME, Iface, link_prefix, node_config
+from .teardown import TestbedError, _read_json, _sh, _tail, run_dir
 from .topo import Topo, TopologyError
-
-RUN_ROOT = runtime.RUN_ROOT
 HOST_MTU = 1500
 OFFLOADS_OFF = ["tx", "off", "rx", "off", "gro", "off", "gso", "off", "tso", "off"]
-
-
-class TestbedError(RuntimeError):
-    pass
 
 
 def _lookup(ns, ifname: str, ns_name: str) -> int:
@@ -43,27 +35,6 @@ def _lookup(ns, ifname: str, ns_name: str) -> int:
         raise TestbedError(f"interface {ifname} is not in namespace {ns_name} where it was just put "
                            f"(was the namespace removed or replaced meanwhile?)")
     return found[0]
-
-
-def run_dir(name: str) -> str:
-    return os.path.join(RUN_ROOT, name)
-
-
-def list_testbeds() -> List[str]:
-    names = set()
-    if os.path.isdir(RUN_ROOT):
-        names |= {d for d in os.listdir(RUN_ROOT) if os.path.exists(os.path.join(RUN_ROOT, d, "state.json"))}
-    for ns in netns.listnetns():
-        if ns.startswith("intcc-") and ns.count("-") >= 2:
-            names.add(ns.split("-")[1])
-    return sorted(names)
-
-
-def _sh(args, check=True, **kw):
-    res = subprocess.run(args, capture_output=True, text=True, **kw)
-    if check and res.returncode != 0:
-        raise TestbedError(f"{' '.join(args)} failed: {res.stderr.strip() or res.stdout.strip()}")
-    return res
 
 
 class Testbed:
@@ -86,6 +57,27 @@ class Testbed:
     def addr(self, host: str) -> str:
         """The host's address (on its first link)."""
         return self.state["hosts"][host]["addrs"][0]
+
+    # -- what a running testbed is made of (state.json is this class's, not an API) --
+    @property
+    def host_names(self) -> List[str]:
+        return list(self.state["hosts"])
+
+    @property
+    def node_names(self) -> List[str]:
+        return list(self.state["nodes"])
+
+    @property
+    def topology_name(self) -> str:
+        return self.state["topology"]
+
+    def host_info(self, host: str) -> dict:
+        """netns, addrs, ifaces of a host."""
+        return self.state["hosts"][host]
+
+    def node_info(self, node: str) -> dict:
+        """node_id, int roles, netns, python, log, int_log ... of a node."""
+        return self.state["nodes"][node]
 
     # -- bring up ----------------------------------------------------------
     def up(self, exporter: str = "jsonl", wait_s: float = 15.0, node_python: Optional[str] = None) -> "Testbed":
@@ -318,88 +310,3 @@ class Testbed:
 
     def __exit__(self, *exc):
         self.down()
-
-
-def _read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def _tail(path, n=15) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError:
-        return ""
-
-
-def _pids_marked(name: str) -> List[int]:
-    """Processes of this testbed: nodes and the supervisor carry its run dir in argv."""
-    marker = run_dir(name).encode()
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(a == marker or a.startswith(marker + b"/") for a in argv):
-            pids.append(int(d))
-    return pids
-
-
-def _kill_all(pids: List[int], grace_s: float = 3.0):
-    for p in pids:
-        try:
-            os.kill(p, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in pids):
-        time.sleep(0.05)
-    for p in pids:
-        try:
-            os.kill(p, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def teardown(name: str) -> List[str]:
-    """Remove everything of testbed ``name``; returns what was removed. Idempotent."""
-    removed = []
-    sup = _read_json(os.path.join(run_dir(name), "nodes.json")) or {}
-    pids = set(_pids_marked(name))
-    if sup.get("pid"):
-        pids.add(sup["pid"])
-    pids = [p for p in pids if os.path.exists(f"/proc/{p}")]
-    _kill_all(pids)
-    if pids:
-        removed.append(f"{len(pids)} process(es)")
-    state = _read_json(os.path.join(run_dir(name), "state.json")) or {}
-    for info in state.get("nodes", {}).values():
-        if info.get("poll_idle") and info.get("cpu") is not None:
-            release_poll_idle(info["cpu"])    # a node killed by SIGKILL could not
-    prefix = f"intcc-{name}-"
-    for ns in netns.listnetns():
-        if not ns.startswith(prefix):
-            continue
-        res = _sh(["ip", "netns", "pids", ns], check=False)
-        _kill_all([int(p) for p in res.stdout.split()], grace_s=1.0)
-        netns.remove(ns)   # takes its veths with it
-        removed.append(f"netns {ns}")
-    tag = hashlib.sha1(name.encode()).hexdigest()[:4]
-    with IPRoute() as ipr:   # veths left in the root namespace by an interrupted 'up'
-        for link in ipr.get_links():
-            ifname = link.get_attr("IFLA_IFNAME")
-            if ifname.startswith(f"intcc{tag}"):
-                ipr.link("del", index=link["index"])
-                removed.append(f"link {ifname}")
-    if os.path.isdir(run_dir(name)):
-        shutil.rmtree(run_dir(name), ignore_errors=True)
-        removed.append(f"dir {run_dir(name)}")
-    return removed

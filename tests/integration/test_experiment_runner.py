@@ -4,7 +4,7 @@ import os
 
 from experiments.runner import run_scenario
 from experiments.scenario import load
-from experiments.testbed import list_testbeds
+from experiments.teardown import list_testbeds
 
 
 def _rows(path):

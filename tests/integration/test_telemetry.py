@@ -16,7 +16,7 @@ from broker.auth import AGENT_USER, SINK_USER, load_credentials
 from broker.launch import BrokerProcess
 from telemetry.schema import decode, flow_topic, hop_topic
 from broker.subscriber import TelemetryView
-from experiments.testbed import teardown
+from experiments.teardown import teardown
 from tests.integration.tbutil import start_testbed, udp_flow
 
 CREDS = "/run/intcc/test-broker/credentials.json"

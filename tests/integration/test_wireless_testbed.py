@@ -10,7 +10,7 @@ import time
 import pytest
 from pyroute2 import netns
 
-from experiments.testbed import teardown
+from experiments.teardown import teardown
 from int_node import ioam
 from tests.helpers import ipv6_frame
 from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed, udp_flow
@@ -127,7 +127,7 @@ def _raw_send(tb, host, frames):
             "s.bind((sys.argv[1],0));[s.send(f) for f in pickle.load(sys.stdin.buffer)]")
     import pickle
     import sys
-    res = tb.run(host, [sys.executable, "-c", code, tb.state["hosts"][host]["ifaces"][0]],
+    res = tb.run(host, [sys.executable, "-c", code, tb.host_info(host)["ifaces"][0]],
                  input=pickle.dumps(frames), text=False)
     assert res.returncode == 0, res.stderr
 
@@ -212,7 +212,7 @@ def test_a_loss_seed_replays_the_same_wireless_losses(tb):
     from experiments.linkctl import seed_losses, set_loss
 
     def wireless_losses():
-        return {(n, el): c["configured_losses"] for n in tb.state["nodes"]
+        return {(n, el): c["configured_losses"] for n in tb.node_names
                 for el, c in tb.counters(n).items() if el.startswith("wl")}
     set_loss(tb, 20)
     try:

@@ -19,7 +19,8 @@ import statistics
 import subprocess
 import time
 
-from experiments.testbed import Testbed, TestbedError, teardown
+from experiments.teardown import TestbedError, teardown
+from experiments.testbed import Testbed
 from experiments.topo import load_topo
 
 TOPO = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies", "line.toml")

@@ -102,7 +102,7 @@ def test_a_loss_that_cannot_be_applied_is_an_error():
     from experiments.linkctl import set_loss
 
     class NoLossyLinks:      # a running testbed whose nodes have no loss element
-        name, state = "x", {"nodes": {"n1": {}}, "topology": "line"}
+        name, node_names, topology_name = "x", ["n1"], "line"
 
         def counters(self, node):
             return {"q1": {"drops": 0}, "shape1": {"packets": 3}}
