@@ -23,7 +23,7 @@ from int_node.control import request as node_request
 from int_node.runtime import InterpreterError
 from int_node.runtime import node_python as resolve_node_python
 from .nodeconf import INT_HEADROOM_BYTES, MIRROR_IFNAME, Iface, link_prefix, node_config
-from .teardown import TestbedError, _read_json, _sh, _tail, run_dir
+from .teardown import TestbedError, _read_json, _sh, _tail, list_testbeds, run_dir, teardown
 from .topo import Topo, TopologyError
 HOST_MTU = 1500
 OFFLOADS_OFF = ["tx", "off", "rx", "off", "gro", "off", "gso", "off", "tso", "off"]
