@@ -13,6 +13,7 @@ import glob
 import json
 import os
 import zipfile
+from typing import NamedTuple
 
 import numpy as np
 
@@ -77,7 +78,41 @@ def load_raw(path: str) -> dict:
         raise TraceError(f"{path}: not a collected run ({_why_unreadable(e)})") from None
 
 
-def load_run(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
+class Run(NamedTuple):
+    """One collected run: features ``X`` (a row per sampled ACK), their times ``t``, and
+    ``meta`` (parameters, CCA pair, feature names, format). Unpacks as (X, t, meta)."""
+    X: np.ndarray
+    t: np.ndarray
+    meta: dict
+
+    @property
+    def local_cca(self) -> str:
+        """Flow 1's CCA: the sender's own (cca1)."""
+        return self.meta["cca1"]
+
+    @property
+    def competitor_cca(self) -> str:
+        """Flow 2's CCA: the label to estimate (cca2)."""
+        return self.meta["cca2"]
+
+    @property
+    def pair(self) -> tuple:
+        return self.local_cca, self.competitor_cca
+
+    @property
+    def index(self) -> int:
+        return int(self.meta["index"])
+
+    @property
+    def key(self) -> list:
+        """The run's identity across datasets: [collection seed, run index]."""
+        return [int(self.meta.get("seed", 0)), self.index]
+
+    def with_features(self, X: np.ndarray) -> "Run":
+        return Run(X, self.t, self.meta)
+
+
+def load_run(path: str) -> Run:
     _check_is_npz(path)
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -92,4 +127,4 @@ def load_run(path: str) -> tuple[np.ndarray, np.ndarray, dict]:
     for key in ("cca1", "cca2"):
         if meta.get(key) not in CCAS:
             raise TraceError(f"{path}: unknown CCA label {meta.get(key)!r} (known: {', '.join(CCAS)})")
-    return X, t, meta
+    return Run(X, t, meta)

@@ -15,7 +15,7 @@ STABLE_WINDOWS = (10, 50)
 
 
 def load_dataset(data_dir: str, feature_set: str = "table1"):
-    """[(X, t, meta)] of every collected run, X with the columns of ``feature_set``."""
+    """Every collected run (:class:`Run`), X with the columns of ``feature_set``."""
     if feature_set not in FEATURE_SETS:
         raise TraceError(f"unknown feature set {feature_set!r} (known: {', '.join(FEATURE_SETS)})")
     paths = run_paths(data_dir)
@@ -24,8 +24,8 @@ def load_dataset(data_dir: str, feature_set: str = "table1"):
     runs = [load_run(p) for p in paths]
     if feature_set != "table1":
         names = FEATURE_SETS[feature_set]
-        runs = [(select_features(np.hstack([X, run_int_features(p)]), names), t, meta)
-                for p, (X, t, meta) in zip(paths, runs)]
+        runs = [r.with_features(select_features(np.hstack([r.X, run_int_features(p)]), names))
+                for p, r in zip(paths, runs)]
     return runs
 
 
@@ -45,7 +45,7 @@ def split(runs, test_fraction: float = 0.5, seed: int = 0):
     train, test = [], []
     by_pair = {}
     for r in runs:
-        by_pair.setdefault((r[2]["cca1"], r[2]["cca2"]), []).append(r)
+        by_pair.setdefault(r.pair, []).append(r)
     for pair in sorted(by_pair):
         group = by_pair[pair]
         order = rng.permutation(len(group))
@@ -53,11 +53,6 @@ def split(runs, test_fraction: float = 0.5, seed: int = 0):
         test += [group[i] for i in order[:n_test]]
         train += [group[i] for i in order[n_test:]]
     return train, test
-
-
-def run_key(meta: dict) -> list:
-    """A collected run's identity: [collection seed, run index]."""
-    return [int(meta.get("seed", 0)), int(meta["index"])]
 
 
 def held_out(runs, model: CCAEstimator, seed: int | None = None):
@@ -68,15 +63,15 @@ def held_out(runs, model: CCAEstimator, seed: int | None = None):
     seed = model.split_.get("seed", 0) if seed is None else seed
     _, test = split(runs, model.split_.get("test_fraction", 0.5), seed=seed)
     trained = {tuple(k) for k in model.training_runs_}
-    kept = [r for r in test if tuple(run_key(r[2])) not in trained]
+    kept = [r for r in test if tuple(r.key) not in trained]
     return kept, len(test) - len(kept)
 
 
 def stack(runs):
-    X = np.vstack([r[0] for r in runs])
-    y = np.concatenate([[r[2]["cca2"]] * len(r[0]) for r in runs])
-    local = np.concatenate([[r[2]["cca1"]] * len(r[0]) for r in runs])
-    groups = np.concatenate([[r[2]["index"]] * len(r[0]) for r in runs])
+    X = np.vstack([r.X for r in runs])
+    y = np.concatenate([[r.competitor_cca] * len(r.X) for r in runs])
+    local = np.concatenate([[r.local_cca] * len(r.X) for r in runs])
+    groups = np.concatenate([[r.index] * len(r.X) for r in runs])
     return X, y, local, groups
 
 
@@ -84,14 +79,13 @@ def train(runs, grid=None, folds=3, seed=0, feature_set: str = "table1", shared:
     X, y, local, groups = stack(runs)
     model = CCAEstimator(grid=grid, folds=folds, seed=seed, feature_names=FEATURE_SETS[feature_set],
                          shared=shared).fit(X, y, local, groups)
-    model.training_runs_ = sorted(run_key(r[2]) for r in runs)
+    model.training_runs_ = sorted(r.key for r in runs)
     return model
 
 
 def predictions(model: CCAEstimator, test_runs) -> list:
     """[(meta, t, the model's estimates)] for each run whose local CCA the model knows."""
-    return [(meta, t, model.predict(X, meta["cca1"])) for X, t, meta in test_runs
-            if meta["cca1"] in model.models_]
+    return [(r.meta, r.t, model.predict(r.X, r.local_cca)) for r in test_runs if r.local_cca in model.models_]
 
 
 def evaluate(model: CCAEstimator, test_runs) -> dict:
@@ -131,7 +125,7 @@ def fold_of(runs, folds: int, seed: int = 0) -> np.ndarray:
     fold = np.empty(len(runs), int)
     by_pair = {}
     for i, r in enumerate(runs):
-        by_pair.setdefault((r[2]["cca1"], r[2]["cca2"]), []).append(i)
+        by_pair.setdefault(r.pair, []).append(i)
     offset = 0
     for pair in sorted(by_pair):
         idx = np.asarray(by_pair[pair])[rng.permutation(len(by_pair[pair]))]
@@ -169,7 +163,7 @@ def learning_curve(train_runs, test_runs, fractions=(0.25, 0.5, 0.75, 1.0), grid
     0.71 between 32 and 98 training runs)."""
     by_pair = {}
     for r in train_runs:
-        by_pair.setdefault((r[2]["cca1"], r[2]["cca2"]), []).append(r)
+        by_pair.setdefault(r.pair, []).append(r)
     rows = []
     for frac in fractions:
         subset = [r for group in by_pair.values() for r in group[:max(2, int(round(len(group) * frac)))]]

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from estimator.dataset import CCAS, load_run, save_run
-from experiments.estimator_collect import run_plan
+from estimator.dataset import CCAS, Run, load_run, save_run
 from estimator.evaluate import evaluate, format_tables, learning_curve, load_dataset, split, train
 from estimator.features import FEATURES, TraceError
+from experiments.estimator_collect import run_plan
 
 
 def fake_dataset(tmp_path, runs=64, rows=30):
@@ -27,10 +27,21 @@ def test_plans_are_reproducible_and_cover_all_pairs():
         assert 1 <= p["params"]["bottleneck_mbps"] <= 10 and 1 <= p["params"]["buffer_bdp"] <= 100
 
 
+def test_a_run_names_its_parts(tmp_path):
+    fake_dataset(tmp_path, runs=6)
+    run = load_run(str(tmp_path / "runs" / "run00005.npz"))
+    plan = run_plan(5, seed=7)
+    assert isinstance(run, Run) and run.X.shape == (30, len(FEATURES)) and len(run.t) == 30
+    assert (run.local_cca, run.competitor_cca) == (plan["cca1"], plan["cca2"]) == run.pair
+    assert run.key == [7, 5] and run.index == 5
+    X, t, meta = run                                      # still unpacks as before
+    assert meta["run"] == "run00005"
+
+
 def test_split_never_shares_a_run_and_tables_come_out(tmp_path):
     runs = load_dataset(fake_dataset(tmp_path))
     tr, te = split(runs, seed=0)
-    assert {r[2]["run"] for r in tr}.isdisjoint({r[2]["run"] for r in te})
+    assert {r.meta["run"] for r in tr}.isdisjoint({r.meta["run"] for r in te})
     assert len(tr) + len(te) == 64
     model = train(tr, grid={"n_estimators": [20], "max_depth": [6]}, folds=2)
     res = evaluate(model, te)
@@ -87,11 +98,11 @@ def test_held_out_runs_exclude_what_the_model_trained_on_after_the_dataset_grew(
     assert len(model.training_runs_) == len(tr)
     grown = load_dataset(fake_dataset(tmp_path / "b", runs=96))   # same plans (seed 7) and 32 more
     naive = split(grown, seed=0)[1]
-    trained = {r[2]["run"] for r in tr}
-    assert any(r[2]["run"] in trained for r in naive)             # the pitfall is real
+    trained = {r.meta["run"] for r in tr}
+    assert any(r.meta["run"] in trained for r in naive)             # the pitfall is real
     kept, left_out = held_out(grown, model, seed=0)
     assert left_out > 0 and len(kept) == len(naive) - left_out
-    assert not any(r[2]["run"] in trained for r in kept)
+    assert not any(r.meta["run"] in trained for r in kept)
 
 
 def test_a_collection_resumes_only_with_the_interpreter_its_nodes_ran_on(tmp_path):
@@ -111,8 +122,8 @@ def test_cross_validation_holds_every_run_out_once_and_spreads_each_pair(tmp_pat
     from estimator.evaluate import cross_validate, fold_of
     runs = load_dataset(fake_dataset(tmp_path, runs=80))        # 5 runs per CCA pair
     fold = fold_of(runs, 4, seed=1)
-    for pair in {(r[2]["cca1"], r[2]["cca2"]) for r in runs}:
-        counts = np.bincount([f for r, f in zip(runs, fold) if (r[2]["cca1"], r[2]["cca2"]) == pair], minlength=4)
+    for pair in {r.pair for r in runs}:
+        counts = np.bincount([f for r, f in zip(runs, fold) if r.pair == pair], minlength=4)
         assert counts.max() - counts.min() <= 1
     assert np.bincount(fold).tolist() == [20, 20, 20, 20]       # the remainders spread over the folds too
     seen = []
@@ -135,7 +146,7 @@ def test_a_model_keeps_its_split_and_eval_holds_out_the_same_runs(tmp_path):
     model.split_ = {"seed": 3, "test_fraction": 0.25}
     model.save(str(tmp_path / "m.joblib"))
     kept, left_out = held_out(runs, CCAEstimator.load(str(tmp_path / "m.joblib")))
-    assert left_out == 0 and {r[2]["run"] for r in kept} == {r[2]["run"] for r in te}
+    assert left_out == 0 and {r.meta["run"] for r in kept} == {r.meta["run"] for r in te}
 
 
 def test_cli_cross_validates_and_eval_follows_the_models_split(tmp_path):
