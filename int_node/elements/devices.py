@@ -53,7 +53,7 @@ _SKF_AD_OFF = -0x1000
 _LD_ANC = 0x30                 # BPF_LD | BPF_B | BPF_ABS on an ancillary offset
 _JEQ_K, _RET_K = 0x15, 0x06
 PACKET_OTHERHOST = 3
-_NO_VLAN_FILTER = [
+_REFUSAL_FILTER = [
     (_LD_ANC, 0, 0, (_SKF_AD_OFF + 48) & 0xFFFFFFFF),   # A = vlan tag present
     (_JEQ_K, 0, 3, 0),                                    # tagged -> refuse
     (_LD_ANC, 0, 0, (_SKF_AD_OFF + 4) & 0xFFFFFFFF),    # A = packet type
@@ -63,11 +63,11 @@ _NO_VLAN_FILTER = [
 ]
 
 
-def _attach_no_vlan_filter(sock) -> None:
+def _attach_refusal_filter(sock) -> None:
     import ctypes
-    insns = b"".join(struct.pack("=HBBI", *i) for i in _NO_VLAN_FILTER)
+    insns = b"".join(struct.pack("=HBBI", *i) for i in _REFUSAL_FILTER)
     buf = ctypes.create_string_buffer(insns, len(insns))
-    fprog = struct.pack("HL", len(_NO_VLAN_FILTER), ctypes.addressof(buf))
+    fprog = struct.pack("HL", len(_REFUSAL_FILTER), ctypes.addressof(buf))
     sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
 
 
@@ -119,7 +119,7 @@ class FromDevice(Element):
     def initialize(self):
         self._empty_since_ns = 0
         self.sock, self.ifindex = _open_packet_socket(self.devname, self.proto, self.router.netns)
-        _attach_no_vlan_filter(self.sock)
+        _attach_refusal_filter(self.sock)
         self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
         # /proc/thread-self/net follows this thread's namespace when opened, and keeps it
         with netns(self.router.netns):
