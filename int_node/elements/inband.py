@@ -19,7 +19,7 @@ from ..exporters import make_exporter
 from ..packet import (IP6_HLIM_OFF, IP6_NH_OFF, IP6_PAYLOAD_OFF, NH_HOPOPTS, flow_key,
                       is_ipv6_frame)
 from ..units import parse_nonneg_int, parse_pos_int
-from .devices import FromDevice, ToDevice
+from .devices import STATS_EVERY_NS, FromDevice, ToDevice
 from .queues import FlowMeter, Queue
 
 log = logging.getLogger("intcc.node")
@@ -141,6 +141,7 @@ class INTTransit(Element):
             self._egress_dev = r.find(self.egress, ToDevice, me)
         # the node's receive drops: every device's kernel ring, whichever way the flow came in
         self._rx_devices = tuple(e for e in r.elements.values() if isinstance(e, FromDevice))
+        self._rx_drops, self._rx_drops_until_ns = 0, 0
 
     def push(self, port, pkt):
         d = pkt.data
@@ -172,12 +173,20 @@ class INTTransit(Element):
                 ch.rssi_int if ch else -128, ch.mcs if ch else 0xFF, m.flow_count if m else 0,
                 ch.data_rate_kbps if ch else 0, q.drops if q else 0,
                 link.link_losses if link else 0, int(m.arrival_rate_pps) if m else 0,
-                q.capacity_limit_bytes if q else 0, sum(dev.kernel_drops for dev in self._rx_devices))
+                q.capacity_limit_bytes if q else 0, self._node_rx_drops(now))
             if ok:
                 self.stamped += 1
             else:
                 self.overflow += 1
         out[0].push(out[1], pkt)
+
+
+    def _node_rx_drops(self, now_ns: int) -> int:
+        # the devices refresh their kernel counts every 100 ms: sum them as often, not per packet
+        if now_ns >= self._rx_drops_until_ns:
+            self._rx_drops = sum(dev.kernel_drops for dev in self._rx_devices)
+            self._rx_drops_until_ns = now_ns + STATS_EVERY_NS
+        return self._rx_drops
 
 
 @register

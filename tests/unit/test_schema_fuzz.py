@@ -88,6 +88,8 @@ def test_deeply_nested_payload_is_a_schema_error():
         decode(payload[:60000])
     except SchemaError:
         pass
+    else:
+        raise AssertionError("accepted a payload that is not a record")
 
 
 def test_the_subscriber_survives_any_payload_and_keeps_receiving():
