@@ -1,179 +1,23 @@
-"""What every intcc CCP algorithm shares: the per-RTT / on-loss report program,
-per-flow state with its MSS, and an optional CSV trace of every decision."""
+"""What every intcc CCP algorithm shares: the report as the agent reads it, per-flow
+state with its MSS and trace, the skeleton of a loss-reacting window algorithm, and the
+algorithm class that hands portus its programs."""
 from __future__ import annotations
 
 import copy
-import csv
 import logging
 import time
 
+from .contract import CONTRACT_VERSION, INTCC_DATAPATH, DatapathCapabilities, check_program
+from .programs import (NO_RTT_SAMPLE, REPORT_PER_RTT_AND_ON_LOSS, REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START,
+                       SS_UNTIL_MAX_BYTES)
+from .trace import Trace
+
 log = logging.getLogger("intcc.alg")
-
-# Report at once on a loss, a timeout or an undo. Acked bytes and losses accumulate
-# between reports.
-REPORT_ON_EVENTS = """\
-(when (|| (|| Report.timeout (> Report.loss 0)) (> Report.undo 0))
-    (report)
-    (:= Micros 0)
-)
-"""
-
-# ... and once per RTT (but at most every millisecond: on a bare veth the RTT is ~20 us
-# and per-RTT reports would swamp the agent). Vegas decides per RTT on these.
-REPORT_TRIGGERS = REPORT_ON_EVENTS + """\
-(when (&& (> Micros Flow.rtt_sample_us) (> Micros 1000))
-    (report)
-    (:= Micros 0)
-)
-"""
-
-# ... or once per round for window algorithms: when a window's worth has been acked
-# since the last report, or else after an RTT. With a window of 1-2 segments a round's
-# ACKs arrive together a hair less than an RTT after the last report, so waiting for
-# the RTT deferred the report, and the window's growth, by a whole RTT (at 10 % link
-# loss ccp cubic reported every 1.3-1.6 RTTs; the kernel grows on every ACK).
-REPORT_PER_ROUND_TRIGGERS = REPORT_ON_EVENTS + """\
-(when (&& (> Micros 1000) (|| (> Micros Flow.rtt_sample_us) (> (+ Report.acked 1) Cwnd)))
-    (report)
-    (:= Micros 0)
-)
-"""
-
-# Report.rto_acked / rto_delivered: the bytes / packets (as Report.delivered) of the ACK
-# that reports a timeout (the first after the RTO).
-FOLD_RTO_ACKED = """\
-(when (|| Flow.was_timeout false)
-    (:= Report.rto_acked Ack.bytes_acked)
-    (fallthrough)
-)
-(when (&& (|| Flow.was_timeout false) (> Ack.bytes_acked 0))
-    (:= Report.rto_delivered Ack.packets_acked)
-    (fallthrough)
-)
-"""
-
-# Report.delivered: what the kernel's window growth counts, packets newly delivered
-# (acked_sacked) on ACKs that advance snd_una; an ACK that only SACKs grows nothing
-# (tcp_may_raise_cwnd). Counting those too, ccp cubic grew a segment or two in every
-# Disorder state that kernel cubic sat out (+8 % goodput at 2 % link loss).
-FOLD_DELIVERED = """\
-(when (> Ack.bytes_acked 0)
-    (:= Report.delivered (+ Report.delivered Ack.packets_acked))
-    (fallthrough)
-)
-"""
-
-# Slow start per ACK in the datapath program, as the kernel's (tcp_slow_start), where
-# the program runs beside the kernel's TCP (ccp-kernel): Cwnd grows by a segment
-# (seg_bytes) per packet delivered (as Report.delivered) while below ss_until (bytes; 0:
-# off, the agent alone sets Cwnd), which the agent sets with every window. A loss, a
-# timeout or an undo stops it until the agent has decided. Growing once per report
-# instead (a round), the window lagged the kernel's by up to a round in every slow start:
-# at 10 % link loss ccp cubic's first cut came from 11 segments where kernel cubic's came
-# from 14, on the same losses. The intcc datapath runs the program in its daemon, an ACK
-# behind the kernel: there the kernel side grows the window itself from the same
-# registers (see GROWTH_REGISTERS) and the program leaves this fold out.
-SLOW_START_PER_ACK = """\
-(when (|| (|| Flow.was_timeout (> Ack.lost_pkts_sample 0)) (> Ack.ecn_bytes 0))
-    (:= ss_until 0)
-    (fallthrough)
-)
-(when (&& (< Cwnd ss_until) (> Ack.bytes_acked 0))
-    (:= Cwnd (min ss_until (+ Cwnd (* Ack.packets_acked seg_bytes))))
-    (fallthrough)
-)
-"""
-
-SS_UNTIL_MAX_BYTES = 2 ** 31 - 1     # "no ssthresh yet"
-
-# Control registers for window growth per ACK, declared first and in this order: the
-# intcc datapath reads them by position (libccp keeps no names) once the agent has set
-# seg_bytes, and grows the window on the ACK that earns it (datapath/bpf: grow_per_ack):
-# ss_until (bytes): slow start up to here; ca_target (bytes, 0 off): congestion avoidance
-# towards it as tcp_cubic (the agent's cubic curve one RTT ahead); ca_cnt_max: at most
-# this many packets per segment of growth (0: no bound); reno_scale: CUBIC's Reno-friendly
-# W_est gains a segment per (cwnd * reno_scale) >> 3 packets (0: off); ca_epoch: a change
-# restarts W_est at the window then (a new CUBIC epoch).
-GROWTH_REGISTERS = "(ss_until 0) (seg_bytes 1448) (ca_target 0) (ca_cnt_max 0) (reno_scale 0) (ca_epoch 0)"
-
-_REPORT_DEF = """\
-(def (Report
-    (volatile acked 0)
-    (volatile sacked 0)
-    (volatile loss 0)
-    (volatile timeout false)
-    (volatile rtt 0)
-    (volatile minrtt 2147483647)
-    (volatile inflight 0)
-    (volatile rin 0)
-    (volatile rout 0)
-    (volatile undo 0)
-    (volatile rto_acked 0)
-    (volatile delivered 0)
-    (volatile rto_delivered 0)
-    (volatile grown 0)
-    (volatile reductions 0)
-) """ + GROWTH_REGISTERS + """)
-""" + FOLD_RTO_ACKED + """\
-(when true
-    (:= Report.inflight Flow.packets_in_flight)
-    (:= Report.rtt Flow.rtt_sample_us)
-    (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
-    (:= Report.rin Flow.rate_incoming)
-    (:= Report.rout Flow.rate_outgoing)
-    (:= Report.acked (+ Report.acked Ack.bytes_acked))
-    (:= Report.sacked Ack.packets_misordered)
-    (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
-    (:= Report.timeout Flow.was_timeout)
-    (:= Report.undo (max Report.undo Ack.ecn_bytes))
-    (:= Report.grown Flow.bytes_pending)
-    (:= Report.reductions Ack.bytes_misordered)
-    (fallthrough)
-)
-""" + FOLD_DELIVERED
-
-# The shared program: on the intcc datapath (the kernel grows the window per ACK) and,
-# with the slow start folded in the program, on ccp-kernel.
-REPORT_PER_RTT_AND_ON_LOSS = _REPORT_DEF + REPORT_PER_ROUND_TRIGGERS
-REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START = _REPORT_DEF + SLOW_START_PER_ACK + REPORT_PER_ROUND_TRIGGERS
-
-# The kernel undoes a window reduction it finds spurious (DSACKs, F-RTO, timestamps):
-# cwnd back to max(cwnd, prior_cwnd). libccp has no primitive for it, so the intcc
-# datapath carries the undone window (bytes) in Ack.ecn_bytes on that ACK and ECN
-# marks in Ack.ecn_packets only (see docs/datapath.md). Elsewhere (ccp-kernel),
-# Ack.ecn_bytes counts ECN-marked bytes: algorithms there ignore Report.undo. Likewise
-# Flow.bytes_pending carries the segments the kernel side has grown the window by since
-# it announced the flow (Report.grown), and Ack.bytes_misordered the window reductions
-# (Recovery, CWR) the kernel has begun (Report.reductions), on the intcc datapath only.
 
 try:   # DESIGN: an algorithm is a portus AlgBase (pyportus is built by 'make setup')
     from pyportus import AlgBase
 except ImportError:   # unit tests of decisions do not need the portus runtime
     AlgBase = object
-
-TRACE_FIELDS = ["t_s", "mono_ns", "sid", "event", "cwnd_bytes", "ssthresh_bytes", "rtt_us",
-                "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason", "cwnd_before_bytes",
-                "src_port", "dst_port"]     # on a flow's start row: which connection (one agent, many flows)
-
-
-class Trace:
-    """CSV rows, line-buffered: portus ends the process with exit() on SIGTERM."""
-
-    def __init__(self, path: str | None):
-        self._file = open(path, "w", buffering=1, newline="") if path else None
-        self._csv = csv.DictWriter(self._file, TRACE_FIELDS) if self._file else None
-        if self._csv:
-            self._csv.writeheader()
-        self._t0 = time.monotonic_ns()
-
-    def row(self, mono_ns: int | None = None, **fields):
-        if not self._csv:
-            return
-        now = mono_ns or time.monotonic_ns()
-        self._csv.writerow({"t_s": f"{(now - self._t0) / 1e9:.6f}", "mono_ns": now, **fields})
-
-
-NO_RTT_SAMPLE = 2147483647      # minrtt's start value (portus immediates are at most 31 bits)
 
 
 class Report:
@@ -236,14 +80,19 @@ class FlowBase:
         self.ports = (getattr(datapath_info, "src_port", None), getattr(datapath_info, "dst_port", None))
         self.trace = alg.trace
 
-    def install(self, cwnd_bytes: int):
+    def install(self, cwnd_bytes: int, registers: list[tuple[str, int]] = ()):
+        """The program with the window, then the contract's handshake (contract.py: the
+        version, the cut the kernel makes on a loss until the agent answers) with the
+        first ``registers``."""
         self.datapath.set_program(self.program, [("Cwnd", int(cwnd_bytes))])
+        self.datapath.update_fields([("contract_version", CONTRACT_VERSION),
+                                     ("loss_beta", self.alg.loss_beta_1024), *registers])
 
     def set_cwnd(self, cwnd_bytes: int, event: str, r: Report | None = None, reason: str = "",
                  ssthresh_bytes: int | None = None, registers: list[tuple[str, int]] | None = None,
                  cwnd_before_bytes: float | None = None):
         """Command the window, with ``registers`` (name, value) in the same update: the
-        datapath's per-ACK growth (GROWTH_REGISTERS). ``cwnd_before_bytes``, for the trace:
+        datapath's per-ACK growth (contract.GROWTH_REGISTER_NAMES). ``cwnd_before_bytes``, for the trace:
         the window the decision started from (the last command plus the datapath's growth)."""
         cwnd_bytes = max(int(cwnd_bytes), self.mss)     # 1 MSS only after a timeout, as the kernel
         now_ns = time.monotonic_ns()    # before the call: the latency benchmark starts here
@@ -275,8 +124,8 @@ class WindowFlow(FlowBase):
     decision's reason.
     """
 
-    # The program declares GROWTH_REGISTERS (REPORT_PER_RTT_AND_ON_LOSS): slow start
-    # grows per ACK in the datapath. False for a program of its own without them (Vegas).
+    # Slow start grows per ACK in the datapath, from the contract's growth registers.
+    # False where an algorithm's slow start is its own (Vegas).
     datapath_slow_start = True
 
     def __init__(self, alg, datapath, datapath_info):
@@ -289,11 +138,9 @@ class WindowFlow(FlowBase):
         self.grown_seen = 0                                  # Report.grown_pkts taken into cwnd
         self.reductions_seen = 0                             # Report.reductions answered
         self.sent_registers: dict[str, int] = {}             # growth registers in force (last sent)
-        self.install(self.cwnd)
-        if self.datapath_slow_start:
-            registers = self.growth_registers()
-            self.datapath.update_fields([("seg_bytes", int(self.mss))] + registers)
-            self.sent_registers = dict(registers)
+        registers = self.growth_registers() if self.datapath_slow_start else []
+        self.install(self.cwnd, [("seg_bytes", int(self.mss))] + registers)
+        self.sent_registers = dict(registers)
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd), reason="init",
                        src_port=self.ports[0], dst_port=self.ports[1])
 
@@ -316,7 +163,7 @@ class WindowFlow(FlowBase):
         """Called on the report in which a recovery ended, before its growth (if any)."""
 
     def growth_registers(self) -> list[tuple[str, int]]:
-        """The datapath's per-ACK growth until the next decision (GROWTH_REGISTERS)."""
+        """The datapath's per-ACK growth until the next decision (contract.GROWTH_REGISTER_NAMES)."""
         return [("ss_until", self.slow_start_in_datapath())]
 
     def grew_in_datapath(self, r: Report, register: str) -> bool:
@@ -349,9 +196,10 @@ class WindowFlow(FlowBase):
 
     def on_report(self, r):
         r = self.parse(r)
-        if not self.alg.datapath_undo:
+        capabilities = self.alg.capabilities
+        if not capabilities.undo:
             r.undo_bytes = 0
-        if self.alg.datapath_growth and self.datapath_slow_start and r.grown_pkts is not None:
+        if capabilities.growth and self.datapath_slow_start and r.grown_pkts is not None:
             # The kernel side grew the window on these ACKs (before any loss among them: it
             # does not grow in a recovery or an unanswered RTO), from the window last sent.
             grown = (r.grown_pkts - self.grown_seen) % 2 ** 32
@@ -370,8 +218,7 @@ class WindowFlow(FlowBase):
         # before it. So its acked bytes count first, and a recovery they complete ends before
         # the loss, which starts a new episode (the kernel's recovery ends on the ACK passing
         # high_seq, and a later loss is a new recovery with a new cut). Deciding before them
-        # took 7-17 % of the kernel's recoveries at 1-5 % link loss for the previous one:
-        # no cut, PRR aiming at the uncut window (ccp cubic +9-17 %).
+        # took some of the kernel's recoveries for the previous one (docs/datapath.md, A1).
         recovery_left_before = self.recovery_bytes_left
         self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - r.acked)
         self.rto_bytes_left = max(0.0, self.rto_bytes_left - r.acked)
@@ -379,11 +226,10 @@ class WindowFlow(FlowBase):
         after_rto = self.rto_bytes_left > 0
         # Where the datapath tells the kernel's window reductions, a loss cuts iff the kernel
         # began one (tcp_enter_recovery: from any state but Recovery/CWR, Loss included);
-        # elsewhere the agent's estimate of the kernel's recovery decides. The estimate missed
-        # a fifth of kernel cubic's cuts at 20 % link loss (a recovery begun as the agent
-        # still counted the last one, or right after an RTO), and ccp cubic grew past it.
+        # elsewhere the agent's estimate of the kernel's recovery decides, which misses a
+        # recovery begun as it still counts the last one, or right after an RTO (A2).
         new_reduction = None
-        if self.alg.datapath_reductions and r.reductions is not None:
+        if capabilities.reductions and r.reductions is not None:
             new_reduction = (r.reductions - self.reductions_seen) % 2 ** 32 > 0
             self.reductions_seen = r.reductions
         if new_reduction is None:
@@ -407,9 +253,8 @@ class WindowFlow(FlowBase):
                 # The RTO came before the ACK that reports it: the kernel's window was one
                 # segment on that ACK and slow start grew it at once (tcp_enter_loss, then
                 # cong_avoid). Left at one segment until the next ACK, a lone segment waits
-                # for the receiver's delayed ACK or a loss probe (100-270 ms seen at 10 % loss).
-                # Only that ACK's bytes: the report's earlier ACKs came before the RTO (all of
-                # them grew ccp cubic past kernel cubic at 20 % loss).
+                # for the receiver's delayed ACK or a loss probe. Only that ACK's bytes: the
+                # report's earlier ACKs came before the RTO (A3).
                 after = copy.copy(r)
                 after.acked, after.delivered = r.rto_acked, r.rto_delivered
                 after.datapath_grew = False     # the kernel's own slow start grew it (rto_hold)
@@ -419,8 +264,7 @@ class WindowFlow(FlowBase):
             # of it, until the cumulative ACK passes what was sent (the kernel's high_seq). That is
             # packets_out: in flight, plus lost, plus SACKed (the datapath's in-flight leaves
             # those out). Without the SACKed, a second drop of the same overflow, detected an
-            # RTT later, came one segment past the estimate and cut again (0.7 x 0.7: 3 of 4
-            # runs of cwnd_progression, where kernel cubic stayed in its recovery).
+            # RTT later, came one segment past the estimate and cut again (A4).
             self.recovery_bytes_left = max(self.cwnd, (r.inflight + r.loss + r.sacked) * self.mss)
             self._remember_before_cut()
             event, reason = "loss", self.on_loss(r)
@@ -458,27 +302,24 @@ class Algorithm(AlgBase):
     flow_class = FlowBase
     program = REPORT_PER_RTT_AND_ON_LOSS
 
-    # The datapath signals the kernel's undos: the intcc BPF datapath does; on ccp-kernel
-    # (set False by 'intcc alg run --ipc netlink') Ack.ecn_bytes means ECN.
-    datapath_undo = True
-    # The datapath tells the kernel's window reductions (Report.reductions): the intcc BPF
-    # datapath does; on ccp-kernel (False) Ack.bytes_misordered means SACKed bytes.
-    datapath_reductions = True
-    # The datapath grows the window per ACK from GROWTH_REGISTERS and tells the growth in
-    # Flow.bytes_pending: the intcc BPF datapath. On ccp-kernel (False) the program's own
-    # fold grows slow start per ACK, and congestion avoidance is the agent's, per report.
-    datapath_growth = True
+    # The window kept after a congestive loss, /1024: the kernel's ssthresh on the intcc
+    # datapath until the agent answers the loss (contract register loss_beta).
+    loss_beta_1024 = 512
 
-    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None):
+    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None,
+                 capabilities: DatapathCapabilities = INTCC_DATAPATH):
         if init_cwnd_pkts < 1:
             raise ValueError(f"init_cwnd_pkts must be >= 1, not {init_cwnd_pkts}")
         self.init_cwnd_pkts = init_cwnd_pkts
         self.trace = Trace(trace)
+        self.capabilities = capabilities     # what the datapath under the agent tells and does
 
     def datapath_programs(self):
-        if self.program == REPORT_PER_RTT_AND_ON_LOSS and not self.datapath_growth:
-            return {"default": REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START}
-        return {"default": self.program}
+        program = self.program
+        if program == REPORT_PER_RTT_AND_ON_LOSS and not self.capabilities.growth:
+            program = REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START
+        check_program(program)
+        return {"default": program}
 
     def new_flow(self, datapath, datapath_info):
         return self.flow_class(self, datapath, datapath_info)

@@ -8,6 +8,7 @@ import os
 
 import click
 
+from .contract import CCP_KERNEL, INTCC_DATAPATH, ContractError, DatapathCapabilities, read_datapath_contract
 from .datapath import DEFAULT_STATE_DIR
 from .portus_compat import IPC_CHOICES, AlgorithmError, start
 
@@ -27,16 +28,30 @@ def _common(f):
     f = click.option("--trace", "trace", type=click.Path(dir_okay=False),
                      help="CSV of every decision: time, flow, cwnd, RTT, acked, losses, reason")(f)
     f = click.option("-v", "--verbose", is_flag=True, help="log every decision to stderr")(f)
+    f = click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=True,
+                     help="the intcc datapath daemon's state: its contract.json (version, capabilities); "
+                          "for cubic-int also flows.json (which flow is which)")(f)
     return f
 
 
-def _run(alg, ipc: str, verbose: bool):
+def _capabilities(ipc: str, state_dir: str = DEFAULT_STATE_DIR) -> DatapathCapabilities:
+    """What the datapath under the agent offers: ccp-kernel only libccp's primitives; the
+    intcc datapath what its contract.json says (all of them before a daemon has written
+    one: the register handshake still guards). Another contract version is an error."""
+    if ipc == "netlink":
+        return CCP_KERNEL
+    try:
+        return read_datapath_contract(state_dir) or INTCC_DATAPATH
+    except ContractError as e:
+        raise click.ClickException(str(e))
+
+
+def _run(make_alg, ipc: str, verbose: bool, state_dir: str):
+    """Build the algorithm for the datapath under it (make_alg(capabilities)) and run it."""
     # -v: every decision to stderr (losses at INFO, reports at DEBUG); --trace keeps them all as CSV
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
-    alg.datapath_undo = ipc == "unix"    # only the intcc BPF datapath signals the kernel's undos
-    alg.datapath_reductions = ipc == "unix"     # ... and counts its window reductions
-    alg.datapath_growth = ipc == "unix"  # ... and grows the window per ACK in the kernel
+    alg = make_alg(_capabilities(ipc, state_dir))
     click.echo(f"intcc alg: {alg.name} on portus ({ipc} IPC); flows with TCP congestion control "
                f"'ccp' are controlled. Ctrl-C stops.", err=True)
     try:
@@ -55,11 +70,14 @@ def run_group():
               help="the fixed congestion window, in MSS-sized packets")
 @click.option("--rate-mbps", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="also pace at this rate (0: no pacing)")
+@click.option("--loss-beta", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True,
+              help="the kernel's cut on a loss until the agent answers (1: none, as const never cuts)")
 @_common
-def run_const(cwnd_pkts, rate_mbps, ipc, trace, verbose):
+def run_const(cwnd_pkts, rate_mbps, loss_beta, ipc, trace, verbose, state_dir):
     """Fixed cwnd (tests, calibration): goodput = cwnd / RTT."""
     from .const import Const
-    _run(Const(cwnd_pkts=cwnd_pkts, rate_mbps=rate_mbps, trace=trace), ipc, verbose)
+    _run(lambda caps: Const(cwnd_pkts=cwnd_pkts, rate_mbps=rate_mbps, trace=trace, loss_beta=loss_beta,
+                            capabilities=caps), ipc, verbose, state_dir)
 
 
 _HYSTART = click.option("--hystart/--no-hystart", default=True, show_default=True,
@@ -70,10 +88,11 @@ _HYSTART = click.option("--hystart/--no-hystart", default=True, show_default=Tru
 @_HYSTART
 @click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
 @_common
-def run_cubic(hystart, init_cwnd_pkts, ipc, trace, verbose):
+def run_cubic(hystart, init_cwnd_pkts, ipc, trace, verbose, state_dir):
     """CUBIC (RFC 9438: beta 0.7, C 0.4, fast convergence, Reno-friendly region, HyStart)."""
     from .cubic import Cubic
-    _run(Cubic(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart), ipc, verbose)
+    _run(lambda caps: Cubic(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart, capabilities=caps),
+         ipc, verbose, state_dir)
 
 
 @run_group.command("cubic-int")
@@ -85,8 +104,6 @@ def run_cubic(hystart, init_cwnd_pkts, ipc, trace, verbose):
               help="MQTT broker the INT sink publishes to")
 @click.option("--max-age-ms", type=click.FloatRange(min=0), default=200.0, show_default=True,
               help="older telemetry is ignored: the flow is then plain CUBIC")
-@click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=True,
-              help="the datapath daemon's state (flows.json maps flows to their telemetry)")
 @_HYSTART
 @click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
 @_common
@@ -98,9 +115,10 @@ def run_cubic_int(policy, increment, broker_url, max_age_ms, state_dir, hystart,
     from .telemetry_feed import TelemetryFeed
     feed = TelemetryFeed(broker_url).start()
     try:
-        _run(CubicInt(policy=policy, increment=increment, telemetry=feed, directory=FlowDirectory(state_dir),
-                      max_age_ms=max_age_ms, init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart),
-             ipc, verbose)
+        _run(lambda caps: CubicInt(policy=policy, increment=increment, telemetry=feed,
+                                   directory=FlowDirectory(state_dir), max_age_ms=max_age_ms,
+                                   init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart, capabilities=caps),
+             ipc, verbose, state_dir)
     finally:
         feed.stop()
 
@@ -116,9 +134,10 @@ def _simple_command(name, module, cls, doc):
     @run_group.command(name, help=doc)
     @click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
     @_common
-    def command(init_cwnd_pkts, ipc, trace, verbose):
+    def command(init_cwnd_pkts, ipc, trace, verbose, state_dir):
         alg_class = getattr(importlib.import_module(module, __package__), cls)
-        _run(alg_class(init_cwnd_pkts=init_cwnd_pkts, trace=trace), ipc, verbose)
+        _run(lambda caps: alg_class(init_cwnd_pkts=init_cwnd_pkts, trace=trace, capabilities=caps), ipc, verbose,
+             state_dir)
     return command
 
 
@@ -178,6 +197,9 @@ def datapath_status(state_dir, as_json):
                f"{k['fallback_acks']} fallback, {k['events_lost']} events lost")
     click.echo(f"daemon: {d['measures']} measurements, {d['cmds_written']} commands, "
                f"IPC {d['ipc_sent']} sent / {d['ipc_received']} received")
+    if d.get("contract_mismatches"):
+        click.echo(f"daemon: {d['contract_mismatches']} agent messages of another contract version (the daemon's "
+                   f"log names it): rebuild with 'make setup' and restart agent and daemon")
     try:
         with open(os.path.join(state_dir, "flows.json")) as f:
             for fl in json.load(f)["flows"]:

@@ -9,10 +9,9 @@ class ConstFlow(FlowBase):
     def __init__(self, alg, datapath, datapath_info):
         super().__init__(alg, datapath, datapath_info)
         self.cwnd_bytes = alg.init_cwnd_pkts * self.mss
-        fields = [("Cwnd", self.cwnd_bytes)]
+        self.install(self.cwnd_bytes)
         if alg.rate_bytes_per_s:
-            fields.append(("Rate", alg.rate_bytes_per_s))
-        self.datapath.set_program(self.program, fields)
+            self.datapath.update_field("Rate", alg.rate_bytes_per_s)
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=self.cwnd_bytes, reason="const",
                        src_port=self.ports[0], dst_port=self.ports[1])
 
@@ -26,6 +25,12 @@ class Const(Algorithm):
     name = "const"
     flow_class = ConstFlow
 
-    def __init__(self, cwnd_pkts: int = 10, rate_mbps: float = 0.0, trace: str | None = None):
-        super().__init__(init_cwnd_pkts=cwnd_pkts, trace=trace)
+    def __init__(self, cwnd_pkts: int = 10, rate_mbps: float = 0.0, trace: str | None = None,
+                 loss_beta: float = 1.0, **kwargs):
+        super().__init__(init_cwnd_pkts=cwnd_pkts, trace=trace, **kwargs)
+        if not 0 < loss_beta <= 1:
+            raise ValueError(f"loss_beta must be in (0, 1], not {loss_beta}")
+        # The kernel's cut on a loss until the agent answers: none by default, as const
+        # never cuts; 0.7 gives a CUBIC-like hold for tests of the hold itself.
+        self.loss_beta_1024 = round(loss_beta * 1024)
         self.rate_bytes_per_s = int(rate_mbps * 1e6 / 8)

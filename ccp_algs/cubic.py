@@ -123,8 +123,7 @@ class CubicFlow(WindowFlow):
         W_est from the window at that ACK. That is the window the last epoch ended at (the
         cut, once the recovery is over; an undo's), or ssthresh where slow start led up to
         it, not the window at the agent's first report: the datapath has grown since, and
-        a curve begun there sat nearer W_max, its target a segment higher (ccp cubic grew a
-        segment per 3.2 ACKs at 3 segments where kernel cubic took 5.4, +8 % at 5 % loss)."""
+        a curve begun there sat nearer W_max, its target a segment higher (docs/datapath.md, A5)."""
         mss = self.mss
         now_pkts = max(int(self.cwnd // mss), 1)
         ss_pkts = int(self.ssthresh // mss) if self.ssthresh != float("inf") else now_pkts
@@ -147,10 +146,9 @@ class CubicFlow(WindowFlow):
         segment per ``cnt`` acked, cnt = cwnd / (target - cwnd) towards the cubic curve
         one RTT ahead or the Reno-friendly W_est where that is higher, at least 2, with
         credit acked while cnt was higher paid out as a segment. Linux's integers matter
-        where loss keeps windows small: the curve 1.9 segments below W_max counts as 1,
-        W_est gains a segment per (cwnd * 15) >> 3 acked (+26 % over alpha at 2 segments),
-        so kernel cubic left a 2-segment window after 1.5 ACKs at 10 % loss where the
-        exact formulas took 3.3 (52 % of the time at 2 segments, kernel cubic 40 %)."""
+        where loss keeps windows small: the curve 1.9 segments below W_max counts as 1, and
+        W_est gains a segment per (cwnd * 15) >> 3 acked, faster than alpha at 2 segments
+        (docs/datapath.md, A6)."""
         mss = self.mss
         cwnd_pkts = max(int(self.cwnd // mss), 1)
         if self.epoch_start_s is None:
@@ -228,7 +226,7 @@ class CubicFlow(WindowFlow):
             if congestive:
                 # As the kernel, in whole segments: the window actually in use, cut and
                 # rounded down (a fraction carried over would leave ccp cubic up to a
-                # segment above kernel cubic after every cut: +20 % at 5 % link loss).
+                # segment above kernel cubic after every cut; A7).
                 w = self._sent_window()
                 # fast convergence (RFC 9438 4.7): release bandwidth to newer flows
                 # (whole segments, as Linux's last_max_cwnd)
@@ -238,9 +236,9 @@ class CubicFlow(WindowFlow):
                 # A loss that was not congestion (cubic_int's L2): the window gives up its
                 # fraction (kept: rounded down it would take a whole segment off every small
                 # window) and nothing else. What CUBIC learned about congestion stays: ssthresh,
-                # W_max and the curve, so slow start and the curve go on from the smaller window.
-                # (Ending slow start at every link loss, as a congestion cut does, held L2 at
-                # ~10 segments at 20 % link loss, where L1, which changes nothing, reached 40.)
+                # W_max and the curve, so slow start and the curve go on from the smaller window
+                # (ending slow start at every link loss, as a congestion cut does, held L2 far
+                # below L1; A8).
                 self.cwnd = max(self.cwnd * beta, 2 * self.mss)
                 return reason
             self.w_max_from_loss = self.w_max
@@ -287,7 +285,8 @@ class CubicFlow(WindowFlow):
 class Cubic(Algorithm):
     name = "cubic"
     flow_class = CubicFlow
+    loss_beta_1024 = _BETA_1024
 
-    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None, hystart: bool = True):
-        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace)
+    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None, hystart: bool = True, **kwargs):
+        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, **kwargs)
         self.hystart = hystart

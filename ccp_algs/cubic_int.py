@@ -85,8 +85,8 @@ class CubicIntFlow(CubicFlow):
         at least the policy's fraction of the window (L1 all, L2 0.95) and W_max kept,
         instead of CUBIC's 0.7 and a fresh curve. cwnd still restarts at 1 MSS: the ACK
         clock is gone and the kernel retransmits everything unacked; slow start returns to
-        the window in log2(window) RTTs. (With CUBIC's cut every RTO at 20 % link loss took
-        30 % off, and L2 was ground down to 2-3 segments, where every loss is an RTO.)"""
+        the window in log2(window) RTTs. (With CUBIC's cut every RTO took 30 % off, and L2
+        was ground down to windows where every loss is an RTO; docs/datapath.md, A9.)"""
         if not new_episode:
             return super().on_timeout(r, new_episode)
         beta, why, congestive = self.loss_backoff(r)
@@ -132,12 +132,12 @@ class CubicInt(Cubic):
 
     def __init__(self, policy: str = "l1", increment: float = 1.0, telemetry=None, directory=None,
                  max_age_ms: float = 200.0, init_cwnd_pkts: int = 10, trace: str | None = None,
-                 hystart: bool = True):
+                 hystart: bool = True, **kwargs):
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
         if increment <= 0:
             raise ValueError(f"increment must be > 0, not {increment}")
-        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart)
+        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart, **kwargs)
         self.policy = policy
         self.increment = increment
         self.telemetry = telemetry      # .flow(flow_id, max_age_s) -> Fresh | None

@@ -1,41 +1,35 @@
-"""A pure-Python stand-in for portus's datapath handle, for unit tests of
-algorithm decisions (no portus runtime, no kernel): it records the programs
-installed and the window last set, and, given the algorithm's programs, refuses
-a register the installed program does not declare, as portus does."""
+"""A pure-Python stand-in for portus's datapath handle, for unit tests of algorithm
+decisions (no portus runtime, no kernel). It does what portus and the intcc daemon do
+with an update: portus numbers the installed program's control registers in declaration
+order (an undeclared one is an error), and the daemon reads them by that number through
+the contract (contract.py), only after the contract_version handshake. So ``fields``
+holds what the datapath would act on: a program that declares its registers out of the
+contract's order shows up as wrong values, as it would in the kernel."""
 from __future__ import annotations
 
-import re
 from types import SimpleNamespace
 
-
-def _block(text: str, start: int) -> str:
-    """The parenthesised expression that opens at text[start]."""
-    depth = 0
-    for i in range(start, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
-        if depth == 0:
-            return text[start:i + 1]
-    raise ValueError("unbalanced parentheses in program")
-
-
-def control_registers(program: str) -> set[str]:
-    """The control registers a datapath program declares: the ``(name value)`` pairs of
-    its ``(def ...)`` after the Report block."""
-    definition = _block(program, program.index("(def"))
-    report = _block(definition, definition.index("(Report"))
-    rest = definition.replace(report, "", 1)
-    return set(re.findall(r"\((\w+)\s+[^()\s]+\)", rest))
+from .contract import CONTRACT_VERSION, CONTROL_REGISTERS, REGISTER_INDEX, control_registers
 
 
 class MockDatapath:
-    def __init__(self, programs: dict[str, str] | None = None):
-        self.known_programs = programs          # name -> text; None: accept any register
-        self.registers: set[str] | None = None
+    def __init__(self, programs: dict[str, str]):
+        self.known_programs = programs          # name -> text
+        self.positions: dict[str, int] = {}     # the installed program's control registers -> number
         self.cwnd = None
         self.rate = None
-        self.fields: dict[str, int] = {}        # control registers last set
+        self.by_position: dict[int, int] = {}   # what the daemon receives: register number -> value
+        self.contract = False                   # the handshake passed (the daemon takes the registers)
         self.programs = []
         self.updates = 0
+
+    @property
+    def fields(self) -> dict[str, int]:
+        """The contract's registers as the daemon reads them (by position), once the
+        agent has announced our contract version; {} before."""
+        if not self.contract:
+            return {}
+        return {r.name: self.by_position[i] for i, r in enumerate(CONTROL_REGISTERS) if i in self.by_position}
 
     @property
     def ss_until(self):
@@ -46,23 +40,25 @@ class MockDatapath:
         return self.fields.get("seg_bytes")
 
     def set_program(self, name, fields=None):
-        if self.known_programs is not None:
-            if name not in self.known_programs:
-                raise KeyError(f"unknown program {name!r}")
-            self.registers = control_registers(self.known_programs[name])
+        if name not in self.known_programs:
+            raise KeyError(f"unknown program {name!r}")
+        self.positions = {reg: i for i, reg in enumerate(control_registers(self.known_programs[name]))}
         self.programs.append(name)
         for k, v in fields or []:
             self.update_field(k, v)
 
     def update_field(self, name, value):
-        if self.registers is not None and name not in self.registers | {"Cwnd", "Rate"}:
-            raise KeyError(f"unknown field {name!r}: the program declares {sorted(self.registers)}")
         if name == "Cwnd":
             self.cwnd = value
         elif name == "Rate":
             self.rate = value
+        elif name not in self.positions:
+            raise KeyError(f"unknown field {name!r}: the program declares {sorted(self.positions)}")
         else:
-            self.fields[name] = value
+            position = self.positions[name]
+            self.by_position[position] = value
+            if position == REGISTER_INDEX["contract_version"]:
+                self.contract = value == CONTRACT_VERSION
         self.updates += 1
 
     def update_fields(self, fields):
@@ -78,7 +74,7 @@ def datapath_info(sock_id=1, mss=1448, init_cwnd_pkts=10, src_ip=1, src_port=400
 
 def report(acked=0, loss=0, timeout=False, rtt_us=20_000, inflight=10, sacked=0, rin=0, rout=0, minrtt=None,
            undo=0, rto_acked=None, delivered=None, rto_delivered=None, grown=None, reductions=None):
-    """A report of the shared program (base.REPORT_PER_RTT_AND_ON_LOSS; minrtt: vegas's).
+    """A report of the shared program (programs.REPORT_PER_RTT_AND_ON_LOSS; minrtt: vegas's).
     ``grown``: the datapath's growth counter (segments; None: a datapath without it);
     ``reductions``: the kernel's window reductions so far (None: a datapath without it)."""
     return SimpleNamespace(acked=acked, sacked=sacked, loss=loss, timeout=timeout, rtt=rtt_us, inflight=inflight,

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .base import FOLD_RTO_ACKED, NO_RTT_SAMPLE, REPORT_TRIGGERS, Algorithm, WindowFlow
+from .base import Algorithm, WindowFlow
+from .contract import register_declarations
+from .programs import FOLD_RTO_ACKED, NO_RTT_SAMPLE, REPORT_TRIGGERS
 
 ALPHA, BETA, GAMMA = 2, 4, 1
 
@@ -28,7 +30,7 @@ PROGRAM = """\
     (volatile inflight 0)
     (volatile undo 0)
     (volatile rto_acked 0)
-))
+) """ + register_declarations() + """)
 """ + FOLD_RTO_ACKED + """\
 (when true
     (:= Report.acked (+ Report.acked Ack.bytes_acked))

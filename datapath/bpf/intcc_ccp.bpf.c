@@ -39,14 +39,14 @@ extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 
 #define FLAG_DATA_ACKED 0x04          /* tcp_input.c's ack flags: new data acked, */
 #define FLAG_SND_UNA_ADVANCED 0x400   /* snd_una moved */
-#define CUBIC_BETA_1024 717      /* tcp_cubic's beta: the window kept after a loss, /1024 */
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
 extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
 #define CUBIC_RECALC_NS (1000000000ULL / 32)   /* tcp_cubic recomputes cnt after HZ/32 */
 
-/* Event, control, config and stats layouts are shared with datapath/src/bpf.rs:
- * keep them in step. */
+/* Event, control, config and stats layouts are shared with datapath/src/bpf.rs; both
+ * are checked at build time against ccp_algs/contract.py (intcc_ccp_contract.h, after
+ * the structs). */
 struct intcc_ccp_event {
 	__u32 kind;
 	__u32 sid;
@@ -99,6 +99,7 @@ struct intcc_ccp_ctl {
 	__u32 ca_cnt_max;        /* at most this many packets delivered per segment of growth */
 	__u32 reno_scale;        /* Reno-friendly W_est: +1 segment per (cwnd * scale) >> 3 delivered */
 	__u32 ca_epoch;          /* a change restarts W_est at the window (a new CUBIC epoch) */
+	__u32 loss_beta_1024;    /* the algorithm's cut on a loss, /1024: ssthresh until it answers (0: Reno's) */
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */
@@ -106,6 +107,7 @@ struct intcc_ccp_cfg {
 	__u64 heartbeat_ns;      /* bpf_ktime_get_ns() clock (CLOCK_MONOTONIC); 0: no agent */
 	__u64 agent_timeout_ns;
 	__u64 epoch;             /* bumped when an agent (re)connects: flows announce themselves again */
+	__u64 contract_version;  /* of the daemon that pinned these maps: another version's are replaced */
 };
 
 /* Written by BPF only. */
@@ -121,6 +123,8 @@ struct intcc_ccp_stats {
 	__u64 cut_hold_acks;     /* ACKs of a recovery the agent had not answered yet */
 	__u64 uncut_recovery_acks; /* recovery ACKs whose answer cut nothing: window at once, no PRR */
 };
+
+#include "intcc_ccp_contract.h"   /* generated: every field offset above, as the contract says */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -651,14 +655,19 @@ __u32 BPF_PROG(ccp_ssthresh, struct sock *sk)
 	__u32 sid = p->sid;
 
 	/* A controlled flow's window is the agent's (the command is enforced on every ACK,
-	 * and PRR aims at it): ssthresh only caps the kernel's slow start while an RTO is
-	 * unanswered (rto_hold). There it is CUBIC's cut, the kernel default's: the uncut
-	 * window let an ACK of two segments take the window from 1 to 3 where kernel cubic
-	 * stops at ssthresh 2 (ccp cubic far above kernel cubic at 20 % link loss). */
-	if (agent_alive(c, bpf_ktime_get_ns()) && bpf_map_lookup_elem(&intcc_ccp_ctl, &sid)) {
-		__u32 cut = (__u32)(((__u64)tcp_sk(sk)->snd_cwnd * CUBIC_BETA_1024) >> 10);
+	 * and PRR aims at it): ssthresh caps the kernel's slow start while an RTO is
+	 * unanswered (rto_hold) and is PRR's aim while a loss is (cut_hold). It is the cut
+	 * the algorithm in control makes (its loss_beta register; 0: Reno's half): with the
+	 * uncut window an ACK of two segments took the window from 1 to 3 where kernel cubic
+	 * stops at ssthresh 2. */
+	if (agent_alive(c, bpf_ktime_get_ns())) {
+		struct intcc_ccp_ctl *ctl = bpf_map_lookup_elem(&intcc_ccp_ctl, &sid);
 
-		return cut > 2 ? cut : 2;
+		if (ctl && ctl->loss_beta_1024) {
+			__u32 cut = (__u32)(((__u64)tcp_sk(sk)->snd_cwnd * ctl->loss_beta_1024) >> 10);
+
+			return cut > 2 ? cut : 2;
+		}
 	}
 	return tcp_reno_ssthresh(sk);
 }
@@ -694,7 +703,7 @@ __u32 BPF_PROG(ccp_undo_cwnd, struct sock *sk)
  * - RTO (TCP_CA_Loss; tcp_enter_loss has set one segment): slow start from there.
  *   Applying the command from before the RTO sent the old window as a burst on the
  *   first ACK after it (ccp cubic +22 % over kernel cubic at 20 % link loss).
- * - Recovery / CWR: PRR aims at the kernel's ssthresh (CUBIC's cut, ccp_ssthresh)
+ * - Recovery / CWR: PRR aims at the kernel's ssthresh (the algorithm's cut, ccp_ssthresh)
  *   where the command is higher. Aiming at the uncut window, a recovery sent twice
  *   the new data kernel cubic's did at 20 % link loss and ended in an RTO less often
  *   (ccp cubic 1.3-1.9x kernel cubic). An agent that keeps the window (cubic-int L1)

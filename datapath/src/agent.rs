@@ -13,6 +13,7 @@ use std::rc::Rc;
 use libccp::{Connection, CongestionOps, Datapath, DatapathBuilder, DatapathOps, FlowInfo, Primitives};
 
 use crate::bpf::{Ctl, Event, Maps, CTL_HAS_CWND, CTL_HAS_RATE};
+use crate::contract;
 
 /// Daemon-wide counters (single-threaded: Cells).
 #[derive(Default)]
@@ -32,6 +33,8 @@ pub struct Counters {
     pub cmds_written: Cell<u64>,
     pub cmd_write_errors: Cell<u64>,
     pub invoke_errors: Cell<u64>,
+    /// agent messages announcing another contract version (ccp_algs/contract.py)
+    pub contract_mismatches: Cell<u64>,
     pub agent_sessions: Cell<u64>,
 }
 
@@ -258,8 +261,9 @@ struct Flow {
     reported_grown: u32,
     /// ... when the flow was announced: the agent is told the growth since
     grown_at_create: u32,
-    /// the agent set seg_bytes: its control registers 0-5 are the growth parameters
-    growth_registers: bool,
+    /// the agent's contract_version register matched ours: its control registers are
+    /// the contract's (ccp_algs/contract.py)
+    contract: bool,
 }
 
 const MSG_UPDATE_FIELDS: u16 = 3;
@@ -359,7 +363,7 @@ impl Session {
                     awaiting_answer: None,
                     reported_grown: ev.grown_pkts,
                     grown_at_create: ev.grown_pkts,
-                    growth_registers: false,
+                    contract: false,
                 };
                 self.flows.insert(ev.sid, flow);
             }
@@ -452,20 +456,21 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
     flow.conn.invoke()
 }
 
-/// Control registers an intcc window algorithm declares first (ccp_algs/base.py), in this
-/// order: ss_until, seg_bytes, ca_target, ca_cnt_max, reno_scale, ca_epoch. The kernel's
-/// per-ACK growth takes them from the agent's updates (libccp keeps no names: portus
-/// numbers control registers in declaration order). Only once the agent has set seg_bytes
-/// (register 1) to a segment size: a program whose first control registers mean something
-/// else never turns the kernel's growth on by chance.
+/// Control registers an intcc algorithm declares first, in the contract's order
+/// (ccp_algs/contract.py; libccp keeps no names: portus numbers control registers in
+/// declaration order). The kernel's per-ACK growth and its ssthresh take them from the
+/// agent's updates once the agent's contract_version register has matched ours: a
+/// program whose first registers mean something else, or an agent of another version,
+/// never steers the kernel by chance (a mismatch is counted and logged).
 const REG_NONVOLATILE_CONTROL: u8 = 0;
 const REG_VOLATILE_CONTROL: u8 = 8;
 const UPDATE_FIELD_LEN: usize = 13; // u8 type, u32 index, u64 value, packed
 
-fn take_growth_registers(flow: &mut Flow, kind: u16, msg: &[u8]) {
+/// The (control register, value) pairs of an UpdateFields or ChangeProg message.
+fn control_updates(kind: u16, msg: &[u8]) -> Vec<(u32, u32)> {
     // UpdateFieldsMsg: header, u32 count; ChangeProgMsg: header, u32 program uid, u32 count
     let count_at = if kind == MSG_UPDATE_FIELDS { 8 } else { 12 };
-    let Some(count) = msg.get(count_at..count_at + 4) else { return };
+    let Some(count) = msg.get(count_at..count_at + 4) else { return Vec::new() };
     let count = u32::from_ne_bytes([count[0], count[1], count[2], count[3]]) as usize;
     let mut updates = Vec::with_capacity(count.min(64));
     for i in 0..count.min(64) {
@@ -478,27 +483,25 @@ fn take_growth_registers(flow: &mut Flow, kind: u16, msg: &[u8]) {
         let value = u64::from_ne_bytes([f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12]]);
         updates.push((index, value.min(u32::MAX as u64) as u32));
     }
-    if updates.iter().any(|&(i, v)| i == 1 && v > 0) {
-        flow.growth_registers = true;
-    }
-    if !flow.growth_registers {
-        return;
-    }
-    let ctl = &mut flow.conn.ctl;
-    let before = *ctl;
-    for (index, value) in updates {
-        match index {
-            0 => ctl.ss_until_bytes = value,
-            2 => ctl.ca_target_bytes = value,
-            3 => ctl.ca_cnt_max = value,
-            4 => ctl.reno_scale = value,
-            5 => ctl.ca_epoch = value,
-            _ => {}
+    updates
+}
+
+/// Apply the contract's registers in an agent message to a flow's control entry;
+/// `accepted`: the flow's agent has announced our contract version. Err: it announced
+/// another one.
+fn take_contract_registers(accepted: &mut bool, ctl: &mut Ctl, updates: &[(u32, u32)]) -> Result<(), u32> {
+    if let Some(&(_, version)) = updates.iter().find(|&&(i, _)| i == contract::REG_CONTRACT_VERSION) {
+        *accepted = version == contract::CONTRACT_VERSION;
+        if !*accepted {
+            return Err(version);
         }
     }
-    if *ctl != before {
-        flow.conn.dirty = true;
+    if *accepted {
+        for &(index, value) in updates {
+            contract::set_ctl_register(ctl, index, value);
+        }
     }
+    Ok(())
 }
 
 impl Session {
@@ -524,7 +527,22 @@ impl Session {
         }
         let Some(&sid) = self.by_ccp_sid.get(&ccp_sid) else { return };
         if let Some(flow) = self.flows.get_mut(&sid) {
-            take_growth_registers(flow, kind, msg);
+            let before = flow.conn.ctl;
+            let taken = take_contract_registers(&mut flow.contract, &mut flow.conn.ctl, &control_updates(kind, msg));
+            if flow.conn.ctl != before {
+                flow.conn.dirty = true;
+            }
+            if let Err(theirs) = taken {
+                bump(&self.counters.contract_mismatches);
+                if self.counters.contract_mismatches.get() == 1 {
+                    eprintln!(
+                        "intcc-datapath: the agent speaks contract version {theirs}, this datapath {}: \
+                         its flows get the window it sets but no per-ACK growth and Reno's ssthresh \
+                         (rebuild with 'make setup' and restart both)",
+                        contract::CONTRACT_VERSION
+                    );
+                }
+            }
             // a window the agent sets was decided on its latest report
             flow.conn.grown_now = flow.last.grown_pkts;
             flow.conn.grown_basis = flow.reported_grown;
@@ -572,5 +590,52 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.flows.clear(); // every Connection before the Datapath it points into
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update_fields_msg(fields: &[(u8, u32, u64)]) -> Vec<u8> {
+        let mut m = vec![0u8; 8];
+        m[0..2].copy_from_slice(&MSG_UPDATE_FIELDS.to_ne_bytes());
+        m.extend_from_slice(&(fields.len() as u32).to_ne_bytes());
+        for &(kind, index, value) in fields {
+            m.push(kind);
+            m.extend_from_slice(&index.to_ne_bytes());
+            m.extend_from_slice(&value.to_ne_bytes());
+        }
+        m
+    }
+
+    #[test]
+    fn registers_count_only_after_the_agent_announced_our_contract() {
+        let ss = contract::REG_SS_UNTIL;
+        let beta = contract::REG_LOSS_BETA;
+        let (mut accepted, mut ctl) = (false, Ctl::default());
+        // no version announced: nothing steers the kernel
+        let m = update_fields_msg(&[(REG_NONVOLATILE_CONTROL, ss, 30000)]);
+        assert_eq!(take_contract_registers(&mut accepted, &mut ctl, &control_updates(MSG_UPDATE_FIELDS, &m)), Ok(()));
+        assert_eq!(ctl.ss_until_bytes, 0);
+        // another version: refused and named
+        let v = contract::REG_CONTRACT_VERSION;
+        let m = update_fields_msg(&[(0, v, 1), (0, ss, 30000), (0, beta, 717)]);
+        assert_eq!(take_contract_registers(&mut accepted, &mut ctl, &control_updates(MSG_UPDATE_FIELDS, &m)), Err(1));
+        assert_eq!((ctl.ss_until_bytes, ctl.loss_beta_1024), (0, 0));
+        // ours: taken, by position, and later updates without the version too
+        let m = update_fields_msg(&[(0, v, contract::CONTRACT_VERSION as u64), (0, ss, 30000), (0, beta, 717)]);
+        assert_eq!(take_contract_registers(&mut accepted, &mut ctl, &control_updates(MSG_UPDATE_FIELDS, &m)), Ok(()));
+        assert_eq!((ctl.ss_until_bytes, ctl.loss_beta_1024), (30000, 717));
+        let m = update_fields_msg(&[(REG_VOLATILE_CONTROL, ss, 0), (4 /* a report register */, ss, 9)]);
+        take_contract_registers(&mut accepted, &mut ctl, &control_updates(MSG_UPDATE_FIELDS, &m)).unwrap();
+        assert_eq!(ctl.ss_until_bytes, 0);
+    }
+
+    #[test]
+    fn a_truncated_message_yields_the_whole_fields_only() {
+        let m = update_fields_msg(&[(0, 3, 7), (0, 4, 8)]);
+        assert_eq!(control_updates(MSG_UPDATE_FIELDS, &m[..m.len() - 1]), vec![(3, 7)]);
+        assert!(control_updates(MSG_UPDATE_FIELDS, &m[..6]).is_empty());
     }
 }

@@ -1,6 +1,7 @@
 //! The kernel side: load `bpf/intcc_ccp.bpf.c`'s object, register the struct_ops
 //! congestion control "ccp" through a link, and give typed access to its maps.
-//! Struct layouts here mirror the C structs field for field.
+//! Struct layouts here mirror the C structs field for field; both are checked at build
+//! time against ccp_algs/contract.py (src/contract.rs includes the generated asserts).
 
 use std::fmt;
 
@@ -102,6 +103,8 @@ pub struct Ctl {
     pub ca_cnt_max: u32,
     pub reno_scale: u32,
     pub ca_epoch: u32,
+    /// the algorithm's cut on a loss (/1024): the kernel's ssthresh until it answers (0: Reno's)
+    pub loss_beta_1024: u32,
 }
 
 #[repr(C)]
@@ -110,6 +113,8 @@ pub struct Cfg {
     pub heartbeat_ns: u64,
     pub agent_timeout_ns: u64,
     pub epoch: u64,
+    /// the contract version of the daemon that pinned the maps
+    pub contract_version: u64,
 }
 
 #[repr(C)]
@@ -247,6 +252,16 @@ pub fn unpin_all() {
     let _ = std::fs::remove_dir(PIN_DIR);
 }
 
+/// The contract version in the pinned config map (0: a layout from before it had one).
+fn pinned_contract_version() -> Option<u64> {
+    let map = MapHandle::from_pinned_path(pin_path("intcc_ccp_cfg")).ok()?;
+    let value = map.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).ok()??;
+    if value.len() < std::mem::size_of::<Cfg>() {
+        return Some(0);
+    }
+    Some(from_bytes::<Cfg>(&value).contract_version)
+}
+
 fn pins_exist() -> bool {
     std::fs::read_dir(PIN_DIR).map(|mut d| d.next().is_some()).unwrap_or(false)
 }
@@ -256,7 +271,20 @@ pub struct Adopted(pub bool);
 
 pub fn load_and_register() -> Result<(Loaded, Maps, Adopted), Error> {
     ensure_pin_dir()?;
-    let had_pins = pins_exist();
+    let mut had_pins = pins_exist();
+    let ours = crate::contract::CONTRACT_VERSION as u64;
+    match pinned_contract_version() {
+        Some(v) if had_pins && v != ours => {
+            eprintln!(
+                "intcc-datapath: the maps pinned in {PIN_DIR} are of contract version {v}, this daemon's is \
+                 {ours}; removed, starting afresh (flows of the old registration stay on its fallback)"
+            );
+            unpin_all();
+            ensure_pin_dir()?;
+            had_pins = false;
+        }
+        _ => {}
+    }
     match load_pinned() {
         Ok((l, m)) => Ok((l, m, Adopted(had_pins))),
         Err(e) if had_pins => {
@@ -319,15 +347,6 @@ fn load_pinned() -> Result<(Loaded, Maps), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn layouts_match_the_c_structs() {
-        // sizes of the C structs in bpf/intcc_ccp.bpf.c (x86_64 / BPF: same alignment rules)
-        assert_eq!(std::mem::size_of::<Event>(), 168);
-        assert_eq!(std::mem::size_of::<Ctl>(), 56);
-        assert_eq!(std::mem::size_of::<Cfg>(), 24);
-        assert_eq!(std::mem::size_of::<Stats>(), 80);
-    }
 
     #[test]
     fn short_samples_are_rejected() {

@@ -8,6 +8,7 @@
 
 mod agent;
 mod bpf;
+mod contract;
 mod host;
 
 use std::cell::RefCell;
@@ -49,7 +50,7 @@ struct Args {
     /// Without a heartbeat for this long, the kernel falls back to Reno (ms)
     #[arg(long, default_value_t = 200)]
     agent_timeout_ms: u64,
-    /// Where flows.json and stats.json are kept up to date
+    /// Where contract.json is written and flows.json and stats.json are kept up to date
     #[arg(long, default_value = "/run/intcc/datapath")]
     state_dir: PathBuf,
     /// Write every cwnd command and when the kernel applied it (CSV), for latency figures
@@ -148,6 +149,7 @@ impl Daemon {
             heartbeat_ns: if alive { monotonic_ns() } else { 0 },
             agent_timeout_ns: self.args.agent_timeout_ms * 1_000_000,
             epoch: self.epoch,
+            contract_version: contract::CONTRACT_VERSION as u64,
         };
         if let Err(e) = self.maps.write_cfg(&cfg) {
             eprintln!("intcc-datapath: {e}");
@@ -249,6 +251,7 @@ impl Daemon {
                 "ipc_applied_at_once": c.ipc_applied_at_once.get(), "cmds_written": c.cmds_written.get(),
                 "holds_answered": c.holds_answered.get(),
                 "cmd_write_errors": c.cmd_write_errors.get(), "invoke_errors": c.invoke_errors.get(),
+                "contract_mismatches": c.contract_mismatches.get(),
             },
             "kernel": {
                 "flows_created": k.flows_created, "creates_sent": k.creates_sent, "events_lost": k.events_lost,
@@ -296,6 +299,11 @@ fn run(args: Args) -> Result<(), String> {
     let socket_path = Path::new(IPC_DIR).join(&args.name);
     let state_dir = args.state_dir.clone();
     let heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
+    // The contract an agent reads before it starts (ccp_algs.contract.read_datapath_contract).
+    write_atomic(
+        &state_dir.join("contract.json"),
+        &json!({"contract_version": contract::CONTRACT_VERSION, "capabilities": contract::CAPABILITIES}),
+    );
     eprintln!(
         "intcc-datapath: 'ccp' registered; IPC {} <-> {}; state in {}",
         socket_path.display(),
@@ -359,6 +367,7 @@ fn run(args: Args) -> Result<(), String> {
     bpf::unpin_all(); // an orderly stop leaves no BPF object behind (a crash leaves them to adopt)
     let _ = std::fs::remove_file(&socket_path);
     let _ = std::fs::remove_file(state_dir.join("flows.json"));
+    let _ = std::fs::remove_file(state_dir.join("contract.json"));
     eprintln!("intcc-datapath: stopped; 'ccp' unregistered");
     Ok(())
 }

@@ -279,29 +279,48 @@ def recovery_windows(rows: list[dict]) -> list[list[int]]:
     return windows
 
 
+def fresh_kernel_stats(dp) -> dict:
+    """The kernel counters from a stats.json written after now (rewritten every second)."""
+    now_uptime_s = dp.stats()["uptime_s"]
+    deadline = time.monotonic() + 5
+    while dp.stats()["uptime_s"] <= now_uptime_s and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return dp.stats()["kernel"]
+
+
 def test_the_kernels_response_to_a_loss_lasts_until_the_agent_answers(tb, dp, agent_factory):
-    """Until the agent answers a recovery, PRR aims at the kernel's ssthresh (0.7 of the
-    window, counted in cut_hold_acks). Any answer ends it, even the same window again (a
-    const agent's, which the daemon must still pass on as a new command): held ACKs are
-    the few before the answer, not the whole recovery (before that fix: every ACK of it).
-    An answer that keeps the window cuts nothing: it applies at once, not paced by PRR
-    (counted in uncut_recovery_acks)."""
-    agent_factory("const", "--cwnd-pkts", "20")
+    """Until the agent answers a recovery, PRR aims at the kernel's ssthresh (the agent's
+    loss_beta of the window: 0.7 here, counted in cut_hold_acks). Any answer ends it, even
+    the same window again (a const agent's, which the daemon must still pass on as a new
+    command): held ACKs are the few before the answer, not the whole recovery (before that
+    fix: every ACK of it). An answer that keeps the window cuts nothing: it applies at
+    once, not paced by PRR (counted in uncut_recovery_acks)."""
+    agent_factory("const", "--cwnd-pkts", "20", "--loss-beta", "0.7")
     held_before = dp.stats()["kernel"]["cut_hold_acks"]
     uncut_before = dp.stats()["kernel"]["uncut_recovery_acks"]
     rows, _ = traced_lossy_ccp_flow(tb, port=5211, seconds=5)
-    # stats.json is rewritten every second: wait for a write made after the flow ended
-    flow_ended_uptime_s = dp.stats()["uptime_s"]
-    deadline = time.monotonic() + 5
-    while dp.stats()["uptime_s"] <= flow_ended_uptime_s and time.monotonic() < deadline:
-        time.sleep(0.1)
-    held = dp.stats()["kernel"]["cut_hold_acks"] - held_before
+    held = fresh_kernel_stats(dp)["cut_hold_acks"] - held_before
     windows = recovery_windows(rows)
     recoveries, recovery_acks = len(windows), sum(map(len, windows))
     assert recoveries >= 3, recoveries
     assert 0 < held < 0.5 * recovery_acks, (held, recovery_acks, recoveries)
     uncut = dp.stats()["kernel"]["uncut_recovery_acks"] - uncut_before
     assert uncut > 0.3 * recovery_acks, (uncut, held, recovery_acks)
+
+
+def test_the_kernels_cut_before_the_answer_is_the_algorithms(tb, dp, agent_factory):
+    """ccp_ssthresh takes the cut from the agent's loss_beta register, not CUBIC's for
+    every flow: a const agent never cuts, so no recovery ACK is held below its window
+    (with CUBIC's 0.7 for all, as before, some are), and the daemon took the agent's
+    registers (no contract mismatch)."""
+    agent_factory("const", "--cwnd-pkts", "20")
+    before = fresh_kernel_stats(dp)
+    rows, _ = traced_lossy_ccp_flow(tb, port=5213, seconds=4)
+    after = fresh_kernel_stats(dp)
+    assert len(recovery_windows(rows)) >= 3
+    assert after["controlled_acks"] > before["controlled_acks"]
+    assert after["cut_hold_acks"] == before["cut_hold_acks"]
+    assert dp.stats()["daemon"]["contract_mismatches"] == 0
 
 
 def test_a_recovery_steps_down_to_the_agents_cut_as_kernel_prr_does(tb, dp, agent_factory):

@@ -6,6 +6,7 @@ from telemetry.schema import FlowRecord, HopState
 from broker.subscriber import Fresh
 from ccp_algs import portus_compat
 from ccp_algs.const import Const
+from ccp_algs.contract import CCP_KERNEL
 from ccp_algs.cubic import RENO_FRIENDLY_SCALE, Cubic
 from ccp_algs.cubic_int import CubicInt
 from ccp_algs.loss_classifier import classify
@@ -209,8 +210,7 @@ def test_an_undo_reported_with_a_timeout_undoes_that_timeout():
 
 
 def test_undo_is_ignored_where_the_datapath_does_not_signal_it():
-    alg = Cubic()
-    alg.datapath_undo = False                                         # ccp-kernel: Ack.ecn_bytes is ECN
+    alg = Cubic(capabilities=CCP_KERNEL)                              # ccp-kernel: Ack.ecn_bytes is ECN
     flow, dp = start(alg)
     grow_to(flow, 100 * MSS)
     flow.on_report(report(acked=MSS, loss=1, inflight=100))
@@ -528,7 +528,7 @@ def test_cubic_slow_start_stops_at_ssthresh():
 @pytest.mark.parametrize("alg", [Cubic, Reno])
 def test_slow_start_runs_per_ack_in_the_datapath_up_to_ssthresh_and_never_in_a_recovery(alg):
     """ss_until: where the datapath program may grow the window by each ACK's bytes
-    (base.SLOW_START_PER_ACK), as the kernel's slow start; 0 stops it."""
+    (programs.SLOW_START_PER_ACK), as the kernel's slow start; 0 stops it."""
     flow, dp = start(alg())
     assert dp.ss_until == 2 ** 31 - 1                    # no ssthresh yet: slow start
     flow.on_report(report(acked=10 * MSS, inflight=20))
@@ -623,11 +623,11 @@ def test_the_rto_acks_growth_is_the_agents():
 
 
 def test_on_ccp_kernel_the_program_folds_slow_start_and_ignores_bytes_pending():
-    from ccp_algs.base import REPORT_PER_RTT_AND_ON_LOSS, SLOW_START_PER_ACK
+    from ccp_algs.programs import REPORT_PER_RTT_AND_ON_LOSS, SLOW_START_PER_ACK
     alg = Cubic()
     assert SLOW_START_PER_ACK not in alg.datapath_programs()["default"]
     assert alg.datapath_programs()["default"] == REPORT_PER_RTT_AND_ON_LOSS
-    alg.datapath_growth = False                           # intcc alg run --ipc netlink
+    alg = Cubic(capabilities=CCP_KERNEL)                  # intcc alg run --ipc netlink
     assert SLOW_START_PER_ACK in alg.datapath_programs()["default"]
     flow, dp = start(alg)
     flow.on_report(report(acked=10 * MSS, delivered=10, inflight=20, grown=123456))   # bytes pending there

@@ -64,3 +64,11 @@ def test_json_means_print_json_everywhere_and_json_out_writes_a_file():
                 assert p.is_flag, f"intcc {' '.join(path)}: --json takes a value (use --json-out FILE)"
             if "--json-out" in getattr(p, "opts", ()):
                 assert not p.is_flag, f"intcc {' '.join(path)}: --json-out must name a file"
+
+
+@pytest.mark.parametrize("alg", ["cubic", "reno", "const"])
+def test_an_agent_refuses_a_datapath_of_another_contract_version(tmp_path, alg):
+    (tmp_path / "contract.json").write_text(json.dumps({"contract_version": 1, "capabilities": []}))
+    r = CliRunner().invoke(main, ["alg", "run", alg, "--state-dir", str(tmp_path)])
+    assert r.exit_code == 1
+    assert "speaks contract version 1, this agent 2" in r.output and "Traceback" not in r.output

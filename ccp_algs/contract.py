@@ -1,0 +1,261 @@
+"""The contract between an intcc agent and the intcc CCP datapath, named once.
+
+libccp carries no names across the IPC: portus numbers a program's control registers in
+declaration order, and the daemon (datapath/src/agent.rs) reads them by that number.
+The daemon and the BPF program share four structs through maps and a ring buffer. This
+module is the single source of both:
+
+- ``CONTROL_REGISTERS``: what every intcc program declares first, in this order;
+- ``STRUCTS``: the C layout of the event, control, config and stats structs;
+- ``CONTRACT_VERSION``: the handshake. An agent sets register ``contract_version`` to it
+  with its first command; the daemon takes the registers only when the number is its
+  own (a mismatch is counted and named in its log), and it writes its version and
+  capabilities to ``contract.json`` in its state directory for agents to read.
+
+``python -m ccp_algs.contract --c-header F --rust F`` writes the generated C header
+(``_Static_assert`` on every field offset of the BPF structs) and the Rust module
+(register numbers, the register -> control-field map, ``offset_of!`` asserts), so a
+reordering on any side fails the datapath's build. Standard library only: the
+datapath's Makefile runs it before the compilers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+CONTRACT_VERSION = 2     # 1: registers without a version, seg_bytes > 0 as the sentinel
+
+
+@dataclass(frozen=True)
+class Register:
+    name: str
+    default: int
+    ctl_field: str | None     # the intcc_ccp_ctl field the daemon copies it to (None: agent side only)
+    doc: str
+
+
+CONTROL_REGISTERS = (
+    Register("contract_version", 0, None,
+             "the agent's CONTRACT_VERSION: the daemon reads the others only when it matches"),
+    Register("loss_beta", 0, "loss_beta_1024",
+             "the window kept after a congestive loss, /1024, as the algorithm would cut: the "
+             "kernel's ssthresh until the agent answers the loss (0: Reno's half)"),
+    Register("seg_bytes", 1448, None,
+             "a segment (bytes): the program's own per-ACK slow start on ccp-kernel grows by it"),
+    Register("ss_until", 0, "ss_until_bytes",
+             "slow start per ACK, a segment per packet delivered, up to here (bytes; 0: off)"),
+    Register("ca_target", 0, "ca_target_bytes",
+             "congestion avoidance per ACK towards here, as tcp_cubic (bytes; 0: off)"),
+    Register("ca_cnt_max", 0, "ca_cnt_max",
+             "at most this many packets delivered per segment of growth (0: no bound)"),
+    Register("reno_scale", 0, "reno_scale",
+             "CUBIC's Reno-friendly W_est gains a segment per (cwnd * reno_scale) >> 3 packets (0: off)"),
+    Register("ca_epoch", 0, "ca_epoch", "a change restarts W_est at the window (a new CUBIC epoch)"),
+)
+REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
+GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch")
+
+# libccp primitives the intcc datapath gives another meaning (libccp has no field for them).
+# On ccp-kernel they keep libccp's: an algorithm reads them only where the capability says so.
+SIGNALS = {
+    "undo": ("Ack.ecn_bytes", "the window (bytes) the kernel restored by undoing a reduction on this ACK"),
+    "reductions": ("Ack.bytes_misordered", "window reductions (Recovery, CWR) the kernel has begun (cumulative)"),
+    "grown": ("Flow.bytes_pending", "segments the kernel's per-ACK growth added since the flow was announced"),
+}
+
+
+def register_declarations() -> str:
+    """The control-register part of a program's ``(def ...)``, in contract order."""
+    return " ".join(f"({r.name} {r.default})" for r in CONTROL_REGISTERS)
+
+
+class ContractError(RuntimeError):
+    pass
+
+
+def check_program(text: str) -> None:
+    """A program's control registers must begin with the contract's, in its order: the
+    daemon reads them by position."""
+    declared = control_registers(text)
+    expected = [r.name for r in CONTROL_REGISTERS]
+    if declared[:len(expected)] != expected:
+        raise ContractError(f"the program's control registers begin {declared[:len(expected)]}, the "
+                            f"datapath reads them by position as {expected} (ccp_algs/contract.py)")
+
+
+def _block(text: str, start: int) -> str:
+    """The parenthesised expression that opens at text[start]."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i + 1]
+    raise ValueError("unbalanced parentheses in program")
+
+
+def control_registers(program: str) -> list[str]:
+    """The control registers a datapath program declares, in declaration order (portus's
+    numbering): the ``(name value)`` pairs of its ``(def ...)`` after the Report block."""
+    definition = _block(program, program.index("(def"))
+    report = _block(definition, definition.index("(Report"))
+    rest = definition.replace(report, "", 1)
+    return re.findall(r"\((\w+)\s+[^()\s]+\)", rest)
+
+
+# -- what a datapath offers -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class DatapathCapabilities:
+    """What the datapath under an agent tells and does beyond libccp's primitives."""
+    undo: bool          # tells the kernel's undos (SIGNALS["undo"])
+    reductions: bool    # tells the kernel's window reductions (SIGNALS["reductions"])
+    growth: bool        # grows the window per ACK from the growth registers, tells it (SIGNALS["grown"])
+    loss_beta: bool     # the kernel's ssthresh follows the loss_beta register
+
+    def names(self) -> list[str]:
+        return [f.name for f in fields(self) if getattr(self, f.name)]
+
+    @classmethod
+    def from_names(cls, names) -> DatapathCapabilities:
+        return cls(**{f.name: f.name in names for f in fields(cls)})
+
+
+INTCC_DATAPATH = DatapathCapabilities(undo=True, reductions=True, growth=True, loss_beta=True)
+CCP_KERNEL = DatapathCapabilities(undo=False, reductions=False, growth=False, loss_beta=False)
+CONTRACT_FILE = "contract.json"     # in the daemon's state directory
+
+
+def read_datapath_contract(state_dir) -> DatapathCapabilities | None:
+    """The capabilities a running intcc datapath announced in its state directory (None:
+    no daemon has written one yet; the register handshake still guards). A daemon of
+    another contract version is an error that names both."""
+    path = Path(state_dir) / CONTRACT_FILE
+    try:
+        announced = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise ContractError(f"{path}: unreadable datapath contract ({e})") from None
+    version = announced.get("contract_version") if isinstance(announced, dict) else None
+    if version != CONTRACT_VERSION:
+        raise ContractError(f"the datapath in {path.parent} speaks contract version {version}, this agent "
+                            f"{CONTRACT_VERSION}: rebuild ('make setup') and restart 'intcc datapath run'")
+    return DatapathCapabilities.from_names(announced.get("capabilities", []))
+
+
+# -- the shared structs -----------------------------------------------------------------
+
+_C_TYPES = {"u8": (1, "__u8"), "u16": (2, "__u16"), "u32": (4, "__u32"), "u64": (8, "__u64")}
+
+STRUCTS = {
+    "intcc_ccp_event": ("Event", [
+        ("kind", "u32"), ("sid", "u32"), ("ts_ns", "u64"),
+        ("mss", "u32"), ("init_cwnd_bytes", "u32"), ("family", "u32"), ("src_port", "u16"),
+        ("dst_port", "u16"), ("src_addr", "u8[16]"), ("dst_addr", "u8[16]"),
+        ("bytes_acked", "u32"), ("packets_acked", "u32"), ("bytes_misordered", "u32"),
+        ("packets_misordered", "u32"), ("ecn_bytes", "u32"), ("ecn_packets", "u32"),
+        ("lost_pkts_sample", "u32"), ("was_timeout", "u32"), ("rtt_sample_us", "u32"),
+        ("bytes_in_flight", "u32"), ("packets_in_flight", "u32"), ("snd_cwnd_bytes", "u32"),
+        ("rate_outgoing_bps", "u64"), ("rate_incoming_bps", "u64"), ("snd_rate_bps", "u64"),
+        ("bytes_pending", "u32"), ("ca_state", "u32"), ("applied_seq", "u64"),
+        ("undo_cwnd_bytes", "u32"), ("hold_id", "u32"), ("grown_pkts", "u32"), ("reductions", "u32"),
+    ]),
+    "intcc_ccp_ctl": ("Ctl", [
+        ("flags", "u32"), ("cwnd_bytes", "u32"), ("rate_bps", "u64"), ("seq", "u64"),
+        ("answered_hold", "u32"), ("grown_base", "u32"), ("ss_until_bytes", "u32"),
+        ("ca_target_bytes", "u32"), ("ca_cnt_max", "u32"), ("reno_scale", "u32"), ("ca_epoch", "u32"),
+        ("loss_beta_1024", "u32"),
+    ]),
+    "intcc_ccp_cfg": ("Cfg", [
+        ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),
+    ]),
+    "intcc_ccp_stats": ("Stats", [
+        ("events_lost", "u64"), ("flows_created", "u64"), ("fallback_acks", "u64"),
+        ("controlled_acks", "u64"), ("creates_sent", "u64"), ("cmds_applied", "u64"), ("undos", "u64"),
+        ("rto_hold_acks", "u64"), ("cut_hold_acks", "u64"), ("uncut_recovery_acks", "u64"),
+    ]),
+}
+
+
+def _size_align(ctype: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(u8|u16|u32|u64)(?:\[(\d+)\])?", ctype)
+    if not m:
+        raise ValueError(f"unknown field type {ctype!r}")
+    size = _C_TYPES[m.group(1)][0]
+    return size * int(m.group(2) or 1), size
+
+
+def layout(struct: str) -> tuple[list[tuple[str, int]], int]:
+    """Field offsets and the size, by C's rules for natural alignment (x86-64 and BPF agree)."""
+    offset, biggest, offsets = 0, 1, []
+    for name, ctype in STRUCTS[struct][1]:
+        size, align = _size_align(ctype)
+        offset = -(-offset // align) * align
+        offsets.append((name, offset))
+        offset += size
+        biggest = max(biggest, align)
+    return offsets, -(-offset // biggest) * biggest
+
+
+def c_header() -> str:
+    lines = ["/* Generated by 'python -m ccp_algs.contract' from ccp_algs/contract.py: do not edit.",
+             " * Included after the structs it checks (bpf/intcc_ccp.bpf.c). */",
+             "#pragma once", f"#define INTCC_CONTRACT_VERSION {CONTRACT_VERSION}"]
+    for struct in STRUCTS:
+        offsets, size = layout(struct)
+        for name, offset in offsets:
+            lines.append(f"_Static_assert(__builtin_offsetof(struct {struct}, {name}) == {offset}, "
+                         f"\"{struct}.{name}: the contract says offset {offset}\");")
+        lines.append(f"_Static_assert(sizeof(struct {struct}) == {size}, \"{struct}: the contract says {size} bytes\");")
+    return "\n".join(lines) + "\n"
+
+
+def rust_module() -> str:
+    lines = ["// Generated by 'python -m ccp_algs.contract' from ccp_algs/contract.py: do not edit.",
+             "use crate::bpf::{Cfg, Ctl, Event, Stats};", "",
+             f"pub const CONTRACT_VERSION: u32 = {CONTRACT_VERSION};",
+             f"pub const REGISTER_COUNT: u32 = {len(CONTROL_REGISTERS)};"]
+    for i, r in enumerate(CONTROL_REGISTERS):
+        lines.append(f"/// {r.doc}")
+        lines.append(f"pub const REG_{r.name.upper()}: u32 = {i};")
+    caps = json.dumps(INTCC_DATAPATH.names())
+    lines += [f"/// What this datapath offers agents (contract.json)",
+              f"pub const CAPABILITIES: &[&str] = &[{caps[1:-1]}];", "",
+              "/// Copy control register `index` to the control-map field it drives; false: none.",
+              "pub fn set_ctl_register(ctl: &mut Ctl, index: u32, value: u32) -> bool {",
+              "    match index {"]
+    for i, r in enumerate(CONTROL_REGISTERS):
+        if r.ctl_field:
+            lines.append(f"        {i} => ctl.{r.ctl_field} = value,")
+    lines += ["        _ => return false,", "    }", "    true", "}", ""]
+    for struct, (rust_name, _) in STRUCTS.items():
+        offsets, size = layout(struct)
+        for name, offset in offsets:
+            lines.append(f"const _: () = assert!(std::mem::offset_of!({rust_name}, {name}) == {offset});")
+        lines.append(f"const _: () = assert!(std::mem::size_of::<{rust_name}>() == {size});")
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: str, text: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="write the agent-datapath contract as C and Rust source")
+    ap.add_argument("--c-header", help="generated C header (BPF struct layout asserts)")
+    ap.add_argument("--rust", help="generated Rust module (registers, layout asserts)")
+    args = ap.parse_args(argv)
+    if not (args.c_header or args.rust):
+        ap.error("nothing to write: give --c-header and/or --rust")
+    if args.c_header:
+        _write(args.c_header, c_header())
+    if args.rust:
+        _write(args.rust, rust_module())
+
+
+if __name__ == "__main__":
+    main()

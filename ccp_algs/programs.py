@@ -1,0 +1,122 @@
+"""The datapath programs intcc algorithms install (portus's Lisp-like language): what
+each ACK folds into a report, and when the report goes to the agent. Why each fold is
+there, with the measurements that showed it, is in docs/datapath.md ("Agents")."""
+from __future__ import annotations
+
+from .contract import register_declarations
+
+# Report at once on a loss, a timeout or an undo. Acked bytes and losses accumulate
+# between reports.
+REPORT_ON_EVENTS = """\
+(when (|| (|| Report.timeout (> Report.loss 0)) (> Report.undo 0))
+    (report)
+    (:= Micros 0)
+)
+"""
+
+# ... and once per RTT, but at most every millisecond: on a bare veth the RTT is ~20 us
+# and per-RTT reports would swamp the agent. Vegas decides per RTT on these.
+REPORT_TRIGGERS = REPORT_ON_EVENTS + """\
+(when (&& (> Micros Flow.rtt_sample_us) (> Micros 1000))
+    (report)
+    (:= Micros 0)
+)
+"""
+
+# ... or once per round for window algorithms: when a window's worth has been acked since
+# the last report, or else after an RTT. A small window's ACKs arrive a hair less than an
+# RTT after the last report: waiting for the RTT deferred the report, and the window's
+# growth, by a whole RTT.
+REPORT_PER_ROUND_TRIGGERS = REPORT_ON_EVENTS + """\
+(when (&& (> Micros 1000) (|| (> Micros Flow.rtt_sample_us) (> (+ Report.acked 1) Cwnd)))
+    (report)
+    (:= Micros 0)
+)
+"""
+
+# Report.rto_acked / rto_delivered: the bytes / packets (as Report.delivered) of the ACK
+# that reports a timeout (the first after the RTO).
+FOLD_RTO_ACKED = """\
+(when (|| Flow.was_timeout false)
+    (:= Report.rto_acked Ack.bytes_acked)
+    (fallthrough)
+)
+(when (&& (|| Flow.was_timeout false) (> Ack.bytes_acked 0))
+    (:= Report.rto_delivered Ack.packets_acked)
+    (fallthrough)
+)
+"""
+
+# Report.delivered: what the kernel's window growth counts, packets newly delivered
+# (acked_sacked) on ACKs that advance snd_una; an ACK that only SACKs grows nothing
+# (tcp_may_raise_cwnd).
+FOLD_DELIVERED = """\
+(when (> Ack.bytes_acked 0)
+    (:= Report.delivered (+ Report.delivered Ack.packets_acked))
+    (fallthrough)
+)
+"""
+
+# Slow start per ACK in the program, as the kernel's tcp_slow_start, where the program
+# runs beside the kernel's TCP (ccp-kernel): Cwnd grows by a segment (seg_bytes) per
+# packet delivered while below ss_until (bytes; 0: off), which the agent sets with every
+# window. A loss, a timeout or an undo stops it until the agent has decided. The intcc
+# datapath grows the window in the kernel from the same registers instead and leaves this
+# fold out (DatapathCapabilities.growth).
+SLOW_START_PER_ACK = """\
+(when (|| (|| Flow.was_timeout (> Ack.lost_pkts_sample 0)) (> Ack.ecn_bytes 0))
+    (:= ss_until 0)
+    (fallthrough)
+)
+(when (&& (< Cwnd ss_until) (> Ack.bytes_acked 0))
+    (:= Cwnd (min ss_until (+ Cwnd (* Ack.packets_acked seg_bytes))))
+    (fallthrough)
+)
+"""
+
+SS_UNTIL_MAX_BYTES = 2 ** 31 - 1     # "no ssthresh yet"
+NO_RTT_SAMPLE = 2147483647           # minrtt's start value (portus immediates are at most 31 bits)
+
+# The report every window algorithm shares. undo, grown and reductions are the intcc
+# datapath's signals in libccp fields (contract.SIGNALS); the control registers are the
+# contract's, declared first and in its order (the daemon reads them by position).
+_REPORT_DEF = """\
+(def (Report
+    (volatile acked 0)
+    (volatile sacked 0)
+    (volatile loss 0)
+    (volatile timeout false)
+    (volatile rtt 0)
+    (volatile minrtt 2147483647)
+    (volatile inflight 0)
+    (volatile rin 0)
+    (volatile rout 0)
+    (volatile undo 0)
+    (volatile rto_acked 0)
+    (volatile delivered 0)
+    (volatile rto_delivered 0)
+    (volatile grown 0)
+    (volatile reductions 0)
+) """ + register_declarations() + """)
+""" + FOLD_RTO_ACKED + """\
+(when true
+    (:= Report.inflight Flow.packets_in_flight)
+    (:= Report.rtt Flow.rtt_sample_us)
+    (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
+    (:= Report.rin Flow.rate_incoming)
+    (:= Report.rout Flow.rate_outgoing)
+    (:= Report.acked (+ Report.acked Ack.bytes_acked))
+    (:= Report.sacked Ack.packets_misordered)
+    (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
+    (:= Report.timeout Flow.was_timeout)
+    (:= Report.undo (max Report.undo Ack.ecn_bytes))
+    (:= Report.grown Flow.bytes_pending)
+    (:= Report.reductions Ack.bytes_misordered)
+    (fallthrough)
+)
+""" + FOLD_DELIVERED
+
+# The shared program: on the intcc datapath (the kernel grows the window per ACK) and,
+# with the slow start folded in the program, on ccp-kernel.
+REPORT_PER_RTT_AND_ON_LOSS = _REPORT_DEF + REPORT_PER_ROUND_TRIGGERS
+REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START = _REPORT_DEF + SLOW_START_PER_ACK + REPORT_PER_ROUND_TRIGGERS

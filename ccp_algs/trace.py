@@ -1,0 +1,27 @@
+"""The decision trace (``intcc alg run NAME --trace CSV``): a row per decision of every
+flow an agent controls."""
+from __future__ import annotations
+
+import csv
+import time
+
+TRACE_FIELDS = ["t_s", "mono_ns", "sid", "event", "cwnd_bytes", "ssthresh_bytes", "rtt_us",
+                "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason", "cwnd_before_bytes",
+                "src_port", "dst_port"]     # on a flow's start row: which connection (one agent, many flows)
+
+
+class Trace:
+    """CSV rows, line-buffered: portus ends the process with exit() on SIGTERM."""
+
+    def __init__(self, path: str | None):
+        self._file = open(path, "w", buffering=1, newline="") if path else None
+        self._csv = csv.DictWriter(self._file, TRACE_FIELDS) if self._file else None
+        if self._csv:
+            self._csv.writeheader()
+        self._t0 = time.monotonic_ns()
+
+    def row(self, mono_ns: int | None = None, **fields):
+        if not self._csv:
+            return
+        now = mono_ns or time.monotonic_ns()
+        self._csv.writerow({"t_s": f"{(now - self._t0) / 1e9:.6f}", "mono_ns": now, **fields})
