@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 
@@ -30,8 +29,13 @@ from estimator.features import TraceError, features
 from estimator.int_features import int_series_from_jsonl
 
 from .signals import unwind_on_sigterm
+from .traffic import BackgroundFlow, RunFailed
 
 KERNEL = {"bbr", "cubic", "reno"}          # vegas runs on the CCP datapath
+
+
+def _iperf_cca(cca: str) -> str:
+    return cca if cca in KERNEL else "ccp"
 RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
 
 
@@ -42,15 +46,6 @@ def run_plan(index: int, seed: int) -> dict:
     pair = index % 16
     return {"run": f"run{index:05d}", "index": index, "seed": seed, "params": params,
             "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
-
-
-def _flow(tb, client, server, cca, seconds, port):
-    srv = tb.popen(server, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    tb.wait_listening(server, port)
-    return srv, tb.popen(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
-                                  "-C", "ccp" if cca == "vegas" else cca, "-J"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _check_vegas_agent(workdir: str):
@@ -77,18 +72,16 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     pcap = os.path.join(workdir, f"{plan['run']}.pcap")
     try:
         with Capture(tb.ns("s1"), "intcc-sw1", pcap):
-            s1, c1 = _flow(tb, "s1", "r1", plan["cca1"], seconds, 5201)
-            s2, c2 = _flow(tb, "s2", "r2", plan["cca2"], seconds, 5202)
-            outs = []
-            for c in (c1, c2):
-                out, err = c.communicate(timeout=seconds + 60)
-                outs.append(json.loads(out) if out.strip() else {"error": err})
-            for s in (s1, s2):
-                s.kill()
-                s.wait()
-        for i, o in enumerate(outs, 1):
-            if "error" in o:
-                raise RuntimeError(f"flow {i} ({plan[f'cca{i}']}): {o['error']}")
+            flows = [BackgroundFlow(tb, client, server, _iperf_cca(plan[f"cca{i}"]), seconds, seconds, port=5200 + i)
+                     for i, (client, server) in enumerate((("s1", "r1"), ("s2", "r2")), 1)]
+            errors, outs = [], []
+            for i, f in enumerate(flows, 1):      # both end before either's error is raised
+                try:
+                    outs.append(f.join())
+                except RunFailed as e:
+                    errors.append(f"flow {i} ({plan[f'cca{i}']}): {e}")
+            if errors:
+                raise RunFailed("; ".join(errors))
         if "vegas" in (plan["cca1"], plan["cca2"]):
             _check_vegas_agent(workdir)
         tr = sender_trace(pcap, sender=tb.addr("s1"))

@@ -38,7 +38,7 @@ from .scenario import Algorithm, Scenario
 from .teardown import RUN_ROOT, teardown
 from .testbed import Testbed
 from .topo import load_topo
-from .traffic import MAIN_PORT, PORT_STRIDE, RunFailed, iperf, series, tcp_counters
+from .traffic import MAIN_PORT, PORT_STRIDE, BackgroundFlow, RunFailed, iperf, series, tcp_counters
 
 #: summary.json's layout: {"format": SUMMARY_FORMAT, "scenario": name, "records": [...]}
 #: (docs/experiments.md gives every field); format 1 was the bare list of records.
@@ -226,9 +226,9 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
     agent = None
     try:
         if alg.ccp:
-            opts = list(alg.options) + ["--trace", trace_path]
+            opts = list(alg.options) + ["--trace", trace_path, "--state-dir", dp.state_dir]
             if alg.needs_telemetry:
-                opts += ["--broker", services.broker_url, "--state-dir", dp.state_dir]
+                opts += ["--broker", services.broker_url]
             agent = services.agent_process(alg.ccp, opts, log_path=log_path).start()
             dp.wait_agent(True)
         threads = [threading.Thread(target=flow, args=(k,)) for k in range(len(specs))]
@@ -260,28 +260,19 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
     return records
 
 
-def _competitor(tb, sc, alg, holder, port: int):
-    c_client, c_server = sc.flows["competitor"]
-    try:
-        holder["out"] = iperf(tb, c_client, c_server, alg.competitor, sc.seconds, sc.interval_s, port=port)
-    except Exception as e:     # reported with the run
-        holder["error"] = str(e)
-
-
 def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     """One run's flows on its testbed (the agent, if any, is up): iperf3's output and counters."""
-    import threading
     tb, port = spec.testbed, spec.port
     client, server = sc.flows["main"]
     before = link_loss_counts(tb)
     tcp_before = tcp_counters(tb, client)
-    comp, comp_thread = {}, None
+    comp, competitor = {}, None
     extra = {}
     seed_losses(tb, spec.loss_seed)      # last thing before the flows: nothing else draws
     try:
         if alg.competitor:
-            comp_thread = threading.Thread(target=_competitor, args=(tb, sc, alg, comp, port + 1))
-            comp_thread.start()
+            competitor = BackgroundFlow(tb, *sc.flows["competitor"], alg.competitor, sc.seconds, sc.interval_s,
+                                        port=port + 1)
         with (KernelTcpTrace(port=port) if sc.kernel_trace else nullcontext()) as ktrace:
             out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port)
         if ktrace is not None:
@@ -290,8 +281,11 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
             if ktrace.lost_events:
                 extra["kernel_trace"] = {**(extra["kernel_trace"] or {}), "lost_events": ktrace.lost_events}
     finally:
-        if comp_thread is not None:
-            comp_thread.join()
+        if competitor is not None:
+            try:
+                comp["out"] = competitor.join()
+            except Exception as e:     # reported with the run
+                comp["error"] = str(e)
     after = link_loss_counts(tb)
     tcp_after = tcp_counters(tb, client)
     return FlowResult(out, comp, extra, link_passed=after[0] - before[0], link_lost=after[1] - before[1],

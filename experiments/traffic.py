@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 
 from .testbed import Testbed
 
@@ -62,6 +63,32 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
     finally:
         srv.kill()
         srv.wait()
+
+
+class BackgroundFlow:
+    """An iperf3 flow (as ``iperf``) in a thread beside the caller's: a competitor, or one
+    of several flows started together. ``join()`` returns its output or raises its error."""
+
+    def __init__(self, tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
+                 port: int):
+        self.out: dict | None = None
+        self.error: BaseException | None = None
+        args = (tb, client, server, cca, seconds, interval_s)
+        self._thread = threading.Thread(target=self._run, args=(args, port), name=f"iperf-{client}-{port}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, args, port):
+        try:
+            self.out = iperf(*args, port=port)
+        except BaseException as e:     # raised in join(), in the caller's thread
+            self.error = e
+
+    def join(self) -> dict:
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.out
 
 
 def series(out: dict) -> list[dict]:
