@@ -18,7 +18,7 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc_ccp.bpf.c ccp_algs/contract.py \
+$(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc_ccp.bpf.c $(wildcard datapath/bpf/*.h) ccp_algs/contract.py \
 		datapath/Cargo.toml datapath/Cargo.lock $(wildcard datapath/src/*.rs)
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -3,17 +3,20 @@
 //! kernel flow, and the commands libccp issues (set_cwnd / set_rate_abs) written
 //! into the BPF control map.
 
-use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
-use std::io::Write;
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use libccp::{Connection, CongestionOps, Datapath, DatapathBuilder, DatapathOps, FlowInfo, Primitives};
+use libccp::{Connection, Datapath, DatapathBuilder, DatapathOps, FlowInfo, Primitives};
 
-use crate::bpf::{Ctl, Event, Maps, CTL_HAS_CWND, CTL_HAS_RATE};
+use crate::agent_msg::{control_updates, msg_header, take_contract_registers, MSG_CHANGE_PROG, MSG_CREATE,
+                       MSG_MEASURE, MSG_UPDATE_FIELDS};
+use crate::bpf::{Event, Maps, CTL_HAS_CWND};
 use crate::contract;
+pub use crate::flowctl::{monotonic_ns, AppliedLog};
+use crate::flowctl::FlowCtl;
 
 /// Daemon-wide counters (single-threaded: Cells).
 #[derive(Default)]
@@ -54,17 +57,6 @@ struct AgentLink {
     reported: Rc<Cell<bool>>,
 }
 
-const MSG_CREATE: u16 = 0;
-const MSG_MEASURE: u16 = 1;
-
-/// (type, socket id) from a CCP message header: u16 type, u16 length, u32 socket id.
-fn msg_header(msg: &[u8]) -> Option<(u16, u32)> {
-    if msg.len() < 8 {
-        return None;
-    }
-    Some((u16::from_ne_bytes([msg[0], msg[1]]), u32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]])))
-}
-
 impl DatapathOps for AgentLink {
     fn send_msg(&mut self, msg: &[u8]) {
         match msg_header(msg) {
@@ -81,154 +73,6 @@ impl DatapathOps for AgentLink {
             },
         }
     }
-}
-
-/// A command written to the kernel whose application we wait to see (for latency figures).
-struct PendingCmd {
-    seq: u64,
-    cwnd_bytes: u32,
-    ipc_ns: u64,
-    written_ns: u64,
-}
-
-/// Per-flow state libccp calls back into.
-pub struct FlowCtl {
-    sid: u32,
-    maps: Rc<Maps>,
-    counters: Rc<Counters>,
-    applied: Rc<AppliedLog>,
-    ctl: Ctl,
-    /// What the kernel reported on the ACK being processed: libccp hands the
-    /// registers back through set_cwnd / set_rate_abs after every program run.
-    kernel_rate_bps: u64,
-    pending: VecDeque<PendingCmd>,
-    /// The kernel's per-ACK growth counter (Event::grown_pkts) on the ACK being processed,
-    /// and the one a window set now is relative to: that ACK's for the program's own
-    /// changes, the last report's for an agent command (it decided on that report).
-    grown_now: u32,
-    grown_basis: u32,
-    /// growth parameters changed since the last write
-    dirty: bool,
-    mss: u32,
-}
-
-impl FlowCtl {
-    /// The window in force by this daemon's command: the command plus the kernel's growth since.
-    fn commanded_bytes(&self) -> u32 {
-        let grown = self.grown_now.wrapping_sub(self.ctl.grown_base);
-        let grown = if (grown as i32) > 0 { grown } else { 0 };
-        self.ctl.cwnd_bytes.saturating_add(grown.saturating_mul(self.mss))
-    }
-
-    fn write(&mut self) {
-        self.dirty = false;
-        self.ctl.seq += 1;
-        match self.maps.write_ctl(self.sid, &self.ctl) {
-            Ok(()) => {
-                bump(&self.counters.cmds_written);
-                if self.pending.len() < 1024 {
-                    self.pending.push_back(PendingCmd {
-                        seq: self.ctl.seq,
-                        cwnd_bytes: self.ctl.cwnd_bytes,
-                        ipc_ns: self.applied.last_ipc_ns.get(),
-                        written_ns: monotonic_ns(),
-                    });
-                }
-            }
-            Err(_) => bump(&self.counters.cmd_write_errors),
-        }
-    }
-
-    /// The kernel says which command is in force: record the ones now applied.
-    fn saw_applied(&mut self, applied_seq: u64, ts_ns: u64) {
-        while let Some(p) = self.pending.front() {
-            if p.seq > applied_seq {
-                break;
-            }
-            self.applied.record(self.sid, p, ts_ns);
-            self.pending.pop_front();
-        }
-    }
-}
-
-impl CongestionOps for FlowCtl {
-    fn set_cwnd(&mut self, cwnd_bytes: u32) {
-        // Called after every program run with the Cwnd register, which starts as the window
-        // in force (invoke): only a change (or the takeover) reaches the kernel.
-        let has = self.ctl.flags & CTL_HAS_CWND != 0;
-        if has && (cwnd_bytes == self.commanded_bytes()
-            || (self.ctl.cwnd_bytes, self.ctl.grown_base) == (cwnd_bytes, self.grown_basis))
-        {
-            return;
-        }
-        self.ctl.flags |= CTL_HAS_CWND;
-        self.ctl.cwnd_bytes = cwnd_bytes;
-        self.ctl.grown_base = self.grown_basis;
-        self.write();
-    }
-
-    fn set_rate_abs(&mut self, rate_bps: u32) {
-        // The Rate register starts as the kernel's own pacing rate: echoing it back is
-        // not a command. Pacing starts when the algorithm sets something else.
-        // libccp carries rates as u32 (bytes/s) and truncates the kernel's u64: compare truncated.
-        let rate = rate_bps as u64;
-        if self.ctl.flags & CTL_HAS_RATE == 0 && rate_bps == self.kernel_rate_bps as u32 {
-            return;
-        }
-        if self.ctl.flags & CTL_HAS_RATE != 0 && self.ctl.rate_bps == rate {
-            return;
-        }
-        self.ctl.flags |= CTL_HAS_RATE;
-        self.ctl.rate_bps = rate;
-        self.write();
-    }
-}
-
-/// Optional CSV of commands and when the kernel applied them (latency benchmark).
-pub struct AppliedLog {
-    out: RefCell<Option<std::io::BufWriter<std::fs::File>>>,
-    /// daemon write -> kernel apply, most recent samples (ns)
-    pub lat_ns: RefCell<VecDeque<u64>>,
-    /// when the latest message from the agent arrived (CLOCK_MONOTONIC ns)
-    pub last_ipc_ns: Cell<u64>,
-}
-
-impl AppliedLog {
-    pub fn new(path: Option<&PathBuf>) -> std::io::Result<AppliedLog> {
-        let out = match path {
-            Some(p) => {
-                let mut w = std::io::BufWriter::new(std::fs::File::create(p)?);
-                writeln!(w, "sid,seq,cwnd_bytes,ipc_ns,written_ns,applied_ns")?;
-                Some(w)
-            }
-            None => None,
-        };
-        Ok(AppliedLog { out: RefCell::new(out), lat_ns: RefCell::new(VecDeque::new()), last_ipc_ns: Cell::new(0) })
-    }
-
-    fn record(&self, sid: u32, p: &PendingCmd, applied_ns: u64) {
-        let mut lat = self.lat_ns.borrow_mut();
-        if lat.len() >= 10_000 {
-            lat.pop_front();
-        }
-        lat.push_back(applied_ns.saturating_sub(p.written_ns));
-        if let Some(w) = self.out.borrow_mut().as_mut() {
-            let _ = writeln!(w, "{sid},{},{},{},{},{applied_ns}", p.seq, p.cwnd_bytes, p.ipc_ns, p.written_ns);
-        }
-    }
-
-    pub fn flush(&self) {
-        if let Some(w) = self.out.borrow_mut().as_mut() {
-            let _ = w.flush();
-        }
-    }
-}
-
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid pointer; CLOCK_MONOTONIC is bpf_ktime_get_ns()'s clock.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// What a flow looked like when it was announced (for flows.json).
@@ -265,9 +109,6 @@ struct Flow {
     /// the contract's (ccp_algs/contract.py)
     contract: bool,
 }
-
-const MSG_UPDATE_FIELDS: u16 = 3;
-const MSG_CHANGE_PROG: u16 = 4;
 
 /// One connected agent: libccp state and its flows.
 pub struct Session {
@@ -331,19 +172,7 @@ impl Session {
             .with_init_cwnd(ev.init_cwnd_bytes)
             .with_mss(ev.mss)
             .with_four_tuple(ccp_src_ip, ev.src_port as u32, ccp_dst_ip, ev.dst_port as u32);
-        let ctl = FlowCtl {
-            sid: ev.sid,
-            maps: self.maps.clone(),
-            counters: self.counters.clone(),
-            applied: self.applied.clone(),
-            ctl: Ctl::default(),
-            kernel_rate_bps: 0,
-            pending: VecDeque::new(),
-            grown_now: ev.grown_pkts,
-            grown_basis: ev.grown_pkts,
-            dirty: false,
-            mss: ev.mss.max(1),
-        };
+        let ctl = FlowCtl::new(ev.sid, self.maps.clone(), self.counters.clone(), self.applied.clone(), ev);
         // SAFETY: see `Flow::conn`; the Box gives the Datapath a stable address.
         let dp: &'static Datapath = unsafe { &*(self.dp.as_ref() as *const Datapath) };
         self.created_sid.set(None);
@@ -378,7 +207,7 @@ impl Session {
             return;
         };
         flow.conn.kernel_rate_bps = ev.snd_rate_bps;
-        if !flow.conn.pending.is_empty() {
+        if flow.conn.has_pending() {
             flow.conn.saw_applied(ev.applied_seq, ev.ts_ns);
         }
         let new_hold = ev.hold_id != flow.last.hold_id;
@@ -454,54 +283,6 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
         flow.conn.load_primitives(prims);
     }
     flow.conn.invoke()
-}
-
-/// Control registers an intcc algorithm declares first, in the contract's order
-/// (ccp_algs/contract.py; libccp keeps no names: portus numbers control registers in
-/// declaration order). The kernel's per-ACK growth and its ssthresh take them from the
-/// agent's updates once the agent's contract_version register has matched ours: a
-/// program whose first registers mean something else, or an agent of another version,
-/// never steers the kernel by chance (a mismatch is counted and logged).
-const REG_NONVOLATILE_CONTROL: u8 = 0;
-const REG_VOLATILE_CONTROL: u8 = 8;
-const UPDATE_FIELD_LEN: usize = 13; // u8 type, u32 index, u64 value, packed
-
-/// The (control register, value) pairs of an UpdateFields or ChangeProg message.
-fn control_updates(kind: u16, msg: &[u8]) -> Vec<(u32, u32)> {
-    // UpdateFieldsMsg: header, u32 count; ChangeProgMsg: header, u32 program uid, u32 count
-    let count_at = if kind == MSG_UPDATE_FIELDS { 8 } else { 12 };
-    let Some(count) = msg.get(count_at..count_at + 4) else { return Vec::new() };
-    let count = u32::from_ne_bytes([count[0], count[1], count[2], count[3]]) as usize;
-    let mut updates = Vec::with_capacity(count.min(64));
-    for i in 0..count.min(64) {
-        let at = count_at + 4 + i * UPDATE_FIELD_LEN;
-        let Some(f) = msg.get(at..at + UPDATE_FIELD_LEN) else { break };
-        if f[0] != REG_NONVOLATILE_CONTROL && f[0] != REG_VOLATILE_CONTROL {
-            continue;
-        }
-        let index = u32::from_ne_bytes([f[1], f[2], f[3], f[4]]);
-        let value = u64::from_ne_bytes([f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12]]);
-        updates.push((index, value.min(u32::MAX as u64) as u32));
-    }
-    updates
-}
-
-/// Apply the contract's registers in an agent message to a flow's control entry;
-/// `accepted`: the flow's agent has announced our contract version. Err: it announced
-/// another one.
-fn take_contract_registers(accepted: &mut bool, ctl: &mut Ctl, updates: &[(u32, u32)]) -> Result<(), u32> {
-    if let Some(&(_, version)) = updates.iter().find(|&&(i, _)| i == contract::REG_CONTRACT_VERSION) {
-        *accepted = version == contract::CONTRACT_VERSION;
-        if !*accepted {
-            return Err(version);
-        }
-    }
-    if *accepted {
-        for &(index, value) in updates {
-            contract::set_ctl_register(ctl, index, value);
-        }
-    }
-    Ok(())
 }
 
 impl Session {
@@ -590,52 +371,5 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.flows.clear(); // every Connection before the Datapath it points into
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn update_fields_msg(fields: &[(u8, u32, u64)]) -> Vec<u8> {
-        let mut m = vec![0u8; 8];
-        m[0..2].copy_from_slice(&MSG_UPDATE_FIELDS.to_ne_bytes());
-        m.extend_from_slice(&(fields.len() as u32).to_ne_bytes());
-        for &(kind, index, value) in fields {
-            m.push(kind);
-            m.extend_from_slice(&index.to_ne_bytes());
-            m.extend_from_slice(&value.to_ne_bytes());
-        }
-        m
-    }
-
-    #[test]
-    fn registers_count_only_after_the_agent_announced_our_contract() {
-        let ss = contract::REG_SS_UNTIL;
-        let beta = contract::REG_LOSS_BETA;
-        let (mut accepted, mut ctl) = (false, Ctl::default());
-        // no version announced: nothing steers the kernel
-        let m = update_fields_msg(&[(REG_NONVOLATILE_CONTROL, ss, 30000)]);
-        assert_eq!(take_contract_registers(&mut accepted, &mut ctl, &control_updates(MSG_UPDATE_FIELDS, &m)), Ok(()));
-        assert_eq!(ctl.ss_until_bytes, 0);
-        // another version: refused and named
-        let v = contract::REG_CONTRACT_VERSION;
-        let m = update_fields_msg(&[(0, v, 1), (0, ss, 30000), (0, beta, 717)]);
-        assert_eq!(take_contract_registers(&mut accepted, &mut ctl, &control_updates(MSG_UPDATE_FIELDS, &m)), Err(1));
-        assert_eq!((ctl.ss_until_bytes, ctl.loss_beta_1024), (0, 0));
-        // ours: taken, by position, and later updates without the version too
-        let m = update_fields_msg(&[(0, v, contract::CONTRACT_VERSION as u64), (0, ss, 30000), (0, beta, 717)]);
-        assert_eq!(take_contract_registers(&mut accepted, &mut ctl, &control_updates(MSG_UPDATE_FIELDS, &m)), Ok(()));
-        assert_eq!((ctl.ss_until_bytes, ctl.loss_beta_1024), (30000, 717));
-        let m = update_fields_msg(&[(REG_VOLATILE_CONTROL, ss, 0), (4 /* a report register */, ss, 9)]);
-        take_contract_registers(&mut accepted, &mut ctl, &control_updates(MSG_UPDATE_FIELDS, &m)).unwrap();
-        assert_eq!(ctl.ss_until_bytes, 0);
-    }
-
-    #[test]
-    fn a_truncated_message_yields_the_whole_fields_only() {
-        let m = update_fields_msg(&[(0, 3, 7), (0, 4, 8)]);
-        assert_eq!(control_updates(MSG_UPDATE_FIELDS, &m[..m.len() - 1]), vec![(3, 7)]);
-        assert!(control_updates(MSG_UPDATE_FIELDS, &m[..6]).is_empty());
     }
 }

@@ -7,8 +7,10 @@
 //! kernel side to obey the agent; without one, flows run the BPF Reno fallback.
 
 mod agent;
+mod agent_msg;
 mod bpf;
 mod contract;
+mod flowctl;
 mod host;
 
 use std::cell::RefCell;
