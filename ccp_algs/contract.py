@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -198,6 +199,21 @@ def layout(struct: str) -> tuple[list[tuple[str, int]], int]:
         offset += size
         biggest = max(biggest, align)
     return offsets, -(-offset // biggest) * biggest
+
+
+def pack(struct: str, **values: int) -> bytes:
+    """A struct's bytes (native byte order) with these fields set, the rest zero: for
+    tools and tests that write the BPF maps directly."""
+    offsets, size = layout(struct)
+    types = dict(STRUCTS[struct][1])
+    out = bytearray(size)
+    where = dict(offsets)
+    for name, value in values.items():
+        if name not in where:
+            raise KeyError(f"{struct} has no field {name!r}")
+        width = _size_align(types[name])[1]
+        out[where[name]:where[name] + width] = int(value).to_bytes(width, sys.byteorder)
+    return bytes(out)
 
 
 def c_header() -> str:

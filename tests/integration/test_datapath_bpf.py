@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from ccp_algs import contract
 from ccp_algs.datapath import ccp_holder
 
 OBJ = os.path.join(os.path.dirname(__file__), "..", "..", "datapath", "build", "intcc_ccp_nolink.bpf.o")
@@ -82,14 +83,16 @@ def test_without_an_agent_flows_run_on_the_fallback(ccp):
 def test_a_cwnd_in_the_control_map_is_applied(ccp):
     free_run = iperf_gbps()
     now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    map_update("intcc_ccp_cfg", struct.pack("<I", 0), struct.pack("<QQQ", now, 600 * 10**9, 1))
+    map_update("intcc_ccp_cfg", struct.pack("<I", 0),
+               contract.pack("intcc_ccp_cfg", heartbeat_ns=now, agent_timeout_ns=600 * 10**9, epoch=1))
     try:
         for sid in range(1, 64):   # the next flows' socket ids (the daemon learns them from CREATE events)
-            map_update("intcc_ccp_ctl", struct.pack("<I", sid), struct.pack("<IIQQ8I", 1, 2 * 1448, 0, 1, *[0] * 8))   # intcc_ccp_ctl: 56 bytes
+            map_update("intcc_ccp_ctl", struct.pack("<I", sid),
+                       contract.pack("intcc_ccp_ctl", flags=1, cwnd_bytes=2 * 1448, seq=1))   # CTL_HAS_CWND
         before = stats()
         capped = iperf_gbps()
         after = stats()
     finally:
-        map_update("intcc_ccp_cfg", struct.pack("<I", 0), bytes(24))   # heartbeat 0: no agent
+        map_update("intcc_ccp_cfg", struct.pack("<I", 0), contract.pack("intcc_ccp_cfg"))   # heartbeat 0: no agent
     assert after["controlled_acks"] > before["controlled_acks"]
     assert capped < 0.5 * free_run, (capped, free_run)

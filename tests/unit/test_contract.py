@@ -101,3 +101,12 @@ def test_an_agent_reads_the_daemons_contract(tmp_path):
     (tmp_path / "contract.json").write_text("{not json")
     with pytest.raises(ContractError, match="unreadable"):
         read_datapath_contract(tmp_path)
+
+
+def test_pack_places_fields_at_their_offsets():
+    raw = contract.pack("intcc_ccp_ctl", flags=1, cwnd_bytes=2896, seq=7, loss_beta_1024=717)
+    assert len(raw) == 56
+    assert int.from_bytes(raw[4:8], "little") == 2896 and int.from_bytes(raw[16:24], "little") == 7
+    assert int.from_bytes(raw[52:56], "little") == 717
+    with pytest.raises(KeyError, match="no field 'cwnd'"):
+        contract.pack("intcc_ccp_ctl", cwnd=1)
