@@ -8,6 +8,7 @@ import logging
 import time
 
 from .contract import CONTRACT_VERSION, INTCC_DATAPATH, DatapathCapabilities, check_program
+from .registry import INIT_CWND
 from .programs import (NO_RTT_SAMPLE, REPORT_PER_RTT_AND_ON_LOSS, REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START,
                        SS_UNTIL_MAX_BYTES)
 from .trace import Trace
@@ -299,8 +300,11 @@ class WindowFlow(FlowBase):
 class Algorithm(AlgBase):
     """An algorithm: its datapath program and the flow class it makes."""
     name = ""
+    summary = ""                 # one line for 'intcc alg list' and --help
     flow_class = FlowBase
     program = REPORT_PER_RTT_AND_ON_LOSS
+    params = (INIT_CWND,)        # the constructor's options (registry.Param), for the command line
+    needs_telemetry = False      # built with telemetry= and directory= (the sink's MQTT feed)
 
     # The window kept after a congestive loss, /1024: the kernel's ssthresh on the intcc
     # datapath until the agent answers the loss (contract register loss_beta).

@@ -3,6 +3,7 @@ calibration: goodput should be cwnd / RTT whatever the path does."""
 from __future__ import annotations
 
 from .base import Algorithm, FlowBase, Report
+from .registry import Param
 
 
 class ConstFlow(FlowBase):
@@ -23,7 +24,12 @@ class ConstFlow(FlowBase):
 
 class Const(Algorithm):
     name = "const"
+    summary = "Fixed cwnd (tests, calibration): goodput = cwnd / RTT."
     flow_class = ConstFlow
+    params = (Param("cwnd_pkts", int, 10, "the fixed congestion window, in MSS-sized packets", min=1),
+              Param("rate_mbps", float, 0.0, "also pace at this rate (0: no pacing)", min=0),
+              Param("loss_beta", float, 1.0, "the kernel's cut on a loss until the agent answers "
+                    "(1: none, as const never cuts)", min=0, max=1, min_open=True))
 
     def __init__(self, cwnd_pkts: int = 10, rate_mbps: float = 0.0, trace: str | None = None,
                  loss_beta: float = 1.0, **kwargs):

@@ -33,6 +33,9 @@ from __future__ import annotations
 import time
 
 from .base import Algorithm, Report, WindowFlow
+from .registry import INIT_CWND, Param
+
+HYSTART = Param("hystart", bool, True, "HyStart delay detection ends slow start before the first loss (as Linux)")
 
 BETA = 0.7
 C = 0.4
@@ -284,7 +287,9 @@ class CubicFlow(WindowFlow):
 
 class Cubic(Algorithm):
     name = "cubic"
+    summary = "CUBIC (RFC 9438: beta 0.7, C 0.4, fast convergence, Reno-friendly region, HyStart)."
     flow_class = CubicFlow
+    params = (HYSTART, INIT_CWND)
     loss_beta_1024 = _BETA_1024
 
     def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None, hystart: bool = True, **kwargs):

@@ -32,7 +32,8 @@ from __future__ import annotations
 import time
 
 from .base import Report
-from .cubic import BETA, Cubic, CubicFlow
+from .cubic import BETA, HYSTART, Cubic, CubicFlow
+from .registry import INIT_CWND, Param
 from .loss_classifier import classify
 
 POLICIES = ("l1", "l2")
@@ -128,15 +129,22 @@ class CubicIntFlow(CubicFlow):
 
 class CubicInt(Cubic):
     name = "cubic-int"
+    summary = "INT-aware CUBIC: link losses do not cut cwnd like congestion (paper 003)."
     flow_class = CubicIntFlow
+    params = (Param("policy", str, "l1", "on a link (non-congestive) loss: l1 keeps cwnd, l2 multiplies it by 0.95",
+                    choices=tuple(POLICIES)),
+              Param("increment", float, 1.0, "slow-start growth factor of paper Eq. (1) (paper: 1, 2, 3)",
+                    min=0, min_open=True),
+              Param("max_age_ms", float, 200.0, "older telemetry is ignored: the flow is then plain CUBIC", min=0),
+              HYSTART, INIT_CWND)
+    needs_telemetry = True
 
     def __init__(self, policy: str = "l1", increment: float = 1.0, telemetry=None, directory=None,
                  max_age_ms: float = 200.0, init_cwnd_pkts: int = 10, trace: str | None = None,
                  hystart: bool = True, **kwargs):
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
-        if increment <= 0:
-            raise ValueError(f"increment must be > 0, not {increment}")
+        by_name = {p.name: p for p in self.params}
+        by_name["policy"].check(policy)
+        by_name["increment"].check(increment)
         super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart, **kwargs)
         self.policy = policy
         self.increment = increment

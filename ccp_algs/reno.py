@@ -25,4 +25,5 @@ class RenoFlow(WindowFlow):
 
 class Reno(Algorithm):
     name = "reno"
+    summary = "Reno AIMD: slow start, +1 MSS per RTT, halve on loss, 1 MSS on timeout."
     flow_class = RenoFlow

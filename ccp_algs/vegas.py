@@ -91,5 +91,6 @@ class VegasFlow(WindowFlow):
 
 class Vegas(Algorithm):
     name = "vegas"
+    summary = "TCP Vegas: delay-based, alpha 2 / beta 4 / gamma 1 packets (estimator runs)."
     flow_class = VegasFlow
     program = PROGRAM

@@ -141,7 +141,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     later resume fills them in). ``node_python``: the INT nodes' interpreter
     (int_node/runtime.py; None: $INTCC_NODE_PYTHON, else cpython)."""
     import multiprocessing as mp
-    from ccp_algs.datapath import AgentProcess, DatapathProcess
+    from ccp_agent.datapath import AgentProcess, DatapathProcess
     from int_node.runtime import ENV_VAR, InterpreterError, node_python as resolve_node_python
     node_python = (node_python or os.environ.get(ENV_VAR) or "cpython").strip()
     try:

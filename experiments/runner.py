@@ -52,9 +52,9 @@ CREDS = run_path("exp-broker", "credentials.json")
 class Services:
     """What every run of a scenario shares: the CCP datapath and the broker, if needed."""
     scenario: Scenario
-    datapath: Optional[Any] = None            # ccp_algs.datapath.DatapathProcess
+    datapath: Optional[Any] = None            # ccp_agent.datapath.DatapathProcess
     broker_url: Optional[str] = None
-    agent_process: Optional[Callable] = None  # ccp_algs.datapath.AgentProcess
+    agent_process: Optional[Callable] = None  # ccp_agent.datapath.AgentProcess
 
 
 @dataclass
@@ -121,7 +121,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
     serving all their flows. For low-rate runs (high loss), where the nodes idle: the
     testbeds share the machine's cores."""
     from broker.launch import BrokerProcess
-    from ccp_algs.datapath import AgentProcess, DatapathProcess
+    from ccp_agent.datapath import AgentProcess, DatapathProcess
 
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
     needs_ccp = any(a.ccp for a in sc.algorithms)

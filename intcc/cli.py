@@ -22,7 +22,7 @@ def _add_groups():
     from broker.cli import broker_group, telemetry_group
     from broker.publisher import register_exporters
     register_exporters()        # 'intcc node run': sinks may publish over MQTT
-    from ccp_algs.cli import alg_group, datapath_group
+    from ccp_agent.cli import alg_group, datapath_group
     from estimator.cli import estimator_group
     from experiments.cli import exp_group, testbed_group
     from int_node.cli import node_group

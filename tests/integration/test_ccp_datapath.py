@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
+from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
 from experiments.linkctl import set_loss
 from experiments.traffic import tcp_counters
 from int_node import ioam
@@ -429,7 +429,7 @@ def test_a_restarted_datapath_takes_back_the_flows_of_the_one_that_died(tb, dp, 
 
 def test_an_agent_removes_its_socket_file_however_it_ends(tmp_path):
     """portus exits from its own signal handler; the agent's socket file must not outlive it."""
-    from ccp_algs.datapath import AGENT_SOCKET
+    from ccp_agent.datapath import AGENT_SOCKET
     for end in ("stop", "kill"):
         a = AgentProcess("const", log_path=str(tmp_path / f"{end}.log")).start()
         assert os.path.exists(AGENT_SOCKET)

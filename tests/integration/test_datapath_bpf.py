@@ -10,7 +10,7 @@ import time
 import pytest
 
 from ccp_algs import contract
-from ccp_algs.datapath import ccp_holder
+from ccp_agent.datapath import ccp_holder
 
 OBJ = os.path.join(os.path.dirname(__file__), "..", "..", "datapath", "build", "intcc_ccp_nolink.bpf.o")
 NS_A, NS_B = "intcc-dpt-a", "intcc-dpt-b"

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from broker.launch import BrokerProcess
-from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
+from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
 from experiments.linkctl import link_loss_counts, set_loss
 from experiments.traffic import iperf
 from tests.integration.tbutil import start_testbed

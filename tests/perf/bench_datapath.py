@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 
-from ccp_algs.datapath import AgentProcess, DatapathProcess, ccp_registered
+from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
 
 NS_A, NS_B = "intcc-dpb-a", "intcc-dpb-b"
 SECONDS = 6

@@ -3,7 +3,7 @@ fallback, which moves data too, so runs and tests ask it explicitly."""
 import subprocess
 import sys
 
-from ccp_algs.datapath import AgentProcess
+from ccp_agent.datapath import AgentProcess
 
 
 def agent_running(tmp_path, log_text, code):

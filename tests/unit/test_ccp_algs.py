@@ -4,7 +4,7 @@ import pytest
 
 from telemetry.schema import FlowRecord, HopState
 from broker.subscriber import Fresh
-from ccp_algs import portus_compat
+from ccp_agent import portus_compat
 from ccp_algs.const import Const
 from ccp_algs.contract import CCP_KERNEL
 from ccp_algs.cubic import RENO_FRIENDLY_SCALE, Cubic

@@ -72,3 +72,18 @@ def test_an_agent_refuses_a_datapath_of_another_contract_version(tmp_path, alg):
     r = CliRunner().invoke(main, ["alg", "run", alg, "--state-dir", str(tmp_path)])
     assert r.exit_code == 1
     assert "speaks contract version 1, this agent 2" in r.output and "Traceback" not in r.output
+
+
+def test_every_registered_algorithm_has_a_command_with_its_options():
+    from ccp_algs.registry import ALGORITHMS, algorithm_class
+    for name in ALGORITHMS:
+        r = CliRunner().invoke(main, ["alg", "run", name, "--help"])
+        assert r.exit_code == 0, r.output
+        for param in algorithm_class(name).params:
+            assert "--" + param.name.replace("_", "-") in r.output, (name, param.name)
+
+
+def test_an_unknown_algorithm_is_named_with_the_known_ones():
+    from ccp_algs.registry import algorithm_class
+    with pytest.raises(KeyError, match="unknown algorithm 'cubc': one of bbr, const, cubic"):
+        algorithm_class("cubc")

@@ -84,7 +84,7 @@ def test_timerfd_fires_at_its_deadline_through_either_binding(prefer_cffi):
 def test_one_run_directory_for_every_part_and_intcc_run_dir_moves_it_all(tmp_path):
     import subprocess
     import sys
-    code = ("from ccp_algs.datapath import DEFAULT_STATE_DIR; from ccp_algs.flows import DEFAULT_STATE_DIR as F; "
+    code = ("from ccp_agent.datapath import DEFAULT_STATE_DIR; from ccp_agent.flows import DEFAULT_STATE_DIR as F; "
             "from broker.auth import DEFAULT_CREDENTIALS; from broker.launch import PRIVATE_ROOT; "
             "from experiments.teardown import RUN_ROOT; from experiments.runner import CREDS; "
             "print('\\n'.join([DEFAULT_STATE_DIR, F, DEFAULT_CREDENTIALS, PRIVATE_ROOT, RUN_ROOT, CREDS]))")

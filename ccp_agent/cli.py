@@ -1,14 +1,15 @@
 """``intcc alg`` (run a CCP algorithm) and ``intcc datapath`` (the BPF datapath daemon)."""
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
 
 import click
 
-from .contract import CCP_KERNEL, INTCC_DATAPATH, ContractError, DatapathCapabilities, read_datapath_contract
+from ccp_algs.contract import CCP_KERNEL, INTCC_DATAPATH, ContractError, DatapathCapabilities, read_datapath_contract
+from ccp_algs.registry import ALGORITHMS, Param, algorithm_class
+
 from .datapath import DEFAULT_STATE_DIR
 from .portus_compat import IPC_CHOICES, AlgorithmError, start
 
@@ -65,89 +66,57 @@ def run_group():
     """Run algorithm NAME as the CCP agent (blocks until SIGINT/SIGTERM)."""
 
 
-@run_group.command("const")
-@click.option("--cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True,
-              help="the fixed congestion window, in MSS-sized packets")
-@click.option("--rate-mbps", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="also pace at this rate (0: no pacing)")
-@click.option("--loss-beta", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True,
-              help="the kernel's cut on a loss until the agent answers (1: none, as const never cuts)")
-@_common
-def run_const(cwnd_pkts, rate_mbps, loss_beta, ipc, trace, verbose, state_dir):
-    """Fixed cwnd (tests, calibration): goodput = cwnd / RTT."""
-    from .const import Const
-    _run(lambda caps: Const(cwnd_pkts=cwnd_pkts, rate_mbps=rate_mbps, trace=trace, loss_beta=loss_beta,
-                            capabilities=caps), ipc, verbose, state_dir)
+def _option(param: Param):
+    """A click option for an algorithm's Param."""
+    flag = "--" + param.name.replace("_", "-")
+    if param.kind is bool:
+        return click.option(f"{flag}/--no-{flag[2:]}", param.name, default=param.default, show_default=True,
+                            help=param.help)
+    if param.choices:
+        kind = click.Choice(param.choices)
+    elif param.kind is int:
+        kind = click.IntRange(min=param.min, max=param.max, min_open=param.min_open)
+    elif param.kind is float:
+        kind = click.FloatRange(min=param.min, max=param.max, min_open=param.min_open)
+    else:
+        kind = str
+    return click.option(flag, param.name, type=kind, default=param.default, show_default=True, help=param.help)
 
 
-_HYSTART = click.option("--hystart/--no-hystart", default=True, show_default=True,
-                        help="HyStart delay detection ends slow start before the first loss (as Linux)")
+def _algorithm_command(name: str):
+    alg_class = algorithm_class(name)
+
+    def command(ipc, trace, verbose, state_dir, broker_url=None, **params):
+        runtime = {}
+        if alg_class.needs_telemetry:
+            from .flows import FlowDirectory
+            from .telemetry_feed import TelemetryFeed
+            feed = TelemetryFeed(broker_url).start()
+            runtime = {"telemetry": feed, "directory": FlowDirectory(state_dir)}
+        try:
+            _run(lambda caps: alg_class(**params, **runtime, trace=trace, capabilities=caps), ipc, verbose,
+                 state_dir)
+        finally:
+            if runtime:
+                runtime["telemetry"].stop()
+
+    command.__doc__ = alg_class.summary
+    command = _common(command)           # options list outermost first: the algorithm's, then these
+    if alg_class.needs_telemetry:
+        command = click.option("--broker", "broker_url", default="mqtt://127.0.0.1:1883", show_default=True,
+                               help="MQTT broker the INT sink publishes to")(command)
+    for param in reversed(alg_class.params):
+        command = _option(param)(command)
+    return run_group.command(name)(command)
 
 
-@run_group.command("cubic")
-@_HYSTART
-@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
-@_common
-def run_cubic(hystart, init_cwnd_pkts, ipc, trace, verbose, state_dir):
-    """CUBIC (RFC 9438: beta 0.7, C 0.4, fast convergence, Reno-friendly region, HyStart)."""
-    from .cubic import Cubic
-    _run(lambda caps: Cubic(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart, capabilities=caps),
-         ipc, verbose, state_dir)
-
-
-@run_group.command("cubic-int")
-@click.option("--policy", type=click.Choice(["l1", "l2"]), default="l1", show_default=True,
-              help="on a link (non-congestive) loss: l1 keeps cwnd, l2 multiplies it by 0.95")
-@click.option("--increment", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
-              help="slow-start growth factor of paper Eq. (1) (paper: 1, 2, 3)")
-@click.option("--broker", "broker_url", default="mqtt://127.0.0.1:1883", show_default=True,
-              help="MQTT broker the INT sink publishes to")
-@click.option("--max-age-ms", type=click.FloatRange(min=0), default=200.0, show_default=True,
-              help="older telemetry is ignored: the flow is then plain CUBIC")
-@_HYSTART
-@click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
-@_common
-def run_cubic_int(policy, increment, broker_url, max_age_ms, state_dir, hystart, init_cwnd_pkts, ipc, trace,
-                  verbose):
-    """INT-aware CUBIC: link losses do not cut cwnd like congestion (paper 003)."""
-    from .cubic_int import CubicInt
-    from .flows import FlowDirectory
-    from .telemetry_feed import TelemetryFeed
-    feed = TelemetryFeed(broker_url).start()
-    try:
-        _run(lambda caps: CubicInt(policy=policy, increment=increment, telemetry=feed,
-                                   directory=FlowDirectory(state_dir), max_age_ms=max_age_ms,
-                                   init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart, capabilities=caps),
-             ipc, verbose, state_dir)
-    finally:
-        feed.stop()
-
-
-# Algorithms whose only option is the initial window.
-SIMPLE = {
-    "reno": (".reno", "Reno", "Reno AIMD: slow start, +1 MSS per RTT, halve on loss, 1 MSS on timeout."),
-    "vegas": (".vegas", "Vegas", "TCP Vegas: delay-based, alpha 2 / beta 4 / gamma 1 packets (estimator runs)."),
-}
-
-
-def _simple_command(name, module, cls, doc):
-    @run_group.command(name, help=doc)
-    @click.option("--init-cwnd-pkts", type=click.IntRange(min=1), default=10, show_default=True)
-    @_common
-    def command(init_cwnd_pkts, ipc, trace, verbose, state_dir):
-        alg_class = getattr(importlib.import_module(module, __package__), cls)
-        _run(lambda caps: alg_class(init_cwnd_pkts=init_cwnd_pkts, trace=trace, capabilities=caps), ipc, verbose,
-             state_dir)
-    return command
-
-
-for _name, (_module, _cls, _doc) in SIMPLE.items():
-    _simple_command(_name, _module, _cls, _doc)
+for _name in ALGORITHMS:
+    _algorithm_command(_name)
 
 
 @alg_group.command("list")
 def list_algs():
-    """The algorithms 'intcc alg run' knows."""
+    """The algorithms 'intcc alg run' knows (ccp_algs/registry.py)."""
     for name, cmd in sorted(run_group.commands.items()):
         click.echo(f"{name:12s} {cmd.get_short_help_str(70)}")
 
