@@ -1,0 +1,311 @@
+"""bbr: BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00; Linux tcp_bbr.c) in CCP.
+
+A model of the path, per report: the bottleneck bandwidth (the max delivery rate of the
+last 10 rounds) and the propagation RTT (the min RTT of the last 10 s). It paces at
+pacing_gain x bw and keeps cwnd at cwnd_gain x BDP, through four modes:
+Startup (gain 2/ln 2 until bw grew < 25 % in 3 rounds), Drain (1/gain until in flight is
+one BDP), ProbeBW (pacing gain cycling 5/4, 3/4, 1 x 6, a phase per min RTT) and ProbeRTT
+(4 packets for 200 ms and a round when the min RTT is 10 s old).
+
+Losses do not cut the model: as Linux, the window drops by what was lost, a recovery
+starts a round of packet conservation (cwnd = in flight + delivered), and its end
+restores the window from before it. The datapath grows the window per ACK up to the
+target (contract register ss_until), as tcp_bbr's cwnd += acked, and paces at the rate
+this sets (the contract's Rate). Long-term bandwidth sampling for policers and the
+ACK-aggregation allowance of later kernels are left out (docs/datapath.md).
+"""
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from .base import Algorithm, FlowBase, Report
+from .contract import check_program, register_declarations
+from .programs import FOLD_DELIVERED, FOLD_RTO_ACKED, REPORT_PER_ROUND_TRIGGERS, SLOW_START_PER_ACK
+from .registry import INIT_CWND
+
+HIGH_GAIN = 2885 / 1000          # 2/ln(2): Startup doubles the delivery rate per round
+DRAIN_GAIN = 1000 / 2885
+CWND_GAIN = 2.0
+PACING_GAINS = (5 / 4, 3 / 4, 1, 1, 1, 1, 1, 1)
+BW_WINDOW_ROUNDS = len(PACING_GAINS) + 2
+MIN_RTT_WINDOW_NS = 10 * 10**9
+PROBE_RTT_NS = 200 * 10**6
+CWND_MIN_PKTS = 4
+FULL_BW_GROWTH = 5 / 4
+FULL_BW_ROUNDS = 3
+PACING_MARGIN = 0.99             # tcp_bbr paces 1 % below the estimate
+TSO_BUDGET_PKTS = 3 * 2          # bbr_quantization_budget at low rates: 3 x 2 TSO segments
+STARTUP, DRAIN, PROBE_BW, PROBE_RTT = "startup", "drain", "probe_bw", "probe_rtt"
+
+# The shared report plus the round's largest delivery-rate sample (the kernel's rate
+# sample, bytes/s, per ACK), which the bandwidth filter takes.
+_DEF = """\
+(def (Report
+    (volatile acked 0)
+    (volatile sacked 0)
+    (volatile loss 0)
+    (volatile timeout false)
+    (volatile rtt 0)
+    (volatile minrtt 2147483647)
+    (volatile inflight 0)
+    (volatile rin 0)
+    (volatile rout 0)
+    (volatile undo 0)
+    (volatile rto_acked 0)
+    (volatile delivered 0)
+    (volatile rto_delivered 0)
+    (volatile grown 0)
+    (volatile reductions 0)
+    (volatile bw_max 0)
+) """ + register_declarations() + """)
+""" + FOLD_RTO_ACKED + """\
+(when true
+    (:= Report.inflight Flow.packets_in_flight)
+    (:= Report.rtt Flow.rtt_sample_us)
+    (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
+    (:= Report.rin Flow.rate_incoming)
+    (:= Report.rout Flow.rate_outgoing)
+    (:= Report.bw_max (max Report.bw_max Flow.rate_incoming))
+    (:= Report.acked (+ Report.acked Ack.bytes_acked))
+    (:= Report.sacked Ack.packets_misordered)
+    (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
+    (:= Report.timeout Flow.was_timeout)
+    (:= Report.undo (max Report.undo Ack.ecn_bytes))
+    (:= Report.grown Flow.bytes_pending)
+    (:= Report.reductions Ack.bytes_misordered)
+    (fallthrough)
+)
+""" + FOLD_DELIVERED
+PROGRAM = _DEF + REPORT_PER_ROUND_TRIGGERS
+PROGRAM_FOLDED_SLOW_START = _DEF + SLOW_START_PER_ACK + REPORT_PER_ROUND_TRIGGERS    # ccp-kernel
+
+
+class BbrFlow(FlowBase):
+    def __init__(self, alg, datapath, datapath_info, now_ns=None):
+        super().__init__(alg, datapath, datapath_info)
+        self.clock = alg.clock
+        now = self.clock() if now_ns is None else now_ns
+        self.cwnd_pkts = float(alg.init_cwnd_pkts)
+        self.mode = STARTUP
+        self.pacing_gain, self.cwnd_gain = HIGH_GAIN, HIGH_GAIN
+        self.bw_samples: deque[tuple[int, float]] = deque()      # (round, max delivery rate B/s)
+        self.min_rtt_us: float | None = None
+        self.min_rtt_stamp_ns = now
+        self.round = 0
+        self.delivered_bytes = 0.0
+        self.next_round_delivered = 0.0
+        self.full_bw, self.full_bw_count, self.full_bw_reached = 0.0, 0, False
+        self.cycle_idx, self.cycle_stamp_ns = 0, now
+        self.probe_rtt_done_ns: int | None = None
+        self.probe_rtt_round_done = False
+        self.prior_cwnd_pkts = 0.0
+        self.conservation_until_round: int | None = None
+        self.recovery_bytes_left = 0.0
+        self.grown_seen = 0
+        self.reductions_seen = 0
+        self.rate_bytes_per_s = 0
+        self.install(int(self.cwnd_pkts * self.mss), [("seg_bytes", self.mss)] + self._growth(self.cwnd_pkts))
+        self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd_pkts * self.mss), reason="bbr startup",
+                       src_port=self.ports[0], dst_port=self.ports[1])
+
+    # -- the model ---------------------------------------------------------------------
+    @property
+    def bw(self) -> float:
+        """Bottleneck bandwidth estimate (bytes/s): the max sample of the last 10 rounds."""
+        return max((b for _, b in self.bw_samples), default=0.0)
+
+    def bdp_pkts(self, gain: float) -> float:
+        if self.min_rtt_us is None or self.bw <= 0:
+            return float(self.alg.init_cwnd_pkts)      # no model yet: the initial window
+        return gain * self.bw * self.min_rtt_us / 1e6 / self.mss
+
+    def target_pkts(self) -> float:
+        """bbr_bdp with cwnd_gain plus the quantization budget, rounded up to even."""
+        target = int(-(-self.bdp_pkts(self.cwnd_gain) // 1)) + TSO_BUDGET_PKTS
+        target += target % 2
+        if self.mode == PROBE_BW and self.cycle_idx == 0:
+            target += 2                                  # room to probe while pacing 5/4
+        return float(target)
+
+    def _update_round(self, r: Report) -> bool:
+        """A round ends once what was in flight when it began is delivered (tcp_bbr's
+        next_rtt_delivered)."""
+        self.delivered_bytes += r.acked
+        if self.delivered_bytes >= self.next_round_delivered:
+            self.next_round_delivered = self.delivered_bytes + r.inflight * self.mss
+            self.round += 1
+            if self.conservation_until_round is not None and self.round >= self.conservation_until_round:
+                self.conservation_until_round = None
+            return True
+        return False
+
+    def _update_bw(self, bw_sample: float):
+        if bw_sample > 0:
+            if self.bw_samples and self.bw_samples[-1][0] == self.round:
+                if bw_sample > self.bw_samples[-1][1]:
+                    self.bw_samples[-1] = (self.round, bw_sample)
+            else:
+                self.bw_samples.append((self.round, bw_sample))
+        while self.bw_samples and self.bw_samples[0][0] <= self.round - BW_WINDOW_ROUNDS:
+            self.bw_samples.popleft()
+
+    def _check_full_bw(self, round_start: bool):
+        if self.full_bw_reached or not round_start:
+            return
+        if self.bw >= self.full_bw * FULL_BW_GROWTH:
+            self.full_bw, self.full_bw_count = self.bw, 0
+            return
+        self.full_bw_count += 1
+        self.full_bw_reached = self.full_bw_count >= FULL_BW_ROUNDS
+
+    def _enter_probe_bw(self, now: int):
+        self.mode, self.pacing_gain, self.cwnd_gain = PROBE_BW, 1.0, CWND_GAIN
+        # a random phase, never the draining one (tcp_bbr: CYCLE_LEN - 1 - rand(7), then advance)
+        self.cycle_idx = (len(PACING_GAINS) - 1 - self.alg.rng.randrange(7) + 1) % len(PACING_GAINS)
+        self.pacing_gain, self.cycle_stamp_ns = PACING_GAINS[self.cycle_idx], now
+
+    def _update_cycle(self, r: Report, now: int):
+        if self.mode != PROBE_BW:
+            return
+        full_length = (now - self.cycle_stamp_ns) > (self.min_rtt_us or 0) * 1e3
+        inflight = r.inflight
+        if self.pacing_gain == 1:
+            advance = full_length
+        elif self.pacing_gain > 1:
+            advance = full_length and (r.loss > 0 or inflight >= self.bdp_pkts(self.pacing_gain))
+        else:
+            advance = full_length or inflight <= self.bdp_pkts(1.0)
+        if advance:
+            self.cycle_idx = (self.cycle_idx + 1) % len(PACING_GAINS)
+            self.pacing_gain, self.cycle_stamp_ns = PACING_GAINS[self.cycle_idx], now
+
+    def _update_modes(self, r: Report, now: int, round_start: bool):
+        if self.mode == STARTUP and self.full_bw_reached:
+            self.mode, self.pacing_gain, self.cwnd_gain = DRAIN, DRAIN_GAIN, HIGH_GAIN
+        if self.mode == DRAIN and r.inflight <= self.bdp_pkts(1.0):
+            self._enter_probe_bw(now)
+        # the min RTT: a lower sample, or a fresh one once it is 10 s old
+        expired = now - self.min_rtt_stamp_ns > MIN_RTT_WINDOW_NS
+        if r.minrtt_us is not None and (self.min_rtt_us is None or r.minrtt_us <= self.min_rtt_us or expired):
+            self.min_rtt_us, self.min_rtt_stamp_ns = float(r.minrtt_us), now
+        if expired and self.mode != PROBE_RTT:
+            self.mode, self.pacing_gain, self.cwnd_gain = PROBE_RTT, 1.0, 1.0
+            self._save_cwnd()
+            self.probe_rtt_done_ns = None
+        if self.mode == PROBE_RTT:
+            if self.probe_rtt_done_ns is None and r.inflight <= CWND_MIN_PKTS:
+                self.probe_rtt_done_ns = now + PROBE_RTT_NS
+                self.probe_rtt_round_done = False
+                self.next_round_delivered = self.delivered_bytes       # a round from now
+            elif self.probe_rtt_done_ns is not None:
+                self.probe_rtt_round_done |= round_start
+                if self.probe_rtt_round_done and now >= self.probe_rtt_done_ns:
+                    self.min_rtt_stamp_ns = now
+                    self.cwnd_pkts = max(self.cwnd_pkts, self.prior_cwnd_pkts)
+                    if self.full_bw_reached:
+                        self._enter_probe_bw(now)
+                    else:
+                        self.mode, self.pacing_gain, self.cwnd_gain = STARTUP, HIGH_GAIN, HIGH_GAIN
+
+    def _save_cwnd(self):
+        in_loss = self.recovery_bytes_left > 0 or self.mode == PROBE_RTT
+        self.prior_cwnd_pkts = max(self.prior_cwnd_pkts, self.cwnd_pkts) if in_loss else self.cwnd_pkts
+
+    # -- per report --------------------------------------------------------------------
+    def _growth(self, target_pkts: float) -> list[tuple[str, int]]:
+        """The datapath grows the window a segment per packet delivered up to the target
+        (tcp_bbr: cwnd += acked below it), except in packet conservation."""
+        grows = self.conservation_until_round is None and self.mode != PROBE_RTT
+        return [("ss_until", int(target_pkts * self.mss) if grows else 0)]
+
+    def on_report(self, raw):
+        r = Report(raw)
+        bw_sample = float(getattr(raw, "bw_max", 0) or r.rin or 0)
+        now = self.clock()
+        mss = self.mss
+        caps = self.alg.capabilities
+        if caps.growth and r.grown_pkts is not None:
+            self.cwnd_pkts += (r.grown_pkts - self.grown_seen) % 2 ** 32
+            self.grown_seen = r.grown_pkts
+        delivered_pkts = r.growth_bytes(mss) / mss
+        new_recovery = False
+        if caps.reductions and r.reductions is not None:
+            new_recovery = (r.reductions - self.reductions_seen) % 2 ** 32 > 0
+            self.reductions_seen = r.reductions
+        elif r.loss > 0 and self.recovery_bytes_left <= 0:
+            new_recovery = True
+        was_recovering = self.recovery_bytes_left > 0
+        self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - r.acked)
+
+        round_start = self._update_round(r)
+        self._update_bw(bw_sample)
+        self._check_full_bw(round_start)
+        self._update_cycle(r, now)
+        self._update_modes(r, now, round_start)
+
+        reason = self.mode
+        # losses: the window drops by what was lost; a recovery (or an RTO) saves the window,
+        # starts a round of packet conservation; its end restores the saved window
+        if r.loss > 0:
+            self.cwnd_pkts = max(self.cwnd_pkts - r.loss, 1.0)
+        if r.timeout or new_recovery:
+            self._save_cwnd()
+            self.recovery_bytes_left = max(self.cwnd_pkts, r.inflight + r.loss + r.sacked) * mss
+            if r.timeout:
+                self.cwnd_pkts = 1.0 + (r.rto_delivered or 0)    # tcp_enter_loss, then this ACK's growth
+                reason += "; timeout: 1 MSS, growth back to the target"
+            else:
+                self.cwnd_pkts = r.inflight + delivered_pkts
+                self.conservation_until_round = self.round + 1
+                self.next_round_delivered = self.delivered_bytes    # the conservation round starts now
+                reason += "; recovery: packet conservation for a round"
+        elif was_recovering and self.recovery_bytes_left <= 0:
+            self.cwnd_pkts = max(self.cwnd_pkts, self.prior_cwnd_pkts)
+            self.conservation_until_round = None
+            reason += "; recovery over: window restored"
+
+        target = self.target_pkts()
+        if self.conservation_until_round is not None:
+            self.cwnd_pkts = max(self.cwnd_pkts, r.inflight + delivered_pkts)
+        elif self.full_bw_reached:
+            self.cwnd_pkts = min(self.cwnd_pkts, target)    # growth towards it ran per ACK
+        self.cwnd_pkts = max(self.cwnd_pkts, CWND_MIN_PKTS)
+        if self.mode == PROBE_RTT:
+            self.cwnd_pkts = min(self.cwnd_pkts, CWND_MIN_PKTS)
+
+        self.rate_bytes_per_s = self.pacing_rate()
+        registers = [("Rate", self.rate_bytes_per_s)] + self._growth(target)
+        self.set_cwnd(int(self.cwnd_pkts * mss), "loss" if r.loss or r.timeout else "report", r,
+                      reason=f"{reason}; bw {self.bw * 8 / 1e6:.2f} Mbit/s, min RTT "
+                             f"{(self.min_rtt_us or 0) / 1e3:.1f} ms, target {target:.0f} pkts",
+                      registers=registers)
+
+    def pacing_rate(self) -> int:
+        """pacing_gain x bw, 1 % below; before a bandwidth sample, the initial window per
+        RTT at the Startup gain (tcp_bbr's bbr_init_pacing_rate_from_rtt)."""
+        if self.bw > 0:
+            return int(self.pacing_gain * self.bw * PACING_MARGIN)
+        rtt_s = (self.min_rtt_us or 1000) / 1e6
+        return int(HIGH_GAIN * self.alg.init_cwnd_pkts * self.mss / rtt_s)
+
+
+class Bbr(Algorithm):
+    name = "bbr"
+    summary = "BBR v1 (Linux tcp_bbr): bandwidth and min-RTT model, pacing, gain cycling, ProbeRTT."
+    flow_class = BbrFlow
+    program = PROGRAM
+    params = (INIT_CWND,)
+    loss_beta_1024 = 1024          # BBR does not cut on a loss (bbr_ssthresh keeps the window)
+
+    def __init__(self, init_cwnd_pkts: int = 10, trace: str | None = None, seed: int | None = None, clock=None,
+                 **kwargs):
+        import time
+        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, **kwargs)
+        self.rng = random.Random(seed)
+        self.clock = clock or time.monotonic_ns
+
+    def datapath_programs(self):
+        program = PROGRAM if self.capabilities.growth else PROGRAM_FOLDED_SLOW_START
+        check_program(program)
+        return {"default": program}

@@ -1,0 +1,152 @@
+"""ccp bbr's decisions (ccp_algs/bbr.py) on the mock datapath, over a fluid model of one
+bottleneck: Startup finds the bandwidth and ends, Drain empties the queue, ProbeBW keeps
+cwnd at 2 BDP and paces at the bandwidth, ProbeRTT comes after 10 s, losses do not cut
+the model."""
+import pytest
+
+from ccp_algs.bbr import CWND_MIN_PKTS, DRAIN, PROBE_BW, PROBE_RTT, STARTUP, Bbr
+from ccp_algs.mock import MockDatapath, datapath_info, report
+
+MSS = 1448
+
+
+class Clock:
+    def __init__(self):
+        self.ns = 10**9
+
+    def __call__(self):
+        return self.ns
+
+
+class Path:
+    """One bottleneck of ``mbps`` with a base RTT, per round: the flow sends what its window
+    and pacing allow, the queue takes the excess, the datapath grows the window per ACK up
+    to ss_until (as grow_per_ack)."""
+
+    def __init__(self, mbps=10.0, rtt_ms=40.0):
+        self.bw = mbps * 1e6 / 8
+        self.base_rtt_s = rtt_ms / 1e3
+        self.queue = 0.0
+        self.grown = 0
+
+    def round(self, flow, dp, clock, loss_pkts=0):
+        rtt_s = self.base_rtt_s + self.queue / self.bw
+        cwnd = dp.cwnd
+        ss_until = dp.fields.get("ss_until", 0)
+        paced = (dp.rate or float("inf")) * rtt_s
+        sent = min(cwnd, paced)
+        delivered = min(sent, self.bw * rtt_s)
+        self.queue = max(0.0, sent - self.bw * self.base_rtt_s)     # in flight beyond the BDP queues
+        grow = 0
+        if ss_until > cwnd:
+            grow = int(min(ss_until - cwnd, delivered) // MSS)
+            self.grown += grow
+        clock.ns += int(rtt_s * 1e9)
+        r = report(acked=int(delivered), delivered=int(delivered // MSS), inflight=int(sent // MSS),
+                   rtt_us=int(rtt_s * 1e6), loss=loss_pkts, grown=self.grown, reductions=None)
+        r.bw_max = int(delivered / rtt_s)
+        flow.on_report(r)
+        return r
+
+
+def start(seed=1):
+    clock = Clock()
+    alg = Bbr(seed=seed, clock=clock)
+    dp = MockDatapath(alg.datapath_programs())
+    return alg.new_flow(dp, datapath_info(mss=MSS)), dp, clock
+
+
+def run(flow, dp, clock, path, rounds):
+    for _ in range(rounds):
+        path.round(flow, dp, clock)
+
+
+def test_startup_finds_the_bandwidth_then_drains_into_probe_bw():
+    flow, dp, clock = start()
+    path = Path(mbps=10, rtt_ms=40)
+    modes = []
+    for _ in range(40):
+        path.round(flow, dp, clock)
+        modes.append(flow.mode)
+    assert modes[0] == STARTUP and STARTUP in modes and PROBE_BW in modes
+    first_probe = modes.index(PROBE_BW)
+    assert first_probe < 20, modes                         # ~log2(BDP / 10) + 3 rounds, then drain
+    assert all(m == PROBE_BW for m in modes[first_probe:])
+    assert flow.full_bw_reached
+    assert flow.bw == pytest.approx(path.bw, rel=0.05)
+    assert flow.min_rtt_us == pytest.approx(40_000, rel=0.05)
+
+
+def test_probe_bw_keeps_two_bdp_and_paces_at_the_bandwidth():
+    flow, dp, clock = start()
+    path = Path(mbps=10, rtt_ms=40)
+    run(flow, dp, clock, path, 40)
+    bdp_pkts = path.bw * 0.040 / MSS
+    gains, cwnds = [], []
+    for _ in range(32):
+        path.round(flow, dp, clock)
+        gains.append(dp.rate / flow.bw)
+        cwnds.append(dp.cwnd / MSS)
+    assert max(cwnds) <= 2 * bdp_pkts + 6 + 2 + 2
+    assert min(cwnds) >= 2 * bdp_pkts - 2
+    assert max(gains) == pytest.approx(1.25 * 0.99, rel=0.01)      # probing up
+    assert min(gains) == pytest.approx(0.75 * 0.99, rel=0.01)      # draining what it queued
+    assert sum(gains) / len(gains) == pytest.approx(0.99, abs=0.05)
+
+
+def test_probe_rtt_after_ten_seconds_without_a_lower_rtt():
+    flow, dp, clock = start()
+    path = Path(mbps=10, rtt_ms=40)
+    path.base_rtt_s = 0.040
+    run(flow, dp, clock, path, 30)
+    path.base_rtt_s = 0.045                 # the RTT never gets back to the min
+    seen = []
+    for _ in range(300):
+        path.round(flow, dp, clock)
+        seen.append((flow.mode, dp.cwnd // MSS))
+        if flow.mode == PROBE_RTT:
+            break
+    assert flow.mode == PROBE_RTT
+    assert dp.cwnd == CWND_MIN_PKTS * MSS
+    for _ in range(20):                     # 200 ms and a round later: back, window restored
+        path.round(flow, dp, clock)
+    assert flow.mode == PROBE_BW
+    assert flow.min_rtt_us == pytest.approx(45_000, rel=0.05)
+    assert dp.cwnd > 2 * CWND_MIN_PKTS * MSS
+
+
+def test_a_loss_keeps_the_model_conserves_packets_for_a_round_and_restores_after():
+    flow, dp, clock = start()
+    path = Path(mbps=10, rtt_ms=40)
+    run(flow, dp, clock, path, 40)
+    bw, cwnd_before = flow.bw, dp.cwnd
+    r = path.round(flow, dp, clock, loss_pkts=3)
+    assert flow.bw == pytest.approx(bw, rel=0.05)                  # the model is not cut
+    assert flow.conservation_until_round is not None
+    assert dp.cwnd <= max(cwnd_before, (r.inflight + r.delivered) * MSS)
+    assert dp.fields["ss_until"] == 0                              # no growth while conserving
+    run(flow, dp, clock, path, 4)
+    assert flow.conservation_until_round is None
+    assert dp.cwnd >= cwnd_before - 3 * MSS
+
+
+def test_a_timeout_restarts_from_one_segment_and_grows_back_to_the_target():
+    flow, dp, clock = start()
+    path = Path(mbps=10, rtt_ms=40)
+    run(flow, dp, clock, path, 40)
+    target = flow.target_pkts()
+    flow.on_report(report(acked=0, timeout=True, inflight=0, loss=10, rto_acked=0, grown=path.grown, rtt_us=40_000))
+    assert dp.cwnd == CWND_MIN_PKTS * MSS                          # at least 4, as tcp_bbr
+    assert dp.fields["ss_until"] == 0 or dp.fields["ss_until"] >= CWND_MIN_PKTS * MSS
+    run(flow, dp, clock, path, 15)
+    assert dp.cwnd / MSS >= 0.8 * target
+
+
+def test_the_kernel_does_not_cut_a_bbr_flow_before_the_agent_answers():
+    flow, dp, clock = start()
+    assert dp.fields["loss_beta"] == 1024
+
+
+def test_bbr_is_registered_with_its_summary():
+    from ccp_algs.registry import algorithm_class
+    assert algorithm_class("bbr") is Bbr and "BBR" in Bbr.summary
