@@ -11,6 +11,7 @@ from .contract import CONTRACT_VERSION, INTCC_DATAPATH, DatapathCapabilities, ch
 from .registry import INIT_CWND
 from .programs import (NO_RTT_SAMPLE, REPORT_PER_RTT_AND_ON_LOSS, REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START,
                        SS_UNTIL_MAX_BYTES)
+from .flowstate import FlowState
 from .trace import Trace
 
 log = logging.getLogger("intcc.alg")
@@ -89,6 +90,23 @@ class FlowBase:
         self.datapath.update_fields([("contract_version", CONTRACT_VERSION),
                                      ("loss_beta", self.alg.loss_beta_1024), *registers])
 
+    def export_state(self) -> FlowState:
+        raise NotImplementedError(f"{self.alg.name} cannot hand its flows over")
+
+    def adopt(self, state: FlowState):
+        """Take a flow over from another algorithm (handover.py): its state, then the
+        window and this algorithm's registers to the datapath (the program runs already)."""
+        raise NotImplementedError(f"{self.alg.name} cannot take flows over")
+
+    def resume(self, registers: list[tuple[str, int]], reason: str):
+        """After adopt: the handshake registers this algorithm sets (its cut) with the window."""
+        self.set_cwnd(self.cwnd_bytes_now(), "switch", reason=reason,
+                      registers=[("contract_version", CONTRACT_VERSION), ("loss_beta", self.alg.loss_beta_1024),
+                                 *registers])
+
+    def cwnd_bytes_now(self) -> int:
+        raise NotImplementedError
+
     def set_cwnd(self, cwnd_bytes: int, event: str, r: Report | None = None, reason: str = "",
                  ssthresh_bytes: int | None = None, registers: list[tuple[str, int]] | None = None,
                  cwnd_before_bytes: float | None = None):
@@ -147,6 +165,24 @@ class WindowFlow(FlowBase):
 
     def parse(self, r) -> Report:
         return Report(r)
+
+    def cwnd_bytes_now(self) -> int:
+        return int(self.cwnd)
+
+    def export_state(self) -> FlowState:
+        return FlowState(cwnd_bytes=self.cwnd, ssthresh_bytes=self.ssthresh,
+                         recovery_bytes_left=self.recovery_bytes_left, rto_bytes_left=self.rto_bytes_left,
+                         grown_seen=self.grown_seen, reductions_seen=self.reductions_seen)
+
+    def adopt(self, state: FlowState):
+        self.cwnd = float(state.cwnd_bytes)
+        self.ssthresh = float(state.ssthresh_or_window)
+        self.recovery_bytes_left, self.rto_bytes_left = state.recovery_bytes_left, state.rto_bytes_left
+        self.grown_seen, self.reductions_seen = state.grown_seen, state.reductions_seen
+        self.prior_ssthresh = None
+        registers = self.growth_registers() if self.datapath_slow_start else []
+        self.resume(registers, reason="took the flow over")
+        self.sent_registers = dict(registers)
 
     def on_timeout(self, r, new_episode: bool) -> str:
         if new_episode:

@@ -20,8 +20,8 @@ import random
 from collections import deque
 
 from .base import Algorithm, FlowBase, Report
-from .contract import check_program, register_declarations
-from .programs import FOLD_DELIVERED, FOLD_RTO_ACKED, REPORT_PER_ROUND_TRIGGERS, SLOW_START_PER_ACK
+from .flowstate import FlowState
+from .programs import REPORT_PER_RTT_AND_ON_LOSS
 from .registry import INIT_CWND
 
 HIGH_GAIN = 2885 / 1000          # 2/ln(2): Startup doubles the delivery rate per round
@@ -37,49 +37,6 @@ FULL_BW_ROUNDS = 3
 PACING_MARGIN = 0.99             # tcp_bbr paces 1 % below the estimate
 TSO_BUDGET_PKTS = 3 * 2          # bbr_quantization_budget at low rates: 3 x 2 TSO segments
 STARTUP, DRAIN, PROBE_BW, PROBE_RTT = "startup", "drain", "probe_bw", "probe_rtt"
-
-# The shared report plus the round's largest delivery-rate sample (the kernel's rate
-# sample, bytes/s, per ACK), which the bandwidth filter takes.
-_DEF = """\
-(def (Report
-    (volatile acked 0)
-    (volatile sacked 0)
-    (volatile loss 0)
-    (volatile timeout false)
-    (volatile rtt 0)
-    (volatile minrtt 2147483647)
-    (volatile inflight 0)
-    (volatile rin 0)
-    (volatile rout 0)
-    (volatile undo 0)
-    (volatile rto_acked 0)
-    (volatile delivered 0)
-    (volatile rto_delivered 0)
-    (volatile grown 0)
-    (volatile reductions 0)
-    (volatile bw_max 0)
-) """ + register_declarations() + """)
-""" + FOLD_RTO_ACKED + """\
-(when true
-    (:= Report.inflight Flow.packets_in_flight)
-    (:= Report.rtt Flow.rtt_sample_us)
-    (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
-    (:= Report.rin Flow.rate_incoming)
-    (:= Report.rout Flow.rate_outgoing)
-    (:= Report.bw_max (max Report.bw_max Flow.rate_incoming))
-    (:= Report.acked (+ Report.acked Ack.bytes_acked))
-    (:= Report.sacked Ack.packets_misordered)
-    (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))
-    (:= Report.timeout Flow.was_timeout)
-    (:= Report.undo (max Report.undo Ack.ecn_bytes))
-    (:= Report.grown Flow.bytes_pending)
-    (:= Report.reductions Ack.bytes_misordered)
-    (fallthrough)
-)
-""" + FOLD_DELIVERED
-PROGRAM = _DEF + REPORT_PER_ROUND_TRIGGERS
-PROGRAM_FOLDED_SLOW_START = _DEF + SLOW_START_PER_ACK + REPORT_PER_ROUND_TRIGGERS    # ccp-kernel
-
 
 class BbrFlow(FlowBase):
     def __init__(self, alg, datapath, datapath_info, now_ns=None):
@@ -212,6 +169,34 @@ class BbrFlow(FlowBase):
         in_loss = self.recovery_bytes_left > 0 or self.mode == PROBE_RTT
         self.prior_cwnd_pkts = max(self.prior_cwnd_pkts, self.cwnd_pkts) if in_loss else self.cwnd_pkts
 
+    # -- hand-over ---------------------------------------------------------------------
+    def cwnd_bytes_now(self) -> int:
+        return int(self.cwnd_pkts * self.mss)
+
+    def export_state(self) -> FlowState:
+        return FlowState(cwnd_bytes=self.cwnd_pkts * self.mss, ssthresh_bytes=float("inf"),
+                         recovery_bytes_left=self.recovery_bytes_left, grown_seen=self.grown_seen,
+                         reductions_seen=self.reductions_seen, min_rtt_us=self.min_rtt_us,
+                         bw_bytes_per_s=self.bw)
+
+    def adopt(self, state: FlowState):
+        """A flow already running: with a bandwidth estimate BBR goes straight to ProbeBW
+        from the window it finds (Startup would double the rate into a full pipe); the
+        window then moves to 2 BDP by per-ACK growth or the cap, not at once."""
+        now = self.clock()
+        self.cwnd_pkts = max(state.cwnd_bytes / self.mss, CWND_MIN_PKTS)
+        self.recovery_bytes_left = state.recovery_bytes_left
+        self.grown_seen, self.reductions_seen = state.grown_seen, state.reductions_seen
+        if state.min_rtt_us:
+            self.min_rtt_us, self.min_rtt_stamp_ns = float(state.min_rtt_us), now
+        if state.bw_bytes_per_s > 0 and self.min_rtt_us:
+            self.bw_samples.append((self.round, float(state.bw_bytes_per_s)))
+            self.full_bw, self.full_bw_reached = float(state.bw_bytes_per_s), True
+            self._enter_probe_bw(now)
+        self.rate_bytes_per_s = self.pacing_rate()
+        self.resume([("Rate", self.rate_bytes_per_s)] + self._growth(self.target_pkts()),
+                    reason=f"took the flow over in {self.mode}")
+
     # -- per report --------------------------------------------------------------------
     def _growth(self, target_pkts: float) -> list[tuple[str, int]]:
         """The datapath grows the window a segment per packet delivered up to the target
@@ -294,7 +279,7 @@ class Bbr(Algorithm):
     name = "bbr"
     summary = "BBR v1 (Linux tcp_bbr): bandwidth and min-RTT model, pacing, gain cycling, ProbeRTT."
     flow_class = BbrFlow
-    program = PROGRAM
+    program = REPORT_PER_RTT_AND_ON_LOSS      # the shared report: its bw_max is the bandwidth sample
     params = (INIT_CWND,)
     loss_beta_1024 = 1024          # BBR does not cut on a loss (bbr_ssthresh keeps the window)
 
@@ -304,8 +289,3 @@ class Bbr(Algorithm):
         super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, **kwargs)
         self.rng = random.Random(seed)
         self.clock = clock or time.monotonic_ns
-
-    def datapath_programs(self):
-        program = PROGRAM if self.capabilities.growth else PROGRAM_FOLDED_SLOW_START
-        check_program(program)
-        return {"default": program}

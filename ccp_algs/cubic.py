@@ -62,6 +62,16 @@ class CubicFlow(WindowFlow):
         self.ca_target = 0.0                                  # the curve one RTT ahead (bytes; 0: none yet)
         super().__init__(alg, datapath, datapath_info)
 
+    def adopt(self, state):
+        """A curve from the window taken over (W_max there: the plateau, then probing), a
+        new epoch on the next congestion-avoidance ACK; HyStart's minimum RTT carried."""
+        self.w_max = float(state.cwnd_bytes)
+        self.delay_min_us = int(state.min_rtt_us) if state.min_rtt_us else None
+        self.epoch_start_s = None
+        self.epoch_end_pkts = int(state.cwnd_bytes // self.mss)
+        self.ca_epoch += 1
+        super().adopt(state)
+
     # -- decisions subclasses may change ---------------------------------------------
     def loss_backoff(self, r: Report) -> tuple[float, str, bool]:
         """(retained fraction, reason, congestive?) for a loss episode."""

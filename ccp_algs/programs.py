@@ -77,7 +77,9 @@ SLOW_START_PER_ACK = """\
 SS_UNTIL_MAX_BYTES = 2 ** 31 - 1     # "no ssthresh yet"
 NO_RTT_SAMPLE = 2147483647           # minrtt's start value (portus immediates are at most 31 bits)
 
-# The report every window algorithm shares. undo, grown and reductions are the intcc
+# The report every window algorithm shares (bw_max: the largest delivery-rate sample,
+# bytes/s, of the kernel's per-ACK rate samples; BBR's bandwidth filter takes it, and
+# so does the adaptive host's, across algorithms). undo, grown and reductions are the intcc
 # datapath's signals in libccp fields (contract.SIGNALS); the control registers are the
 # contract's, declared first and in its order (the daemon reads them by position).
 _REPORT_DEF = """\
@@ -97,6 +99,7 @@ _REPORT_DEF = """\
     (volatile rto_delivered 0)
     (volatile grown 0)
     (volatile reductions 0)
+    (volatile bw_max 0)
 ) """ + register_declarations() + """)
 """ + FOLD_RTO_ACKED + """\
 (when true
@@ -105,6 +108,7 @@ _REPORT_DEF = """\
     (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
     (:= Report.rin Flow.rate_incoming)
     (:= Report.rout Flow.rate_outgoing)
+    (:= Report.bw_max (max Report.bw_max Flow.rate_incoming))
     (:= Report.acked (+ Report.acked Ack.bytes_acked))
     (:= Report.sacked Ack.packets_misordered)
     (:= Report.loss (+ Report.loss Ack.lost_pkts_sample))

@@ -1,0 +1,102 @@
+"""A flow changes algorithm with its state carried over (ccp_algs/handover.py): the window
+continues, a recovery in progress is not cut twice, the datapath's counters are not
+counted twice, the program is not reinstalled, and the kernel's cut is the new one's."""
+import pytest
+
+from ccp_algs.bbr import PROBE_BW, Bbr
+from ccp_algs.cubic import Cubic
+from ccp_algs.handover import HandoverError, Host
+from ccp_algs.mock import MockDatapath, datapath_info, report
+from ccp_algs.reno import Reno
+from ccp_algs.vegas import Vegas
+
+MSS = 1448
+
+
+def hosted(initial="cubic"):
+    host = Host({"cubic": Cubic(), "bbr": Bbr(seed=1), "reno": Reno()}, initial=initial)
+    dp = MockDatapath(host.datapath_programs())
+    return host.new_flow(dp, datapath_info(mss=MSS)), dp
+
+
+def grow(flow, reports=12, rtt_us=40_000, rate=1_250_000, grown_from=0):
+    """Reports of a flow in congestion avoidance, the datapath growing nothing."""
+    for _ in range(reports):
+        r = report(acked=10 * MSS, delivered=10, inflight=30, rtt_us=rtt_us, grown=grown_from, reductions=0)
+        r.bw_max = rate
+        flow.on_report(r)
+
+
+def test_the_window_continues_across_a_switch_both_ways():
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 40.0 * MSS
+    grow(flow)
+    before = dp.cwnd
+    state = flow.switch("bbr", why="test")
+    assert dp.cwnd == before == int(state.cwnd_bytes)
+    assert flow.current == "bbr" and flow.flow.mode == PROBE_BW       # it had a bandwidth estimate
+    assert flow.flow.bw == pytest.approx(1_250_000)
+    assert dp.rate == pytest.approx(flow.flow.pacing_gain * 1_250_000 * 0.99, rel=0.01)
+    assert dp.programs == ["default"]                                  # installed once, at the start
+    back = dp.cwnd
+    flow.switch("cubic")
+    assert dp.cwnd == back
+    assert flow.flow.ssthresh == back                                   # BBR had none: no slow start from here
+    assert dp.fields["ss_until"] == 0
+
+
+def test_the_kernels_cut_follows_the_algorithm_in_control():
+    flow, dp = hosted()
+    assert dp.fields["loss_beta"] == 717
+    flow.switch("bbr")
+    assert dp.fields["loss_beta"] == 1024
+    flow.switch("reno")
+    assert dp.fields["loss_beta"] == 512
+
+
+def test_a_recovery_in_progress_is_not_cut_twice_after_a_switch():
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 40.0 * MSS
+    grow(flow, reports=2)
+    flow.on_report(report(acked=MSS, loss=1, inflight=39, reductions=1, grown=0))
+    cut = dp.cwnd
+    assert cut == pytest.approx(28 * MSS, abs=MSS)                     # cubic's 0.7
+    flow.switch("reno")
+    assert flow.flow.recovery_bytes_left > 0
+    flow.on_report(report(acked=MSS, loss=1, inflight=27, reductions=1, grown=0))   # same recovery
+    assert dp.cwnd == cut                                               # reno does not halve it again
+
+
+def test_growth_the_old_algorithm_took_is_not_taken_again():
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 40.0 * MSS
+    grow(flow, reports=2, grown_from=5)            # the datapath grew 5 segments, cubic took them
+    before = dp.cwnd
+    flow.switch("reno")
+    r = report(acked=0, delivered=0, inflight=30, grown=5, reductions=0)
+    flow.on_report(r)
+    assert dp.cwnd == before                       # nothing new grown, nothing acked
+
+
+def test_a_switch_is_traced(tmp_path):
+    trace = tmp_path / "t.csv"
+    host = Host({"cubic": Cubic(), "bbr": Bbr(seed=1)}, initial="cubic", trace=str(trace))
+    dp = MockDatapath(host.datapath_programs())
+    flow = host.new_flow(dp, datapath_info(mss=MSS))
+    flow.switch("bbr", why="verdict bbr (0.9)")
+    rows = trace.read_text().splitlines()
+    assert any(",switch," in row and "cubic -> bbr: verdict bbr (0.9)" in row for row in rows)
+    assert flow.switches[0]["from"] == "cubic" and flow.switches[0]["to"] == "bbr"
+
+
+def test_algorithms_on_another_program_cannot_share_a_flow():
+    with pytest.raises(HandoverError, match="vegas run another datapath program than cubic"):
+        Host({"cubic": Cubic(), "vegas": Vegas()}, initial="cubic")
+
+
+def test_an_unknown_target_is_named():
+    flow, _ = hosted()
+    with pytest.raises(HandoverError, match="no algorithm 'vegas'"):
+        flow.switch("vegas")
+    with pytest.raises(HandoverError, match="initial algorithm 'bbr2'"):
+        Host({"cubic": Cubic()}, initial="bbr2")
