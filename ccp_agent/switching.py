@@ -1,0 +1,88 @@
+"""When a flow of the adaptive agent changes algorithm, on the estimator's verdict of its
+competitor (paper 002, Section IV).
+
+- ``mirror``: the competitor's CCA (the paper's rule);
+- ``best-response``: the local CCA with the smallest expected |D| against it, from a
+  measured goodput table g(local, competitor) shipped beside the model
+  (D = (G1 - G2) / (G1 + G2), paper 002 Eq. (3)).
+
+Hysteresis: a flow keeps an algorithm at least ``min_dwell_s``, and a verdict whose top
+share of the vote is below ``min_confidence`` (or "unknown") changes nothing.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+POLICIES = ("mirror", "best-response")
+
+
+class SwitchingError(ValueError):
+    pass
+
+
+@dataclass
+class GoodputTable:
+    """g[(local, competitor)] = (local goodput, competitor goodput), Mbit/s, measured."""
+    goodput: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str) -> GoodputTable:
+        """A JSON file: {"goodput_mbps": [{"local": .., "competitor": .., "local_mbps": ..,
+        "competitor_mbps": ..}, ...]}."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+            rows = doc["goodput_mbps"]
+            table = {(r["local"], r["competitor"]): (float(r["local_mbps"]), float(r["competitor_mbps"]))
+                     for r in rows}
+        except OSError as e:
+            raise SwitchingError(f"{path}: cannot read the goodput table ({e.strerror})") from None
+        except (ValueError, KeyError, TypeError) as e:
+            raise SwitchingError(f"{path}: not a goodput table ({type(e).__name__}: {e}); expected "
+                                 f'{{"goodput_mbps": [{{"local", "competitor", "local_mbps", '
+                                 f'"competitor_mbps"}}, ...]}}') from None
+        return cls(table)
+
+    def abs_d(self, local: str, competitor: str) -> float:
+        g1, g2 = self.goodput[(local, competitor)]
+        return abs(g1 - g2) / (g1 + g2) if g1 + g2 > 0 else 1.0
+
+    def check_covers(self, locals_: tuple[str, ...], competitors: tuple[str, ...]):
+        missing = [(a, b) for a in locals_ for b in competitors if (a, b) not in self.goodput]
+        if missing:
+            raise SwitchingError("the goodput table lacks " + ", ".join(f"({a}, {b})" for a, b in missing)
+                                 + ": best-response needs every local CCA against every CCA the model names")
+
+
+@dataclass
+class SwitchPolicy:
+    policy: str
+    local_ccas: tuple[str, ...]          # what the agent can run for a flow
+    competitor_ccas: tuple[str, ...]     # what the model can name
+    min_dwell_s: float = 5.0
+    min_confidence: float = 0.6
+    table: GoodputTable | None = None
+
+    def __post_init__(self):
+        if self.policy not in POLICIES:
+            raise SwitchingError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
+        if self.policy == "best-response":
+            if self.table is None:
+                raise SwitchingError("best-response needs a goodput table (--table FILE)")
+            self.table.check_covers(self.local_ccas, self.competitor_ccas)
+
+    def target(self, competitor: str) -> str | None:
+        """The local CCA for a flow that competes with ``competitor`` (None: none fits)."""
+        if self.policy == "mirror":
+            return competitor if competitor in self.local_ccas else None
+        return min(self.local_ccas, key=lambda local: (self.table.abs_d(local, competitor), local))
+
+    def decide(self, current: str, in_control_s: float, estimate: str | None, confidence: float) -> str | None:
+        """The algorithm to switch to now, or None (stay)."""
+        if estimate is None or estimate == "unknown" or confidence < self.min_confidence:
+            return None
+        if in_control_s < self.min_dwell_s:
+            return None
+        target = self.target(estimate)
+        return target if target is not None and target != current else None

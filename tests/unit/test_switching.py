@@ -1,0 +1,73 @@
+"""The adaptive agent's switching rules (ccp_agent/switching.py): mirror, best response on
+a goodput table, dwell time and confidence hysteresis, bad tables named at start."""
+import json
+
+import pytest
+
+from ccp_agent.switching import GoodputTable, SwitchingError, SwitchPolicy
+
+LOCAL = ("bbr", "cubic", "reno")
+MODEL = ("bbr", "cubic", "reno", "vegas")
+
+
+def test_mirror_takes_the_competitors_cca_when_it_can_run_it():
+    p = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=5, min_confidence=0.6)
+    assert p.decide("cubic", 6.0, "bbr", 0.9) == "bbr"
+    assert p.decide("cubic", 6.0, "cubic", 0.9) is None                 # already there
+    assert p.decide("cubic", 6.0, "vegas", 0.9) is None                 # not one this agent runs
+
+
+def test_no_switch_before_the_dwell_time_or_on_a_weak_verdict():
+    p = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=5, min_confidence=0.6)
+    assert p.decide("cubic", 4.9, "bbr", 0.99) is None
+    assert p.decide("cubic", 60.0, "bbr", 0.59) is None
+    assert p.decide("cubic", 60.0, "unknown", 1.0) is None
+    assert p.decide("cubic", 60.0, None, 0.0) is None
+    assert p.decide("cubic", 5.0, "bbr", 0.6) == "bbr"
+
+
+def table(pairs):
+    return GoodputTable({(a, b): v for (a, b), v in pairs.items()})
+
+
+def test_best_response_picks_the_smallest_expected_abs_d():
+    g = {(a, b): (5.0, 5.0) for a in LOCAL for b in MODEL}
+    g[("cubic", "bbr")] = (2.0, 8.0)         # |D| 0.6
+    g[("reno", "bbr")] = (1.5, 8.5)          # |D| 0.7
+    g[("bbr", "bbr")] = (4.8, 5.2)           # |D| 0.04
+    g[("bbr", "cubic")] = (7.0, 3.0)         # bbr would crowd a cubic competitor out
+    g[("cubic", "cubic")] = (5.1, 4.9)
+    g[("reno", "cubic")] = (4.0, 6.0)
+    p = SwitchPolicy("best-response", LOCAL, MODEL, min_dwell_s=0, table=table(g))
+    assert p.decide("cubic", 1.0, "bbr", 0.9) == "bbr"
+    assert p.decide("bbr", 1.0, "cubic", 0.9) == "cubic"
+
+
+def test_best_response_refuses_a_table_that_lacks_a_pair():
+    g = {(a, b): (5.0, 5.0) for a in LOCAL for b in MODEL if (a, b) != ("reno", "vegas")}
+    with pytest.raises(SwitchingError, match=r"lacks \(reno, vegas\)"):
+        SwitchPolicy("best-response", LOCAL, MODEL, table=table(g))
+    with pytest.raises(SwitchingError, match="needs a goodput table"):
+        SwitchPolicy("best-response", LOCAL, MODEL)
+    with pytest.raises(SwitchingError, match="policy must be one of mirror, best-response"):
+        SwitchPolicy("fair", LOCAL, MODEL)
+
+
+@pytest.mark.parametrize("content, words", [
+    ("{not json", "not a goodput table"),
+    (json.dumps({"goodput_mbps": [{"local": "cubic"}]}), "not a goodput table (KeyError"),
+])
+def test_a_bad_table_file_is_named(tmp_path, content, words):
+    path = tmp_path / "g.json"
+    path.write_text(content)
+    with pytest.raises(SwitchingError, match=words.replace("(", r"\(")):
+        GoodputTable.load(str(path))
+    with pytest.raises(SwitchingError, match="cannot read"):
+        GoodputTable.load(str(tmp_path / "absent.json"))
+
+
+def test_a_table_round_trips_from_its_file(tmp_path):
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps({"goodput_mbps": [{"local": "cubic", "competitor": "bbr", "local_mbps": 2,
+                                                  "competitor_mbps": 8}]}))
+    assert GoodputTable.load(str(path)).abs_d("cubic", "bbr") == pytest.approx(0.6)
