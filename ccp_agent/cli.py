@@ -11,6 +11,7 @@ from ccp_algs.contract import CCP_KERNEL, INTCC_DATAPATH, ContractError, Datapat
 from ccp_algs.registry import ALGORITHMS, Param, algorithm_class
 
 from .datapath import DEFAULT_STATE_DIR
+from .switching import POLICIES
 from .portus_compat import IPC_CHOICES, AlgorithmError, start
 
 
@@ -112,6 +113,65 @@ def _algorithm_command(name: str):
 
 for _name in ALGORITHMS:
     _algorithm_command(_name)
+
+
+@run_group.command("adaptive")
+@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="estimator model (estimator/models/*.joblib): it names each flow's competitor")
+@click.option("--policy", type=click.Choice(POLICIES), default="mirror", show_default=True,
+              help="mirror: the competitor's CCA; best-response: the smallest expected |D| (--table)")
+@click.option("--table", "table_path", type=click.Path(dir_okay=False),
+              help="measured goodput table g(local, competitor) for best-response (JSON)")
+@click.option("--initial", default="cubic", show_default=True, help="the algorithm every flow starts on")
+@click.option("--algorithms", default="bbr,cubic,reno", show_default=True,
+              help="the algorithms a flow may move between (comma-separated, one datapath program)")
+@click.option("--window", type=click.IntRange(min=1), default=50, show_default=True, help="majority vote window")
+@click.option("--interval-s", type=click.FloatRange(min=0.05), default=0.5, show_default=True,
+              help="one estimate per flow per interval")
+@click.option("--min-dwell-s", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="a flow keeps an algorithm at least this long")
+@click.option("--min-confidence", type=click.FloatRange(min=0, max=1), default=0.6, show_default=True,
+              help="a verdict whose share of the vote is lower changes nothing")
+@click.option("--broker", "broker_url", help="publish verdicts and switches on intcc/v1/estimate/<flow-id>")
+@_common
+def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
+                 min_confidence, broker_url, ipc, trace, verbose, state_dir):
+    """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
+    from ccp_algs.handover import HandoverError
+    from ccp_algs.registry import UnknownAlgorithm
+    from estimator.model import CCAEstimator, ModelError
+    from telemetry.schema import CCA_LABELS
+    from .adaptive import Adaptive
+    from .estimation import EstimatorProcess
+    from .switching import GoodputTable, SwitchingError, SwitchPolicy
+    names = tuple(dict.fromkeys(n.strip() for n in algorithms.split(",") if n.strip()))
+    if initial not in names:
+        names = (initial,) + names
+    try:
+        hosted = {n: algorithm_class(n)() for n in names}
+        model = CCAEstimator.load(model_path)
+        named = sorted({str(c) for m in model.models_.values() for c in getattr(m, "classes_", [])})
+        unknown = sorted(set(named) - set(CCA_LABELS))
+        if unknown:
+            raise SwitchingError(f"{model_path} names CCAs this intcc does not know: {', '.join(unknown)}")
+        no_forest = [n for n in names if n not in model.models_]
+        if no_forest:
+            raise SwitchingError(f"{model_path} has no forest for local CCA {', '.join(no_forest)} (it has "
+                                 f"{', '.join(sorted(model.models_))}): leave it out of --algorithms")
+        table = GoodputTable.load(table_path) if table_path else None
+        switch_policy = SwitchPolicy(policy, names, tuple(named), min_dwell_s, min_confidence, table)
+    except (ModelError, SwitchingError, UnknownAlgorithm) as e:
+        raise click.ClickException(str(e))
+    estimation = EstimatorProcess(model_path, window, interval_s, broker_url, state_dir).start()
+    try:
+        def make(caps):
+            try:
+                return Adaptive(hosted, initial, switch_policy, estimation, trace=trace, capabilities=caps)
+            except HandoverError as e:
+                raise click.ClickException(str(e))
+        _run(make, ipc, verbose, state_dir)
+    finally:
+        estimation.stop()
 
 
 @alg_group.command("list")

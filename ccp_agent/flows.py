@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 
 from int_node.runtime import run_path
@@ -40,3 +41,34 @@ class FlowDirectory:
         if src.startswith("::ffff:"):    # IPv4 flow on a dual-stack socket
             src, dst = src[7:], dst[7:]
         return flow_id(src, dst, PROTO_TCP, fl["sport"], fl["dport"])
+
+
+class LocateError(RuntimeError):
+    pass
+
+
+def _netns_names() -> list[str]:
+    out = subprocess.run(["ip", "-j", "netns", "list"], capture_output=True, text=True).stdout
+    try:
+        return [n["name"] for n in json.loads(out or "[]")]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+def locate_socket(src: str, sport: int, dst: str, dport: int) -> tuple[str | None, str]:
+    """(network namespace, None for this process's; interface) where the sending socket of
+    a flow lives: the datapath sees every namespace's flows, a capture needs the sender's."""
+    for ns in [None] + _netns_names():
+        prefix = ["ip", "netns", "exec", ns] if ns else []
+        ss = subprocess.run(prefix + ["ss", "-tnH", f"( sport = :{sport} and dport = :{dport} )"],
+                            capture_output=True, text=True).stdout
+        if dst.split("%")[0] not in ss:
+            continue
+        route = subprocess.run((["ip", "-n", ns] if ns else ["ip"]) + ["-j", "route", "get", dst, "from", src],
+                               capture_output=True, text=True)
+        try:
+            return ns, json.loads(route.stdout)[0]["dev"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise LocateError(f"flow [{src}]:{sport} -> [{dst}]:{dport} is in namespace {ns or '(this one)'} "
+                              f"but no route to {dst} names its interface: {route.stderr.strip()}") from None
+    raise LocateError(f"no namespace has a socket [{src}]:{sport} -> [{dst}]:{dport} (ended?)")

@@ -104,7 +104,7 @@ class Host(Algorithm):
         first = programs[initial]
         odd = [name for name, p in programs.items() if p != first]
         if odd:
-            raise HandoverError(f"{', '.join(odd)} run another datapath program than {initial}: a flow cannot "
+            raise HandoverError(f"{', '.join(odd)}: another datapath program than {initial}'s, a flow cannot "
                                 f"move between them")
         for alg in algorithms.values():      # one trace, one datapath for all of them
             alg.trace, alg.capabilities = self.trace, self.capabilities

@@ -245,11 +245,12 @@ class PcapTail:
 
 
 class Capture:
-    """tcpdump (headers only) on an interface inside a network namespace."""
+    """tcpdump (headers only) on an interface inside a network namespace (None: this
+    process's); ``bpf_filter`` narrows it (tcpdump's syntax, e.g. one flow's ports)."""
 
-    def __init__(self, netns: str, interface: str, path: str, snaplen: int = 128):
-        self.cmd = ["ip", "netns", "exec", netns, "tcpdump", "-n", "-s", str(snaplen), "-i", interface,
-                    "--immediate-mode", "-U", "-w", path, "tcp"]
+    def __init__(self, netns: str | None, interface: str, path: str, snaplen: int = 128, bpf_filter: str = "tcp"):
+        self.cmd = (["ip", "netns", "exec", netns] if netns else []) + [
+            "tcpdump", "-n", "-s", str(snaplen), "-i", interface, "--immediate-mode", "-U", "-w", path, bpf_filter]
         self.path = path
         self.proc = None
 

@@ -15,6 +15,7 @@ naming the problem, so garbage never reaches an algorithm.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, fields
 from typing import List, Optional
 
@@ -242,7 +243,39 @@ class EstimateRecord:
         return dict(self.__dict__)
 
 
-_TYPES = {"flow": FlowRecord, "hop": HopRecord, "estimate": EstimateRecord}
+_ALGORITHM_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+
+
+def _algorithm_name(v):
+    if not isinstance(v, str) or not _ALGORITHM_NAME_RE.match(v):
+        return "must be an algorithm name (lowercase letters, digits, '-'; at most 32)"
+
+
+@dataclass
+class SwitchRecord:
+    """A flow of the adaptive agent changed its local algorithm on the estimator's verdict
+    (published on the flow's estimate topic)."""
+    flow_id: str = _f(_flow_id)
+    ts_ns: int = _f(_int(0))                      # agent clock, ns since epoch
+    from_cca: str = _f(_algorithm_name)           # the algorithm in control before
+    to_cca: str = _f(_algorithm_name)             # ... and now
+    verdict: str = _f(_one_of(ESTIMATE_LABELS))   # the competitor's CCA the switch answers
+    confidence: float = _f(_num(0.0, 1.0))
+    votes: dict = _f(_votes)
+    policy: str = _f(_one_of(("mirror", "best-response")))
+    v: int = VERSION
+    type: str = "switch"
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "switch record") -> "SwitchRecord":
+        _validate(cls, d, where)
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+_TYPES = {"flow": FlowRecord, "hop": HopRecord, "estimate": EstimateRecord, "switch": SwitchRecord}
 
 
 def encode(record) -> bytes:
@@ -250,7 +283,7 @@ def encode(record) -> bytes:
 
 
 def decode(payload: bytes, topic: Optional[str] = None):
-    """Bytes (and optionally the topic they came on) -> FlowRecord | HopRecord | EstimateRecord."""
+    """Bytes (and optionally the topic they came on) -> FlowRecord | HopRecord | EstimateRecord | SwitchRecord."""
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise SchemaError(f"record of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
     try:

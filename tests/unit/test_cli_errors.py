@@ -1,5 +1,6 @@
 """Bad input at the command line gets one clear error line, never a traceback."""
 import json
+import os
 import zipfile
 
 import numpy as np
@@ -87,3 +88,22 @@ def test_an_unknown_algorithm_is_named_with_the_known_ones():
     from ccp_algs.registry import algorithm_class
     with pytest.raises(KeyError, match="unknown algorithm 'cubc': one of bbr, const, cubic"):
         algorithm_class("cubc")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--algorithms", "cubic,vegas"], "vegas: another datapath program than cubic's"),
+    (["--algorithms", "cubic,bbr2"], "unknown algorithm 'bbr2'"),
+    (["--policy", "best-response"], "best-response needs a goodput table"),
+])
+def test_the_adaptive_agent_refuses_bad_setups_at_start(args, words):
+    import estimator
+    model = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib")
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", model, *args])
+    assert r.exit_code == 1 and words in r.output and "Traceback" not in r.output
+
+
+def test_the_adaptive_agent_refuses_a_foreign_model(tmp_path):
+    bad = tmp_path / "m.joblib"
+    bad.write_bytes(b"\x80\x04not a pickle")
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", str(bad)])
+    assert r.exit_code == 1 and "not an intcc estimator model" in r.output

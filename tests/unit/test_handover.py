@@ -90,7 +90,7 @@ def test_a_switch_is_traced(tmp_path):
 
 
 def test_algorithms_on_another_program_cannot_share_a_flow():
-    with pytest.raises(HandoverError, match="vegas run another datapath program than cubic"):
+    with pytest.raises(HandoverError, match="vegas: another datapath program than cubic's"):
         Host({"cubic": Cubic(), "vegas": Vegas()}, initial="cubic")
 
 

@@ -93,3 +93,14 @@ def test_estimate_records_round_trip_and_are_checked():
         decode(json.dumps(bad).encode())
     with pytest.raises(SchemaError, match="arrived on"):
         decode(encode(rec), "intcc/v1/flow/0123456789abcdef")
+
+
+def test_a_switch_record_round_trips_on_the_estimate_topic_and_names_bad_fields():
+    from telemetry.schema import SwitchRecord, estimate_topic
+    rec = SwitchRecord(flow_id="00112233aabbccdd", ts_ns=1, from_cca="cubic", to_cca="bbr", verdict="bbr",
+                       confidence=0.8, votes={"bbr": 40, "cubic": 10}, policy="mirror")
+    back = decode(encode(rec), topic=estimate_topic(rec.flow_id))
+    assert back == rec
+    bad = dict(rec.to_dict(), to_cca="BBR!")
+    with pytest.raises(SchemaError, match="field 'to_cca' must be an algorithm name"):
+        decode(json.dumps(bad).encode())

@@ -1,0 +1,85 @@
+"""``intcc alg run adaptive``: every ``ccp`` flow starts on one algorithm and moves to
+another when the estimator's verdict on its competitor says so (switching.py), live,
+with its state carried over (ccp_algs/handover.py).
+
+The estimator runs in a child process (estimation.py); the agent reads its verdicts at
+each report without waiting. Every switch goes to the trace (event ``switch``), to the
+log, and to MQTT as a SwitchRecord on the flow's estimate topic.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from ccp_algs.handover import Host, HostedFlow
+
+from .switching import SwitchPolicy
+
+log = logging.getLogger("intcc.adaptive")
+
+
+class AdaptiveFlow(HostedFlow):
+    def __init__(self, host: "Adaptive", datapath, datapath_info):
+        super().__init__(host, datapath, datapath_info)
+        self.in_control_since = time.monotonic()
+        self.verdict = None
+        self.flow_id = None
+        if host.estimation is not None:
+            host.estimation.observe(self.sid, (datapath_info.src_ip, datapath_info.src_port, datapath_info.dst_ip,
+                                               datapath_info.dst_port), self.current)
+
+    def on_report(self, raw):
+        self.host.take_messages()
+        super().on_report(raw)
+        v = self.host.verdicts.get(self.sid)
+        if v is None or v is self.verdict:
+            return
+        self.verdict, self.flow_id = v, v.flow_id or self.flow_id
+        target = self.host.policy.decide(self.current, time.monotonic() - self.in_control_since, v.estimate,
+                                         v.confidence)
+        if target is None:
+            return
+        before = self.current
+        why = f"verdict {v.estimate} ({v.confidence:.0%} of {sum(v.votes.values())}), {self.host.policy.policy}"
+        self.switch(target, why=why)
+        self.in_control_since = time.monotonic()
+        log.info("flow %s: %s -> %s on %s", self.sid, before, target, why)
+        self.host.announce_switch(self, before, target, v)
+
+
+class Adaptive(Host):
+    name = "adaptive"
+    summary = "Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."
+
+    def __init__(self, algorithms, initial: str, policy: SwitchPolicy, estimation=None, trace=None, **kwargs):
+        super().__init__(algorithms, initial, trace=trace, **kwargs)
+        self.policy = policy
+        self.estimation = estimation            # EstimatorProcess (None: no verdicts, no switches)
+        self.verdicts: dict = {}                # sid -> latest Verdict
+        self.failed: set = set()                # flows whose estimation failed (logged once each)
+
+    def new_flow(self, datapath, datapath_info):
+        return AdaptiveFlow(self, datapath, datapath_info)
+
+    def take_messages(self):
+        if self.estimation is None:
+            return
+        for kind, sid, body in self.estimation.poll():
+            if kind == "verdict":
+                self.verdicts[sid] = body
+            elif sid not in self.failed:
+                self.failed.add(sid)
+                who = f"flow {sid}" if sid is not None else "every flow"
+                log.warning("estimation failed, %s stays on its algorithm: %s", who, body)
+
+    def announce_switch(self, flow: AdaptiveFlow, before: str, after: str, verdict):
+        if self.estimation is None:
+            return
+        self.estimation.local_changed(flow.sid, after)       # the model for the new local CCA, a fresh vote
+        if flow.flow_id is None:
+            return
+        from telemetry.schema import SwitchRecord, encode, estimate_topic
+        rec = SwitchRecord(flow_id=flow.flow_id, ts_ns=time.time_ns(), from_cca=before, to_cca=after,
+                           verdict=verdict.estimate, confidence=round(verdict.confidence, 4), votes=verdict.votes,
+                           policy=self.policy.policy)
+        self.estimation.publish(estimate_topic(flow.flow_id), encode(rec))

@@ -1,0 +1,197 @@
+"""The adaptive agent's estimator, in a child process (pyportus holds the agent's GIL).
+
+The agent tells it of each flow (libccp's 4-tuple) and of every change of the flow's
+local algorithm; the child finds the flow's full tuple in the datapath's flows.json and
+its sending socket's namespace and interface (flows.locate_socket), captures the flow
+there, and runs an OnlineEstimator (estimator/online.py) on it: one estimate every
+``interval_s``, a majority vote over ``window``, the verdict published on the flow's
+estimate topic and sent to the agent, which never waits for it (``poll()``).
+
+A flow whose estimation fails (no capture, no socket, a model without its local CCA)
+gets one error message and is left alone: it stays on the algorithm it has.
+"""
+from __future__ import annotations
+
+import ipaddress
+import multiprocessing as mp
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from .flows import FlowDirectory, LocateError, locate_socket
+
+
+@dataclass
+class Verdict:
+    sid: int
+    flow_id: str | None
+    estimate: str | None
+    confidence: float
+    votes: dict
+    t_s: float                   # since the flow's estimation (re)started
+
+
+class _Watched:
+    """One flow under estimation, in the child."""
+
+    def __init__(self, sid, ccp_tuple, local_cca, model, window, directory: FlowDirectory):
+        from estimator.online import OnlineEstimator
+        self.sid, self.ccp_tuple = sid, ccp_tuple
+        self.model, self.window = model, window
+        self.directory = directory
+        self.capture = self.tail = None
+        self.pcap = None
+        self.est = OnlineEstimator(model, local_cca, window)
+        self.started = False
+
+    def start(self):
+        """Find the flow and start its capture (raises LocateError / TraceError)."""
+        from estimator.capture import Capture, PcapTail
+        src_ip, sport, dst_ip, dport = self.ccp_tuple
+        entry = self.directory.lookup(SimpleNamespace(src_ip=src_ip, src_port=sport, dst_ip=dst_ip, dst_port=dport),
+                                      wait_s=1.0)
+        if entry is None:
+            raise LocateError(f"flow {self.sid} is not in the datapath's flows.json")
+        ns, iface = locate_socket(entry["src"], entry["sport"], entry["dst"], entry["dport"])
+        self.est.observer.sender = ipaddress.ip_address(entry["src"]).packed
+        fd, self.pcap = tempfile.mkstemp(prefix=f"intcc-adaptive-{self.sid}-", suffix=".pcap")
+        os.close(fd)
+        os.remove(self.pcap)
+        self.capture = Capture(ns, iface, self.pcap, bpf_filter=f"tcp and port {entry['sport']} and port {entry['dport']}")
+        self.capture.__enter__()
+        self.tail = PcapTail(self.pcap)
+        self.started = True
+
+    def local_changed(self, cca: str):
+        """A new local algorithm: the model for it, and a fresh vote (the old one's
+        estimates were made for the other local CCA)."""
+        from estimator.vote import MajorityVote
+        self.est.model._model(cca)
+        self.est.local_cca = cca
+        self.est.vote = MajorityVote(self.window)
+        self.est.t0 = time.monotonic()
+
+    def step(self):
+        self.est.feed_pcap(self.tail)
+        return self.est.step()
+
+    def stop(self):
+        if self.capture is not None:
+            try:
+                self.capture.__exit__(None, None, None)
+            except Exception:
+                pass
+        if self.pcap and os.path.exists(self.pcap):
+            os.remove(self.pcap)
+
+
+def _serve(conn, model_path, window, interval_s, broker_url, state_dir, parent_pid):
+    from estimator.features import TraceError
+    from estimator.model import CCAEstimator, ModelError
+    try:
+        model = CCAEstimator.load(model_path)
+    except ModelError as e:
+        conn.send(("error", None, str(e)))
+        return
+    publisher = None
+    if broker_url:
+        from estimator.online import Publisher
+        publisher = Publisher(broker_url)
+    directory = FlowDirectory(state_dir)
+    flows: dict[int, _Watched] = {}
+    next_step = time.monotonic() + interval_s
+    try:
+        while os.getppid() == parent_pid:
+            if conn.poll(max(0.0, next_step - time.monotonic())):
+                try:
+                    msg = conn.recv()
+                except EOFError:
+                    break
+                kind, sid = msg[0], msg[1]
+                try:
+                    if kind == "observe":
+                        flows[sid] = _Watched(sid, msg[2], msg[3], model, window, directory)
+                    elif kind == "local" and sid in flows:
+                        flows[sid].local_changed(msg[2])
+                    elif kind == "publish" and publisher is not None:
+                        publisher.client.publish(msg[2], msg[3], qos=0)
+                except (ModelError, LocateError, TraceError, OSError) as e:
+                    conn.send(("error", sid, str(e)))
+                    flows.pop(sid, None)
+                continue
+            next_step += interval_s
+            for sid, w in list(flows.items()):
+                try:
+                    if not w.started:
+                        w.start()
+                    step = w.step()
+                except (LocateError, TraceError, ModelError, OSError) as e:
+                    conn.send(("error", sid, f"flow {sid}: {e}"))
+                    w.stop()
+                    del flows[sid]
+                    continue
+                if step is None or step.flow_id is None:
+                    continue
+                v = step.verdict
+                conn.send(("verdict", sid, Verdict(sid, step.flow_id, v.estimate, v.confidence, v.votes, step.t_s)))
+                if publisher is not None:
+                    publisher.publish(w.est.record(step))
+    finally:
+        for w in flows.values():
+            w.stop()
+        if publisher is not None:
+            publisher.close()
+
+
+class EstimatorProcess:
+    """The parent's end: tell it of flows, poll it for verdicts and errors."""
+
+    def __init__(self, model_path: str, window: int = 50, interval_s: float = 0.5, broker_url: str | None = None,
+                 state_dir: str | None = None):
+        self.args = (model_path, window, interval_s, broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0])
+        self._conn = None
+        self._proc = None
+
+    def start(self) -> "EstimatorProcess":
+        ours, theirs = mp.get_context("fork").Pipe()
+        self._proc = mp.get_context("fork").Process(target=_serve, args=(theirs, *self.args, os.getpid()),
+                                                    daemon=True, name="intcc-adaptive-estimator")
+        self._proc.start()
+        theirs.close()
+        self._conn = ours
+        return self
+
+    def _send(self, *msg):
+        try:
+            self._conn.send(msg)
+        except (OSError, ValueError):
+            pass                   # the child is gone: its error was (or will be) polled
+
+    def observe(self, sid: int, ccp_tuple: tuple, local_cca: str):
+        self._send("observe", sid, ccp_tuple, local_cca)
+
+    def local_changed(self, sid: int, cca: str):
+        self._send("local", sid, cca)
+
+    def publish(self, topic: str, payload: bytes):
+        self._send("publish", 0, topic, payload)
+
+    def poll(self) -> list[tuple]:
+        """Everything the child has sent since the last poll: ("verdict", sid, Verdict) or
+        ("error", sid or None, text). Never blocks."""
+        out = []
+        try:
+            while self._conn.poll(0):
+                out.append(self._conn.recv())
+        except (EOFError, OSError):
+            if self._proc is not None and not self._proc.is_alive():
+                out.append(("error", None, f"the estimator process ended (exit {self._proc.exitcode})"))
+                self._proc = None
+        return out
+
+    def stop(self):
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join(2)

@@ -1,0 +1,133 @@
+"""The adaptive agent (ccp_agent/adaptive.py) on the mock datapath with a scripted
+estimator: it switches on a stable verdict after the dwell time, tells the estimator and
+MQTT, and an estimation failure leaves the flow where it is with one log line. The real
+estimator process fails cleanly on a bad model and on a flow it cannot find."""
+import logging
+import time
+
+import pytest
+
+from ccp_agent.adaptive import Adaptive
+from ccp_agent.estimation import EstimatorProcess, Verdict
+from ccp_agent.switching import SwitchPolicy
+from ccp_algs.bbr import Bbr
+from ccp_algs.cubic import Cubic
+from ccp_algs.mock import MockDatapath, datapath_info, report
+from ccp_algs.reno import Reno
+from telemetry.schema import SwitchRecord, decode
+
+MSS = 1448
+FID = "00112233aabbccdd"
+
+
+class ScriptedEstimation:
+    def __init__(self):
+        self.inbox, self.observed, self.local, self.published = [], [], [], []
+
+    def observe(self, sid, ccp_tuple, local_cca):
+        self.observed.append((sid, local_cca))
+
+    def local_changed(self, sid, cca):
+        self.local.append((sid, cca))
+
+    def publish(self, topic, payload):
+        self.published.append((topic, payload))
+
+    def poll(self):
+        out, self.inbox = self.inbox, []
+        return out
+
+
+def adaptive(min_dwell_s=0.0, trace=None):
+    est = ScriptedEstimation()
+    policy = SwitchPolicy("mirror", ("bbr", "cubic", "reno"), ("bbr", "cubic", "reno", "vegas"),
+                          min_dwell_s=min_dwell_s, min_confidence=0.6)
+    alg = Adaptive({"cubic": Cubic(), "bbr": Bbr(seed=1), "reno": Reno()}, "cubic", policy, est, trace=trace)
+    dp = MockDatapath(alg.datapath_programs())
+    return alg.new_flow(dp, datapath_info(mss=MSS)), dp, est
+
+
+def tick(flow):
+    r = report(acked=10 * MSS, delivered=10, inflight=20, rtt_us=40_000, grown=0, reductions=0)
+    r.bw_max = 1_250_000
+    flow.on_report(r)
+
+
+def verdict(estimate, confidence, n=50):
+    top = round(n * confidence)
+    return Verdict(1, FID, estimate, confidence, {estimate: top, "vegas": n - top}, 10.0)
+
+
+def test_a_stable_verdict_switches_the_flow_and_is_announced(tmp_path):
+    flow, dp, est = adaptive(trace=str(tmp_path / "t.csv"))
+    assert est.observed == [(1, "cubic")]
+    tick(flow)
+    est.inbox.append(("verdict", 1, verdict("bbr", 0.9)))
+    before = dp.cwnd
+    tick(flow)
+    assert flow.current == "bbr" and dp.cwnd == before
+    assert est.local == [(1, "bbr")]
+    topic, payload = est.published[0]
+    rec = decode(payload, topic=topic)
+    assert isinstance(rec, SwitchRecord) and (rec.from_cca, rec.to_cca, rec.verdict) == ("cubic", "bbr", "bbr")
+    assert "cubic -> bbr: verdict bbr (90% of 50), mirror" in (tmp_path / "t.csv").read_text()
+
+
+def test_no_switch_on_a_weak_verdict_or_within_the_dwell_time():
+    flow, dp, est = adaptive(min_dwell_s=60)
+    est.inbox.append(("verdict", 1, verdict("bbr", 0.95)))
+    tick(flow)
+    assert flow.current == "cubic"                     # dwell
+    flow.in_control_since = time.monotonic() - 61
+    est.inbox.append(("verdict", 1, verdict("bbr", 0.5)))
+    tick(flow)
+    assert flow.current == "cubic"                     # weak
+    est.inbox.append(("verdict", 1, verdict("bbr", 0.7)))
+    tick(flow)
+    assert flow.current == "bbr"
+
+
+def test_an_estimation_failure_leaves_the_flow_with_one_log_line(caplog):
+    flow, dp, est = adaptive()
+    with caplog.at_level(logging.WARNING, logger="intcc.adaptive"):
+        est.inbox.append(("error", 1, "flow 1: no namespace has a socket ... (ended?)"))
+        tick(flow)
+        est.inbox.append(("error", 1, "flow 1: again"))
+        tick(flow)
+    assert flow.current == "cubic"
+    lines = [r for r in caplog.records if "estimation failed" in r.getMessage()]
+    assert len(lines) == 1 and "flow 1 stays on its algorithm" in lines[0].getMessage()
+
+
+def wait_messages(proc, timeout_s=20):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = proc.poll()
+        if got:
+            return got
+        time.sleep(0.05)
+    return []
+
+
+def test_the_estimator_process_reports_a_bad_model_instead_of_crashing(tmp_path):
+    bad = tmp_path / "m.joblib"
+    bad.write_bytes(b"not a model")
+    proc = EstimatorProcess(str(bad), state_dir=str(tmp_path)).start()
+    try:
+        (kind, sid, text), *_ = wait_messages(proc)
+    finally:
+        proc.stop()
+    assert kind == "error" and sid is None and "not an intcc estimator model" in text
+
+
+def test_the_estimator_process_reports_a_flow_it_cannot_find(tmp_path):
+    from ccp_agent.adaptive import __file__ as here
+    import os
+    model = os.path.join(os.path.dirname(here), "..", "estimator", "models", "cca_rf.joblib")
+    proc = EstimatorProcess(model, interval_s=0.1, state_dir=str(tmp_path)).start()
+    try:
+        proc.observe(7, (1, 40000, 2, 5201), "cubic")
+        (kind, sid, text), *_ = wait_messages(proc)
+    finally:
+        proc.stop()
+    assert (kind, sid) == ("error", 7) and "not in the datapath's flows.json" in text
