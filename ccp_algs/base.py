@@ -181,7 +181,8 @@ class WindowFlow(FlowBase):
         self.grown_seen, self.reductions_seen = state.grown_seen, state.reductions_seen
         self.prior_ssthresh = None
         registers = self.growth_registers() if self.datapath_slow_start else []
-        self.resume(registers, reason="took the flow over")
+        # Rate 0: no pacing of its own (the datapath drops a pacing rate the last one set)
+        self.resume([("Rate", 0)] + registers, reason="took the flow over")
         self.sent_registers = dict(registers)
 
     def on_timeout(self, r, new_episode: bool) -> str:

@@ -122,6 +122,16 @@ impl CongestionOps for FlowCtl {
         // not a command. Pacing starts when the algorithm sets something else.
         // libccp carries rates as u32 (bytes/s) and truncates the kernel's u64: compare truncated.
         let rate = rate_bps as u64;
+        if rate_bps == 0 {
+            // Rate 0: no pacing command, the kernel paces as for its own CCAs (an algorithm
+            // that does not pace took the flow over from one that did).
+            if self.ctl.flags & CTL_HAS_RATE != 0 {
+                self.ctl.flags &= !CTL_HAS_RATE;
+                self.ctl.rate_bps = 0;
+                self.write();
+            }
+            return;
+        }
         if self.ctl.flags & CTL_HAS_RATE == 0 && rate_bps == self.kernel_rate_bps as u32 {
             return;
         }

@@ -42,6 +42,7 @@ def test_the_window_continues_across_a_switch_both_ways():
     flow.switch("cubic")
     assert dp.cwnd == back
     assert flow.flow.ssthresh == back                                   # BBR had none: no slow start from here
+    assert dp.rate == 0                                                 # cubic does not pace: BBR's rate dropped
     assert dp.fields["ss_until"] == 0
 
 
