@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from .child import fork_child, stop_child
 from .flows import FlowDirectory, LocateError, locate_socket
 
 
@@ -156,9 +157,7 @@ class EstimatorProcess:
 
     def start(self) -> "EstimatorProcess":
         ours, theirs = mp.get_context("fork").Pipe()
-        self._proc = mp.get_context("fork").Process(target=_serve, args=(theirs, *self.args, os.getpid()),
-                                                    daemon=True, name="intcc-adaptive-estimator")
-        self._proc.start()
+        self._proc = fork_child(_serve, (theirs, *self.args, os.getpid()), "intcc-adaptive-estimator")
         theirs.close()
         self._conn = ours
         return self
@@ -192,6 +191,4 @@ class EstimatorProcess:
         return out
 
     def stop(self):
-        if self._proc is not None and self._proc.is_alive():
-            self._proc.terminate()
-            self._proc.join(2)
+        stop_child(self._proc)

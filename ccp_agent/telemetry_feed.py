@@ -11,7 +11,6 @@ socketpair, tens of microseconds), so the answer is always the newest record:
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import socket
 import struct
@@ -19,6 +18,8 @@ import time
 
 from telemetry.schema import SchemaError, decode
 from broker.subscriber import Fresh
+
+from .child import fork_child, stop_child
 
 _REPLY = struct.Struct("<IQ")    # request id, the record's age at the child in ns; then the record
 REPLY_TIMEOUT_S = 0.05
@@ -53,19 +54,14 @@ class TelemetryFeed:
 
     def start(self) -> "TelemetryFeed":
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        ctx = mp.get_context("fork")     # before portus starts: no threads yet
-        self._proc = ctx.Process(target=_serve, args=(self.url, theirs.fileno(), os.getpid()),
-                                 daemon=True, name="intcc-telemetry-feed")
-        self._proc.start()
+        self._proc = fork_child(_serve, (self.url, theirs.fileno(), os.getpid()), "intcc-telemetry-feed")
         theirs.close()
         ours.settimeout(REPLY_TIMEOUT_S)
         self._sock = ours
         return self
 
     def stop(self):
-        if self._proc is not None and self._proc.is_alive():
-            self._proc.terminate()
-            self._proc.join(2)
+        stop_child(self._proc)
 
     def _ask(self, request: str, max_age_s: float | None) -> Fresh | None:
         if self._sock is None:

@@ -220,8 +220,20 @@ def estimate_topic(flow_id: str) -> str:
     return ESTIMATE_TOPIC.format(flow_id=flow_id)
 
 
+class _FlatRecord:
+    """A record of plain JSON values only, validated field by field."""
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str | None = None):
+        _validate(cls, d, where or f"{cls.type} record")
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
 @dataclass
-class EstimateRecord:
+class EstimateRecord(_FlatRecord):
     """The competitor's CCA as the estimator sees it from this flow's sender."""
     flow_id: str = _f(_flow_id)
     ts_ns: int = _f(_int(0))                      # estimator clock, ns since epoch
@@ -234,14 +246,6 @@ class EstimateRecord:
     v: int = VERSION
     type: str = "estimate"
 
-    @classmethod
-    def from_dict(cls, d: dict, where: str = "estimate record") -> "EstimateRecord":
-        _validate(cls, d, where)
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
 
 _ALGORITHM_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 
@@ -252,7 +256,7 @@ def _algorithm_name(v):
 
 
 @dataclass
-class SwitchRecord:
+class SwitchRecord(_FlatRecord):
     """A flow of the adaptive agent changed its local algorithm on the estimator's verdict
     (published on the flow's estimate topic)."""
     flow_id: str = _f(_flow_id)
@@ -266,13 +270,6 @@ class SwitchRecord:
     v: int = VERSION
     type: str = "switch"
 
-    @classmethod
-    def from_dict(cls, d: dict, where: str = "switch record") -> "SwitchRecord":
-        _validate(cls, d, where)
-        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 _TYPES = {"flow": FlowRecord, "hop": HopRecord, "estimate": EstimateRecord, "switch": SwitchRecord}
