@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from .child import fork_child, stop_child
+
+SWEEP_S = 2.0          # how often the child drops flows the datapath no longer lists
 from .flows import FlowDirectory, LocateError, locate_socket
 
 
@@ -103,6 +105,7 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, parent_p
     directory = FlowDirectory(state_dir)
     flows: dict[int, _Watched] = {}
     next_step = time.monotonic() + interval_s
+    next_sweep = time.monotonic() + SWEEP_S
     try:
         while os.getppid() == parent_pid:
             if conn.poll(max(0.0, next_step - time.monotonic())):
@@ -123,6 +126,13 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, parent_p
                     flows.pop(sid, None)
                 continue
             next_step += interval_s
+            if time.monotonic() >= next_sweep:      # flows that ended: their captures stop
+                next_sweep = time.monotonic() + SWEEP_S
+                live = directory.live_tuples()
+                for sid, w in list(flows.items()):
+                    if w.started and live is not None and w.ccp_tuple not in live:
+                        w.stop()
+                        del flows[sid]
             for sid, w in list(flows.items()):
                 try:
                     if not w.started:

@@ -33,6 +33,14 @@ class FlowDirectory:
                 return None
             time.sleep(0.01)    # the daemon rewrites flows.json within a heartbeat
 
+    def live_tuples(self) -> set | None:
+        """libccp's 4-tuples of the flows the daemon lists now (None: unreadable)."""
+        try:
+            with open(self.path) as f:
+                return {(fl["ccp_src_ip"], fl["sport"], fl["ccp_dst_ip"], fl["dport"]) for fl in json.load(f)["flows"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def flow_id(self, info) -> str | None:
         fl = self.lookup(info)
         if fl is None:
