@@ -309,8 +309,9 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
                  "competitor_goodput_mbps": comp["out"]["end"]["sum_received"]["bits_per_second"] / 1e6,
                  "jain_mean": statistics.mean(warm) if warm else None,
                  "jain_min": min(warm) if warm else None}
-        extra["jain_total"] = jain([out["end"]["sum_received"]["bits_per_second"],
-                                    comp["out"]["end"]["sum_received"]["bits_per_second"]])
+        mine, theirs = (o["end"]["sum_received"]["bits_per_second"] for o in (out, comp["out"]))
+        extra["jain_total"] = jain([mine, theirs])
+        extra["share"] = mine / (mine + theirs) if mine + theirs > 0 else None     # of the two flows' goodput
     with open(os.path.join(run_dir, "series.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, list(rows[0]) if rows else ["t_s"])
         w.writeheader()
