@@ -41,7 +41,7 @@ class AdaptiveFlow(HostedFlow):
             return
         before = self.current
         why = f"verdict {v.estimate} ({v.confidence:.0%} of {sum(v.votes.values())}), {self.host.policy.policy}"
-        self.switch(target, why=why)
+        self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None)
         self.in_control_since = time.monotonic()
         log.info("flow %s: %s -> %s on %s", self.sid, before, target, why)
         self.host.announce_switch(self, before, target, v)

@@ -34,6 +34,7 @@ class Verdict:
     confidence: float
     votes: dict
     t_s: float                   # since the flow's estimation (re)started
+    sent_mono_ns: int = 0        # CLOCK_MONOTONIC when the child sent it (latency figures)
 
 
 class _Watched:
@@ -146,7 +147,8 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, parent_p
                 if step is None or step.flow_id is None:
                     continue
                 v = step.verdict
-                conn.send(("verdict", sid, Verdict(sid, step.flow_id, v.estimate, v.confidence, v.votes, step.t_s)))
+                conn.send(("verdict", sid, Verdict(sid, step.flow_id, v.estimate, v.confidence, v.votes, step.t_s,
+                                                    time.monotonic_ns())))
                 if publisher is not None:
                     publisher.publish(w.est.record(step))
     finally:

@@ -72,7 +72,7 @@ class HostedFlow:
         s.bw_bytes_per_s = max(self.bw_samples, default=0.0)
         return s
 
-    def switch(self, name: str, why: str = "") -> FlowState:
+    def switch(self, name: str, why: str = "", cause_mono_ns: int | None = None) -> FlowState:
         """Hand the flow to algorithm ``name`` (one of the host's); returns the state carried."""
         if name not in self.host.algorithms:
             raise HandoverError(f"no algorithm {name!r} in this agent: {', '.join(self.host.algorithms)}")
@@ -85,7 +85,8 @@ class HostedFlow:
         self.switches.append({"mono_ns": time.monotonic_ns(), "from": self.current, "to": name, "why": why,
                               "cwnd_bytes": int(state.cwnd_bytes)})
         self.flow.trace.row(sid=self.flow.sid, event="switch", cwnd_bytes=int(state.cwnd_bytes),
-                            reason=f"{self.current} -> {name}" + (f": {why}" if why else ""))
+                            reason=f"{self.current} -> {name}" + (f": {why}" if why else ""),
+                            cause_mono_ns=cause_mono_ns)
         self.current, self.flow = name, new
         return state
 

@@ -7,7 +7,8 @@ import time
 
 TRACE_FIELDS = ["t_s", "mono_ns", "sid", "event", "cwnd_bytes", "ssthresh_bytes", "rtt_us",
                 "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason", "cwnd_before_bytes",
-                "src_port", "dst_port"]     # on a flow's start row: which connection (one agent, many flows)
+                "src_port", "dst_port",     # on a flow's start row: which connection (one agent, many flows)
+                "cause_mono_ns"]            # on a switch row: when what caused it happened (a verdict's sending)
 
 
 class Trace:

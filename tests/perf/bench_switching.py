@@ -1,0 +1,206 @@
+"""Benchmark: live CCA switching (issue 24), on an unconstrained veth pair.
+
+1. Verdict -> new algorithm in control: an adaptive agent whose verdicts are scripted
+   (each flow alternates cubic <-> bbr every 0.5 s, no dwell) over N flows; per switch,
+   the time from the verdict's sending (CLOCK_MONOTONIC) to the kernel applying the new
+   algorithm's first command (the daemon's applied log). Target p99 <= one RTT + 1 ms:
+   the verdict is read at the flow's next report.
+2. Agent CPU per controlled flow with the real estimator running (`intcc alg run adaptive
+   --model estimator/models/cca_rf.joblib`: a capture and a forest per flow), for 1, 10
+   and 50 flows: the agent, its estimator child and its captures, CPU seconds per second.
+
+Prints figures; asserts nothing about speed.   python -m tests.perf.bench_switching
+"""
+from __future__ import annotations
+
+import bisect
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SECONDS = 8
+NS_A, NS_B = "intcc-swb-a", "intcc-swb-b"
+MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf.joblib")
+
+
+def sh(*cmd):
+    subprocess.run(list(cmd), check=True, capture_output=True)
+
+
+def veth_up():
+    veth_down()
+    for ns in (NS_A, NS_B):
+        sh("ip", "netns", "add", ns)
+    sh("ip", "link", "add", "intcc-swb0", "netns", NS_A, "type", "veth", "peer", "name", "intcc-swb1", "netns", NS_B)
+    for ns, dev, addr in ((NS_A, "intcc-swb0", "10.97.0.1/24"), (NS_B, "intcc-swb1", "10.97.0.2/24")):
+        sh("ip", "-n", ns, "addr", "add", addr, "dev", dev)
+        sh("ip", "-n", ns, "link", "set", dev, "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+
+
+def veth_down():
+    for ns in (NS_A, NS_B):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+class ScriptedVerdicts:
+    """Estimation stand-in for the latency part: a verdict every ``period_s`` per flow,
+    alternating bbr and cubic, stamped when due."""
+
+    def __init__(self, period_s=0.5):
+        self.period_ns = int(period_s * 1e9)
+        self.flows = {}          # sid -> (next due ns, next estimate)
+
+    def observe(self, sid, ccp_tuple, local_cca):
+        self.flows[sid] = [time.monotonic_ns() + self.period_ns, "bbr"]
+
+    def local_changed(self, sid, cca):
+        pass
+
+    def publish(self, topic, payload):
+        pass
+
+    def poll(self):
+        from ccp_agent.estimation import Verdict
+        now, out = time.monotonic_ns(), []
+        for sid, due in self.flows.items():
+            if now >= due[0]:
+                out.append(("verdict", sid, Verdict(sid, None, due[1], 1.0, {due[1]: 1}, 0.0, due[0])))
+                due[0] += self.period_ns
+                due[1] = "cubic" if due[1] == "bbr" else "bbr"
+        return out
+
+
+def scripted_agent(trace: str):
+    """The agent process of the latency part (portus owns it)."""
+    from ccp_agent.adaptive import Adaptive
+    from ccp_agent.portus_compat import start
+    from ccp_agent.switching import SwitchPolicy
+    from ccp_algs.bbr import Bbr
+    from ccp_algs.cubic import Cubic
+    policy = SwitchPolicy("mirror", ("bbr", "cubic"), ("bbr", "cubic"), min_dwell_s=0, min_confidence=0)
+    start(Adaptive({"cubic": Cubic(), "bbr": Bbr()}, "cubic", policy, ScriptedVerdicts(), trace=trace), "unix")
+
+
+def iperf(flows: int, seconds: float):
+    srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    try:
+        subprocess.run(["ip", "netns", "exec", NS_A, "iperf3", "-c", "10.97.0.2", "-t", str(seconds), "-P",
+                        str(flows), "-C", "ccp", "-J"], check=True, capture_output=True, timeout=seconds + 60)
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def latencies(trace: str, applied: str, flows_json: dict) -> list[float]:
+    """Verdict sent -> the kernel applies the new algorithm's first command, ms."""
+    rows = list(csv.DictReader(open(trace)))
+    ports = {r["sid"]: int(r["src_port"]) for r in rows if r["event"] == "start" and r["src_port"]}
+    bpf_sid = {f["sport"]: f["sid"] for f in flows_json["flows"]}
+    applied_by_sid = {}
+    for a in csv.DictReader(open(applied)):
+        applied_by_sid.setdefault(int(a["sid"]), []).append((int(a["ipc_ns"]), int(a["applied_ns"])))
+    for v in applied_by_sid.values():
+        v.sort()
+    out = []
+    for r in rows:
+        if r["event"] != "switch" or not r.get("cause_mono_ns") or "->" not in r["reason"]:
+            continue
+        sid = bpf_sid.get(ports.get(r["sid"]))
+        cmds = applied_by_sid.get(sid, [])
+        i = bisect.bisect_left(cmds, (int(r["mono_ns"]) - 2_000_000, 0))     # the switch's own command
+        after = [applied for ipc, applied in cmds[i:] if applied >= int(r["mono_ns"]) - 2_000_000]
+        if after:
+            out.append((after[0] - int(r["cause_mono_ns"])) / 1e6)
+    return out
+
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p * (len(v) - 1))))] if v else float("nan")
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and its live descendants, with the children they reaped
+    (utime + stime + cutime + cstime)."""
+    total = 0.0
+    for p in [pid] + descendants(pid):
+        try:
+            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+            total += sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError):
+            pass
+    return total
+
+
+def descendants(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    kids = [int(k) for k in out]
+    return kids + [d for k in kids for d in descendants(k)]
+
+
+def main():
+    from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
+    if ccp_registered():
+        sys.exit("a 'ccp' congestion control is registered already: stop it first")
+    veth_up()
+    tmp = tempfile.mkdtemp(prefix="intcc-bench-switch-")
+    try:
+        applied = os.path.join(tmp, "applied.csv")
+        with DatapathProcess(state_dir=os.path.join(tmp, "dp"), applied_log=applied) as dp:
+            print("verdict -> new algorithm in control (scripted verdicts, a switch per flow every 0.5 s):")
+            for n in (1, 10):
+                trace = os.path.join(tmp, f"trace-{n}.csv")
+                agent = subprocess.Popen([sys.executable, "-c", f"from tests.perf.bench_switching import "
+                                          f"scripted_agent; scripted_agent({trace!r})"],
+                                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "agent.log"), "ab"))
+                try:
+                    dp.wait_agent(True)
+                    flows_json = {}
+
+                    def snapshot():
+                        nonlocal flows_json
+                        time.sleep(2)
+                        flows_json = json.load(open(os.path.join(dp.state_dir, "flows.json")))
+                    import threading
+                    t = threading.Thread(target=snapshot)
+                    t.start()
+                    iperf(n, SECONDS)
+                    t.join()
+                finally:
+                    agent.terminate()
+                    agent.wait(10)
+                    dp.wait_agent(False)
+                lat = latencies(trace, applied, flows_json)
+                print(f"  {n:2d} flows: {len(lat)} switches, p50 {pct(lat, 0.5):.2f} ms, p99 {pct(lat, 0.99):.2f} ms, "
+                      f"max {max(lat, default=float('nan')):.2f} ms")
+            print("agent CPU with the real estimator (intcc alg run adaptive, Table I model):")
+            for n in (1, 10, 50):
+                agent = AgentProcess("adaptive", ["--model", MODEL, "--state-dir", dp.state_dir],
+                                     log_path=os.path.join(tmp, f"adaptive-{n}.log")).start()
+                try:
+                    dp.wait_agent(True)
+                    before, t0 = tree_cpu_s(agent.proc.pid), time.monotonic()
+                    iperf(n, SECONDS)
+                    used = tree_cpu_s(agent.proc.pid) - before
+                    wall = time.monotonic() - t0
+                finally:
+                    agent.stop()
+                    dp.wait_agent(False)
+                print(f"  {n:2d} flows: {used / wall:.3f} CPU s/s in all, {used / wall / n * 1000:.1f} ms/s per flow")
+    finally:
+        veth_down()
+
+
+def test_bench_switching():
+    main()
+
+
+if __name__ == "__main__":
+    main()
