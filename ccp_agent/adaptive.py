@@ -36,7 +36,7 @@ class AdaptiveFlow(HostedFlow):
             return
         self.verdict, self.flow_id = v, v.flow_id or self.flow_id
         target = self.host.policy.decide(self.current, time.monotonic() - self.in_control_since, v.estimate,
-                                         v.confidence)
+                                         v.confidence, sum(v.votes.values()))
         if target is None:
             return
         before = self.current
@@ -67,6 +67,8 @@ class Adaptive(Host):
         for kind, sid, body in self.estimation.poll():
             if kind == "verdict":
                 self.verdicts[sid] = body
+                log.debug("flow %s: verdict %s (%.0f%% of %d)", sid, body.estimate, 100 * body.confidence,
+                          sum(body.votes.values()))
             elif sid not in self.failed:
                 self.failed.add(sid)
                 who = f"flow {sid}" if sid is not None else "every flow"

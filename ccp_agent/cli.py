@@ -132,10 +132,14 @@ for _name in ALGORITHMS:
               help="a flow keeps an algorithm at least this long")
 @click.option("--min-confidence", type=click.FloatRange(min=0, max=1), default=0.6, show_default=True,
               help="a verdict whose share of the vote is lower changes nothing")
+@click.option("--warmup-s", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="no estimates in a flow's first seconds, or a new algorithm's (out of the model's training)")
+@click.option("--min-votes", type=click.IntRange(min=1), default=10, show_default=True,
+              help="a verdict from fewer estimates (a vote just begun) changes nothing")
 @click.option("--broker", "broker_url", help="publish verdicts and switches on intcc/v1/estimate/<flow-id>")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
-                 min_confidence, broker_url, ipc, trace, verbose, state_dir):
+                 min_confidence, warmup_s, min_votes, broker_url, ipc, trace, verbose, state_dir):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
     from ccp_algs.handover import HandoverError
     from ccp_algs.registry import UnknownAlgorithm
@@ -159,10 +163,10 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
             raise SwitchingError(f"{model_path} has no forest for local CCA {', '.join(no_forest)} (it has "
                                  f"{', '.join(sorted(model.models_))}): leave it out of --algorithms")
         table = GoodputTable.load(table_path) if table_path else None
-        switch_policy = SwitchPolicy(policy, names, tuple(named), min_dwell_s, min_confidence, table)
+        switch_policy = SwitchPolicy(policy, names, tuple(named), min_dwell_s, min_confidence, table, min_votes)
     except (ModelError, SwitchingError, UnknownAlgorithm) as e:
         raise click.ClickException(str(e))
-    estimation = EstimatorProcess(model_path, window, interval_s, broker_url, state_dir).start()
+    estimation = EstimatorProcess(model_path, window, interval_s, broker_url, state_dir, warmup_s).start()
     try:
         def make(caps):
             try:

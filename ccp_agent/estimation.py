@@ -4,8 +4,10 @@ The agent tells it of each flow (libccp's 4-tuple) and of every change of the fl
 local algorithm; the child finds the flow's full tuple in the datapath's flows.json and
 its sending socket's namespace and interface (flows.locate_socket), captures the flow
 there, and runs an OnlineEstimator (estimator/online.py) on it: one estimate every
-``interval_s``, a majority vote over ``window``, the verdict published on the flow's
-estimate topic and sent to the agent, which never waits for it (``poll()``).
+``interval_s`` once the flow (or its new local algorithm) has run ``warmup_s`` (the
+training rows skip a run's first tenth too), a majority vote over ``window``, the verdict
+published on the flow's estimate topic and sent to the agent, which never waits for it
+(``poll()``).
 
 A flow whose estimation fails (no capture, no socket, a model without its local CCA)
 gets one error message and is left alone: it stays on the algorithm it has.
@@ -40,7 +42,7 @@ class Verdict:
 class _Watched:
     """One flow under estimation, in the child."""
 
-    def __init__(self, sid, ccp_tuple, local_cca, model, window, directory: FlowDirectory):
+    def __init__(self, sid, ccp_tuple, local_cca, model, window, directory: FlowDirectory, warmup_s: float = 0.0):
         from estimator.online import OnlineEstimator
         self.sid, self.ccp_tuple = sid, ccp_tuple
         self.model, self.window = model, window
@@ -49,6 +51,8 @@ class _Watched:
         self.pcap = None
         self.est = OnlineEstimator(model, local_cca, window)
         self.started = False
+        self.warmup_s = warmup_s
+        self.vote_from = time.monotonic() + warmup_s      # no estimates before (training rows skip a warm-up)
 
     def start(self):
         """Find the flow and start its capture (raises LocateError / TraceError)."""
@@ -76,10 +80,11 @@ class _Watched:
         self.est.local_cca = cca
         self.est.vote = MajorityVote(self.window)
         self.est.t0 = time.monotonic()
+        self.vote_from = time.monotonic() + self.warmup_s
 
     def step(self):
         self.est.feed_pcap(self.tail)
-        return self.est.step()
+        return self.est.step() if time.monotonic() >= self.vote_from else None
 
     def stop(self):
         if self.capture is not None:
@@ -91,7 +96,7 @@ class _Watched:
             os.remove(self.pcap)
 
 
-def _serve(conn, model_path, window, interval_s, broker_url, state_dir, parent_pid):
+def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s, parent_pid):
     from estimator.features import TraceError
     from estimator.model import CCAEstimator, ModelError
     try:
@@ -117,7 +122,7 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, parent_p
                 kind, sid = msg[0], msg[1]
                 try:
                     if kind == "observe":
-                        flows[sid] = _Watched(sid, msg[2], msg[3], model, window, directory)
+                        flows[sid] = _Watched(sid, msg[2], msg[3], model, window, directory, warmup_s)
                     elif kind == "local" and sid in flows:
                         flows[sid].local_changed(msg[2])
                     elif kind == "publish" and publisher is not None:
@@ -162,8 +167,9 @@ class EstimatorProcess:
     """The parent's end: tell it of flows, poll it for verdicts and errors."""
 
     def __init__(self, model_path: str, window: int = 50, interval_s: float = 0.5, broker_url: str | None = None,
-                 state_dir: str | None = None):
-        self.args = (model_path, window, interval_s, broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0])
+                 state_dir: str | None = None, warmup_s: float = 5.0):
+        self.args = (model_path, window, interval_s, broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0],
+                     warmup_s)
         self._conn = None
         self._proc = None
 

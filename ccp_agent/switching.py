@@ -6,8 +6,10 @@ competitor (paper 002, Section IV).
   measured goodput table g(local, competitor) shipped beside the model
   (D = (G1 - G2) / (G1 + G2), paper 002 Eq. (3)).
 
-Hysteresis: a flow keeps an algorithm at least ``min_dwell_s``, and a verdict whose top
-share of the vote is below ``min_confidence`` (or "unknown") changes nothing.
+Hysteresis: a flow keeps an algorithm at least ``min_dwell_s``; a verdict from fewer than
+``min_votes`` estimates (the first seconds of a flow, or after a switch, when the vote
+has just begun), or whose top share is below ``min_confidence``, or "unknown", changes
+nothing.
 """
 from __future__ import annotations
 
@@ -63,6 +65,7 @@ class SwitchPolicy:
     min_dwell_s: float = 5.0
     min_confidence: float = 0.6
     table: GoodputTable | None = None
+    min_votes: int = 10
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -78,9 +81,10 @@ class SwitchPolicy:
             return competitor if competitor in self.local_ccas else None
         return min(self.local_ccas, key=lambda local: (self.table.abs_d(local, competitor), local))
 
-    def decide(self, current: str, in_control_s: float, estimate: str | None, confidence: float) -> str | None:
-        """The algorithm to switch to now, or None (stay)."""
-        if estimate is None or estimate == "unknown" or confidence < self.min_confidence:
+    def decide(self, current: str, in_control_s: float, estimate: str | None, confidence: float,
+               votes: int) -> str | None:
+        """The algorithm to switch to now, or None (stay). ``votes``: estimates in the vote."""
+        if estimate is None or estimate == "unknown" or confidence < self.min_confidence or votes < self.min_votes:
             return None
         if in_control_s < self.min_dwell_s:
             return None

@@ -75,15 +75,15 @@ class ScriptedVerdicts:
         return out
 
 
-def scripted_agent(trace: str):
+def scripted_agent(trace: str, period_s: float = 0.5):
     """The agent process of the latency part (portus owns it)."""
     from ccp_agent.adaptive import Adaptive
     from ccp_agent.portus_compat import start
     from ccp_agent.switching import SwitchPolicy
     from ccp_algs.bbr import Bbr
     from ccp_algs.cubic import Cubic
-    policy = SwitchPolicy("mirror", ("bbr", "cubic"), ("bbr", "cubic"), min_dwell_s=0, min_confidence=0)
-    start(Adaptive({"cubic": Cubic(), "bbr": Bbr()}, "cubic", policy, ScriptedVerdicts(), trace=trace), "unix")
+    policy = SwitchPolicy("mirror", ("bbr", "cubic"), ("bbr", "cubic"), min_dwell_s=0, min_confidence=0, min_votes=1)
+    start(Adaptive({"cubic": Cubic(), "bbr": Bbr()}, "cubic", policy, ScriptedVerdicts(period_s), trace=trace), "unix")
 
 
 def iperf(flows: int, seconds: float):

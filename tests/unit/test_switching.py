@@ -12,18 +12,24 @@ MODEL = ("bbr", "cubic", "reno", "vegas")
 
 def test_mirror_takes_the_competitors_cca_when_it_can_run_it():
     p = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=5, min_confidence=0.6)
-    assert p.decide("cubic", 6.0, "bbr", 0.9) == "bbr"
-    assert p.decide("cubic", 6.0, "cubic", 0.9) is None                 # already there
-    assert p.decide("cubic", 6.0, "vegas", 0.9) is None                 # not one this agent runs
+    assert p.decide("cubic", 6.0, "bbr", 0.9, 50) == "bbr"
+    assert p.decide("cubic", 6.0, "cubic", 0.9, 50) is None                 # already there
+    assert p.decide("cubic", 6.0, "vegas", 0.9, 50) is None                 # not one this agent runs
+
+
+def test_no_switch_on_a_vote_just_begun():
+    p = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=0, min_confidence=0.6, min_votes=10)
+    assert p.decide("cubic", 60.0, "bbr", 0.8, 5) is None        # 4 of 5
+    assert p.decide("cubic", 60.0, "bbr", 0.8, 10) == "bbr"
 
 
 def test_no_switch_before_the_dwell_time_or_on_a_weak_verdict():
     p = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=5, min_confidence=0.6)
-    assert p.decide("cubic", 4.9, "bbr", 0.99) is None
-    assert p.decide("cubic", 60.0, "bbr", 0.59) is None
-    assert p.decide("cubic", 60.0, "unknown", 1.0) is None
-    assert p.decide("cubic", 60.0, None, 0.0) is None
-    assert p.decide("cubic", 5.0, "bbr", 0.6) == "bbr"
+    assert p.decide("cubic", 4.9, "bbr", 0.99, 50) is None
+    assert p.decide("cubic", 60.0, "bbr", 0.59, 50) is None
+    assert p.decide("cubic", 60.0, "unknown", 1.0, 50) is None
+    assert p.decide("cubic", 60.0, None, 0.0, 50) is None
+    assert p.decide("cubic", 5.0, "bbr", 0.6, 50) == "bbr"
 
 
 def table(pairs):
@@ -39,8 +45,8 @@ def test_best_response_picks_the_smallest_expected_abs_d():
     g[("cubic", "cubic")] = (5.1, 4.9)
     g[("reno", "cubic")] = (4.0, 6.0)
     p = SwitchPolicy("best-response", LOCAL, MODEL, min_dwell_s=0, table=table(g))
-    assert p.decide("cubic", 1.0, "bbr", 0.9) == "bbr"
-    assert p.decide("bbr", 1.0, "cubic", 0.9) == "cubic"
+    assert p.decide("cubic", 1.0, "bbr", 0.9, 50) == "bbr"
+    assert p.decide("bbr", 1.0, "cubic", 0.9, 50) == "cubic"
 
 
 def test_best_response_refuses_a_table_that_lacks_a_pair():
