@@ -210,10 +210,15 @@ class BbrFlow(FlowBase):
         now = self.clock()
         mss = self.mss
         caps = self.alg.capabilities
+        grown = 0
         if caps.growth and r.grown_pkts is not None:
-            self.cwnd_pkts += (r.grown_pkts - self.grown_seen) % 2 ** 32
+            grown = (r.grown_pkts - self.grown_seen) % 2 ** 32
+            self.cwnd_pkts += grown
             self.grown_seen = r.grown_pkts
         delivered_pkts = r.growth_bytes(mss) / mss
+        # tcp_bbr grows by what each ACK delivers, recoveries included; the datapath grows
+        # only outside them (and up to the target): the agent adds the rest
+        ungrown = max(0.0, delivered_pkts - grown)
         new_recovery = False
         if caps.reductions and r.reductions is not None:
             new_recovery = (r.reductions - self.reductions_seen) % 2 ** 32 > 0
@@ -253,8 +258,12 @@ class BbrFlow(FlowBase):
         target = self.target_pkts()
         if self.conservation_until_round is not None:
             self.cwnd_pkts = max(self.cwnd_pkts, r.inflight + delivered_pkts)
+        elif r.timeout:
+            pass
         elif self.full_bw_reached:
-            self.cwnd_pkts = min(self.cwnd_pkts, target)    # growth towards it ran per ACK
+            self.cwnd_pkts = min(self.cwnd_pkts + ungrown, target)
+        elif self.cwnd_pkts < target:
+            self.cwnd_pkts = min(self.cwnd_pkts + ungrown, target)
         self.cwnd_pkts = max(self.cwnd_pkts, CWND_MIN_PKTS)
         if self.mode == PROBE_RTT:
             self.cwnd_pkts = min(self.cwnd_pkts, CWND_MIN_PKTS)

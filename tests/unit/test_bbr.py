@@ -150,3 +150,21 @@ def test_the_kernel_does_not_cut_a_bbr_flow_before_the_agent_answers():
 def test_bbr_is_registered_with_its_summary():
     from ccp_algs.registry import algorithm_class
     assert algorithm_class("bbr") is Bbr and "BBR" in Bbr.summary
+
+
+def test_packets_delivered_in_a_long_recovery_grow_the_window_back_as_tcp_bbr():
+    """The datapath does not grow the window in a recovery; tcp_bbr does (cwnd + acked, up
+    to the target, once packet conservation's round is over): the agent adds it."""
+    flow, dp, clock = start()
+    path = Path(mbps=10, rtt_ms=40)
+    run(flow, dp, clock, path, 40)
+    flow.on_report(report(acked=MSS, delivered=1, loss=20, inflight=40, rtt_us=40_000, grown=path.grown,
+                          reductions=None))
+    flow.recovery_bytes_left = 1e9                       # a recovery that goes on
+    low = dp.cwnd
+    for _ in range(6):
+        clock.ns += 40_000_000
+        flow.on_report(report(acked=10 * MSS, delivered=10, inflight=30, rtt_us=40_000, grown=path.grown,
+                              reductions=None))
+    assert flow.conservation_until_round is None
+    assert low < dp.cwnd <= flow.target_pkts() * MSS
