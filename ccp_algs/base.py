@@ -37,7 +37,7 @@ class Report:
     growth for these ACKs into its window (set by WindowFlow.on_report); ``reductions`` the
     window reductions (Recovery, CWR) the kernel has begun since the flow began (intcc
     datapath; None: not told)."""
-    __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin", "rout",
+    __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin",
                  "undo_bytes", "rto_acked", "delivered", "rto_delivered", "grown_pkts", "datapath_grew",
                  "reductions")
 
@@ -50,7 +50,6 @@ class Report:
         self.minrtt_us = r.minrtt if 0 < r.minrtt < NO_RTT_SAMPLE else None
         self.inflight = r.inflight
         self.rin = r.rin
-        self.rout = r.rout
         self.undo_bytes = r.undo
         self.rto_acked = r.rto_acked
         self.delivered = getattr(r, "delivered", None)

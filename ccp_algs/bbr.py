@@ -85,10 +85,10 @@ class BbrFlow(FlowBase):
             target += 2                                  # room to probe while pacing 5/4
         return float(target)
 
-    def _update_round(self, r: Report) -> bool:
+    def _update_round(self, r: Report, delivered_bytes: float) -> bool:
         """A round ends once what was in flight when it began is delivered (tcp_bbr's
         next_rtt_delivered)."""
-        self.delivered_bytes += r.acked
+        self.delivered_bytes += delivered_bytes
         if self.delivered_bytes >= self.next_round_delivered:
             self.next_round_delivered = self.delivered_bytes + r.inflight * self.mss
             self.round += 1
@@ -215,9 +215,11 @@ class BbrFlow(FlowBase):
             grown = (r.grown_pkts - self.grown_seen) % 2 ** 32
             self.cwnd_pkts += grown
             self.grown_seen = r.grown_pkts
-        delivered_pkts = r.growth_bytes(mss) / mss
-        # tcp_bbr grows by what each ACK delivers, recoveries included; the datapath grows
-        # only outside them (and up to the target): the agent adds the rest
+        # tcp_bbr counts packets delivered on every ACK, SACKed ones included (acked_sacked)
+        all_pkts = getattr(raw, "delivered_all", None)
+        delivered_pkts = float(all_pkts) if all_pkts is not None else r.growth_bytes(mss) / mss
+        # ... and grows the window by them, recoveries included; the datapath grows only
+        # outside them (and up to the target): the agent adds the rest
         ungrown = max(0.0, delivered_pkts - grown)
         new_recovery = False
         if caps.reductions and r.reductions is not None:
@@ -228,7 +230,7 @@ class BbrFlow(FlowBase):
         was_recovering = self.recovery_bytes_left > 0
         self.recovery_bytes_left = max(0.0, self.recovery_bytes_left - r.acked)
 
-        round_start = self._update_round(r)
+        round_start = self._update_round(r, delivered_pkts * mss)
         self._update_bw(bw_sample)
         self._check_full_bw(round_start)
         self._update_cycle(r, now)
