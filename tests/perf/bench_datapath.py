@@ -25,29 +25,12 @@ import time
 
 from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
 
-NS_A, NS_B = "intcc-dpb-a", "intcc-dpb-b"
+from tests.perf.veth import VethPair
+
+VETH = VethPair("dpb", "10.98.0")
+NS_A, NS_B = VETH.ns_a, VETH.ns_b
 SECONDS = 6
 ROUNDS = 3
-
-
-def sh(*cmd):
-    subprocess.run(list(cmd), check=True, capture_output=True)
-
-
-def veth_up():
-    veth_down()
-    for ns in (NS_A, NS_B):
-        sh("ip", "netns", "add", ns)
-    sh("ip", "link", "add", "intcc-dpb0", "netns", NS_A, "type", "veth", "peer", "name", "intcc-dpb1", "netns", NS_B)
-    for ns, dev, addr in ((NS_A, "intcc-dpb0", "10.98.0.1/24"), (NS_B, "intcc-dpb1", "10.98.0.2/24")):
-        sh("ip", "-n", ns, "addr", "add", addr, "dev", dev)
-        sh("ip", "-n", ns, "link", "set", dev, "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-
-
-def veth_down():
-    for ns in (NS_A, NS_B):
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def busy_jiffies():
@@ -118,7 +101,7 @@ def run_benchmark() -> dict:
     if ccp_registered():
         raise RuntimeError("'ccp' is already registered: stop the running datapath first")
     tmp = tempfile.mkdtemp(prefix="intcc-bench-dp-")
-    veth_up()
+    VETH.up()
     try:
         with DatapathProcess(state_dir=tmp, applied_log=os.path.join(tmp, "applied.csv")) as dp:
             fallback = iperf("ccp", [dp.proc.pid])    # no agent: the BPF Reno fallback alone
@@ -132,7 +115,7 @@ def run_benchmark() -> dict:
                 time.sleep(1.2)    # the daemon writes its stats once a second
                 stats = dp.stats()
     finally:
-        veth_down()
+        VETH.down()
     total, to_map, to_ipc = apply_latencies_us(os.path.join(tmp, "trace.csv"), os.path.join(tmp, "applied.csv"))
     fallback["cca"] = "ccp, no agent"
     native, ccp = median_run(natives), median_run(ccps)

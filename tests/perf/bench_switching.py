@@ -23,28 +23,11 @@ import tempfile
 import time
 
 SECONDS = 8
-NS_A, NS_B = "intcc-swb-a", "intcc-swb-b"
+from tests.perf.veth import VethPair
+
+VETH = VethPair("swb", "10.97.0")
+NS_A, NS_B = VETH.ns_a, VETH.ns_b
 MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf.joblib")
-
-
-def sh(*cmd):
-    subprocess.run(list(cmd), check=True, capture_output=True)
-
-
-def veth_up():
-    veth_down()
-    for ns in (NS_A, NS_B):
-        sh("ip", "netns", "add", ns)
-    sh("ip", "link", "add", "intcc-swb0", "netns", NS_A, "type", "veth", "peer", "name", "intcc-swb1", "netns", NS_B)
-    for ns, dev, addr in ((NS_A, "intcc-swb0", "10.97.0.1/24"), (NS_B, "intcc-swb1", "10.97.0.2/24")):
-        sh("ip", "-n", ns, "addr", "add", addr, "dev", dev)
-        sh("ip", "-n", ns, "link", "set", dev, "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-
-
-def veth_down():
-    for ns in (NS_A, NS_B):
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 class ScriptedVerdicts:
@@ -149,7 +132,7 @@ def main():
     from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
     if ccp_registered():
         sys.exit("a 'ccp' congestion control is registered already: stop it first")
-    veth_up()
+    VETH.up()
     tmp = tempfile.mkdtemp(prefix="intcc-bench-switch-")
     try:
         applied = os.path.join(tmp, "applied.csv")
@@ -195,7 +178,7 @@ def main():
                     dp.wait_agent(False)
                 print(f"  {n:2d} flows: {used / wall:.3f} CPU s/s in all, {used / wall / n * 1000:.1f} ms/s per flow")
     finally:
-        veth_down()
+        VETH.down()
 
 
 def test_bench_switching():
