@@ -9,7 +9,7 @@ import time
 
 from .contract import CONTRACT_VERSION, INTCC_DATAPATH, DatapathCapabilities, check_program
 from .registry import INIT_CWND
-from .programs import (NO_RTT_SAMPLE, REPORT_PER_RTT_AND_ON_LOSS, REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START,
+from .programs import (NO_RTT_SAMPLE, REGISTER_MAX, REPORT_PER_RTT_AND_ON_LOSS, REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START,
                        SS_UNTIL_MAX_BYTES)
 from .flowstate import FlowState
 from .trace import Trace
@@ -112,12 +112,15 @@ class FlowBase:
         """Command the window, with ``registers`` (name, value) in the same update: the
         datapath's per-ACK growth (contract.GROWTH_REGISTER_NAMES). ``cwnd_before_bytes``, for the trace:
         the window the decision started from (the last command plus the datapath's growth)."""
-        cwnd_bytes = max(int(cwnd_bytes), self.mss)     # 1 MSS only after a timeout, as the kernel
+        # 1 MSS only after a timeout, as the kernel; portus takes 31-bit values (a fast veth
+        # gave BBR a pacing rate and a target past them, and portus panicked)
+        cwnd_bytes = min(max(int(cwnd_bytes), self.mss), REGISTER_MAX)
         now_ns = time.monotonic_ns()    # before the call: the latency benchmark starts here
         if registers is None:
             self.datapath.update_field("Cwnd", cwnd_bytes)
         else:
-            self.datapath.update_fields([("Cwnd", cwnd_bytes)] + registers)
+            self.datapath.update_fields([("Cwnd", cwnd_bytes)]
+                                        + [(name, min(max(int(v), 0), REGISTER_MAX)) for name, v in registers])
         if event != "report" or log.isEnabledFor(logging.DEBUG):
             log.log(logging.DEBUG if event == "report" else logging.INFO, "flow %s %s: cwnd %d B (%s)",
                     self.sid, event, cwnd_bytes, reason)

@@ -48,6 +48,8 @@ class MockDatapath:
             self.update_field(k, v)
 
     def update_field(self, name, value):
+        if not isinstance(value, int) or not 0 <= value <= 2 ** 31 - 1:
+            raise OverflowError(f"{name} = {value!r}: portus takes integers in [0, 2^31 - 1]")
         if name == "Cwnd":
             self.cwnd = value
         elif name == "Rate":

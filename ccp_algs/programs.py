@@ -74,7 +74,8 @@ SLOW_START_PER_ACK = """\
 )
 """
 
-SS_UNTIL_MAX_BYTES = 2 ** 31 - 1     # "no ssthresh yet"
+REGISTER_MAX = 2 ** 31 - 1           # portus's immediates and register updates are 31-bit
+SS_UNTIL_MAX_BYTES = REGISTER_MAX    # "no ssthresh yet"
 NO_RTT_SAMPLE = 2147483647           # minrtt's start value (portus immediates are at most 31 bits)
 
 # The report every window algorithm shares (bw_max: the largest delivery-rate sample,

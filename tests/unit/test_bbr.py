@@ -168,3 +168,13 @@ def test_packets_delivered_in_a_long_recovery_grow_the_window_back_as_tcp_bbr():
                               reductions=None))
     assert flow.conservation_until_round is None
     assert low < dp.cwnd <= flow.target_pkts() * MSS
+
+
+def test_a_fast_path_never_hands_portus_a_value_past_31_bits():
+    """On an unconstrained veth BBR's pacing rate and target passed 2^31: portus panicked
+    converting them. Every register value is clamped."""
+    flow, dp, clock = start()
+    path = Path(mbps=40_000, rtt_ms=1)                     # 40 Gbit/s
+    run(flow, dp, clock, path, 30)
+    assert dp.rate <= 2 ** 31 - 1 and dp.cwnd <= 2 ** 31 - 1
+    assert all(v <= 2 ** 31 - 1 for v in dp.fields.values())
