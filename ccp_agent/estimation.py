@@ -96,7 +96,10 @@ class _Watched:
             os.remove(self.pcap)
 
 
-def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s, parent_pid):
+def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s, parent_pid, parent_end):
+    # The parent's end, inherited through fork, closed here: else, once the agent is gone,
+    # this process would hold the pipe's read end itself and block forever on a full pipe.
+    parent_end.close()
     from estimator.features import TraceError
     from estimator.model import CCAEstimator, ModelError
     try:
@@ -117,8 +120,8 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
             if conn.poll(max(0.0, next_step - time.monotonic())):
                 try:
                     msg = conn.recv()
-                except EOFError:
-                    break
+                except (EOFError, OSError):
+                    break                            # the agent is gone
                 kind, sid = msg[0], msg[1]
                 try:
                     if kind == "observe":
@@ -156,6 +159,8 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
                                                     time.monotonic_ns())))
                 if publisher is not None:
                     publisher.publish(w.est.record(step))
+    except BrokenPipeError:
+        pass                                         # the agent is gone: so are we
     finally:
         for w in flows.values():
             w.stop()
@@ -175,7 +180,7 @@ class EstimatorProcess:
 
     def start(self) -> "EstimatorProcess":
         ours, theirs = mp.get_context("fork").Pipe()
-        self._proc = fork_child(_serve, (theirs, *self.args, os.getpid()), "intcc-adaptive-estimator")
+        self._proc = fork_child(_serve, (theirs, *self.args, os.getpid(), ours), "intcc-adaptive-estimator")
         theirs.close()
         self._conn = ours
         return self

@@ -3,6 +3,7 @@ estimator: it switches on a stable verdict after the dwell time, tells the estim
 MQTT, and an estimation failure leaves the flow where it is with one log line. The real
 estimator process fails cleanly on a bad model and on a flow it cannot find."""
 import logging
+import os
 import time
 
 import pytest
@@ -131,3 +132,25 @@ def test_the_estimator_process_reports_a_flow_it_cannot_find(tmp_path):
     finally:
         proc.stop()
     assert (kind, sid) == ("error", 7) and "not in the datapath's flows.json" in text
+
+
+def test_the_estimator_process_ends_with_the_agent(tmp_path):
+    """The child, in its loop with a model loaded, ends within seconds of its agent."""
+    import subprocess
+    import sys
+    code = ("import sys, time; from ccp_agent.estimation import EstimatorProcess; "
+            f"p = EstimatorProcess(sys.argv[1], interval_s=0.05, state_dir={str(tmp_path)!r}).start(); "
+            "print(p._proc.pid, flush=True); time.sleep(0.5)")
+    import estimator
+    model = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib")
+    out = subprocess.run([sys.executable, "-c", code, model], capture_output=True, text=True, timeout=60)
+    child = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(child, 9)
+    raise AssertionError(f"estimator child {child} outlived its agent")
