@@ -72,7 +72,10 @@ def scripted_agent(trace: str, period_s: float = 0.5):
 def iperf(flows: int, seconds: float):
     srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
+    deadline = time.monotonic() + 5           # until the server listens
+    while time.monotonic() < deadline and ":5201" not in subprocess.run(
+            ["ip", "netns", "exec", NS_B, "ss", "-ltnH"], capture_output=True, text=True).stdout:
+        time.sleep(0.02)
     try:
         subprocess.run(["ip", "netns", "exec", NS_A, "iperf3", "-c", "10.97.0.2", "-t", str(seconds), "-P",
                         str(flows), "-C", "ccp", "-J"], check=True, capture_output=True, timeout=seconds + 60)
@@ -148,9 +151,17 @@ def main():
                     flows_json = {}
 
                     def snapshot():
+                        """flows.json once it lists the n data flows (and iperf3's control one)."""
                         nonlocal flows_json
-                        time.sleep(2)
-                        flows_json = json.load(open(os.path.join(dp.state_dir, "flows.json")))
+                        deadline = time.monotonic() + SECONDS
+                        while time.monotonic() < deadline:
+                            try:
+                                flows_json = json.load(open(os.path.join(dp.state_dir, "flows.json")))
+                            except (OSError, ValueError):
+                                flows_json = {"flows": []}
+                            if len(flows_json["flows"]) >= n + 1:
+                                return
+                            time.sleep(0.05)
                     import threading
                     t = threading.Thread(target=snapshot)
                     t.start()
