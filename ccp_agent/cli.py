@@ -136,7 +136,9 @@ for _name in ALGORITHMS:
               help="no estimates in a flow's first seconds, or a new algorithm's (out of the model's training)")
 @click.option("--min-votes", type=click.IntRange(min=1), default=10, show_default=True,
               help="a verdict from fewer estimates (a vote just begun) changes nothing")
-@click.option("--broker", "broker_url", help="publish verdicts and switches on intcc/v1/estimate/<flow-id>")
+@click.option("--broker", "broker_url",
+              help="publish verdicts and switches on intcc/v1/estimate/<flow-id>; a model trained with INT "
+                   "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
                  min_confidence, warmup_s, min_votes, broker_url, ipc, trace, verbose, state_dir):
@@ -162,6 +164,10 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
         if no_forest:
             raise SwitchingError(f"{model_path} has no forest for local CCA {', '.join(no_forest)} (it has "
                                  f"{', '.join(sorted(model.models_))}): leave it out of --algorithms")
+        from estimator.int_features import feature_set_of
+        if feature_set_of(model.feature_names) != "table1" and not broker_url:
+            raise SwitchingError(f"{model_path} uses INT features ({feature_set_of(model.feature_names)}): give "
+                                 f"--broker, the MQTT broker the INT sink publishes to")
         table = GoodputTable.load(table_path) if table_path else None
         switch_policy = SwitchPolicy(policy, names, tuple(named), min_dwell_s, min_confidence, table, min_votes)
     except (ModelError, SwitchingError, UnknownAlgorithm) as e:

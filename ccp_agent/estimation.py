@@ -9,11 +9,17 @@ training rows skip a run's first tenth too), a majority vote over ``window``, th
 published on the flow's estimate topic and sent to the agent, which never waits for it
 (``poll()``).
 
+A model trained with INT features also reads the sink's FlowRecords: a TelemetryView
+in the child (on the flow topics of ``broker_url``) hands every record to the flows under
+estimation, each keeping its own (OnlineEstimator.add_telemetry); such a flow makes no
+estimate until its records arrive.
+
 A flow whose estimation fails (no capture, no socket, a model without its local CCA)
 gets one error message and is left alone: it stays on the algorithm it has.
 """
 from __future__ import annotations
 
+import collections
 import ipaddress
 import multiprocessing as mp
 import os
@@ -107,10 +113,23 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
     except ModelError as e:
         conn.send(("error", None, str(e)))
         return
-    publisher = None
+    publisher = view = None
+    # records arrive on paho's thread; the loop below hands them to the flows (one thread
+    # touches an estimator); a bounded queue: a stalled loop loses old records, not memory
+    records: collections.deque = collections.deque(maxlen=100_000)
     if broker_url:
         from estimator.online import Publisher
         publisher = Publisher(broker_url)
+        if _uses_int(model):
+            from broker.subscriber import TelemetryView
+            from telemetry.schema import FLOW_TOPIC, FlowRecord
+            view = TelemetryView(broker_url, topics=(FLOW_TOPIC.format(flow_id="+"),))
+            view.on_record(lambda rec, topic: records.append(rec) if isinstance(rec, FlowRecord) else None)
+            view.start()
+    elif _uses_int(model):
+        conn.send(("error", None, f"{model_path} uses INT features: the estimator needs the sink's telemetry "
+                                  f"(--broker)"))
+        return
     directory = FlowDirectory(state_dir)
     flows: dict[int, _Watched] = {}
     next_step = time.monotonic() + interval_s
@@ -142,6 +161,11 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
                     if w.started and live is not None and w.ccp_tuple not in live:
                         w.stop()
                         del flows[sid]
+            while records:
+                rec = records.popleft()
+                for w in flows.values():
+                    if w.started:
+                        w.est.add_telemetry(rec)
             for sid, w in list(flows.items()):
                 try:
                     if not w.started:
@@ -164,8 +188,15 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
     finally:
         for w in flows.values():
             w.stop()
+        if view is not None:
+            view.stop()
         if publisher is not None:
             publisher.close()
+
+
+def _uses_int(model) -> bool:
+    from estimator.int_features import feature_set_of
+    return feature_set_of(model.feature_names) != "table1"
 
 
 class EstimatorProcess:

@@ -1,25 +1,37 @@
-"""Live CCA switching on real flows (real datapath, real portus agent, dumbbell with a
-kernel competitor): a flow switched between cubic and bbr every second keeps moving;
-the adaptive agent's estimator finds and captures the flow in its sender's namespace and
-votes on it. Whether the verdicts move the flow the right way (to bbr against kernel bbr
-within 15 s, not away from cubic against kernel cubic) is the estimator's accuracy on
-this path: the shipped Table I model named kernel bbr vegas, then cubic, here, and
-kernel cubic cubic or bbr from run to run (issue 28). Not a CI test until it holds.
+"""Live CCA switching on real flows (real datapath, real portus agent, real broker and
+sink, dumbbell 10 Mbit/s, 20 ms, 2 BDP with a kernel competitor): a flow switched between
+cubic and bbr every second keeps moving; the adaptive agent's estimator (the shipped INT
+model, fed by the sink over MQTT, in the agent's child) finds the flow and votes on it.
+
+Whether the verdicts move the flow the right way — to bbr beside kernel bbr within 15 s,
+not away from cubic beside kernel cubic — is the estimator's accuracy on this path. The
+shipped models do not hold it yet (the same flows' per-packet telemetry, offline, gives
+the same wrong verdicts: issue 28), so those two tests carry the ``accuracy`` marker and
+run with ``make test-accuracy``, not in CI.
 """
 import csv
 import os
+import socket
 import subprocess
 import sys
 
 import pytest
 
 import estimator
+from broker.launch import BrokerProcess
 from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
 from experiments.traffic import BackgroundFlow, iperf, series
 from tests.integration.tbutil import start_testbed
 
 MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib")
-SECONDS = 25
+INT_MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int.joblib")
+CREDS = "/run/intcc/test-broker/credentials.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +39,16 @@ def bench(tmp_path_factory):
     if ccp_registered():
         pytest.fail(f"a 'ccp' congestion control is already registered, so these tests cannot run: {ccp_holder()}")
     state = tmp_path_factory.mktemp("adaptive")
-    tb = start_testbed("dumbbell", "adap", bottleneck_mbps=10.0, bottleneck_delay_ms=20.0, buffer_bdp=2.0)
-    try:
-        with DatapathProcess(state_dir=str(state / "dp")) as dp:
-            yield tb, dp
-    finally:
-        tb.down()
+    with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS) as broker:
+        url = f"{broker.url}?credentials={CREDS}"
+        tb = start_testbed("dumbbell", "adap", exporter=url, bottleneck_mbps=10.0, bottleneck_delay_ms=20.0,
+                           buffer_bdp=2.0)
+        try:
+            with DatapathProcess(state_dir=str(state / "dp")) as dp:
+                dp.broker_url = url
+                yield tb, dp
+        finally:
+            tb.down()
 
 
 def switch_rows(trace):
@@ -65,20 +81,19 @@ def test_a_flow_switched_every_second_keeps_moving(bench, tmp_path):
     assert min(goodputs) > 0.5, goodputs
 
 
-def test_the_estimator_finds_and_votes_on_the_live_flow(bench, tmp_path):
-    """The adaptive agent's estimator child finds the flow's socket in s1's namespace,
-    captures it there and votes all along (a verdict per interval after the warm-up). The
-    agent runs cubic only here, so no verdict can move the flow: whether the verdicts are
-    right is the estimator's accuracy on this path (issue 28), not asserted."""
+def run_adaptive(bench, tmp_path, competitor: str, seconds: int = 25):
+    """Flow 1 (s1 -> r1, ccp) under ``adaptive`` (initial cubic, mirror, the INT model),
+    flow 2 (s2 -> r2) on kernel ``competitor``; returns the switches, flow 1's per-second
+    goodputs and the agent's log."""
     tb, dp = bench
     trace = tmp_path / "trace.csv"
-    agent = AgentProcess("adaptive", ["--model", MODEL, "--state-dir", dp.state_dir, "--trace", str(trace),
-                                      "--algorithms", "cubic", "--window", "20", "-v"],
+    agent = AgentProcess("adaptive", ["--model", INT_MODEL, "--broker", dp.broker_url, "--state-dir", dp.state_dir,
+                                      "--trace", str(trace), "--algorithms", "bbr,cubic,reno", "-v"],
                          log_path=str(tmp_path / "agent.log")).start()
     try:
         dp.wait_agent(True)
-        other = BackgroundFlow(tb, "s2", "r2", "bbr", 20, 1.0, port=5202)
-        out = iperf(tb, "s1", "r1", "ccp", 20, 1.0, port=5201)
+        other = BackgroundFlow(tb, "s2", "r2", competitor, seconds, 1.0, port=5202)
+        out = iperf(tb, "s1", "r1", "ccp", seconds, 1.0, port=5201)
         other.join()
         assert not agent.failure(), agent.failure()
     finally:
@@ -86,6 +101,34 @@ def test_the_estimator_finds_and_votes_on_the_live_flow(bench, tmp_path):
         dp.wait_agent(False)
     log = agent.log()
     assert "estimation failed" not in log, log[-2000:]
-    assert log.count(": verdict ") >= 15, log[-2000:]       # 20 s, 5 s of warm-up, one per 0.5 s
-    assert not switch_rows(trace)
-    assert min(row["goodput_mbps"] for row in series(out)) > 0
+    assert log.count(": verdict ") >= 15, log[-3000:]       # one per 0.5 s after 5 s of warm-up
+    return switch_rows(trace), [row["goodput_mbps"] for row in series(out)], log
+
+
+def test_the_int_estimator_in_the_agent_votes_on_the_live_flow(bench, tmp_path):
+    """The mechanism, whatever the verdicts say: telemetry reaches the child's estimator
+    (an INT model makes no estimate without it), a verdict per interval after the
+    warm-up, every switch in the trace made from a verdict, and the flow never stalls."""
+    switches, goodputs, log = run_adaptive(bench, tmp_path, "bbr", seconds=20)
+    assert all("verdict" in why for _, why in switches), switches
+    assert min(goodputs) > 0, goodputs
+
+
+@pytest.mark.accuracy
+def test_beside_kernel_bbr_the_flow_moves_to_bbr_within_15_s(bench, tmp_path):
+    switches, goodputs, log = run_adaptive(bench, tmp_path, "bbr")
+    assert switches, f"no switch; the verdicts: {verdicts(log)}"
+    t_s, why = switches[0]
+    assert why.startswith("cubic -> bbr") and t_s <= 15.0, (switches, verdicts(log))
+    assert min(goodputs) > 0, goodputs
+
+
+@pytest.mark.accuracy
+def test_beside_kernel_cubic_the_flow_stays_on_cubic(bench, tmp_path):
+    switches, goodputs, log = run_adaptive(bench, tmp_path, "cubic")
+    assert not switches, (switches, verdicts(log))
+    assert min(goodputs) > 0, goodputs
+
+
+def verdicts(log: str) -> list[str]:
+    return [line.split(": verdict ", 1)[1].split(" ")[0] for line in log.splitlines() if ": verdict " in line]

@@ -107,3 +107,10 @@ def test_the_adaptive_agent_refuses_a_foreign_model(tmp_path):
     bad.write_bytes(b"\x80\x04not a pickle")
     r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", str(bad)])
     assert r.exit_code == 1 and "not an intcc estimator model" in r.output
+
+
+def test_the_adaptive_agent_with_an_int_model_needs_the_broker():
+    import estimator
+    model = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int.joblib")
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", model])
+    assert r.exit_code == 1 and "uses INT features" in r.output and "--broker" in r.output, r.output
