@@ -36,8 +36,9 @@ class Report:
     began (intcc datapath; None: none told); ``datapath_grew`` whether the flow took that
     growth for these ACKs into its window (set by WindowFlow.on_report); ``reductions`` the
     window reductions (Recovery, CWR) the kernel has begun since the flow began (intcc
-    datapath; None: not told)."""
-    __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "rin",
+    datapath; None: not told); ``extra_acked`` the largest ACK aggregation (packets) the
+    intcc datapath measured against the bw register (None: not told)."""
+    __slots__ = ("acked", "sacked", "loss", "timeout", "rtt_us", "minrtt_us", "inflight", "extra_acked",
                  "undo_bytes", "rto_acked", "delivered", "rto_delivered", "grown_pkts", "datapath_grew",
                  "reductions")
 
@@ -49,7 +50,7 @@ class Report:
         self.rtt_us = r.rtt
         self.minrtt_us = r.minrtt if 0 < r.minrtt < NO_RTT_SAMPLE else None
         self.inflight = r.inflight
-        self.rin = r.rin
+        self.extra_acked = getattr(r, "extra_acked", None)
         self.undo_bytes = r.undo
         self.rto_acked = r.rto_acked
         self.delivered = getattr(r, "delivered", None)

@@ -11,8 +11,11 @@ Losses do not cut the model: as Linux, the window drops by what was lost, a reco
 starts a round of packet conservation (cwnd = in flight + delivered), and its end
 restores the window from before it. The datapath grows the window per ACK up to the
 target (contract register ss_until), as tcp_bbr's cwnd += acked, and paces at the rate
-this sets (the contract's Rate). Long-term bandwidth sampling for policers and the
-ACK-aggregation allowance of later kernels are left out (docs/datapath.md).
+this sets (the contract's Rate). As Linux since 5.1, the target also allows for ACK
+aggregation: the intcc datapath measures, per ACK, the packets delivered beyond bw in the
+current ACK epoch (register bw, signal extra_acked), and the target adds the max of the
+last 5-10 rounds, at most 100 ms at bw. Long-term bandwidth sampling for policers is left
+out (docs/datapath.md).
 """
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ FULL_BW_GROWTH = 5 / 4
 FULL_BW_ROUNDS = 3
 PACING_MARGIN = 0.99             # tcp_bbr paces 1 % below the estimate
 TSO_BUDGET_PKTS = 3 * 2          # bbr_quantization_budget at low rates: 3 x 2 TSO segments
+EXTRA_ACKED_WIN_ROUNDS = 5       # the aggregation max is kept in two windows of 5 rounds
+EXTRA_ACKED_MAX_S = 0.1          # ... and allows at most 100 ms at bw
 STARTUP, DRAIN, PROBE_BW, PROBE_RTT = "startup", "drain", "probe_bw", "probe_rtt"
 
 class BbrFlow(FlowBase):
@@ -62,6 +67,9 @@ class BbrFlow(FlowBase):
         self.grown_seen = 0
         self.reductions_seen = 0
         self.rate_bytes_per_s = 0
+        self.extra_acked = [0.0, 0.0]      # tcp_bbr's two aggregation windows (packets)
+        self.extra_acked_idx = 0
+        self.extra_acked_rounds = 0
         self.install(int(self.cwnd_pkts * self.mss), [("seg_bytes", self.mss)] + self._growth(self.cwnd_pkts))
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd_pkts * self.mss), reason="bbr startup",
                        src_port=self.ports[0], dst_port=self.ports[1])
@@ -77,9 +85,27 @@ class BbrFlow(FlowBase):
             return float(self.alg.init_cwnd_pkts)      # no model yet: the initial window
         return gain * self.bw * self.min_rtt_us / 1e6 / self.mss
 
+    def aggregation_pkts(self) -> float:
+        """bbr_ack_aggregation_cwnd: the window for ACKs that arrive in bursts, once the pipe
+        is full: the largest aggregation of the last 5-10 rounds, at most 100 ms at bw."""
+        if not self.full_bw_reached:
+            return 0.0
+        return min(max(self.extra_acked), self.bw * EXTRA_ACKED_MAX_S / self.mss)
+
+    def _update_aggregation(self, sample_pkts, round_start: bool):
+        if round_start:
+            self.extra_acked_rounds = min(0x1F, self.extra_acked_rounds + 1)
+            if self.extra_acked_rounds >= EXTRA_ACKED_WIN_ROUNDS:
+                self.extra_acked_rounds = 0
+                self.extra_acked_idx ^= 1
+                self.extra_acked[self.extra_acked_idx] = 0.0
+        if sample_pkts:
+            self.extra_acked[self.extra_acked_idx] = max(self.extra_acked[self.extra_acked_idx], float(sample_pkts))
+
     def target_pkts(self) -> float:
-        """bbr_bdp with cwnd_gain plus the quantization budget, rounded up to even."""
-        target = int(-(-self.bdp_pkts(self.cwnd_gain) // 1)) + TSO_BUDGET_PKTS
+        """bbr_bdp with cwnd_gain, plus the aggregation allowance and the quantization
+        budget, rounded up to even."""
+        target = int(-(-(self.bdp_pkts(self.cwnd_gain) + self.aggregation_pkts()) // 1)) + TSO_BUDGET_PKTS
         target += target % 2
         if self.mode == PROBE_BW and self.cycle_idx == 0:
             target += 2                                  # room to probe while pacing 5/4
@@ -194,7 +220,7 @@ class BbrFlow(FlowBase):
             self.full_bw, self.full_bw_reached = float(state.bw_bytes_per_s), True
             self._enter_probe_bw(now)
         self.rate_bytes_per_s = self.pacing_rate()
-        self.resume([("Rate", self.rate_bytes_per_s)] + self._growth(self.target_pkts()),
+        self.resume([("Rate", self.rate_bytes_per_s)] + self._growth(self.target_pkts()) + self._bw_register(),
                     reason=f"took the flow over in {self.mode}")
 
     # -- per report --------------------------------------------------------------------
@@ -204,9 +230,13 @@ class BbrFlow(FlowBase):
         grows = self.conservation_until_round is None and self.mode != PROBE_RTT
         return [("ss_until", int(target_pkts * self.mss) if grows else 0)]
 
+    def _bw_register(self) -> list[tuple[str, int]]:
+        """The bandwidth the datapath measures ACK aggregation against."""
+        return [("bw", int(self.bw))] if self.alg.capabilities.aggregation else []
+
     def on_report(self, raw):
         r = Report(raw)
-        bw_sample = float(getattr(raw, "bw_max", 0) or r.rin or 0)
+        bw_sample = float(getattr(raw, "bw_max", 0) or 0)
         now = self.clock()
         mss = self.mss
         caps = self.alg.capabilities
@@ -232,6 +262,7 @@ class BbrFlow(FlowBase):
 
         round_start = self._update_round(r, delivered_pkts * mss)
         self._update_bw(bw_sample)
+        self._update_aggregation(r.extra_acked if caps.aggregation else 0, round_start)
         self._check_full_bw(round_start)
         self._update_cycle(r, now)
         self._update_modes(r, now, round_start)
@@ -271,10 +302,11 @@ class BbrFlow(FlowBase):
             self.cwnd_pkts = min(self.cwnd_pkts, CWND_MIN_PKTS)
 
         self.rate_bytes_per_s = self.pacing_rate()
-        registers = [("Rate", self.rate_bytes_per_s)] + self._growth(target)
+        registers = [("Rate", self.rate_bytes_per_s)] + self._growth(target) + self._bw_register()
         self.set_cwnd(int(self.cwnd_pkts * mss), "loss" if r.loss or r.timeout else "report", r,
                       reason=f"{reason}; bw {self.bw * 8 / 1e6:.2f} Mbit/s, min RTT "
-                             f"{(self.min_rtt_us or 0) / 1e3:.1f} ms, target {target:.0f} pkts",
+                             f"{(self.min_rtt_us or 0) / 1e3:.1f} ms, target {target:.0f} pkts "
+                             f"(aggregation {self.aggregation_pkts():.0f})",
                       registers=registers)
 
     def pacing_rate(self) -> int:

@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-CONTRACT_VERSION = 2     # 1: registers without a version, seg_bytes > 0 as the sentinel
+CONTRACT_VERSION = 3     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,9 @@ CONTROL_REGISTERS = (
     Register("reno_scale", 0, "reno_scale",
              "CUBIC's Reno-friendly W_est gains a segment per (cwnd * reno_scale) >> 3 packets (0: off)"),
     Register("ca_epoch", 0, "ca_epoch", "a change restarts W_est at the window (a new CUBIC epoch)"),
+    Register("bw", 0, "bw_bytes_per_s",
+             "the algorithm's bandwidth estimate (bytes/s): the kernel measures ACK aggregation against "
+             "it, as tcp_bbr (SIGNALS['extra_acked']; 0: off)"),
 )
 REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
 GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch")
@@ -65,6 +68,8 @@ SIGNALS = {
     "undo": ("Ack.ecn_bytes", "the window (bytes) the kernel restored by undoing a reduction on this ACK"),
     "reductions": ("Ack.bytes_misordered", "window reductions (Recovery, CWR) the kernel has begun (cumulative)"),
     "grown": ("Flow.bytes_pending", "segments the kernel's per-ACK growth added since the flow was announced"),
+    "extra_acked": ("Flow.rate_outgoing", "packets delivered in the current ACK epoch beyond the bw register's "
+                                          "rate, at most a window (tcp_bbr's extra_acked sample), on this ACK"),
 }
 
 
@@ -115,6 +120,7 @@ class DatapathCapabilities:
     reductions: bool    # tells the kernel's window reductions (SIGNALS["reductions"])
     growth: bool        # grows the window per ACK from the growth registers, tells it (SIGNALS["grown"])
     loss_beta: bool     # the kernel's ssthresh follows the loss_beta register
+    aggregation: bool   # measures ACK aggregation against the bw register (SIGNALS["extra_acked"])
 
     def names(self) -> list[str]:
         return [f.name for f in fields(self) if getattr(self, f.name)]
@@ -124,8 +130,8 @@ class DatapathCapabilities:
         return cls(**{f.name: f.name in names for f in fields(cls)})
 
 
-INTCC_DATAPATH = DatapathCapabilities(undo=True, reductions=True, growth=True, loss_beta=True)
-CCP_KERNEL = DatapathCapabilities(undo=False, reductions=False, growth=False, loss_beta=False)
+INTCC_DATAPATH = DatapathCapabilities(undo=True, reductions=True, growth=True, loss_beta=True, aggregation=True)
+CCP_KERNEL = DatapathCapabilities(undo=False, reductions=False, growth=False, loss_beta=False, aggregation=False)
 CONTRACT_FILE = "contract.json"     # in the daemon's state directory
 
 
@@ -163,12 +169,13 @@ STRUCTS = {
         ("rate_outgoing_bps", "u64"), ("rate_incoming_bps", "u64"), ("snd_rate_bps", "u64"),
         ("bytes_pending", "u32"), ("ca_state", "u32"), ("applied_seq", "u64"),
         ("undo_cwnd_bytes", "u32"), ("hold_id", "u32"), ("grown_pkts", "u32"), ("reductions", "u32"),
+        ("extra_acked_pkts", "u32"),
     ]),
     "intcc_ccp_ctl": ("Ctl", [
         ("flags", "u32"), ("cwnd_bytes", "u32"), ("rate_bps", "u64"), ("seq", "u64"),
         ("answered_hold", "u32"), ("grown_base", "u32"), ("ss_until_bytes", "u32"),
         ("ca_target_bytes", "u32"), ("ca_cnt_max", "u32"), ("reno_scale", "u32"), ("ca_epoch", "u32"),
-        ("loss_beta_1024", "u32"),
+        ("loss_beta_1024", "u32"), ("bw_bytes_per_s", "u32"),
     ]),
     "intcc_ccp_cfg": ("Cfg", [
         ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),

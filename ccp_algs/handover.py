@@ -61,7 +61,7 @@ class HostedFlow:
         if r.minrtt_us is not None:
             self.min_rtt_us = r.minrtt_us if self.min_rtt_us is None else min(self.min_rtt_us, r.minrtt_us)
         self.rtt_us = r.rtt_us or self.rtt_us
-        bw = getattr(raw, "bw_max", 0) or r.rin or 0
+        bw = getattr(raw, "bw_max", 0) or 0
         if bw > 0:
             self.bw_samples.append(float(bw))
         self.flow.on_report(raw)

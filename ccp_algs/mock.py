@@ -74,13 +74,13 @@ def datapath_info(sock_id=1, mss=1448, init_cwnd_pkts=10, src_ip=1, src_port=400
                            src_port=src_port, dst_ip=dst_ip, dst_port=dst_port)
 
 
-def report(acked=0, loss=0, timeout=False, rtt_us=20_000, inflight=10, sacked=0, rin=0, minrtt=None,
+def report(acked=0, loss=0, timeout=False, rtt_us=20_000, inflight=10, sacked=0, extra_acked=None, minrtt=None,
            undo=0, rto_acked=None, delivered=None, rto_delivered=None, grown=None, reductions=None):
     """A report of the shared program (programs.REPORT_PER_RTT_AND_ON_LOSS; minrtt: vegas's).
     ``grown``: the datapath's growth counter (segments; None: a datapath without it);
     ``reductions``: the kernel's window reductions so far (None: a datapath without it)."""
     return SimpleNamespace(acked=acked, sacked=sacked, loss=loss, timeout=timeout, rtt=rtt_us, inflight=inflight,
-                           rin=rin, minrtt=rtt_us if minrtt is None else minrtt, undo=undo,
+                           extra_acked=extra_acked, minrtt=rtt_us if minrtt is None else minrtt, undo=undo,
                            rto_acked=(acked if timeout else 0) if rto_acked is None else rto_acked,
                            delivered=delivered, rto_delivered=rto_delivered, grown=grown,
                            reductions=reductions)

@@ -81,7 +81,8 @@ NO_RTT_SAMPLE = 2147483647           # minrtt's start value (portus immediates a
 # The report every window algorithm shares (bw_max: the largest delivery-rate sample,
 # bytes/s, of the kernel's per-ACK rate samples; BBR's bandwidth filter takes it, and
 # so does the adaptive host's, across algorithms; portus allows 16 report fields, so the
-# datapath's rate_outgoing, a copy of rate_incoming, is not one; delivered_all: packets delivered,
+# latest rate sample is not one; extra_acked: the largest ACK aggregation the intcc
+# datapath measured in the report, contract.SIGNALS; delivered_all: packets delivered,
 # SACKed ones included, on every ACK, which BBR's window and rounds count). undo, grown and reductions are the intcc
 # datapath's signals in libccp fields (contract.SIGNALS); the control registers are the
 # contract's, declared first and in its order (the daemon reads them by position).
@@ -94,7 +95,7 @@ _REPORT_DEF = """\
     (volatile rtt 0)
     (volatile minrtt 2147483647)
     (volatile inflight 0)
-    (volatile rin 0)
+    (volatile extra_acked 0)
     (volatile undo 0)
     (volatile rto_acked 0)
     (volatile delivered 0)
@@ -109,7 +110,7 @@ _REPORT_DEF = """\
     (:= Report.inflight Flow.packets_in_flight)
     (:= Report.rtt Flow.rtt_sample_us)
     (:= Report.minrtt (min Report.minrtt Flow.rtt_sample_us))
-    (:= Report.rin Flow.rate_incoming)
+    (:= Report.extra_acked (max Report.extra_acked Flow.rate_outgoing))
     (:= Report.bw_max (max Report.bw_max Flow.rate_incoming))
     (:= Report.delivered_all (+ Report.delivered_all Ack.packets_acked))
     (:= Report.acked (+ Report.acked Ack.bytes_acked))

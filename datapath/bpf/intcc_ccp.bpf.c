@@ -112,13 +112,40 @@ void BPF_PROG(ccp_init, struct sock *sk)
 	/* else: the flow runs the fallback and announces itself once an agent beats */
 }
 
-static __always_inline void report(struct sock *sk, const struct rate_sample *rs, __u64 now)
+/* tcp_bbr's bbr_update_ack_aggregation, against the agent's bandwidth estimate: packets
+ * delivered since the ACK epoch began beyond what bw would have delivered, at most a
+ * window; the epoch restarts whenever ACKs fall behind bw. The agent keeps the max over
+ * rounds (it knows them) and adds it to BBR's window target. */
+#define ACK_EPOCH_ACKED_RESET 0x100000
+static __always_inline __u32 ack_aggregation(struct tcp_sock *tp, struct ccp_priv *p,
+					      const struct rate_sample *rs, __u32 bw_bytes_per_s, __u32 mss)
+{
+	__u32 now_us = (__u32)tp->delivered_mstamp;
+	__u32 expected, extra;
+
+	if (!bw_bytes_per_s || !mss || rs->acked_sacked <= 0 || rs->delivered < 0 || rs->interval_us <= 0)
+		return 0;
+	expected = (__u32)((__u64)bw_bytes_per_s * (__u32)(now_us - p->ack_epoch_us) / 1000000 / mss);
+	if (p->ack_epoch_acked <= expected || p->ack_epoch_acked + rs->acked_sacked >= ACK_EPOCH_ACKED_RESET) {
+		p->ack_epoch_acked = 0;
+		p->ack_epoch_us = now_us;
+		expected = 0;
+	}
+	p->ack_epoch_acked += rs->acked_sacked;
+	extra = p->ack_epoch_acked - expected;
+	return extra < tp->snd_cwnd ? extra : tp->snd_cwnd;
+}
+
+static __always_inline void report(struct sock *sk, const struct rate_sample *rs, __u64 now,
+				   const struct intcc_ccp_ctl *ctl)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct ccp_priv *p = priv(sk);
 	struct intcc_ccp_event *e;
 	__u32 mss = tp->mss_cache;
 	__u32 in_flight;
+	/* every ACK counts in the epoch, also one whose event the full ring drops */
+	__u32 extra_acked = ack_aggregation(tp, p, rs, ctl ? ctl->bw_bytes_per_s : 0, mss);
 
 	e = new_event(EV_MEASURE, p->sid, now);
 	if (!e)
@@ -156,6 +183,7 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->hold_id = p->hold_id;
 	e->grown_pkts = p->grown_pkts;
 	e->reductions = p->reductions;
+	e->extra_acked_pkts = extra_acked;
 	bpf_ringbuf_submit(e, 0);
 	p->rto_pending = 0;
 	p->undo_pkts = 0;
@@ -253,7 +281,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 		p->rto_hold = p->cut_hold = 0;
 	if (p->rto_hold) {
 		slow_start_as_kernel(sk, flag, rs);
-		report(sk, rs, now);
+		report(sk, rs, now, ctl);
 		count(&st->rto_hold_acks);
 		update_pacing_rate(sk);
 		return;
@@ -262,7 +290,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 		apply(sk, ctl, flag, rs);
 	if (ctl && (ctl->flags & CTL_HAS_CWND))
 		grow_per_ack(sk, ctl, flag, rs);
-	report(sk, rs, now);
+	report(sk, rs, now, ctl);
 	if (!ctl || !ctl->flags) {
 		count(&st->fallback_acks);
 		fallback(sk, ack, flag, rs);    /* not taken over (yet) */

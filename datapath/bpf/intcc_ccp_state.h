@@ -64,6 +64,7 @@ struct intcc_ccp_event {
 	__u32 hold_id;           /* the flow's latest RTO / recovery the kernel answers until the agent does */
 	__u32 grown_pkts;        /* segments the per-ACK growth has added so far (cumulative, wraps) */
 	__u32 reductions;        /* window reductions (Recovery, CWR) the kernel began so far (cumulative) */
+	__u32 extra_acked_pkts;  /* tcp_bbr's extra_acked sample on this ACK, against ctl bw (0: off) */
 };
 
 struct intcc_ccp_ctl {
@@ -82,6 +83,7 @@ struct intcc_ccp_ctl {
 	__u32 reno_scale;        /* Reno-friendly W_est: +1 segment per (cwnd * scale) >> 3 delivered */
 	__u32 ca_epoch;          /* a change restarts W_est at the window (a new CUBIC epoch) */
 	__u32 loss_beta_1024;    /* the algorithm's cut on a loss, /1024: ssthresh until it answers (0: Reno's) */
+	__u32 bw_bytes_per_s;    /* the algorithm's bandwidth estimate: ACK aggregation is measured against it */
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */
@@ -157,6 +159,8 @@ struct ccp_priv {
 	__u32 last_cwnd;         /* tcp_cubic's last_cwnd, last_time: cnt is recomputed when */
 	__u32 reductions;        /* Recovery / CWR entries from any other state (each a cut) */
 	__u64 last_time_ns;      /* the window changed or 1/32 s passed */
+	__u32 ack_epoch_us;      /* tcp_bbr's ack_epoch_mstamp (low 32 bits of delivered_mstamp) */
+	__u32 ack_epoch_acked;   /* packets delivered since it */
 };
 
 _Static_assert(sizeof(struct ccp_priv) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv),

@@ -258,6 +258,8 @@ impl Session {
 /// Ack.ecn_packets). Likewise Ack.bytes_misordered carries the count of window
 /// reductions the kernel has begun (Event.reductions; the SACKed data is in
 /// Ack.packets_misordered): a loss-based algorithm cuts once per reduction, as the kernel.
+/// Flow.rate_outgoing (on this datapath a copy of the incoming rate) carries the ACK
+/// aggregation the kernel measured against the agent's bw register (Event.extra_acked_pkts).
 fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
     {
         let ctl = &flow.conn.ctl;
@@ -273,7 +275,7 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
             .with_lost_pkts_sample(ev.lost_pkts_sample)
             .with_was_timeout(ev.was_timeout != 0)
             .with_rtt_sample_us(ev.rtt_sample_us as u64)
-            .with_rate_outgoing(ev.rate_outgoing_bps)
+            .with_rate_outgoing(ev.extra_acked_pkts as u64) // SIGNALS["extra_acked"]
             .with_rate_incoming(ev.rate_incoming_bps)
             .with_bytes_in_flight(ev.bytes_in_flight)
             .with_packets_in_flight(ev.packets_in_flight)

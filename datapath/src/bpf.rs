@@ -58,6 +58,7 @@ pub struct Event {
     pub grown_pkts: u32,
     /// window reductions (Recovery, CWR) the kernel has begun so far (cumulative, wraps)
     pub reductions: u32,
+    pub extra_acked_pkts: u32,
 }
 
 impl Event {
@@ -105,6 +106,7 @@ pub struct Ctl {
     pub ca_epoch: u32,
     /// the algorithm's cut on a loss (/1024): the kernel's ssthresh until it answers (0: Reno's)
     pub loss_beta_1024: u32,
+    pub bw_bytes_per_s: u32,
 }
 
 #[repr(C)]

@@ -178,3 +178,38 @@ def test_a_fast_path_never_hands_portus_a_value_past_31_bits():
     run(flow, dp, clock, path, 30)
     assert dp.rate <= 2 ** 31 - 1 and dp.cwnd <= 2 ** 31 - 1
     assert all(v <= 2 ** 31 - 1 for v in dp.fields.values())
+
+
+def test_ack_aggregation_widens_the_target_for_5_to_10_rounds_at_most_100_ms_at_bw():
+    """tcp_bbr's bbr_ack_aggregation_cwnd: the datapath measures the aggregation against
+    the bw register; the target adds the max of the last two 5-round windows."""
+    flow, dp, clock = start()
+    path = Path(mbps=10, rtt_ms=40)
+    run(flow, dp, clock, path, 40)
+    base = flow.target_pkts()
+    assert dp.fields["bw"] == pytest.approx(path.bw, rel=0.05)     # what the kernel measures against
+    r = path.round(flow, dp, clock)
+    r.extra_acked = 8
+    flow.on_report(r)
+    assert flow.aggregation_pkts() == 8
+    assert flow.target_pkts() - base in (8, 9, 10)                  # rounded up to even, +2 when probing
+    too_much = path.round(flow, dp, clock)
+    too_much.extra_acked = 10_000
+    flow.on_report(too_much)
+    assert flow.aggregation_pkts() == pytest.approx(path.bw * 0.1 / MSS, rel=0.05)   # 100 ms at bw
+    run(flow, dp, clock, path, 12)                                   # no aggregation since: forgotten
+    assert flow.aggregation_pkts() == 0 and flow.target_pkts() - base in (-2, 0, 2)
+
+
+def test_without_the_aggregation_signal_the_target_is_two_bdp():
+    from ccp_algs.contract import CCP_KERNEL
+    clock = Clock()
+    alg = Bbr(seed=1, clock=clock, capabilities=CCP_KERNEL)
+    dp = MockDatapath(alg.datapath_programs())
+    flow = alg.new_flow(dp, datapath_info(mss=MSS))
+    path = Path(mbps=10, rtt_ms=40)
+    run(flow, dp, clock, path, 40)
+    r = path.round(flow, dp, clock)
+    r.extra_acked = 8          # on ccp-kernel this field is libccp's rate_outgoing
+    flow.on_report(r)
+    assert flow.aggregation_pkts() == 0 and "bw" not in dp.fields

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from ccp_algs.contract import CONTRACT_VERSION
 from estimator.dataset import load_run
 from estimator.features import TraceError
 from intcc.cli import main
@@ -72,7 +73,7 @@ def test_an_agent_refuses_a_datapath_of_another_contract_version(tmp_path, alg):
     (tmp_path / "contract.json").write_text(json.dumps({"contract_version": 1, "capabilities": []}))
     r = CliRunner().invoke(main, ["alg", "run", alg, "--state-dir", str(tmp_path)])
     assert r.exit_code == 1
-    assert "speaks contract version 1, this agent 2" in r.output and "Traceback" not in r.output
+    assert f"speaks contract version 1, this agent {CONTRACT_VERSION}" in r.output and "Traceback" not in r.output
 
 
 def test_every_registered_algorithm_has_a_command_with_its_options():
