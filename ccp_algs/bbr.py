@@ -102,14 +102,25 @@ class BbrFlow(FlowBase):
         if sample_pkts:
             self.extra_acked[self.extra_acked_idx] = max(self.extra_acked[self.extra_acked_idx], float(sample_pkts))
 
+    def _quantization_budget(self, pkts: float) -> float:
+        """bbr_quantization_budget: room for the end hosts' segments, rounded up to even,
+        and 2 more to probe while pacing 5/4."""
+        budget = int(-(-pkts // 1)) + TSO_BUDGET_PKTS
+        budget += budget % 2
+        if self.mode == PROBE_BW and self.cycle_idx == 0:
+            budget += 2
+        return float(budget)
+
+    def inflight_pkts(self, gain: float) -> float:
+        """bbr_inflight: gain x BDP with the quantization budget, the in-flight level Drain
+        and gain cycling aim at (not the bare BDP: at a few packets of BDP a flow would
+        drain a shared queue it cannot empty, for seconds)."""
+        return self._quantization_budget(self.bdp_pkts(gain))
+
     def target_pkts(self) -> float:
         """bbr_bdp with cwnd_gain, plus the aggregation allowance and the quantization
-        budget, rounded up to even."""
-        target = int(-(-(self.bdp_pkts(self.cwnd_gain) + self.aggregation_pkts()) // 1)) + TSO_BUDGET_PKTS
-        target += target % 2
-        if self.mode == PROBE_BW and self.cycle_idx == 0:
-            target += 2                                  # room to probe while pacing 5/4
-        return float(target)
+        budget."""
+        return self._quantization_budget(self.bdp_pkts(self.cwnd_gain) + self.aggregation_pkts())
 
     def _update_round(self, r: Report, delivered_bytes: float) -> bool:
         """A round ends once what was in flight when it began is delivered (tcp_bbr's
@@ -156,9 +167,9 @@ class BbrFlow(FlowBase):
         if self.pacing_gain == 1:
             advance = full_length
         elif self.pacing_gain > 1:
-            advance = full_length and (r.loss > 0 or inflight >= self.bdp_pkts(self.pacing_gain))
+            advance = full_length and (r.loss > 0 or inflight >= self.inflight_pkts(self.pacing_gain))
         else:
-            advance = full_length or inflight <= self.bdp_pkts(1.0)
+            advance = full_length or inflight <= self.inflight_pkts(1.0)
         if advance:
             self.cycle_idx = (self.cycle_idx + 1) % len(PACING_GAINS)
             self.pacing_gain, self.cycle_stamp_ns = PACING_GAINS[self.cycle_idx], now
@@ -166,7 +177,7 @@ class BbrFlow(FlowBase):
     def _update_modes(self, r: Report, now: int, round_start: bool):
         if self.mode == STARTUP and self.full_bw_reached:
             self.mode, self.pacing_gain, self.cwnd_gain = DRAIN, DRAIN_GAIN, HIGH_GAIN
-        if self.mode == DRAIN and r.inflight <= self.bdp_pkts(1.0):
+        if self.mode == DRAIN and r.inflight <= self.inflight_pkts(1.0):
             self._enter_probe_bw(now)
         # the min RTT: a lower sample, or a fresh one once it is 10 s old
         expired = now - self.min_rtt_stamp_ns > MIN_RTT_WINDOW_NS

@@ -197,7 +197,7 @@ def test_ack_aggregation_widens_the_target_for_5_to_10_rounds_at_most_100_ms_at_
     too_much.extra_acked = 10_000
     flow.on_report(too_much)
     assert flow.aggregation_pkts() == pytest.approx(path.bw * 0.1 / MSS, rel=0.05)   # 100 ms at bw
-    run(flow, dp, clock, path, 12)                                   # no aggregation since: forgotten
+    run(flow, dp, clock, path, 30)              # no aggregation for 10+ rounds (longer with the queue it built): forgotten
     assert flow.aggregation_pkts() == 0 and flow.target_pkts() - base in (-2, 0, 2)
 
 
@@ -213,3 +213,25 @@ def test_without_the_aggregation_signal_the_target_is_two_bdp():
     r.extra_acked = 8          # on ccp-kernel this field is libccp's rate_outgoing
     flow.on_report(r)
     assert flow.aggregation_pkts() == 0 and "bw" not in dp.fields
+
+
+def test_drain_ends_at_the_bdp_plus_the_quantization_budget_as_tcp_bbr():
+    """bbr_check_drain compares in flight with bbr_inflight (BDP + 3 x 2 segments, even):
+    beside a deep queue of another flow's packets a BBR flow of a few packets of BDP can
+    never bring its in flight down to the bare BDP, and stayed in Drain for seconds."""
+    flow, dp, clock = start()
+    bw = 1.44e6 / 8                              # 3.4 packets of BDP at 27 ms
+    flow.bw_samples.append((flow.round, bw))
+    flow.min_rtt_us, flow.full_bw_reached = 27_000.0, True
+    flow.mode, flow.pacing_gain, flow.cwnd_gain = DRAIN, 1 / 2.885, 2.885
+    assert flow.inflight_pkts(1.0) == 10          # ceil(3.4) + 6, even
+    clock.ns += 10**6
+    r = report(acked=MSS, delivered=1, inflight=11, rtt_us=120_000, minrtt=120_000)
+    r.bw_max = int(bw)
+    flow.on_report(r)
+    assert flow.mode == DRAIN
+    clock.ns += 10**6
+    r = report(acked=MSS, delivered=1, inflight=10, rtt_us=120_000, minrtt=120_000)
+    r.bw_max = int(bw)
+    flow.on_report(r)
+    assert flow.mode == PROBE_BW
