@@ -206,6 +206,23 @@ def test_vegas_agent_controls_a_flow(tb, dp, agent_factory):
     assert dp.stats()["daemon"]["cmds_written"] > 0
 
 
+def test_bbr_fills_the_link_and_the_kernel_measures_its_ack_aggregation(tb, dp, agent_factory, tmp_path):
+    """ccp bbr paces near the link's rate; the BPF program measures ACK aggregation per
+    ACK against the bandwidth the agent sends (register bw) and the agent widens its
+    target by it (the trace's "aggregation N"): N stays 0 unless the register reached
+    the kernel and the signal came back."""
+    import re
+    set_rate(tb, 10)
+    trace = tmp_path / "bbr.csv"
+    agent_factory("bbr", "--trace", str(trace))
+    out = iperf3(tb, "sta1", "sta2", seconds=6, extra=["-C", "ccp", "-O", "2"], port=5206)
+    set_rate(tb, 100)
+    assert goodput_mbps(out) > 7, goodput_mbps(out)
+    reasons = [r["reason"] for r in csv.DictReader(open(trace)) if r["event"] == "report"]
+    aggregation = [int(m[1]) for m in (re.search(r"aggregation (\d+)", why) for why in reasons) if m]
+    assert aggregation and max(aggregation) > 0, reasons[-5:]
+
+
 def test_every_rto_reaches_the_agent_once(tb, dp, agent_factory, tmp_path):
     """A blackout of the wireless hop makes the sender time out; the agent hears
     of it (one report per RTO at most: while the path is dark no ACK carries
