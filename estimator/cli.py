@@ -30,7 +30,11 @@ def estimator_group():
 @click.option("--node-python", metavar="cpython|pypy|PATH",
               help="interpreter of the INT nodes (default: $INTCC_NODE_PYTHON, else cpython); recorded "
                    "in collection.json, and a resume must use the same")
-def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python):
+@click.option("--distribution", type=click.Choice(["paper", "hard"]), default="paper", show_default=True,
+              help="paper: Table II (rate, delay, buffer uniform); hard: buffer on a log scale, the "
+                   "competitor's RTT 0.5-4x flow 1's, starting 0-10 s later, as 1-3 flows, 0-1 %% link "
+                   "loss in half the runs (docs/estimator.md)")
+def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python, distribution):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
     from experiments.estimator_collect import CollectionError, collect
 
@@ -47,7 +51,8 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node
 
         try:
             res = collect(out_dir, runs, seconds, seed, samples, progress=progress, echo=click.echo,
-                          without_vegas=without_vegas, jobs=jobs, node_python=node_python)
+                          without_vegas=without_vegas, jobs=jobs, node_python=node_python,
+                          distribution=distribution)
         except (TraceError, OSError, CollectionError) as e:
             raise click.ClickException(str(e))
         except KeyboardInterrupt:
@@ -56,6 +61,23 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node
                        f"(the same command resumes)", err=True)
             raise SystemExit(130)
     click.echo(f"{res['done']}/{runs} runs in {out_dir}; {len(res['failed'])} failed, {res['left']} left to do")
+
+
+@estimator_group.command("pack")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="a collected dataset (runs with their raw sender traces)")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="where the compact copy goes")
+def pack_cmd(data_dir, out_dir):
+    """A compact copy of a dataset to ship (Table I rows, sampled ACK times and base RTTs,
+    the sink's record stream of flow 1, the competitor's packets per 10 ms): train, cv
+    and eval read it as they read the full one (INT features from the record stream)."""
+    from .dataset import pack_dataset
+    from .features import TraceError
+    try:
+        n = pack_dataset(data_dir, out_dir)
+    except (TraceError, OSError) as e:
+        raise click.ClickException(str(e))
+    click.echo(f"{n} runs packed into {out_dir}")
 
 
 @estimator_group.command("train")

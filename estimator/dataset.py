@@ -36,6 +36,48 @@ def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict, r
     os.replace(tmp, path)
 
 
+def compact_raw(raw: dict) -> dict:
+    """What a run needs for its features to be recomputed as a live sender would compute
+    them, small enough to ship (issue 28): the times and base RTTs of the sampled ACKs,
+    flow 1's INT as the sink's record stream (float32), the competitor's packets per
+    10 ms. The sender trace stays out (Table I rows are kept as computed)."""
+    from .int_features import record_stream
+    idx = raw["sample_idx"]
+    out = {"sample_t": raw["ack_t"][idx],
+           "sample_base_rtt_s": np.minimum.accumulate(raw["rtt_s"].astype(float))[idx].astype(np.float32)}
+    if "int_series" in raw:
+        rec = record_stream(raw["int_series"])
+        out["int_record_t"] = rec[:, 0]                        # float64: window edges at ms resolution
+        out["int_records"] = rec[:, 1:]      # float64: the drop counter is a wrapping u32
+    if "comp_packets_10ms" in raw:
+        out["comp_packets_10ms"] = raw["comp_packets_10ms"]
+    return out
+
+
+def pack_dataset(src_dir: str, out_dir: str) -> int:
+    """Every run of ``src_dir`` in compact form (compact_raw) into ``out_dir``; the
+    collection record comes along. Returns the runs written."""
+    import shutil
+    os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
+    for name in ("collection.json",):
+        if os.path.exists(os.path.join(src_dir, name)):
+            shutil.copy(os.path.join(src_dir, name), os.path.join(out_dir, name))
+    n = 0
+    for path in run_paths(src_dir):
+        X, t, meta = load_run(path)
+        raw = load_raw(path)
+        if meta.get("compact"):
+            small = raw
+        elif "sample_idx" in raw and "ack_t" in raw:
+            small = compact_raw(raw)
+        else:
+            raise TraceError(f"{path}: no raw sender trace to pack")
+        save_run(os.path.join(out_dir, "runs", os.path.basename(path)), {**meta, "compact": True}, X, t,
+                 {}, small)
+        n += 1
+    return n
+
+
 def run_paths(data_dir: str) -> list[str]:
     """The collected runs of a dataset, in run order (not the partial files of runs
     being written, nor older collections' ``*.tmp.npz`` leftovers)."""

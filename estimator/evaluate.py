@@ -6,7 +6,7 @@ import numpy as np
 
 from .dataset import CCAS, load_raw, load_run, run_paths
 from .features import TraceError
-from .int_features import FEATURE_SETS, int_features, select_features
+from .int_features import FEATURE_SETS, int_features, record_stream, select_features
 from .model import CCAEstimator
 from .vote import first_stable_correct, vote_series
 
@@ -29,14 +29,23 @@ def load_dataset(data_dir: str, feature_set: str = "table1"):
     return runs
 
 
-def run_int_features(path: str) -> np.ndarray:
-    """INT features of a collected run at the ACKs its Table I rows were taken at."""
+def run_int_features(path: str, per_packet: bool = False) -> np.ndarray:
+    """INT features of a collected run at the ACKs its Table I rows were taken at, from
+    the record stream a live sender receives (one record per ~10 ms: int_features.
+    record_stream), or with ``per_packet`` from every packet's telemetry (how models were
+    trained before issue 28; a compact run has only the records)."""
     raw = load_raw(path)
+    if "int_records" in raw:                              # a compact run (dataset.compact_raw)
+        if per_packet:
+            raise TraceError(f"{path}: a compact run keeps the record stream only, not every packet")
+        series = np.column_stack([raw["int_record_t"], raw["int_records"].astype(float)])
+        return int_features(series, raw["sample_t"], raw["sample_base_rtt_s"].astype(float))
     if "int_series" not in raw or "sample_idx" not in raw:
         raise TraceError(f"{path}: no INT series stored (collected before data format 2)")
     idx = raw["sample_idx"]
     base_rtt = np.minimum.accumulate(raw["rtt_s"].astype(float))[idx]     # known to the sender by then
-    return int_features(raw["int_series"], raw["ack_t"][idx], base_rtt)
+    series = raw["int_series"] if per_packet else record_stream(raw["int_series"])
+    return int_features(series, raw["ack_t"][idx], base_rtt)
 
 
 def split(runs, test_fraction: float = 0.5, seed: int = 0):

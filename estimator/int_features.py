@@ -146,6 +146,53 @@ def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.n
     return max(series.values(), key=_mean_occupancy)
 
 
+#: The sink publishes a flow's record every 10 ms while it has packets (telemetry/sink.py).
+SINK_PERIOD_S = 0.01
+
+
+def record_stream(series: np.ndarray, period_s: float = SINK_PERIOD_S) -> np.ndarray:
+    """The FlowRecords the sink publishes for a per-packet series, as a live sender
+    receives them: on the first packet ``period_s`` or more after the last record, that
+    packet's hop values, with the packets since the last record (PACKETS_COLUMN).
+    Loss-triggered records (at most one per ms) are left out."""
+    s = np.asarray(series, dtype=float)
+    if len(s) == 0:
+        return np.zeros((0, len(INT_SERIES_COLUMNS) + 1))
+    keep, last_t = [], -np.inf
+    for i, t in enumerate(s[:, 0]):
+        if t - last_t >= period_s - 1e-9:      # the sink compares integer ns
+            keep.append(i)
+            last_t = t
+    keep = np.asarray(keep)
+    counts = np.diff(np.concatenate(([-1], keep)))       # packets since the last record, this one included
+    return np.hstack([s[keep, :len(INT_SERIES_COLUMNS)], counts[:, None].astype(float)])
+
+
+def packet_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01) -> np.ndarray:
+    """Packets from ``src`` (every flow of it) the sink logged, per ``bin_s`` from
+    ``t0_s`` (uint16; by the first hop's timestamp, the bottleneck's on the dumbbell)."""
+    times = []
+    try:
+        f = open(path)
+    except OSError as e:
+        raise TraceError(f"{path}: {e.strerror}") from None
+    with f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                if rec["flow"]["src"] != src:
+                    continue
+                hop = rec["trace"]["hops"][0]
+                times.append(hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9)
+            except (ValueError, KeyError, TypeError, IndexError):
+                continue
+    if not times:
+        return np.zeros(0, dtype=np.uint16)
+    idx = np.floor((np.asarray(times) - t0_s) / bin_s).astype(np.int64)
+    idx = idx[idx >= 0]
+    return np.minimum(np.bincount(idx), np.iinfo(np.uint16).max).astype(np.uint16)
+
+
 class IntSeries:
     """The series built online from the sink's published FlowRecords of one flow
     (one row per record and hop; the bottleneck hop chosen when asked)."""

@@ -26,7 +26,7 @@ import numpy as np
 from estimator.capture import Capture, sender_trace
 from estimator.dataset import CCAS, DATA_FORMAT, save_run
 from estimator.features import TraceError, features
-from estimator.int_features import int_series_from_jsonl
+from estimator.int_features import int_series_from_jsonl, packet_counts_from_jsonl
 
 from .signals import unwind_on_sigterm
 from .traffic import BackgroundFlow, RunFailed
@@ -37,15 +37,60 @@ KERNEL = {"bbr", "cubic", "reno"}          # vegas runs on the CCP datapath
 def _iperf_cca(cca: str) -> str:
     return cca if cca in KERNEL else "ccp"
 RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
+#: The "hard" distribution (issue 28): the paper's ranges with the buffer on a log scale,
+#: and what the paper's runs never had: a competitor of another RTT, arriving later, as
+#: 1-3 flows of its CCA, and random link loss in half the runs.
+HARD_RANGES = {"rtt_factor": (0.5, 4.0),        # the competitor's base RTT / flow 1's, log scale
+               "comp_start_s": (0.0, 10.0),     # the competitor starts this much later
+               "comp_flows": (1, 3),            # ... as this many flows of its CCA
+               "loss_pct": (0.0, 1.0)}          # in half the runs, else 0
+DISTRIBUTIONS = ("paper", "hard")
+ACCESS_DELAY_MS = 1.0                           # dumbbell.toml's access links
 
 
-def run_plan(index: int, seed: int) -> dict:
+def run_plan(index: int, seed: int, distribution: str = "paper") -> dict:
     """The parameters of run ``index`` of a collection: reproducible from the seed."""
+    if distribution == "hard":
+        return _hard_plan(index, seed)
     rng = np.random.default_rng([seed, index])
     params = {k: round(float(rng.uniform(lo, hi)), 3) for k, (lo, hi) in RANGES.items()}
     pair = index % 16
     return {"run": f"run{index:05d}", "index": index, "seed": seed, "params": params,
             "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
+
+
+def _hard_plan(index: int, seed: int) -> dict:
+    rng = np.random.default_rng([seed, index, 28])
+    (r_lo, r_hi), (d_lo, d_hi), (b_lo, b_hi) = (RANGES[k] for k in ("bottleneck_mbps", "bottleneck_delay_ms",
+                                                                       "buffer_bdp"))
+    delay = float(rng.uniform(d_lo, d_hi))
+    factor = float(np.exp(rng.uniform(*np.log(HARD_RANGES["rtt_factor"]))))
+    # one-way delay without the extras: the bottleneck and two access links; the longer
+    # path gets the extra on its two access links
+    half_rtt = delay + 2 * ACCESS_DELAY_MS
+    main_extra = half_rtt * (1 / factor - 1) / 2 if factor < 1 else 0.0
+    comp_extra = half_rtt * (factor - 1) / 2 if factor >= 1 else 0.0
+    params = {"bottleneck_mbps": round(float(rng.uniform(r_lo, r_hi)), 3), "bottleneck_delay_ms": round(delay, 3),
+              "buffer_bdp": round(float(np.exp(rng.uniform(np.log(b_lo), np.log(b_hi)))), 3),
+              "main_extra_delay_ms": round(main_extra, 3), "comp_extra_delay_ms": round(comp_extra, 3),
+              "loss_pct": round(float(rng.uniform(*HARD_RANGES["loss_pct"])), 3) if rng.random() < 0.5 else 0.0}
+    pair = index % 16
+    lo, hi = HARD_RANGES["comp_flows"]
+    return {"run": f"run{index:05d}", "index": index, "seed": seed, "distribution": "hard", "params": params,
+            "rtt_factor": round(factor, 3), "comp_start_s": round(float(rng.uniform(*HARD_RANGES["comp_start_s"])), 3),
+            "comp_flows": int(rng.integers(lo, hi + 1)), "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
+
+
+class _LaterFlow(BackgroundFlow):
+    """A competitor flow that starts ``delay_s`` after the caller's (and ends with it)."""
+
+    def __init__(self, tb, client, server, cca, seconds, interval_s, port, delay_s):
+        self.delay_s = delay_s
+        super().__init__(tb, client, server, cca, seconds - delay_s, interval_s, port)
+
+    def _run(self, args, port):
+        time.sleep(self.delay_s)
+        super()._run(args, port)
 
 
 def _check_vegas_agent(workdir: str):
@@ -72,20 +117,27 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     pcap = os.path.join(workdir, f"{plan['run']}.pcap")
     try:
         with Capture(tb.ns("s1"), "intcc-sw1", pcap):
-            flows = [BackgroundFlow(tb, client, server, _iperf_cca(plan[f"cca{i}"]), seconds, seconds, port=5200 + i)
-                     for i, (client, server) in enumerate((("s1", "r1"), ("s2", "r2")), 1)]
+            flows = [BackgroundFlow(tb, "s1", "r1", _iperf_cca(plan["cca1"]), seconds, seconds, port=5201)]
+            # the competitor: flows 2.. (ports 5202..), all of cca2, maybe starting later
+            later = plan.get("comp_start_s", 0.0)
+            flows += [_LaterFlow(tb, "s2", "r2", _iperf_cca(plan["cca2"]), seconds, seconds - later, 5202 + k, later)
+                      for k in range(plan.get("comp_flows", 1))]
             errors, outs = [], []
-            for i, f in enumerate(flows, 1):      # both end before either's error is raised
+            for i, f in enumerate(flows, 1):      # all end before any error is raised
                 try:
                     outs.append(f.join())
                 except RunFailed as e:
-                    errors.append(f"flow {i} ({plan[f'cca{i}']}): {e}")
+                    errors.append(f"flow {i} ({plan['cca1' if i == 1 else 'cca2']}): {e}")
             if errors:
                 raise RunFailed("; ".join(errors))
         if "vegas" in (plan["cca1"], plan["cca2"]):
             _check_vegas_agent(workdir)
         tr = sender_trace(pcap, sender=tb.addr("s1"))
-        int_series = int_series_from_jsonl(tb.node_info("sw2")["int_log"], tb.addr("s1"), dport=5201)
+        int_log = tb.node_info("sw2")["int_log"]
+        int_series = int_series_from_jsonl(int_log, tb.addr("s1"), dport=5201)
+        # the competitor's packets at the bottleneck per 10 ms (features that do not
+        # assume two flows can read it from its own packets later)
+        comp_counts = packet_counts_from_jsonl(int_log, tb.addr("s2"), t0_s=float(int_series[0, 0]))
     finally:
         tb.down()
         if os.path.exists(pcap):
@@ -95,7 +147,8 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     idx = np.unique(np.linspace(start, len(F) - 1, samples).astype(int))
     goodputs = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in outs]
     raw = {"ack_t": tr.ack_t, "rtt_s": tr.rtt_s.astype(np.float32), "acked_bytes": tr.acked_bytes.astype(np.int32),
-           "send_t": tr.send_t, "retrans": tr.retrans.astype(bool), "sample_idx": idx, "int_series": int_series}
+           "send_t": tr.send_t, "retrans": tr.retrans.astype(bool), "sample_idx": idx, "int_series": int_series,
+           "comp_packets_10ms": comp_counts}
     return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), "goodput_mbps": goodputs,
                                                    "seconds": seconds}, raw
 
@@ -135,7 +188,7 @@ def _worker(slot, plans, args, queue):
 
 def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, samples: int = 100,
             warmup_frac: float = 0.1, progress=None, echo=print, without_vegas: bool = False,
-            jobs: int = 1, node_python: str | None = None) -> dict:
+            jobs: int = 1, node_python: str | None = None, distribution: str = "paper") -> dict:
     """Collect runs 0..runs-1 into out_dir (skipping those on disk), ``jobs`` testbeds
     at a time. ``without_vegas`` leaves out the runs that need the CCP datapath (a
     later resume fills them in). ``node_python``: the INT nodes' interpreter
@@ -157,11 +210,19 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
             # the nodes' speed shapes the emulated links: one dataset, one interpreter
             raise CollectionError(f"{out_dir} was collected with node interpreter '{before}', not "
                                   f"'{node_python}': resume with --node-python {before}")
+        with open(record_path) as f:
+            recorded = json.load(f)
+        for key, now in (("distribution", distribution), ("seed", seed)):
+            was = recorded.get(key, "paper" if key == "distribution" else None)
+            if was != now and os.listdir(os.path.join(out_dir, "runs")):
+                raise CollectionError(f"{out_dir} was collected with --{key} {was}, not {now}: resume with the "
+                                      f"same, or collect into another directory")
     with open(record_path, "w") as f:
         json.dump({"seed": seed, "seconds": seconds, "samples": samples, "warmup_frac": warmup_frac,
-                   "ranges": RANGES, "ccas": CCAS, "format": DATA_FORMAT, "node_python": node_python},
-                  f, indent=1)
-    plans = [run_plan(i, seed) for i in range(runs)]
+                   "ranges": RANGES, "distribution": distribution,
+                   "hard_ranges": HARD_RANGES if distribution == "hard" else None, "ccas": CCAS,
+                   "format": DATA_FORMAT, "node_python": node_python}, f, indent=1)
+    plans = [run_plan(i, seed, distribution) for i in range(runs)]
     todo = [p for p in plans if not os.path.exists(os.path.join(out_dir, "runs", p["run"] + ".npz"))]
     done, failed = runs - len(todo), []
     if without_vegas:

@@ -27,6 +27,26 @@ def test_plans_are_reproducible_and_cover_all_pairs():
         assert 1 <= p["params"]["bottleneck_mbps"] <= 10 and 1 <= p["params"]["buffer_bdp"] <= 100
 
 
+def test_the_hard_distribution_draws_what_the_paper_runs_never_had():
+    """Buffers on a log scale, the competitor's RTT 0.5-4x flow 1's (made by extra delay on
+    the longer path's access links), a later start, 1-3 flows, loss in half the runs."""
+    plans = [run_plan(i, 28, "hard") for i in range(400)]
+    assert plans[:20] == [run_plan(i, 28, "hard") for i in range(20)]
+    assert plans[0] != run_plan(0, 28) and len({(p["cca1"], p["cca2"]) for p in plans}) == 16
+    buffers = np.array([p["params"]["buffer_bdp"] for p in plans])
+    assert buffers.min() >= 1 and buffers.max() <= 100 and 0.4 < np.mean(buffers < 10) < 0.6     # log scale
+    for p in plans:
+        prm = p["params"]
+        rtt1 = 2 * (prm["bottleneck_delay_ms"] + 2 * (1 + prm["main_extra_delay_ms"]))
+        rtt2 = 2 * (prm["bottleneck_delay_ms"] + 2 * (1 + prm["comp_extra_delay_ms"]))
+        assert rtt2 / rtt1 == pytest.approx(p["rtt_factor"], rel=0.01)
+        assert 0.5 <= p["rtt_factor"] <= 4 and 0 <= p["comp_start_s"] <= 10 and p["comp_flows"] in (1, 2, 3)
+        assert 0 <= prm["loss_pct"] <= 1
+    assert 0.4 < np.mean([p["params"]["loss_pct"] > 0 for p in plans]) < 0.6
+    assert 0.25 < np.mean([p["rtt_factor"] < 1 for p in plans]) < 0.42     # log scale: ln 2 / ln 8 = 1/3
+    assert {p["comp_flows"] for p in plans} == {1, 2, 3}
+
+
 def test_a_run_names_its_parts(tmp_path):
     fake_dataset(tmp_path, runs=6)
     run = load_run(str(tmp_path / "runs" / "run00005.npz"))

@@ -1,6 +1,7 @@
 """INT features of the second estimator model: per-packet series from the sink's log,
 window statistics checked against a plain loop, and datasets with and without them."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -238,3 +239,41 @@ def test_competitor_backoff_and_growth_tell_reno_from_cubic():
                          np.zeros_like(t)))
     no_drops = dict(zip(INT_FEATURES, int_features(s, np.array([129.99]), 0.1)[0]))
     assert no_drops["comp_backoff_x"] == -1.0 and abs(no_drops["comp_growth_x"]) < 0.1
+
+
+def test_the_record_stream_is_what_the_sink_publishes_every_10_ms():
+    from estimator.int_features import record_stream
+    t = 100.0 + np.arange(0, 0.1, 0.001)               # a packet per ms for 100 ms
+    s = np.column_stack([t, np.arange(100) * 10.0, np.full(100, 1e5), np.full(100, 800.0), np.full(100, 2.0),
+                         np.arange(100) // 30])
+    rec = record_stream(s)
+    assert len(rec) == 10 and rec.shape[1] == len(INT_SERIES_COLUMNS) + 1
+    np.testing.assert_allclose(np.diff(rec[:, 0]), 0.01, atol=1e-9)
+    # every packet counted once; the last 9 wait for the next record
+    assert rec[0, -1] == 1 and (rec[1:, -1] == 10).all() and rec[:, -1].sum() == 91
+    np.testing.assert_array_equal(rec[:, 1], s[::10, 1])    # the hop values of the packet that triggered it
+
+
+def test_a_packed_run_gives_the_live_senders_int_features(tmp_path):
+    """pack_dataset keeps what the features need (sampled ACK times, base RTTs, the record
+    stream); the packed run's INT features equal the full run's from the record stream."""
+    from estimator.dataset import pack_dataset
+    src, out = tmp_path / "full", tmp_path / "packed"
+    (src / "runs").mkdir(parents=True)
+    plan = run_plan(5, seed=2)
+    ack_t = np.linspace(100.0, 119.0, 400)
+    raw = {"ack_t": ack_t, "rtt_s": np.linspace(0.05, 0.04, 400).astype(np.float32),
+           "acked_bytes": np.full(400, 1428, np.int32), "send_t": ack_t - 0.04, "retrans": np.zeros(400, bool),
+           "sample_idx": np.arange(40, 400, 12), "int_series": series(n=3000),
+           "comp_packets_10ms": np.arange(50, dtype=np.uint16)}
+    X = np.random.default_rng(0).normal(size=(len(raw["sample_idx"]), len(FEATURES)))
+    save_run(str(src / "runs" / f"{plan['run']}.npz"), plan, X, np.zeros(len(X)), {}, raw)
+    assert pack_dataset(str(src), str(out)) == 1
+    full, packed = (str(d / "runs" / f"{plan['run']}.npz") for d in (src, out))
+    np.testing.assert_allclose(run_int_features(packed), run_int_features(full), rtol=1e-4, atol=1e-4)
+    assert not np.allclose(run_int_features(full), run_int_features(full, per_packet=True))
+    (Xp, _, meta), = load_dataset(str(out), "table1+int")
+    np.testing.assert_allclose(Xp[:, :len(FEATURES)], X, rtol=1e-6)
+    assert meta["compact"] and os.path.getsize(packed) < os.path.getsize(full)
+    with pytest.raises(TraceError, match="record stream only"):
+        run_int_features(packed, per_packet=True)
