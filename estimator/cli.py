@@ -158,15 +158,20 @@ def curve_cmd(data_dir, seed, feature_set, forest, fractions):
 @click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="also write the tables to FILE as JSON")
-def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path):
+@click.option("--shuffle-labels", is_flag=True,
+              help="the control that must fail: competitor labels permuted across runs (expect ~0.25)")
+def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path, shuffle_labels):
     """Tables III and IV with every run held out once (k folds split by experiment, one
     forest per fold trained on the other folds): uses the whole dataset for both."""
-    from .evaluate import cross_validate, load_dataset
+    from .evaluate import cross_validate, load_dataset, shuffled_labels
     from .features import TraceError
     from .model import ModelError
     try:
         runs = load_dataset(data_dir, feature_set)
-        click.echo(f"{len(runs)} runs, {folds} folds ({feature_set}, {forest} forest, {trees} trees, depth {depth})")
+        if shuffle_labels:
+            runs = shuffled_labels(runs, seed)
+        click.echo(f"{len(runs)} runs, {folds} folds ({feature_set}, {forest} forest, {trees} trees, depth {depth})"
+                   + ("; labels SHUFFLED across runs (control: chance is ~0.25)" if shuffle_labels else ""))
 
         def progress(k, res):
             click.echo(f"  fold {k + 1}/{folds}: so far mean accuracy {res['mean_accuracy']:.3f}, "
@@ -183,17 +188,22 @@ def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path):
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--seed", type=int, help="split seed (default: the one the model was trained with)")
+@click.option("--all", "every_run", is_flag=True,
+              help="every run of DATA the model was not trained on (a test set collected apart), not the "
+                   "held-out half of the model's split")
 @click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="also write the tables to FILE as JSON")
-def eval_cmd(data_dir, model_path, seed, json_path):
-    """Tables III and IV on the held-out runs (the model's split)."""
-    from .evaluate import evaluate, held_out, load_dataset
+def eval_cmd(data_dir, model_path, seed, every_run, json_path):
+    """Tables III and IV on the held-out runs (the model's split, or with --all every run
+    it was not trained on)."""
+    from .evaluate import evaluate, held_out, load_dataset, not_trained_on
     from .features import TraceError
     from .int_features import feature_set_of
     from .model import CCAEstimator, ModelError
     try:
         model = CCAEstimator.load(model_path)
-        te, trained_on = held_out(load_dataset(data_dir, feature_set_of(model.feature_names)), model, seed=seed)
+        runs = load_dataset(data_dir, feature_set_of(model.feature_names))
+        te, trained_on = not_trained_on(runs, model) if every_run else held_out(runs, model, seed=seed)
         if not model.training_runs_:
             click.echo("note: the model does not list its training runs (trained before they were "
                        "recorded): the held-out half is the split's alone", err=True)

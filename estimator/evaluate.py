@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dataset import CCAS, load_raw, load_run, run_paths
+from .dataset import CCAS, Run, load_raw, load_run, run_paths
 from .features import TraceError
 from .int_features import FEATURE_SETS, int_features, record_stream, select_features
 from .model import CCAEstimator
@@ -74,6 +74,23 @@ def held_out(runs, model: CCAEstimator, seed: int | None = None):
     trained = {tuple(k) for k in model.training_runs_}
     kept = [r for r in test if tuple(r.key) not in trained]
     return kept, len(test) - len(kept)
+
+
+def shuffled_labels(runs, seed: int = 0) -> list:
+    """The control that must fail: the same runs with their competitor labels permuted
+    across runs (each run keeps one label for all its rows). A model that scores above
+    chance (~0.25 over four CCAs) on these learns something other than the competitor."""
+    rng = np.random.default_rng([seed, 2520])
+    labels = [r.competitor_cca for r in runs]
+    perm = rng.permutation(len(labels))
+    return [Run(r.X, r.t, {**r.meta, "cca2": labels[j]}) for r, j in zip(runs, perm)]
+
+
+def not_trained_on(runs, model: CCAEstimator):
+    """Every run the model was not trained on (eval --all): (runs, how many were left out)."""
+    trained = {tuple(k) for k in model.training_runs_}
+    kept = [r for r in runs if tuple(r.key) not in trained]
+    return kept, len(runs) - len(kept)
 
 
 def stack(runs):

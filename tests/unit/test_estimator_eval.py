@@ -155,6 +155,18 @@ def test_cross_validation_holds_every_run_out_once_and_spreads_each_pair(tmp_pat
         cross_validate(runs, 1)
 
 
+def test_the_shuffled_label_control_comes_out_at_chance(tmp_path):
+    """The same runs, the labels permuted across runs: a model can no longer tell (the
+    fake features separate the true labels easily: > 0.7 above)."""
+    from estimator.evaluate import cross_validate, shuffled_labels
+    runs = load_dataset(fake_dataset(tmp_path, runs=80))
+    control = shuffled_labels(runs, seed=1)
+    assert sorted(r.competitor_cca for r in control) == sorted(r.competitor_cca for r in runs)
+    assert any(a.competitor_cca != b.competitor_cca for a, b in zip(runs, control))
+    res = cross_validate(control, 4, {"n_estimators": [10], "max_depth": [4]}, seed=1)
+    assert 0.1 < res["mean_accuracy"] < 0.45, res["mean_accuracy"]
+
+
 def test_a_model_keeps_its_split_and_eval_holds_out_the_same_runs(tmp_path):
     from estimator.evaluate import held_out
     from estimator.model import CCAEstimator
@@ -185,6 +197,13 @@ def test_cli_cross_validates_and_eval_follows_the_models_split(tmp_path):
     assert res.exit_code == 0 and "trained on 32 runs (16 held out)" in res.output, res.output
     res = cli.invoke(estimator_group, ["eval", "--data", data, "--model", model, "--json-out", str(tmp_path / "e.json")])
     assert res.exit_code == 0 and json.load(open(tmp_path / "e.json"))["test_runs"] == 16, res.output
+    # --all: every run it was not trained on (here the same 16: the others trained it)
+    res = cli.invoke(estimator_group, ["eval", "--data", data, "--model", model, "--all", "--json-out",
+                                       str(tmp_path / "a.json")])
+    assert res.exit_code == 0 and json.load(open(tmp_path / "a.json"))["test_runs"] == 16, res.output
+    res = cli.invoke(estimator_group, ["cv", "--data", data, "--folds", "3", "--features", "table1", "--trees", "10",
+                                       "--depth", "4", "--shuffle-labels"])
+    assert res.exit_code == 0 and "labels SHUFFLED" in res.output, res.output
 
 
 def test_a_run_cut_short_while_saving_is_not_read_as_a_run(tmp_path):
