@@ -169,9 +169,10 @@ def record_stream(series: np.ndarray, period_s: float = SINK_PERIOD_S) -> np.nda
 
 
 def packet_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01) -> np.ndarray:
-    """Packets from ``src`` (every flow of it) the sink logged, per ``bin_s`` from
-    ``t0_s`` (uint16; by the first hop's timestamp, the bottleneck's on the dumbbell)."""
-    times = []
+    """Packets from ``src`` the sink logged per flow (by destination port, in port order;
+    iperf3's control connection shares its data flow's) per ``bin_s`` from ``t0_s``:
+    (flows, bins) uint16, by the first hop's timestamp (the bottleneck's on the dumbbell)."""
+    times, ports = [], []
     try:
         f = open(path)
     except OSError as e:
@@ -183,14 +184,22 @@ def packet_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.
                 if rec["flow"]["src"] != src:
                     continue
                 hop = rec["trace"]["hops"][0]
-                times.append(hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9)
+                t = hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9
+                ports.append(int(rec["flow"]["dport"]))
+                times.append(t)
             except (ValueError, KeyError, TypeError, IndexError):
                 continue
     if not times:
-        return np.zeros(0, dtype=np.uint16)
+        return np.zeros((0, 0), dtype=np.uint16)
     idx = np.floor((np.asarray(times) - t0_s) / bin_s).astype(np.int64)
-    idx = idx[idx >= 0]
-    return np.minimum(np.bincount(idx), np.iinfo(np.uint16).max).astype(np.uint16)
+    ports = np.asarray(ports)
+    keep = idx >= 0
+    idx, ports = idx[keep], ports[keep]
+    bins = int(idx.max()) + 1 if len(idx) else 0
+    out = np.zeros((len(np.unique(ports)), bins), dtype=np.int64)
+    for row, port in enumerate(np.unique(ports)):
+        out[row] = np.bincount(idx[ports == port], minlength=bins)
+    return np.minimum(out, np.iinfo(np.uint16).max).astype(np.uint16)
 
 
 class IntSeries:

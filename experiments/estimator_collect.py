@@ -135,8 +135,8 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
         tr = sender_trace(pcap, sender=tb.addr("s1"))
         int_log = tb.node_info("sw2")["int_log"]
         int_series = int_series_from_jsonl(int_log, tb.addr("s1"), dport=5201)
-        # the competitor's packets at the bottleneck per 10 ms (features that do not
-        # assume two flows can read it from its own packets later)
+        # the competitor's packets at the bottleneck per 10 ms, per flow (features that do
+        # not assume two flows can read each competing flow from its own packets later)
         comp_counts = packet_counts_from_jsonl(int_log, tb.addr("s2"), t0_s=float(int_series[0, 0]))
     finally:
         tb.down()

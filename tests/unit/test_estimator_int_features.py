@@ -265,7 +265,7 @@ def test_a_packed_run_gives_the_live_senders_int_features(tmp_path):
     raw = {"ack_t": ack_t, "rtt_s": np.linspace(0.05, 0.04, 400).astype(np.float32),
            "acked_bytes": np.full(400, 1428, np.int32), "send_t": ack_t - 0.04, "retrans": np.zeros(400, bool),
            "sample_idx": np.arange(40, 400, 12), "int_series": series(n=3000),
-           "comp_packets_10ms": np.arange(50, dtype=np.uint16)}
+           "comp_packets_10ms": np.arange(100, dtype=np.uint16).reshape(2, 50)}
     X = np.random.default_rng(0).normal(size=(len(raw["sample_idx"]), len(FEATURES)))
     save_run(str(src / "runs" / f"{plan['run']}.npz"), plan, X, np.zeros(len(X)), {}, raw)
     assert pack_dataset(str(src), str(out)) == 1
@@ -277,3 +277,18 @@ def test_a_packed_run_gives_the_live_senders_int_features(tmp_path):
     assert meta["compact"] and os.path.getsize(packed) < os.path.getsize(full)
     with pytest.raises(TraceError, match="record stream only"):
         run_int_features(packed, per_packet=True)
+
+
+def test_the_competitors_packets_are_counted_per_flow_per_10_ms(tmp_path):
+    from estimator.int_features import packet_counts_from_jsonl
+    log = tmp_path / "sw2.int.jsonl"
+    with open(log, "w") as f:
+        for i in range(30):                   # flow 5202: a packet per ms from 1000.000; 5203 from 1000.020
+            f.write(json.dumps(record("fd00::2", 5202, [hop(1000 + i * 0.001 + 1e-6, 0, 100_000)])) + "\n")
+            if i >= 20:
+                f.write(json.dumps(record("fd00::2", 5203, [hop(1000 + i * 0.001 + 1e-6, 0, 100_000)])) + "\n")
+            f.write(json.dumps(record("fd00::1", 5201, [hop(1000 + i * 0.001, 0, 100_000)])) + "\n")
+        f.write('{"flow": {"src": "fd00::2"')     # torn
+    c = packet_counts_from_jsonl(str(log), "fd00::2", t0_s=1000.0)
+    assert c.dtype == np.uint16 and c.tolist() == [[10, 10, 10], [0, 0, 10]]
+    assert packet_counts_from_jsonl(str(log), "fd00::7", t0_s=1000.0).shape == (0, 0)
