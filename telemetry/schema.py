@@ -137,14 +137,36 @@ class HopState:
         return cls(**{f.name: d.get(f.name) for f in fields(cls)})
 
 
+#: A hop record names at most this many flows (the busiest) with their packets.
+TOP_FLOWS_MAX = 8
+
+
+def _top_flows(v):
+    if not isinstance(v, list) or len(v) > TOP_FLOWS_MAX:
+        return f"must be a list of at most {TOP_FLOWS_MAX} [flow_id, packets] pairs"
+    for e in v:
+        if not isinstance(e, list) or len(e) != 2 or _flow_id(e[0]) or _int(0)(e[1]):
+            return "must hold [flow_id (16 hex digits), packets (integer >= 0)] pairs"
+
+
 @dataclass
 class HopRecord(HopState):
+    """A node's state (the latest packet's stamp) and, seen by this sink since the node's
+    previous record (``interval_ms``), the busiest flows through it with their packets:
+    a sender reads its competitors from their own packets there (issue 28)."""
     v: int = VERSION
     type: str = "hop"
+    interval_ms: Optional[float] = _f(_opt(_num(0.0)))
+    top_flows: Optional[list] = _f(_opt(_top_flows))
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "hop record") -> "HopRecord":
-        return cls(**vars(HopState.from_dict(d, where)))
+        base = HopState.from_dict(d, where)
+        for name in ("interval_ms", "top_flows"):
+            problem = d.get(name) is not None and cls.__dataclass_fields__[name].metadata["check"](d[name])
+            if problem:
+                raise SchemaError(f"{where}: field '{name}' {problem} (got {d[name]!r:.40})")
+        return cls(**vars(base), interval_ms=d.get("interval_ms"), top_flows=d.get("top_flows"))
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)     # flat: much cheaper than dataclasses.asdict

@@ -4,11 +4,15 @@ Pure logic (no network): INTSink's MQTT exporter feeds every stripped packet
 to :meth:`SinkTelemetry.on_packet` and publishes what it returns. A flow record
 goes out at once when a loss is confirmed (at most one per ``min_gap_ms`` per
 flow) and otherwise every ``period_ms`` while the flow has packets; a hop
-record at most every ``period_ms`` per node.
+record at most every ``period_ms`` per node, with the busiest flows this sink saw
+through that node since its last one (``top_flows``: a sender reads its competitors'
+rates at its bottleneck from their own packets, however many they are).
 """
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
+from operator import itemgetter
 from typing import Dict, List, Optional, Tuple
 
 from int_node import ioam_decode
@@ -16,7 +20,7 @@ from int_node.packet import flow_tuple
 
 from .attribution import GapLabel, HopCounters, SeqTracker, label_gap
 from .flowid import flow_id_from_key
-from .schema import FlowRecord, HopRecord, HopState, encode, flow_topic, hop_topic
+from .schema import TOP_FLOWS_MAX, FlowRecord, HopRecord, HopState, encode, flow_topic, hop_topic
 
 Publication = Tuple[str, bytes]     # (topic, payload)
 OWD_PLAUSIBLE_US = 60e6
@@ -83,6 +87,8 @@ class SinkTelemetry:
         self.idle_ns = int(idle_s * 1e9)
         self.flows: "OrderedDict[bytes, _Flow]" = OrderedDict()
         self._hop_pub_ns: Dict[int, int] = {}
+        # per node: packets of each flow through it since its last hop record (its top flows)
+        self._hop_flow_pkts: Dict[int, Dict[str, int]] = {}
         self._swept_ns = 0
         self.counters = {"packets": 0, "decode_errors": 0, "flow_records": 0, "hop_records": 0,
                          "flows_evicted": 0, "no_e2e": 0}
@@ -126,9 +132,15 @@ class SinkTelemetry:
         if (f.loss_due and since >= self.min_gap_ns) or since >= self.period_ns:
             out.append(self._flow_record(f, now_ns, "loss" if f.loss_due else "periodic"))
         for n in nodes:
-            if now_ns - self._hop_pub_ns.get(n.node_id, 0) >= self.period_ns:
+            seen = self._hop_flow_pkts.setdefault(n.node_id, {})
+            seen[f.flow_id] = seen.get(f.flow_id, 0) + 1
+            last_ns = self._hop_pub_ns.get(n.node_id, 0)
+            if now_ns - last_ns >= self.period_ns:
                 self._hop_pub_ns[n.node_id] = now_ns
-                rec = HopRecord(**vars(hop_state(n)))
+                top = heapq.nlargest(TOP_FLOWS_MAX, seen.items(), key=itemgetter(1))
+                self._hop_flow_pkts[n.node_id] = {}
+                rec = HopRecord(**vars(hop_state(n)), interval_ms=(now_ns - last_ns) / 1e6 if last_ns else None,
+                                top_flows=[[fid, k] for fid, k in top])
                 out.append((hop_topic(rec.node_id), encode(rec)))
                 c["hop_records"] += 1
         if now_ns - self._swept_ns > 1_000_000_000:

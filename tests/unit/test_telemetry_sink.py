@@ -73,3 +73,30 @@ def test_malformed_trace_is_counted_not_raised():
     key, trace, e2e = packet(0)
     assert tel.on_packet(key, trace[:7], e2e, 1) == []
     assert tel.counters["decode_errors"] == 1
+
+
+def test_hop_records_name_the_busiest_flows_through_the_node_since_the_last():
+    """Three flows through both nodes at 3:2:1; every hop record carries each flow's
+    packets since the node's previous record, busiest first, at most TOP_FLOWS_MAX."""
+    from telemetry.schema import TOP_FLOWS_MAX
+
+    def pkt(i, sport):
+        f = ioam.insert_int(ipv6_frame(200, nh=17, sport=sport), 2, i, 1_700_000_000 * 10**9)
+        off = ioam.find_trace(f)
+        for node in (1, 2):
+            ioam.stamp_default(f, off, 63, node, 1, 2, 1_700_000_000 * 10**9, 1000, 0, 0, -128, 0xFF, 1, 65000, 0,
+                               0, 800, 150_000)
+        s = ioam.strip_int(f)
+        return flow_key(s.frame), s.trace_raw, s.e2e_raw
+    order = [1000, 1000, 1000, 2000, 2000, 3000] * 200          # 1200 packets, 0.1 ms apart: 120 ms
+    tel = SinkTelemetry(period_ms=10)
+    pubs = run(tel, [pkt(i, sport) for i, sport in enumerate(order)])
+    hops = [r for _, r in pubs if r.type == "hop" and r.node_id == 1]
+    assert len(hops) >= 10 and hops[0].interval_ms is None and hops[1].interval_ms >= 10
+    for h in hops[1:]:
+        counts = [k for _, k in h.top_flows]
+        assert len(h.top_flows) == 3 and counts == sorted(counts, reverse=True)
+        assert sum(counts) == round(h.interval_ms * 10)                  # a packet per 0.1 ms
+        assert 2.5 < counts[0] / counts[2] < 3.5
+    ids = {fid for h in hops for fid, _ in h.top_flows}
+    assert ids == {r.flow_id for r in flows(pubs)} and TOP_FLOWS_MAX == 8
