@@ -122,9 +122,13 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
         publisher = Publisher(broker_url)
         if _uses_int(model):
             from broker.subscriber import TelemetryView
-            from telemetry.schema import FLOW_TOPIC, FlowRecord
-            view = TelemetryView(broker_url, topics=(FLOW_TOPIC.format(flow_id="+"),))
-            view.on_record(lambda rec, topic: records.append(rec) if isinstance(rec, FlowRecord) else None)
+            from estimator.int_features import uses_flows
+            from telemetry.schema import FLOW_TOPIC, HOP_TOPIC, FlowRecord, HopRecord
+            topics = (FLOW_TOPIC.format(flow_id="+"),) + ((HOP_TOPIC.format(node_id="+"),)
+                                                          if uses_flows(model.feature_names) else ())
+            view = TelemetryView(broker_url, topics=topics)
+            view.on_record(lambda rec, topic: records.append(rec) if isinstance(rec, (FlowRecord, HopRecord))
+                           else None)
             view.start()
     elif _uses_int(model):
         conn.send(("error", None, f"{model_path} uses INT features: the estimator needs the sink's telemetry "
@@ -165,7 +169,10 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
                 rec = records.popleft()
                 for w in flows.values():
                     if w.started:
-                        w.est.add_telemetry(rec)
+                        if rec.type == "hop":
+                            w.est.add_hop(rec)
+                        else:
+                            w.est.add_telemetry(rec)
             for sid, w in list(flows.items()):
                 try:
                     if not w.started:

@@ -8,6 +8,9 @@ import click
 
 from telemetry.schema import CCA_LABELS
 
+#: int_features.FEATURE_SETS' names (not imported here: numpy at every CLI start)
+FEATURE_SET_NAMES = ["table1", "table1+int", "table1+int+dynamics", "table1+int+flows"]
+
 
 @click.group("estimator")
 def estimator_group():
@@ -87,11 +90,12 @@ def pack_cmd(data_dir, out_dir):
               help="paper: trees 10-600 x depth 1-30; small: a quick subset; compact: 50 trees "
                    "(a model file of a few MB, to ship)")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--features", "feature_set", type=click.Choice(["table1", "table1+int", "table1+int+dynamics"]),
+@click.option("--features", "feature_set", type=click.Choice(FEATURE_SET_NAMES),
               default="table1", show_default=True,
               help="table1: paper 002's sender-side features; table1+int: plus the bottleneck's INT "
                    "telemetry (queue, arrivals, drops, the competitor's rate); table1+int+dynamics: plus "
-                   "the competitor's backoff at drops and its growth (experimental)")
+                   "the competitor's backoff at drops and its growth (experimental); table1+int+flows: table1+int "
+                   "plus the competitors read from their own packets at the bottleneck (issue 28)")
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="per-local", show_default=True,
               help="per-local: one forest per local CCA (paper 002); shared: one forest for all, the local "
                    "CCA as an input (learns the competitor from four times the runs)")
@@ -119,7 +123,7 @@ def train_cmd(data_dir, model_path, grid, seed, feature_set, forest, test_fracti
 @estimator_group.command("curve")
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--seed", type=int, default=0, show_default=True, help="split and forest seed")
-@click.option("--features", "feature_set", type=click.Choice(["table1", "table1+int", "table1+int+dynamics"]),
+@click.option("--features", "feature_set", type=click.Choice(FEATURE_SET_NAMES),
               default="table1+int", show_default=True)
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="shared", show_default=True)
 @click.option("--fractions", default="0.25,0.5,0.75,1", show_default=True,
@@ -151,7 +155,7 @@ def curve_cmd(data_dir, seed, feature_set, forest, fractions):
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="fold and forest seed")
-@click.option("--features", "feature_set", type=click.Choice(["table1", "table1+int", "table1+int+dynamics"]),
+@click.option("--features", "feature_set", type=click.Choice(FEATURE_SET_NAMES),
               default="table1+int", show_default=True)
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="shared", show_default=True)
 @click.option("--trees", type=click.IntRange(min=1), default=200, show_default=True)
@@ -258,14 +262,15 @@ def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s,
         raise click.ClickException(str(e))
     view = None
     if est.uses_int:
-        from telemetry.schema import FlowRecord
+        from telemetry.schema import FlowRecord, HopRecord
         from broker.subscriber import TelemetryView
         url = telemetry_url or broker_url
         if not url:
             raise click.ClickException(f"{model_path} uses INT features: give --telemetry (or --broker) "
                                        f"where the sink publishes")
         view = TelemetryView(url).start()
-        view.on_record(lambda rec, topic: est.add_telemetry(rec) if isinstance(rec, FlowRecord) else None)
+        view.on_record(lambda rec, topic: est.add_telemetry(rec) if isinstance(rec, FlowRecord)
+                       else est.add_hop(rec) if isinstance(rec, HopRecord) else None)
     pcap = tempfile.mktemp(prefix="intcc-est-", suffix=".pcap")
     pub = Publisher(broker_url) if broker_url else None
     try:

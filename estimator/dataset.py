@@ -19,7 +19,7 @@ import numpy as np
 
 from .features import FEATURES, TraceError
 from .model import CCAS
-from .int_features import INT_SERIES_COLUMNS
+from .int_series import INT_SERIES_COLUMNS
 
 DATA_FORMAT = 2
 
@@ -41,7 +41,7 @@ def compact_raw(raw: dict) -> dict:
     them, small enough to ship (issue 28): the times and base RTTs of the sampled ACKs,
     flow 1's INT as the sink's record stream (float32), the competitor's packets per
     10 ms. The sender trace stays out (Table I rows are kept as computed)."""
-    from .int_features import record_stream
+    from .int_series import record_stream
     idx = raw["sample_idx"]
     out = {"sample_t": raw["ack_t"][idx],
            "sample_base_rtt_s": np.minimum.accumulate(raw["rtt_s"].astype(float))[idx].astype(np.float32)}

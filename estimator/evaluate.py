@@ -6,7 +6,9 @@ import numpy as np
 
 from .dataset import CCAS, Run, load_raw, load_run, run_paths
 from .features import TraceError
-from .int_features import FEATURE_SETS, int_features, record_stream, select_features
+from .flow_features import CompetitorSeries, flow_features
+from .int_features import FEATURE_SETS, busy_pps, int_features, select_features, uses_flows
+from .int_series import record_stream
 from .model import CCAEstimator
 from .vote import first_stable_correct, vote_series
 
@@ -24,28 +26,42 @@ def load_dataset(data_dir: str, feature_set: str = "table1"):
     runs = [load_run(p) for p in paths]
     if feature_set != "table1":
         names = FEATURE_SETS[feature_set]
-        runs = [r.with_features(select_features(np.hstack([r.X, run_int_features(p)]), names))
+        flows = uses_flows(names)
+        runs = [r.with_features(select_features(np.hstack([r.X, run_int_features(p, flows=flows)]), names))
                 for p, r in zip(paths, runs)]
     return runs
 
 
-def run_int_features(path: str, per_packet: bool = False) -> np.ndarray:
+def run_int_features(path: str, per_packet: bool = False, flows: bool = False) -> np.ndarray:
     """INT features of a collected run at the ACKs its Table I rows were taken at, from
     the record stream a live sender receives (one record per ~10 ms: int_features.
     record_stream), or with ``per_packet`` from every packet's telemetry (how models were
-    trained before issue 28; a compact run has only the records)."""
+    trained before issue 28; a compact run has only the records). With ``flows`` the
+    competitors' flow features follow (flow_features.py; the run must have kept the
+    competitors' packets)."""
     raw = load_raw(path)
     if "int_records" in raw:                              # a compact run (dataset.compact_raw)
         if per_packet:
             raise TraceError(f"{path}: a compact run keeps the record stream only, not every packet")
         series = np.column_stack([raw["int_record_t"], raw["int_records"].astype(float)])
-        return int_features(series, raw["sample_t"], raw["sample_base_rtt_s"].astype(float))
-    if "int_series" not in raw or "sample_idx" not in raw:
+        at_t, base_rtt = raw["sample_t"], raw["sample_base_rtt_s"].astype(float)
+        t0 = float(raw["int_record_t"][0])
+    elif "int_series" in raw and "sample_idx" in raw:
+        idx = raw["sample_idx"]
+        base_rtt = np.minimum.accumulate(raw["rtt_s"].astype(float))[idx]     # known to the sender by then
+        at_t = raw["ack_t"][idx]
+        t0 = float(raw["int_series"][0, 0])
+        series = raw["int_series"] if per_packet else record_stream(raw["int_series"])
+    else:
         raise TraceError(f"{path}: no INT series stored (collected before data format 2)")
-    idx = raw["sample_idx"]
-    base_rtt = np.minimum.accumulate(raw["rtt_s"].astype(float))[idx]     # known to the sender by then
-    series = raw["int_series"] if per_packet else record_stream(raw["int_series"])
-    return int_features(series, raw["ack_t"][idx], base_rtt)
+    F = int_features(series, at_t, base_rtt)
+    if not flows:
+        return F
+    if "comp_packets_10ms" not in raw or np.asarray(raw["comp_packets_10ms"]).ndim != 2:
+        raise TraceError(f"{path}: the competitors' packets were not kept (collected before issue 28's per-flow "
+                         f"counts): no flow features")
+    comp = CompetitorSeries.from_bins(raw["comp_packets_10ms"], t0)
+    return np.hstack([F, flow_features(comp, at_t, base_rtt, busy_pps(series, at_t))])
 
 
 def split(runs, test_fraction: float = 0.5, seed: int = 0):

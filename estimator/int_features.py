@@ -59,16 +59,12 @@ bins of one base RTT (at least 40 ms, the FlowMeter's smoothing), over 30 s:
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from .features import FEATURES, TraceError, _SparseTable
+from .flow_features import FLOW_FEATURES
+from .int_series import INT_SERIES_COLUMNS, PACKETS_COLUMN
 
-INT_SERIES_COLUMNS = ("t_s", "qdepth_bytes", "capacity_bytes", "arrival_pps", "flow_count", "queue_drops")
-#: An optional 7th column: packets of flow 1 each row stands for (1 per packet in the
-#: sink's log; a published FlowRecord stands for its ``interval_packets``).
-PACKETS_COLUMN = "packets"
 SHORT_WINDOW_RTTS = 8.0
 SHORT_WINDOW_MIN_S = 0.2
 LONG_WINDOW_S = 10.0
@@ -94,15 +90,40 @@ INT_FEATURES = WINDOW_FEATURES + RUN_FEATURES
 #: Model 1: paper 002's Table I only. Model 2: plus what INT says about the bottleneck.
 #: "table1+int+dynamics": model 2 plus the competitor's backoff and growth (not yet
 #: evaluated on collected runs; the shipped model is "table1+int").
+#: "table1+int+flows": model 2 plus the competitors read from their own packets at the
+#: bottleneck (flow_features.py, issue 28).
 FEATURE_SETS = {"table1": FEATURES,
                 "table1+int": FEATURES + tuple(n for n in INT_FEATURES if n not in COMP_DYNAMICS_FEATURES),
-                "table1+int+dynamics": FEATURES + INT_FEATURES}
+                "table1+int+dynamics": FEATURES + INT_FEATURES,
+                "table1+int+flows": FEATURES + tuple(n for n in INT_FEATURES if n not in COMP_DYNAMICS_FEATURES)
+                + FLOW_FEATURES}
+#: The columns of a full feature row, in order: Table I, INT, then the flows'.
+ALL_FEATURES = FEATURES + INT_FEATURES + FLOW_FEATURES
 
 
 def select_features(X_all: np.ndarray, feature_names) -> np.ndarray:
-    """The columns ``feature_names`` of rows with Table I then every INT column."""
-    names = FEATURES + INT_FEATURES
-    return X_all[:, [names.index(n) for n in feature_names]]
+    """The columns ``feature_names`` of rows with Table I, every INT column and (when a
+    feature set needs them) the flow features, in ALL_FEATURES order."""
+    idx = [ALL_FEATURES.index(n) for n in feature_names]
+    if idx and max(idx) >= X_all.shape[1]:
+        raise TraceError(f"the rows hold {X_all.shape[1]} features, not the competitors' flow features "
+                         f"this model needs")
+    return X_all[:, idx]
+
+
+def uses_flows(feature_names) -> bool:
+    return any(n in FLOW_FEATURES for n in feature_names)
+
+
+def busy_pps(series: np.ndarray, at_t, window_s: float = 30.0) -> np.ndarray:
+    """The link's packet rate as the comp_* features take it: the 90th percentile of the
+    arrival rate at the queue over the window before each time (at least 1)."""
+    s = np.asarray(series, dtype=float)
+    out = []
+    for a in np.asarray(at_t, dtype=float):
+        sel = (s[:, 0] <= a) & (s[:, 0] > a - window_s)
+        out.append(max(float(np.percentile(s[sel, 3], 90)), 1.0) if sel.any() else 1.0)
+    return np.asarray(out)
 
 
 def feature_set_of(feature_names) -> str:
@@ -111,125 +132,6 @@ def feature_set_of(feature_names) -> str:
         if tuple(feature_names) == tuple(cols):
             return name
     raise TraceError(f"the model's features ({', '.join(feature_names)}) are not ones this intcc computes")
-
-
-def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.ndarray:
-    """The per-packet series (columns INT_SERIES_COLUMNS) of the flow(s) from ``src``
-    (and to ``dport`` if given) in an INTSink JSON-lines log, at the bottleneck hop.
-    Lines that are not telemetry records are skipped; a log without any record of
-    that flow is a TraceError."""
-    per_hop: dict = {}
-    try:
-        f = open(path)
-    except OSError as e:
-        raise TraceError(f"{path}: {e.strerror}") from None
-    with f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-                flow = rec["flow"]
-                if flow["src"] != src or (dport is not None and flow["dport"] != dport):
-                    continue
-                for i, hop in enumerate(rec["trace"]["hops"]):
-                    st = hop.get("state") or {}
-                    if hop.get("ts_sec") is None or hop.get("queue_depth_bytes") is None:
-                        continue
-                    per_hop.setdefault(i, []).append(
-                        (hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9, hop["queue_depth_bytes"],
-                         st.get("queue_capacity_bytes", 0), st.get("arrival_rate_pps", 0),
-                         st.get("flow_count", 0), st.get("queue_drops", 0)))
-            except (ValueError, KeyError, TypeError):
-                continue     # a torn last line of a log still being written
-    if not per_hop:
-        raise TraceError(f"{path}: no telemetry of flow from {src}")
-    series = {i: np.asarray(rows, dtype=float) for i, rows in per_hop.items()}
-    return max(series.values(), key=_mean_occupancy)
-
-
-#: The sink publishes a flow's record every 10 ms while it has packets (telemetry/sink.py).
-SINK_PERIOD_S = 0.01
-
-
-def record_stream(series: np.ndarray, period_s: float = SINK_PERIOD_S) -> np.ndarray:
-    """The FlowRecords the sink publishes for a per-packet series, as a live sender
-    receives them: on the first packet ``period_s`` or more after the last record, that
-    packet's hop values, with the packets since the last record (PACKETS_COLUMN).
-    Loss-triggered records (at most one per ms) are left out."""
-    s = np.asarray(series, dtype=float)
-    if len(s) == 0:
-        return np.zeros((0, len(INT_SERIES_COLUMNS) + 1))
-    keep, last_t = [], -np.inf
-    for i, t in enumerate(s[:, 0]):
-        if t - last_t >= period_s - 1e-9:      # the sink compares integer ns
-            keep.append(i)
-            last_t = t
-    keep = np.asarray(keep)
-    counts = np.diff(np.concatenate(([-1], keep)))       # packets since the last record, this one included
-    return np.hstack([s[keep, :len(INT_SERIES_COLUMNS)], counts[:, None].astype(float)])
-
-
-def packet_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01) -> np.ndarray:
-    """Packets from ``src`` the sink logged per flow (by destination port, in port order;
-    iperf3's control connection shares its data flow's) per ``bin_s`` from ``t0_s``:
-    (flows, bins) uint16, by the first hop's timestamp (the bottleneck's on the dumbbell)."""
-    times, ports = [], []
-    try:
-        f = open(path)
-    except OSError as e:
-        raise TraceError(f"{path}: {e.strerror}") from None
-    with f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-                if rec["flow"]["src"] != src:
-                    continue
-                hop = rec["trace"]["hops"][0]
-                t = hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9
-                ports.append(int(rec["flow"]["dport"]))
-                times.append(t)
-            except (ValueError, KeyError, TypeError, IndexError):
-                continue
-    if not times:
-        return np.zeros((0, 0), dtype=np.uint16)
-    idx = np.floor((np.asarray(times) - t0_s) / bin_s).astype(np.int64)
-    ports = np.asarray(ports)
-    keep = idx >= 0
-    idx, ports = idx[keep], ports[keep]
-    bins = int(idx.max()) + 1 if len(idx) else 0
-    out = np.zeros((len(np.unique(ports)), bins), dtype=np.int64)
-    for row, port in enumerate(np.unique(ports)):
-        out[row] = np.bincount(idx[ports == port], minlength=bins)
-    return np.minimum(out, np.iinfo(np.uint16).max).astype(np.uint16)
-
-
-class IntSeries:
-    """The series built online from the sink's published FlowRecords of one flow
-    (one row per record and hop; the bottleneck hop chosen when asked)."""
-
-    def __init__(self, flow_id: str | None = None):
-        self.flow_id = flow_id
-        self._hops: dict = {}
-        self.records = 0
-
-    def add(self, rec) -> bool:
-        """A telemetry.schema.FlowRecord; False if it is another flow's."""
-        if self.flow_id is not None and rec.flow_id != self.flow_id:
-            return False
-        self.records += 1
-        for i, h in enumerate(rec.path):
-            self._hops.setdefault(i, []).append(
-                (h.ts_ns * 1e-9, h.queue_depth_bytes, h.queue_capacity_bytes, h.arrival_rate_pps,
-                 h.flow_count, h.queue_drops, rec.interval_packets))
-        return True
-
-    def array(self) -> np.ndarray | None:
-        if not self._hops:
-            return None
-        return max((np.asarray(r, dtype=float) for r in list(self._hops.values())), key=_mean_occupancy)
-
-
-def _mean_occupancy(s: np.ndarray) -> float:
-    return float(np.mean(s[:, 1] / np.maximum(s[:, 2], 1.0)))
 
 
 class _Bins:

@@ -5,7 +5,9 @@ last ``window`` estimates, and the verdict published on
 ``intcc/v1/estimate/<flow-id>`` (as the intcc-agent user: the ACL lets agents
 publish estimates). A model trained with INT features (``--features
 table1+int``) also needs the sink's FlowRecords of the flow (``add_telemetry``,
-fed from a TelemetryView); until there are two, it makes no estimate."""
+fed from a TelemetryView); until there are two, it makes no estimate. One trained with
+the competitors' flow features (``table1+int+flows``) also reads the sink's HopRecords
+(``add_hop``: the busiest flows through each node)."""
 from __future__ import annotations
 
 import time
@@ -18,7 +20,9 @@ from telemetry.schema import EstimateRecord, encode, estimate_topic
 
 from .capture import PcapTail, SenderObserver, parse_tcp
 from .features import TraceError, features
-from .int_features import IntSeries, feature_set_of, int_features, select_features
+from .flow_features import HopFlows, flow_features
+from .int_features import busy_pps, feature_set_of, int_features, select_features, uses_flows
+from .int_series import IntSeries
 from .model import CCAEstimator
 from .vote import MajorityVote, Verdict, first_stable_correct
 
@@ -34,6 +38,8 @@ class Step:
 class OnlineEstimator:
     def __init__(self, model: CCAEstimator, local_cca: str, window: int = 50, sender: str | None = None):
         self.uses_int = feature_set_of(model.feature_names) != "table1"
+        self.uses_flows = uses_flows(model.feature_names)
+        self.hop_flows = HopFlows()
         model._model(local_cca)                       # fails early, naming the CCAs it has
         self.model, self.local_cca = model, local_cca
         self.vote = MajorityVote(window)
@@ -49,6 +55,10 @@ class OnlineEstimator:
             return False
         self.telemetry.flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
         return self.telemetry.add(rec)
+
+    def add_hop(self, rec) -> bool:
+        """A telemetry.schema.HopRecord (its top flows: the competitors at each node)."""
+        return self.hop_flows.add(rec)
 
     def feed_pcap(self, tail: PcapTail) -> int:
         n = 0
@@ -68,8 +78,12 @@ class OnlineEstimator:
                 series = self.telemetry.array()
                 if series is None or len(series) < 2:
                     return None
-                x = select_features(np.hstack([x, int_features(series, trace.ack_t[-1:], float(np.min(trace.rtt_s)))]),
-                                    self.model.feature_names)
+                at, base = trace.ack_t[-1:], float(np.min(trace.rtt_s))
+                parts = [x, int_features(series, at, base)]
+                if self.uses_flows:
+                    comp = self.hop_flows.competitors(self.telemetry.bottleneck_node(), self.telemetry.flow_id)
+                    parts.append(flow_features(comp, at, base, busy_pps(series, at)))
+                x = select_features(np.hstack(parts), self.model.feature_names)
         except TraceError:
             return None
         est = str(self.model.predict(x, self.local_cca)[0])

@@ -26,7 +26,7 @@ import numpy as np
 from estimator.capture import Capture, sender_trace
 from estimator.dataset import CCAS, DATA_FORMAT, save_run
 from estimator.features import TraceError, features
-from estimator.int_features import int_series_from_jsonl, packet_counts_from_jsonl
+from estimator.int_series import int_series_from_jsonl, packet_counts_from_jsonl
 
 from .signals import unwind_on_sigterm
 from .traffic import BackgroundFlow, RunFailed

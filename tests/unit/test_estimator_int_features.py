@@ -11,7 +11,8 @@ from experiments.estimator_collect import run_plan
 from estimator.evaluate import load_dataset, run_int_features
 from estimator.features import FEATURES, TraceError
 from estimator.int_features import (COMP_DYNAMICS_FEATURES, FEATURE_SETS, INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES, RUN_FEATURES,
-                                    feature_set_of, int_features, int_series_from_jsonl)
+                                    feature_set_of, int_features)
+from estimator.int_series import int_series_from_jsonl
 
 
 def series(n=2000, seed=0, duration_s=20.0):
@@ -242,7 +243,7 @@ def test_competitor_backoff_and_growth_tell_reno_from_cubic():
 
 
 def test_the_record_stream_is_what_the_sink_publishes_every_10_ms():
-    from estimator.int_features import record_stream
+    from estimator.int_series import record_stream
     t = 100.0 + np.arange(0, 0.1, 0.001)               # a packet per ms for 100 ms
     s = np.column_stack([t, np.arange(100) * 10.0, np.full(100, 1e5), np.full(100, 800.0), np.full(100, 2.0),
                          np.arange(100) // 30])
@@ -280,7 +281,7 @@ def test_a_packed_run_gives_the_live_senders_int_features(tmp_path):
 
 
 def test_the_competitors_packets_are_counted_per_flow_per_10_ms(tmp_path):
-    from estimator.int_features import packet_counts_from_jsonl
+    from estimator.int_series import packet_counts_from_jsonl
     log = tmp_path / "sw2.int.jsonl"
     with open(log, "w") as f:
         for i in range(30):                   # flow 5202: a packet per ms from 1000.000; 5203 from 1000.020
@@ -292,3 +293,8 @@ def test_the_competitors_packets_are_counted_per_flow_per_10_ms(tmp_path):
     c = packet_counts_from_jsonl(str(log), "fd00::2", t0_s=1000.0)
     assert c.dtype == np.uint16 and c.tolist() == [[10, 10, 10], [0, 0, 10]]
     assert packet_counts_from_jsonl(str(log), "fd00::7", t0_s=1000.0).shape == (0, 0)
+
+
+def test_the_cli_knows_every_feature_set():
+    from estimator.cli import FEATURE_SET_NAMES
+    assert FEATURE_SET_NAMES == list(FEATURE_SETS)

@@ -1,0 +1,145 @@
+"""The INT series of a flow at its bottleneck, where it comes from: the sink's JSON-lines
+log (per packet, the collection), the record stream the sink publishes (one record per
+~10 ms: what a live sender gets, and what models train on), and the live FlowRecords
+(IntSeries). Columns INT_SERIES_COLUMNS (+ PACKETS_COLUMN); the features are
+int_features.py's."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .features import TraceError
+
+INT_SERIES_COLUMNS = ("t_s", "qdepth_bytes", "capacity_bytes", "arrival_pps", "flow_count", "queue_drops")
+#: An optional 7th column: packets of flow 1 each row stands for (1 per packet in the
+#: sink's log; a published FlowRecord stands for its ``interval_packets``).
+PACKETS_COLUMN = "packets"
+
+
+def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.ndarray:
+    """The per-packet series (columns INT_SERIES_COLUMNS) of the flow(s) from ``src``
+    (and to ``dport`` if given) in an INTSink JSON-lines log, at the bottleneck hop.
+    Lines that are not telemetry records are skipped; a log without any record of
+    that flow is a TraceError."""
+    per_hop: dict = {}
+    try:
+        f = open(path)
+    except OSError as e:
+        raise TraceError(f"{path}: {e.strerror}") from None
+    with f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                flow = rec["flow"]
+                if flow["src"] != src or (dport is not None and flow["dport"] != dport):
+                    continue
+                for i, hop in enumerate(rec["trace"]["hops"]):
+                    st = hop.get("state") or {}
+                    if hop.get("ts_sec") is None or hop.get("queue_depth_bytes") is None:
+                        continue
+                    per_hop.setdefault(i, []).append(
+                        (hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9, hop["queue_depth_bytes"],
+                         st.get("queue_capacity_bytes", 0), st.get("arrival_rate_pps", 0),
+                         st.get("flow_count", 0), st.get("queue_drops", 0)))
+            except (ValueError, KeyError, TypeError):
+                continue     # a torn last line of a log still being written
+    if not per_hop:
+        raise TraceError(f"{path}: no telemetry of flow from {src}")
+    series = {i: np.asarray(rows, dtype=float) for i, rows in per_hop.items()}
+    return max(series.values(), key=_mean_occupancy)
+
+
+#: The sink publishes a flow's record every 10 ms while it has packets (telemetry/sink.py).
+SINK_PERIOD_S = 0.01
+
+
+def record_stream(series: np.ndarray, period_s: float = SINK_PERIOD_S) -> np.ndarray:
+    """The FlowRecords the sink publishes for a per-packet series, as a live sender
+    receives them: on the first packet ``period_s`` or more after the last record, that
+    packet's hop values, with the packets since the last record (PACKETS_COLUMN).
+    Loss-triggered records (at most one per ms) are left out."""
+    s = np.asarray(series, dtype=float)
+    if len(s) == 0:
+        return np.zeros((0, len(INT_SERIES_COLUMNS) + 1))
+    keep, last_t = [], -np.inf
+    for i, t in enumerate(s[:, 0]):
+        if t - last_t >= period_s - 1e-9:      # the sink compares integer ns
+            keep.append(i)
+            last_t = t
+    keep = np.asarray(keep)
+    counts = np.diff(np.concatenate(([-1], keep)))       # packets since the last record, this one included
+    return np.hstack([s[keep, :len(INT_SERIES_COLUMNS)], counts[:, None].astype(float)])
+
+
+def packet_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01) -> np.ndarray:
+    """Packets from ``src`` the sink logged per flow (by destination port, in port order;
+    iperf3's control connection shares its data flow's) per ``bin_s`` from ``t0_s``:
+    (flows, bins) uint16, by the first hop's timestamp (the bottleneck's on the dumbbell)."""
+    times, ports = [], []
+    try:
+        f = open(path)
+    except OSError as e:
+        raise TraceError(f"{path}: {e.strerror}") from None
+    with f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                if rec["flow"]["src"] != src:
+                    continue
+                hop = rec["trace"]["hops"][0]
+                t = hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9
+                ports.append(int(rec["flow"]["dport"]))
+                times.append(t)
+            except (ValueError, KeyError, TypeError, IndexError):
+                continue
+    if not times:
+        return np.zeros((0, 0), dtype=np.uint16)
+    idx = np.floor((np.asarray(times) - t0_s) / bin_s).astype(np.int64)
+    ports = np.asarray(ports)
+    keep = idx >= 0
+    idx, ports = idx[keep], ports[keep]
+    bins = int(idx.max()) + 1 if len(idx) else 0
+    out = np.zeros((len(np.unique(ports)), bins), dtype=np.int64)
+    for row, port in enumerate(np.unique(ports)):
+        out[row] = np.bincount(idx[ports == port], minlength=bins)
+    return np.minimum(out, np.iinfo(np.uint16).max).astype(np.uint16)
+
+
+class IntSeries:
+    """The series built online from the sink's published FlowRecords of one flow
+    (one row per record and hop; the bottleneck hop chosen when asked)."""
+
+    def __init__(self, flow_id: str | None = None):
+        self.flow_id = flow_id
+        self._hops: dict = {}
+        self._node_ids: dict = {}         # path index -> node id
+        self.records = 0
+
+    def add(self, rec) -> bool:
+        """A telemetry.schema.FlowRecord; False if it is another flow's."""
+        if self.flow_id is not None and rec.flow_id != self.flow_id:
+            return False
+        self.records += 1
+        for i, h in enumerate(rec.path):
+            self._node_ids[i] = h.node_id
+            self._hops.setdefault(i, []).append(
+                (h.ts_ns * 1e-9, h.queue_depth_bytes, h.queue_capacity_bytes, h.arrival_rate_pps,
+                 h.flow_count, h.queue_drops, rec.interval_packets))
+        return True
+
+    def array(self) -> np.ndarray | None:
+        if not self._hops:
+            return None
+        return max((np.asarray(r, dtype=float) for r in list(self._hops.values())), key=_mean_occupancy)
+
+    def bottleneck_node(self) -> int | None:
+        """The node id of the hop array() picks (the fullest queue so far)."""
+        if not self._hops:
+            return None
+        i = max(list(self._hops), key=lambda k: _mean_occupancy(np.asarray(self._hops[k], dtype=float)))
+        return self._node_ids.get(i)
+
+
+def _mean_occupancy(s: np.ndarray) -> float:
+    return float(np.mean(s[:, 1] / np.maximum(s[:, 2], 1.0)))

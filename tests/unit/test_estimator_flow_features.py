@@ -1,0 +1,83 @@
+"""The competitors read from their own packets at the bottleneck (estimator/flow_features.py):
+what each feature measures, the same figures offline (the collection's per-flow counts)
+and live (the sink's hop records), and datasets with and without the counts."""
+import numpy as np
+import pytest
+
+from estimator.dataset import save_run
+from estimator.evaluate import load_dataset
+from estimator.features import FEATURES, TraceError
+from estimator.flow_features import FLOW_FEATURES, CompetitorSeries, HopFlows, flow_features
+from estimator.int_features import FEATURE_SETS
+from experiments.estimator_collect import run_plan
+from telemetry.schema import HopRecord
+
+T0 = 1000.0
+RTT = 0.05
+BUSY = 800.0                   # packets/s
+
+
+def counts(seconds=30.0):
+    """Two competitors per 10 ms: a big one whose rate cycles every 8 RTTs (as BBR's
+    gain cycle) and dips for 0.2 s every 10 s (ProbeRTT), a small one at a steady 5 %."""
+    t = np.arange(int(seconds / 0.01)) * 0.01
+    big = 400 * (1 + 0.25 * np.sin(2 * np.pi * t / (8 * RTT)))
+    big[(t % 10) < 0.2] = 20
+    small = np.full(len(t), 0.05 * BUSY)
+    return np.vstack([big, small]) * 0.01          # packets per 10 ms
+
+
+def by_name(row):
+    return dict(zip(FLOW_FEATURES, row))
+
+
+def test_each_feature_measures_what_its_name_says():
+    c = counts()
+    F = by_name(flow_features(CompetitorSeries.from_bins(c, T0), [T0 + 30.0], RTT, BUSY)[0])
+    assert F["tf_flows_x"] == 1                    # the steady one carries ~9 %: below 10 %
+    assert F["tf_rate_x"] == pytest.approx(c.sum() / 30.0 / BUSY, rel=0.01)
+    assert F["tf_top_share_x"] == pytest.approx(c[0].sum() / c.sum(), rel=1e-6)
+    assert F["tf_top_p10_x"] < 0.45                # the ProbeRTT dips pull the 10th percentile down
+    # a cycle of 8 RTTs (the dips' variance takes a share of the energy)
+    assert F["tf_top_ac8_x"] > 0.4 and F["tf_top_ac4_x"] < -0.3 and F["tf_top_ac8_x"] - F["tf_top_ac4_x"] > 0.8
+    none = flow_features(CompetitorSeries.from_bins(c, T0), [T0 - 1.0], RTT, BUSY)[0]
+    assert not none.any()                          # before any competitor packet: zeros
+    assert not flow_features(None, [T0 + 5], RTT, BUSY).any()
+
+
+def test_live_hop_records_give_the_offline_figures():
+    """The sink's hop records (top_flows per ~10 ms, with the sender's own flow among them)
+    against the collection's per-flow counts of the same packets."""
+    c = np.rint(counts()).astype(int)
+    live = HopFlows()
+    own = "00000000000000aa"
+    for k in range(c.shape[1]):
+        top = sorted([["00000000000000b1", int(c[0, k])], ["00000000000000b2", int(c[1, k])], [own, 7]],
+                     key=lambda e: -e[1])
+        live.add(HopRecord(node_id=1, ts_ns=int(round((T0 + (k + 1) * 0.01) * 1e9)), queue_depth_bytes=0,
+                           queue_depth_pkts=0, queue_capacity_bytes=0, queue_drops=0, link_losses=0,
+                           data_rate_kbps=0, arrival_rate_pps=0, flow_count=3, interval_ms=10.0, top_flows=top))
+    at = np.array([T0 + 12.0, T0 + 29.99])
+    offline = flow_features(CompetitorSeries.from_bins(c, T0), at, RTT, BUSY)
+    online = flow_features(live.competitors(1, own), at, RTT, BUSY)
+    np.testing.assert_allclose(online, offline, atol=5e-3)     # a window edge may fall a bin apart
+    assert live.competitors(2, own) is None
+
+
+def test_a_dataset_needs_the_competitors_counts_for_the_flow_features(tmp_path):
+    (tmp_path / "runs").mkdir()
+    s = np.column_stack([T0 + np.arange(3000) * 0.01, np.full(3000, 50_000.0), np.full(3000, 150_000.0),
+                         np.full(3000, BUSY), np.full(3000, 2.0), np.zeros(3000)])
+    ack_t = np.linspace(T0 + 1, T0 + 29, 400)
+    raw = {"ack_t": ack_t, "rtt_s": np.full(400, RTT, np.float32), "acked_bytes": np.full(400, 1428, np.int32),
+           "send_t": ack_t - RTT, "retrans": np.zeros(400, bool), "sample_idx": np.arange(40, 400, 36),
+           "int_series": s}
+    X = np.zeros((len(raw["sample_idx"]), len(FEATURES)))
+    save_run(str(tmp_path / "runs" / "run00000.npz"), run_plan(0, 2), X, np.zeros(len(X)), {}, raw)
+    with pytest.raises(TraceError, match="competitors' packets were not kept"):
+        load_dataset(str(tmp_path), "table1+int+flows")
+    save_run(str(tmp_path / "runs" / "run00000.npz"), run_plan(0, 2), X, np.zeros(len(X)), {},
+             {**raw, "comp_packets_10ms": np.rint(counts()).astype(np.uint16)})
+    (Xf, _, _), = load_dataset(str(tmp_path), "table1+int+flows")
+    assert Xf.shape == (len(X), len(FEATURE_SETS["table1+int+flows"]))
+    assert Xf[-1, -len(FLOW_FEATURES)] == 1 and Xf[-1, -len(FLOW_FEATURES) + 1] > 0.3
