@@ -231,6 +231,35 @@ def _emit_tables(res: dict, json_path: str | None):
             json.dump(res, f, indent=1)
 
 
+@estimator_group.command("live-eval")
+@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--runs", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--first", type=click.IntRange(min=0), default=0, show_default=True,
+              help="run index to start from (the plan's runs first..first+runs-1)")
+@click.option("--seed", type=int, required=True,
+              help="the plan's seed: one the model's training data never used")
+@click.option("--distribution", type=click.Choice(["paper", "hard"]), default="hard", show_default=True)
+@click.option("--seconds", type=click.FloatRange(min=5), default=30.0, show_default=True)
+@click.option("--window", type=click.IntRange(min=1), default=50, show_default=True, help="majority vote window w")
+@click.option("--interval-s", type=click.FloatRange(min=0.05), default=0.5, show_default=True)
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="write every run's verdicts as JSON")
+def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, interval_s, out_path):
+    """Score a model on the live path (root): each run on a fresh dumbbell whose sink
+    publishes over MQTT, flow 1 observed as a live sender observes it; the verdict at the
+    end and the time from flow 1's start to a stable correct verdict."""
+    from experiments.estimator_live import live_eval
+    from .features import TraceError
+    from .model import ModelError
+    try:
+        res = live_eval(model_path, runs, seed, distribution, seconds, window, interval_s, out_path,
+                        echo=click.echo, first=first)
+    except (ModelError, TraceError, OSError) as e:
+        raise click.ClickException(str(e))
+    click.echo(f"{res['live_runs']} live runs ({len(res['failed'])} failed): final verdict (w={window}) right in "
+               f"{res['final_accuracy']}; per local CCA {res['per_local']}; {res['stable_correct_runs']} runs reach "
+               f"a stable correct verdict, median {res['median_stable_correct_s']} s after flow 1's start")
+
+
 @estimator_group.command("run")
 @click.option("--netns", required=True, help="the sender's network namespace (testbed: intcc-<tb>-<host>)")
 @click.option("--interface", required=True, help="the sender's interface in it")

@@ -105,6 +105,29 @@ def _check_vegas_agent(workdir: str):
                            f"(see {os.path.join(workdir, 'vegas.log')}); run not kept")
 
 
+def start_flows(tb, plan: dict, seconds: float) -> list:
+    """Flow 1 (s1 -> r1, port 5201, cca1) now and the competitor (s2 -> r2, ports 5202..,
+    cca2: comp_flows flows from comp_start_s on), each an iperf3 in a thread."""
+    flows = [BackgroundFlow(tb, "s1", "r1", _iperf_cca(plan["cca1"]), seconds, seconds, port=5201)]
+    later = plan.get("comp_start_s", 0.0)
+    flows += [_LaterFlow(tb, "s2", "r2", _iperf_cca(plan["cca2"]), seconds, seconds - later, 5202 + k, later)
+              for k in range(plan.get("comp_flows", 1))]
+    return flows
+
+
+def join_flows(flows: list, plan: dict) -> list:
+    """Their iperf3 outputs once all ended; RunFailed naming each that failed."""
+    errors, outs = [], []
+    for i, f in enumerate(flows, 1):      # all end before any error is raised
+        try:
+            outs.append(f.join())
+        except RunFailed as e:
+            errors.append(f"flow {i} ({plan['cca1' if i == 1 else 'cca2']}): {e}")
+    if errors:
+        raise RunFailed("; ".join(errors))
+    return outs
+
+
 def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est",
             node_python: str | None = None):
     """Run one experiment; returns (X, t, extra, raw) for flow 1."""
@@ -117,19 +140,7 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     pcap = os.path.join(workdir, f"{plan['run']}.pcap")
     try:
         with Capture(tb.ns("s1"), "intcc-sw1", pcap):
-            flows = [BackgroundFlow(tb, "s1", "r1", _iperf_cca(plan["cca1"]), seconds, seconds, port=5201)]
-            # the competitor: flows 2.. (ports 5202..), all of cca2, maybe starting later
-            later = plan.get("comp_start_s", 0.0)
-            flows += [_LaterFlow(tb, "s2", "r2", _iperf_cca(plan["cca2"]), seconds, seconds - later, 5202 + k, later)
-                      for k in range(plan.get("comp_flows", 1))]
-            errors, outs = [], []
-            for i, f in enumerate(flows, 1):      # all end before any error is raised
-                try:
-                    outs.append(f.join())
-                except RunFailed as e:
-                    errors.append(f"flow {i} ({plan['cca1' if i == 1 else 'cca2']}): {e}")
-            if errors:
-                raise RunFailed("; ".join(errors))
+            outs = join_flows(start_flows(tb, plan, seconds), plan)
         if "vegas" in (plan["cca1"], plan["cca2"]):
             _check_vegas_agent(workdir)
         tr = sender_trace(pcap, sender=tb.addr("s1"))

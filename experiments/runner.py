@@ -78,7 +78,7 @@ class FlowResult:
     sender_tcp: Dict[str, int] = field(default_factory=dict)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -142,7 +142,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
         stack.enter_context(_exclusive_testbeds())
         exporter, broker_url = "jsonl", None
         if needs_tele:
-            broker = BrokerProcess("mosquitto", port=_free_port(), credentials_file=CREDS,
+            broker = BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
                                    state_dir=os.path.join(out_dir, "broker"))
             stack.enter_context(broker)
             broker_url = broker.url

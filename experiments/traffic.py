@@ -84,6 +84,10 @@ class BackgroundFlow:
         except BaseException as e:     # raised in join(), in the caller's thread
             self.error = e
 
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
     def join(self) -> dict:
         self._thread.join()
         if self.error is not None:

@@ -1,0 +1,150 @@
+"""The estimator scored on the live path (issue 28): runs of a collection plan, each on a
+fresh dumbbell whose sink publishes over MQTT, flow 1 observed as a live sender observes
+it (estimator.online.OnlineEstimator: a capture at s1, the sink's flow and hop records
+from the broker), one estimate per interval from flow 1's start. Per run: the verdict at
+the end (majority vote over ``window``) and the time from flow 1's start to the first
+verdict from which every later one is right.
+
+    intcc estimator live-eval --model M --runs 32 --seed K --distribution hard --out F
+"""
+from __future__ import annotations
+
+import collections
+import ipaddress
+import json
+import os
+import shutil
+import tempfile
+import time
+
+import numpy as np
+
+from estimator.capture import Capture, PcapTail
+from estimator.vote import first_stable_correct
+
+from .estimator_collect import _check_vegas_agent, join_flows, run_plan, start_flows
+from .runner import CREDS, free_port
+from .traffic import RunFailed
+
+
+def live_run(plan: dict, model, seconds: float, window: int, interval_s: float, workdir: str, broker_url: str,
+             tb_name: str = "estlive") -> dict:
+    """One run: the verdicts over time and the score."""
+    from broker.subscriber import TelemetryView
+    from estimator.online import OnlineEstimator
+    from telemetry.schema import FlowRecord, HopRecord
+
+    from .teardown import teardown
+    from .testbed import Testbed
+    from .topo import load_topo
+    topo = os.path.join(os.path.dirname(__file__), "topologies", "dumbbell.toml")
+    teardown(tb_name)
+    est = OnlineEstimator(model, plan["cca1"], window)
+    records: collections.deque = collections.deque(maxlen=200_000)     # paho's thread -> this loop
+    tb = Testbed(load_topo(topo, plan["params"]), tb_name).up(exporter=f"{broker_url}?credentials={CREDS}")
+    pcap = os.path.join(workdir, f"{plan['run']}.pcap")
+    steps = []
+    try:
+        with TelemetryView(broker_url) as view, Capture(tb.ns("s1"), "intcc-sw1", pcap):
+            view.on_record(lambda rec, topic: records.append(rec) if isinstance(rec, (FlowRecord, HopRecord))
+                           else None)
+            est.observer.sender = ipaddress.ip_address(tb.addr("s1")).packed
+            t0 = time.monotonic()
+            flows = start_flows(tb, plan, seconds)
+            tail = PcapTail(pcap)
+            next_t = t0 + interval_s
+            while time.monotonic() < t0 + seconds + 1 and flows[0].running:
+                time.sleep(max(0.0, next_t - time.monotonic()))
+                next_t += interval_s
+                est.feed_pcap(tail)
+                while records:
+                    rec = records.popleft()
+                    (est.add_hop if rec.type == "hop" else est.add_telemetry)(rec)
+                step = est.step()
+                if step is not None:
+                    steps.append((time.monotonic() - t0, step.estimate, step.verdict.estimate,
+                                  round(step.verdict.confidence, 3)))
+            outs = join_flows(flows, plan)
+        if "vegas" in (plan["cca1"], plan["cca2"]):
+            _check_vegas_agent(workdir)
+    finally:
+        tb.down()
+        if os.path.exists(pcap):
+            os.remove(pcap)
+    truth = plan["cca2"]
+    t = np.array([s[0] for s in steps])
+    right = np.array([s[2] == truth for s in steps], dtype=bool)
+    stable = first_stable_correct(t, right) if len(steps) else None
+    return {"run": plan["run"], "cca1": plan["cca1"], "cca2": truth, "plan": plan,
+            "verdicts": len(steps), "final": steps[-1][2] if steps else None,
+            "correct": bool(steps and steps[-1][2] == truth),
+            "first_stable_correct_s": None if stable is None else round(float(stable), 2),
+            "telemetry_records": est.telemetry.records,
+            "goodput_mbps": [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in outs],
+            "timeline": steps}
+
+
+def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard", seconds: float = 30.0,
+              window: int = 50, interval_s: float = 0.5, out_path: str | None = None, echo=print,
+              first: int = 0) -> dict:
+    """Runs ``first``..``first + runs - 1`` of the plan (``seed``, ``distribution``), one at a
+    time (one broker: testbeds alike would publish the same node ids)."""
+    from broker.launch import BrokerProcess
+    from ccp_agent.datapath import AgentProcess, DatapathProcess
+    from estimator.model import CCAEstimator
+    model = CCAEstimator.load(model_path)
+    plans = [run_plan(i, seed, distribution) for i in range(first, first + runs)]
+    workdir = tempfile.mkdtemp(prefix="intcc-live-")
+    results, failed = [], []
+    dp = agent = None
+    try:
+        with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
+                           state_dir=os.path.join(workdir, "broker")) as broker:
+            if any("vegas" in (p["cca1"], p["cca2"]) for p in plans):
+                dp = DatapathProcess(state_dir=os.path.join(workdir, "dp")).start()
+                agent = AgentProcess("vegas", log_path=os.path.join(workdir, "vegas.log")).start()
+                dp.wait_agent(True)
+            for k, plan in enumerate(plans, 1):
+                t_run = time.monotonic()
+                try:
+                    res = live_run(plan, model, seconds, window, interval_s, workdir, broker.url)
+                except (RunFailed, RuntimeError, OSError) as e:
+                    failed.append({"run": plan["run"], "error": str(e)})
+                    echo(f"[{k}/{runs}] {plan['run']} {plan['cca1']} vs {plan['cca2']}: FAILED {e}")
+                    continue
+                results.append(res)
+                echo(f"[{k}/{runs}] {plan['run']} {plan['cca1']:>5} vs {plan['cca2']:<5} final {res['final']} "
+                     f"({'right' if res['correct'] else 'WRONG'}), stable correct from "
+                     f"{res['first_stable_correct_s']} s, {res['verdicts']} verdicts "
+                     f"({time.monotonic() - t_run:.0f} s)")
+    finally:
+        if agent:
+            agent.stop()
+        if dp:
+            dp.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    summary = summarise(results)
+    summary.update(model=model_path, seed=seed, distribution=distribution, seconds=seconds, window=window,
+                   interval_s=interval_s, failed=failed, runs=results)
+    if out_path:
+        with open(out_path, "w") as f:
+            json.dump(summary, f, indent=1)
+    return summary
+
+
+def summarise(results: list[dict]) -> dict:
+    """Accuracy of the final verdict (overall, per local CCA, per pair) and the median time
+    from flow 1's start to the first stable correct verdict (runs that reach one)."""
+    def acc(rs):
+        return round(float(np.mean([r["correct"] for r in rs])), 3) if rs else None
+    by_local = collections.defaultdict(list)
+    by_pair = collections.defaultdict(list)
+    for r in results:
+        by_local[r["cca1"]].append(r)
+        by_pair[f"{r['cca1']} vs {r['cca2']}"].append(r)
+    times = [r["first_stable_correct_s"] for r in results if r["first_stable_correct_s"] is not None]
+    return {"live_runs": len(results), "final_accuracy": acc(results),
+            "per_local": {k: acc(v) for k, v in sorted(by_local.items())},
+            "per_pair": {k: acc(v) for k, v in sorted(by_pair.items())},
+            "stable_correct_runs": len(times),
+            "median_stable_correct_s": round(float(np.median(times)), 2) if times else None}
