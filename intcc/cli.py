@@ -14,7 +14,8 @@ def main():
     INT nodes stamp per-hop telemetry into IPv6 headers (node), experiments run
     on an emulated testbed of network namespaces (testbed, exp), sinks publish
     it over MQTT (broker, telemetry), CCP algorithms (alg) control kernel TCP
-    flows through the BPF datapath (datapath).
+    flows through the BPF datapath (datapath); a dashboard shows the sink's
+    telemetry live (dashboard).
     """
 
 
@@ -23,6 +24,7 @@ def _add_groups():
     from broker.publisher import register_exporters
     register_exporters()        # 'intcc node run': sinks may publish over MQTT
     from ccp_agent.cli import alg_group, datapath_group
+    from dashboard.cli import dashboard_cmd
     from estimator.cli import estimator_group
     from experiments.cli import exp_group, testbed_group
     from int_node.cli import node_group
@@ -34,6 +36,7 @@ def _add_groups():
     main.add_command(alg_group)
     main.add_command(datapath_group)
     main.add_command(estimator_group)
+    main.add_command(dashboard_cmd)
 
 
 _add_groups()

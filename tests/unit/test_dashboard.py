@@ -1,0 +1,189 @@
+"""The dashboard without a browser: its state (a point per second per hop and flow,
+worst-N, events, health), /metrics parsed by prometheus_client's own parser, and the web
+service on loopback (page, assets, snapshot, server-sent events, the token)."""
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from dashboard.metrics import metrics_text
+from dashboard.state import DashboardState
+from telemetry.schema import EstimateRecord, FlowRecord, HopRecord, HopState, SwitchRecord
+
+FID = "0123456789abcdef"
+
+
+class Clock:
+    def __init__(self, t=1000.0):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+
+def hop(node=1, occ=0.5, drops=0, losses=0, rssi=None):
+    return dict(node_id=node, ts_ns=1, queue_depth_bytes=int(occ * 150_000), queue_depth_pkts=0,
+                queue_capacity_bytes=150_000, queue_drops=drops, link_losses=losses, data_rate_kbps=0,
+                arrival_rate_pps=800, flow_count=1, queue_occupancy=occ, rssi_dbm=rssi)
+
+
+def flow(packets=100, cong=0, link=0, total=(1000, 0, 0), owd_us=12_000.0):
+    return FlowRecord(flow_id=FID, ts_ns=1, reason="periodic", src="2001:db8::1", dst="2001:db8::2", proto=6,
+                      sport=40000, dport=5201, seq=1, packets=total[0], lost=total[1] + total[2],
+                      lost_congestion=total[1], lost_link=total[2], reordered=0,
+                      loss_rate=(total[1] + total[2]) / (total[0] + total[1] + total[2]), interval_ms=10.0,
+                      interval_packets=packets, interval_lost=cong + link, interval_lost_congestion=cong,
+                      interval_lost_link=link, path=[HopState(**hop(1)), HopState(**hop(2, occ=0.1))],
+                      one_way_delay_us=owd_us, sink_node_id=2)
+
+
+def fed(seconds=3):
+    clock = Clock()
+    st = DashboardState(history_s=60, clock=clock)
+    drops = 2 ** 32 - 5                      # the counter wraps during the run
+    for k in range(seconds * 10):           # 10 records a second of each
+        clock.t = 1000.0 + k * 0.1
+        drops = (drops + 1) % 2 ** 32
+        st.add(HopRecord(**hop(1, occ=0.5, drops=drops, losses=k // 10)))
+        st.add(HopRecord(**hop(2, occ=0.1, rssi=-60)))
+        st.add(flow(packets=80, cong=1 if k % 5 == 0 else 0, link=1))
+    clock.t = 1000.0 + seconds + 0.05
+    return st, clock
+
+
+def test_a_point_a_second_with_rates_from_counters_that_wrap():
+    st, clock = fed(3)
+    snap = st.snapshot()
+    pts = snap["hops"]["1"]["points"]
+    assert [p["t"] for p in pts] == [1000, 1001, 1002]
+    assert [p["drops"] for p in pts] == [9, 10, 10]       # first reading has no delta; then 1 per record
+    assert [p["link_losses"] for p in pts] == [0, 1, 1]
+    assert pts[0]["occupancy"] == 0.5 and snap["hops"]["2"]["latest"]["rssi_dbm"] == -60
+    fp = snap["flows"][FID]["points"]
+    assert [p["packets"] for p in fp] == [800, 800, 800]
+    assert [p["lost_congestion"] for p in fp] == [2, 2, 2] and fp[0]["lost_link"] == 10 and fp[0]["owd_ms"] == 12.0
+    assert snap["paths"] == {FID: [1, 2]} and snap["health"]["sink_age_s"] == {"2": 0.15}
+    assert snap["health"]["records_per_s"]["hop"] == pytest.approx(20, rel=0.1)
+
+
+def test_worst_lists_loss_with_its_link_share_and_hops_by_queue():
+    st, _ = fed(3)
+    w = st.snapshot()["worst"]
+    f = w["flows_by_loss"][0]
+    assert f["flow_id"] == FID and f["loss"] == pytest.approx(36 / (2400 + 36), abs=1e-4)
+    assert f["link_share"] == pytest.approx(30 / 36, abs=1e-3)
+    assert [h["node_id"] for h in w["hops_by_queue"]] == [1, 2]
+
+
+def test_history_is_bounded_and_since_sends_only_what_is_new():
+    st, clock = fed(3)
+    seq = st.snapshot()["seq"]
+    assert "hops" not in st.since(seq)                     # nothing closed since
+    clock.t = 1200.0
+    st.add(HopRecord(**hop(1)))
+    clock.t = 1201.5
+    upd = st.since(seq)
+    assert upd["seq"] > seq and [p["t"] for p in upd["hops"]["1"]["points"]][-1] == 1200
+    assert all(p["t"] >= 1200 - 60 for p in st.snapshot()["hops"]["1"]["points"])     # 60 s of history
+
+
+def test_verdict_changes_and_switches_are_events():
+    st, clock = fed(1)
+    for est in ("cubic", "cubic", "bbr"):
+        st.add(EstimateRecord(flow_id=FID, ts_ns=1, local_cca="cubic", estimate=est, confidence=0.9,
+                              votes={est: 9}, window=10, estimates=10))
+    st.add(SwitchRecord(flow_id=FID, ts_ns=1, from_cca="cubic", to_cca="bbr", verdict="bbr", confidence=0.9,
+                        votes={"bbr": 9}, policy="mirror"))
+    kinds = [(e["kind"], e.get("estimate") or e.get("to")) for e in st.snapshot()["events"]]
+    assert kinds == [("verdict", "cubic"), ("verdict", "bbr"), ("switch", "bbr")]
+
+
+def test_metrics_parse_and_match_the_latest_records():
+    st, _ = fed(3)
+    fams = {f.name: f for f in text_string_to_metric_families(metrics_text(st).decode())}
+    occ = {s.labels["node"]: s.value for s in fams["intcc_hop_queue_occupancy"].samples}
+    assert occ == {"1": 0.5, "2": 0.1}
+    lost = {(s.labels["flow"], s.labels["cause"]): s.value for s in fams["intcc_flow_lost_packets"].samples
+            if s.name.endswith("_total")}
+    assert lost == {(FID, "congestion"): 0, (FID, "link"): 0}
+    owd = fams["intcc_flow_one_way_delay_seconds"].samples[0]
+    assert owd.value == pytest.approx(0.012) and owd.labels["flow"] == FID
+
+
+# -- the web service ---------------------------------------------------------------
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def serve():
+    import uvicorn
+    from dashboard.server import make_app
+    servers = []
+
+    def start(state, token=None):
+        port = free_port()
+        srv = uvicorn.Server(uvicorn.Config(make_app(state, token=token, push_period_s=0.2), host="127.0.0.1",
+                                            port=port, log_level="warning"))
+        threading.Thread(target=srv.run, daemon=True).start()
+        deadline = time.monotonic() + 10
+        while not srv.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        servers.append(srv)
+        return f"http://127.0.0.1:{port}"
+    yield start
+    for srv in servers:
+        srv.should_exit = True
+
+
+def get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.headers.get("content-type"), r.read()
+
+
+def test_the_page_its_assets_snapshot_events_and_metrics_are_served(serve):
+    st, clock = fed(3)
+    base = serve(st)
+    status, ctype, body = get(base + "/")
+    assert status == 200 and b"uPlot.iife.min.js" in body and "text/html" in ctype
+    for asset in ("/static/vendor/uPlot.iife.min.js", "/static/app.js", "/static/style.css",
+                  "/static/vendor/uPlot.LICENSE"):
+        assert get(base + asset)[0] == 200, asset
+    snap = json.loads(get(base + "/api/snapshot")[2])
+    assert snap["paths"] == {FID: [1, 2]} and len(snap["hops"]["1"]["points"]) == 3
+    assert "intcc_hop_queue_occupancy" in get(base + "/metrics")[2].decode()
+    with urllib.request.urlopen(base + "/api/events?seq=0", timeout=5) as r:
+        assert r.headers.get("content-type").startswith("text/event-stream")
+        assert r.readline() == b"event: update\n"
+        upd = json.loads(r.readline().decode()[len("data: "):])
+        assert upd["seq"] == snap["seq"] and upd["worst"]["hops_by_queue"][0]["node_id"] == 1
+
+
+def test_a_token_guards_every_route(serve):
+    st, _ = fed(1)
+    base = serve(st, token="s3cret")
+    for path in ("/", "/api/snapshot", "/metrics", "/static/app.js"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            get(base + path)
+        assert e.value.code == 401, path
+    assert get(base + "/api/snapshot?token=s3cret")[0] == 200
+    req = urllib.request.Request(base + "/metrics", headers={"Authorization": "Bearer s3cret"})
+    assert urllib.request.urlopen(req, timeout=5).status == 200
+    with pytest.raises(urllib.error.HTTPError):
+        get(base + "/?token=wrong")
+
+
+def test_the_cli_refuses_a_public_address_without_a_token():
+    from click.testing import CliRunner
+    from intcc.cli import main
+    r = CliRunner().invoke(main, ["dashboard", "--listen", "0.0.0.0:8080"])
+    assert r.exit_code == 2 and "not loopback: give --token" in r.output
+    r = CliRunner().invoke(main, ["dashboard", "--listen", "8080"])
+    assert r.exit_code == 2 and "give HOST:PORT" in r.output
