@@ -67,7 +67,9 @@ def dashboard_cmd(broker_url, listen, history_min, token, token_file):
     click.echo(f"intcc dashboard on http://{shown}:{port}/{'?token=...' if token else ''} "
                f"(broker {view.url.display}); Ctrl-C stops", err=True)
     try:
-        uvicorn.run(make_app(state, view, token), host=host, port=port, log_level="warning")
+        # open event streams never end by themselves: SIGTERM closes them after 1 s
+        uvicorn.run(make_app(state, view, token), host=host, port=port, log_level="warning",
+                    timeout_graceful_shutdown=1)
     finally:
         view.stop()
 

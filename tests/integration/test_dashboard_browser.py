@@ -1,0 +1,139 @@
+"""The dashboard in a real headless browser (Debian's chromium + chromium-driver, selenium),
+fed by a real sink: the wireless testbed at 5 % link loss with a cubic-int flow, its sink
+publishing to mosquitto, ``intcc dashboard`` as its own process. The page loads, the path
+view shows both nodes, the charts receive points, a value on the page is one the sink
+published, the link-loss share shown is the sink's attribution, and when the broker
+restarts the page says so and recovers by itself. A screenshot is kept."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from broker.launch import BrokerProcess
+from broker.subscriber import TelemetryView
+from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
+from experiments.linkctl import set_loss
+from experiments.traffic import BackgroundFlow
+from telemetry.schema import FlowRecord
+from tests.integration.tbutil import start_testbed
+
+CREDS = "/run/intcc/test-broker/credentials.json"
+SHOT = os.environ.get("INTCC_DASHBOARD_SCREENSHOT")      # also copy the screenshot here
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), 1).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait(cond, timeout_s, what):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    for tool in ("chromium", "chromedriver"):
+        if not shutil.which(tool):
+            pytest.fail(f"{tool} is missing: 'make setup' installs Debian's chromium and chromium-driver")
+    opts = Options()
+    opts.binary_location = shutil.which("chromium")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1800"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    yield driver
+    driver.quit()
+
+
+def test_the_dashboard_shows_a_lossy_wireless_path_live_and_survives_a_broker_restart(browser, tmp_path):
+    if ccp_registered():
+        pytest.fail(f"a 'ccp' congestion control is already registered: {ccp_holder()}")
+    port = free_port()
+    broker = BrokerProcess("mosquitto", port=port, credentials_file=CREDS).start()
+    tb = dash = None
+    try:
+        tb = start_testbed("wireless", "idash", exporter=f"{broker.url}?credentials={CREDS}", rate_mbps=10.0,
+                           delay_ms=10.0, buffer_pkts=100)
+        set_loss(tb, 5)
+        web = free_port()
+        dash = subprocess.Popen([sys.executable, "-m", "intcc", "dashboard", "--broker", broker.url, "--listen",
+                                 f"127.0.0.1:{web}"], stderr=open(tmp_path / "dashboard.log", "wb"))
+        with DatapathProcess(state_dir=str(tmp_path / "dp")) as dp, TelemetryView(broker.url) as view:
+            published = {}                    # flow id -> every cumulative packet count the sink published
+            view.on_record(lambda rec, topic: published.setdefault(rec.flow_id, set()).add(rec.packets)
+                           if isinstance(rec, FlowRecord) else None)
+            agent = AgentProcess("cubic-int", ["--policy", "l1", "--broker", broker.url, "--state-dir",
+                                               dp.state_dir], log_path=str(tmp_path / "agent.log")).start()
+            try:
+                dp.wait_agent(True)
+                flow = BackgroundFlow(tb, "sta1", "sta2", "ccp", 75, 1.0, port=5201)
+                wait(lambda: listening(web), 15, "the dashboard to listen")
+                browser.get(f"http://127.0.0.1:{web}/")
+                js = "return window.intccDash && window.intccDash"
+                wait(lambda: browser.execute_script(js + ".updates >= 3 && Object.keys(intccDash.latest.flows)"
+                                                         ".length > 0"), 30, "updates with a flow")
+                wait(lambda: browser.execute_script(
+                    "return Object.values(intccDash.charts).filter(c => c.points >= 3).length >= 6"), 20,
+                    "charts with points")
+                # the path view: both wireless nodes, in order
+                fid = browser.execute_script("return Object.keys(intccDash.latest.flows).find("
+                                             "f => intccDash.latest.flows[f].dport === 5201)")
+                nodes = [e.get_attribute("data-node") for e in
+                         browser.find_elements("css selector", f'.path[data-flow="{fid}"] .node')]
+                assert nodes == ["1", "2"], nodes
+                # a value on the page is one the sink published
+                shown = browser.execute_script(f"return intccDash.latest.flows['{fid}'].packets")
+                assert shown in published.get(fid, ()), (shown, sorted(published.get(fid, ()))[-5:])
+                # the link-loss share shown is the sink's attribution (cumulative, both ends)
+                wait(lambda: browser.execute_script(f"return intccDash.latest.flows['{fid}'].lost > 20"), 20,
+                     "losses on the page")
+                page = browser.execute_script(f"const f = intccDash.latest.flows['{fid}']; "
+                                              "return [f.lost_link, f.lost, f.packets]")
+                sink = view.flow(fid).record
+                assert abs(page[0] / page[1] - sink.lost_link / sink.lost) < 0.05, (page, sink.lost_link, sink.lost)
+                assert page[0] / page[1] > 0.5          # at 5 % link loss most losses are the link's
+                browser.save_screenshot(str(tmp_path / "dashboard.png"))
+                if SHOT:
+                    shutil.copy(tmp_path / "dashboard.png", SHOT)
+                # the broker restarts: the page says so, then recovers by itself
+                broker.stop()
+                wait(lambda: "disconnected" in browser.find_element("id", "conn").text, 15,
+                     "the page to show the broker disconnected")
+                before = browser.execute_script(f"return intccDash.charts['flow-{fid}-rate'].last.t")
+                broker = BrokerProcess("mosquitto", port=port, credentials_file=CREDS).start()
+                wait(lambda: browser.find_element("id", "conn").text == "broker connected", 30,
+                     "the page to show the broker connected again")
+                wait(lambda: browser.execute_script(f"return intccDash.charts['flow-{fid}-rate'].last.t") > before + 2,
+                     30, "new points after the restart")
+                flow.join()
+            finally:
+                agent.stop()
+                dp.wait_agent(False)
+    finally:
+        if dash is not None:
+            dash.terminate()
+            dash.wait(10)
+        if tb is not None:
+            tb.down()
+        broker.stop()
