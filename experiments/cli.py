@@ -142,7 +142,11 @@ def exp_group():
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 16),
               help="testbeds at once, each running a repeat of the same algorithm (one CCP agent "
               "serves them all). For low-rate runs (high link loss): the testbeds share the cores")
-def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss_pct, only, jobs):
+@click.option("--dashboard", "dashboard_port", type=click.IntRange(1, 65535), is_flag=False, flag_value=8080,
+              default=None, metavar="[PORT]",
+              help="serve the live dashboard of the run's telemetry on 127.0.0.1:PORT (default 8080) while it "
+                   "runs (the sinks then publish to the run's broker)")
+def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss_pct, only, jobs, dashboard_port):
     """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
@@ -181,7 +185,7 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss
                + f" -> {out_dir}")
     unwind_on_sigterm(lambda signum: sys.exit(128 + signum))   # agents, datapath, testbed stopped
     try:
-        records = run_scenario(sc, out_dir, echo=click.echo, jobs=jobs)
+        records = run_scenario(sc, out_dir, echo=click.echo, jobs=jobs, dashboard_port=dashboard_port)
     except (TestbedError, OSError, RuntimeError) as exc:
         raise click.ClickException(str(exc))
     key = next(iter(sc.sweep), None)

@@ -22,6 +22,8 @@ import re
 import shutil
 import socket
 import statistics
+import subprocess
+import sys
 import time
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -78,6 +80,25 @@ class FlowResult:
     sender_tcp: Dict[str, int] = field(default_factory=dict)
 
 
+@contextmanager
+def _dashboard(broker_url: str, port: int, out_dir: str, echo):
+    """``intcc dashboard`` on the run's broker while the scenario runs."""
+    log = open(os.path.join(out_dir, "dashboard.log"), "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "intcc", "dashboard", "--broker", broker_url, "--listen",
+                             f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+    echo(f"dashboard: http://127.0.0.1:{port}/ (log {log.name})")
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -115,7 +136,7 @@ def run_name(alg: Algorithm, key: str, value, rep: int) -> str:
     return f"{slug(alg.label)}_{key}-{value}_r{rep}" if key != "none" else f"{slug(alg.label)}_r{rep}"
 
 
-def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[dict]:
+def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboard_port: int | None = None) -> list[dict]:
     """Every run of ``sc``; ``jobs`` > 1 brings up that many testbeds (exp, exp1, ...) and
     runs as many repeats of one algorithm at once (Scenario.batches), one CCP agent
     serving all their flows. For low-rate runs (high loss), where the nodes idle: the
@@ -127,6 +148,9 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
     needs_ccp = any(a.ccp for a in sc.algorithms)
     needs_tele = any(a.needs_telemetry for a in sc.algorithms)
     jobs = max(1, min(jobs, sc.repeats))
+    if jobs > 1 and dashboard_port:
+        raise RuntimeError(f"--jobs {jobs} with --dashboard: testbeds alike publish the same node ids, which "
+                           f"one dashboard would mix; use one testbed")
     if jobs > 1 and needs_tele:
         # testbeds alike publish the same node ids (intcc/v1/hop/<node-id>) to one broker
         raise RuntimeError(f"--jobs {jobs}: INT-aware algorithms ({', '.join(a.label for a in sc.algorithms if a.needs_telemetry)}) "
@@ -141,12 +165,14 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1) -> list[
     with ExitStack() as stack:
         stack.enter_context(_exclusive_testbeds())
         exporter, broker_url = "jsonl", None
-        if needs_tele:
+        if needs_tele or dashboard_port:
             broker = BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
                                    state_dir=os.path.join(out_dir, "broker"))
             stack.enter_context(broker)
             broker_url = broker.url
             exporter = f"{broker.url}?credentials={CREDS}"
+        if dashboard_port:
+            stack.enter_context(_dashboard(broker_url, dashboard_port, out_dir, echo))
         testbeds = []
         for name in testbed_names(jobs):
             teardown(name)

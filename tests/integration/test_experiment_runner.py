@@ -68,3 +68,38 @@ def test_results_can_go_where_the_broker_user_cannot_read(tmp_path):
     finally:
         import shutil
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_a_run_serves_its_dashboard_while_it_runs(tmp_path):
+    """--dashboard: the sinks publish to the run's broker and the dashboard shows the run's
+    flow while it runs (kernel cubic: no INT-aware algorithm needed a broker before)."""
+    import json
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "intcc", "exp", "run", "lossy_link", "--quick", "--out",
+                             str(tmp_path / "out"), "--algorithm", "kernel cubic", "--loss", "0", "--seconds", "10",
+                             "--repeats", "1", "--dashboard", str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    flows, deadline = {}, time.monotonic() + 120
+    try:
+        while not flows and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/snapshot", timeout=2) as r:
+                    flows = {k: v for k, v in json.load(r)["flows"].items() if v["latest"]["dport"] == 5201}
+            except OSError:
+                continue
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out[-2000:]
+    assert f"dashboard: http://127.0.0.1:{port}/" in out
+    assert flows and next(iter(flows.values()))["latest"]["packets"] > 0, out[-2000:]
+    assert (tmp_path / "out" / "summary.json").exists()
