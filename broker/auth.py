@@ -1,7 +1,7 @@
 """Broker URLs, credentials and the access rules every broker enforces.
 
 Roles: the **sink** may publish flow and hop records; the **agent** (algorithms,
-estimator) may publish estimates; everyone, anonymous included, may read
+estimator) may publish estimates and decisions; everyone, anonymous included, may read
 ``intcc/v1/#`` (so ``mosquitto_sub -t 'intcc/v1/#'`` just works). Passwords
 live in one JSON file (``credentials.json``, mode 0600), created with random
 passwords by ``intcc broker run`` and read by the sink and agents on the same
@@ -24,7 +24,7 @@ DEFAULT_PORT, DEFAULT_TLS_PORT = 1883, 8883
 SINK_USER, AGENT_USER = "intcc-sink", "intcc-agent"
 PUBLISH_ACL: Dict[str, List[str]] = {
     SINK_USER: [f"{TOPIC_ROOT}/flow/#", f"{TOPIC_ROOT}/hop/#"],
-    AGENT_USER: [f"{TOPIC_ROOT}/estimate/#"],
+    AGENT_USER: [f"{TOPIC_ROOT}/estimate/#", f"{TOPIC_ROOT}/decision/#"],
 }
 READ_TOPICS = [f"{TOPIC_ROOT}/#"]
 

@@ -30,6 +30,9 @@ def _common(f):
     f = click.option("--trace", "trace", type=click.Path(dir_okay=False),
                      help="CSV of every decision: time, flow, cwnd, RTT, acked, losses, reason")(f)
     f = click.option("-v", "--verbose", is_flag=True, help="log every decision to stderr")(f)
+    f = click.option("--decisions", "decisions_url", metavar="URL",
+                     help="publish each flow's decisions there for the dashboard (intcc/v1/decision/<flow-id>, "
+                          "rate-limited); default: --broker where the algorithm has one")(f)
     f = click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=True,
                      help="the intcc datapath daemon's state: its contract.json (version, capabilities); "
                           "for cubic-int also flows.json (which flow is which)")(f)
@@ -48,18 +51,26 @@ def _capabilities(ipc: str, state_dir: str = DEFAULT_STATE_DIR) -> DatapathCapab
         raise click.ClickException(str(e))
 
 
-def _run(make_alg, ipc: str, verbose: bool, state_dir: str):
+def _run(make_alg, ipc: str, verbose: bool, state_dir: str, decisions_url: str | None = None):
     """Build the algorithm for the datapath under it (make_alg(capabilities)) and run it."""
     # -v: every decision to stderr (losses at INFO, reports at DEBUG); --trace keeps them all as CSV
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
     alg = make_alg(_capabilities(ipc, state_dir))
+    feed = None
+    if decisions_url:
+        from .decisions import DecisionFeed
+        feed = DecisionFeed(decisions_url, state_dir, alg.name).start()
+        alg.trace.listeners.append(feed)
     click.echo(f"intcc alg: {alg.name} on portus ({ipc} IPC); flows with TCP congestion control "
-               f"'ccp' are controlled. Ctrl-C stops.", err=True)
+               f"'ccp' are controlled. Ctrl-C stops." + (" Decisions go to the broker." if feed else ""), err=True)
     try:
         start(alg, ipc)
     except AlgorithmError as e:
         raise click.ClickException(str(e))
+    finally:
+        if feed is not None:
+            feed.stop()
 
 
 @alg_group.group("run")
@@ -87,7 +98,7 @@ def _option(param: Param):
 def _algorithm_command(name: str):
     alg_class = algorithm_class(name)
 
-    def command(ipc, trace, verbose, state_dir, broker_url=None, **params):
+    def command(ipc, trace, verbose, state_dir, decisions_url=None, broker_url=None, **params):
         runtime = {}
         if alg_class.needs_telemetry:
             from .flows import FlowDirectory
@@ -96,7 +107,7 @@ def _algorithm_command(name: str):
             runtime = {"telemetry": feed, "directory": FlowDirectory(state_dir)}
         try:
             _run(lambda caps: alg_class(**params, **runtime, trace=trace, capabilities=caps), ipc, verbose,
-                 state_dir)
+                 state_dir, decisions_url or broker_url)
         finally:
             if runtime:
                 runtime["telemetry"].stop()
@@ -141,7 +152,7 @@ for _name in ALGORITHMS:
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
-                 min_confidence, warmup_s, min_votes, broker_url, ipc, trace, verbose, state_dir):
+                 min_confidence, warmup_s, min_votes, broker_url, ipc, trace, verbose, state_dir, decisions_url):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
     from ccp_algs.handover import HandoverError
     from ccp_algs.registry import UnknownAlgorithm
@@ -179,7 +190,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
                 return Adaptive(hosted, initial, switch_policy, estimation, trace=trace, capabilities=caps)
             except HandoverError as e:
                 raise click.ClickException(str(e))
-        _run(make, ipc, verbose, state_dir)
+        _run(make, ipc, verbose, state_dir, decisions_url or broker_url)
     finally:
         estimation.stop()
 

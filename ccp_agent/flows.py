@@ -41,14 +41,27 @@ class FlowDirectory:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def flow_id(self, info) -> str | None:
-        fl = self.lookup(info)
-        if fl is None:
+    def by_ports(self, sport: int, dport: int) -> dict | None:
+        """The one entry with these ports (None: none yet, or flows of two namespaces share them)."""
+        try:
+            with open(self.path) as f:
+                found = [fl for fl in json.load(f)["flows"] if (fl["sport"], fl["dport"]) == (sport, dport)]
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        src, dst = fl["src"], fl["dst"]
-        if src.startswith("::ffff:"):    # IPv4 flow on a dual-stack socket
-            src, dst = src[7:], dst[7:]
-        return flow_id(src, dst, PROTO_TCP, fl["sport"], fl["dport"])
+        return found[0] if len(found) == 1 else None
+
+    def flow_id(self, info) -> str | None:
+        return entry_flow_id(self.lookup(info))
+
+
+def entry_flow_id(fl: dict | None) -> str | None:
+    """The telemetry flow id of a flows.json entry."""
+    if fl is None:
+        return None
+    src, dst = fl["src"], fl["dst"]
+    if src.startswith("::ffff:"):    # IPv4 flow on a dual-stack socket
+        src, dst = src[7:], dst[7:]
+    return flow_id(src, dst, PROTO_TCP, fl["sport"], fl["dport"])
 
 
 class LocateError(RuntimeError):

@@ -15,6 +15,8 @@ class Trace:
     """CSV rows, line-buffered: portus ends the process with exit() on SIGTERM."""
 
     def __init__(self, path: str | None):
+        self.listeners: list = []       # each called with every row's fields (ccp_agent's decision feed)
+        self.listener_errors = 0
         self._file = open(path, "w", buffering=1, newline="") if path else None
         self._csv = csv.DictWriter(self._file, TRACE_FIELDS) if self._file else None
         if self._csv:
@@ -22,6 +24,11 @@ class Trace:
         self._t0 = time.monotonic_ns()
 
     def row(self, mono_ns: int | None = None, **fields):
+        for listener in self.listeners:
+            try:
+                listener(fields)
+            except Exception:         # a listener must never stop a flow's control
+                self.listener_errors += 1
         if not self._csv:
             return
         now = mono_ns or time.monotonic_ns()

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from telemetry.schema import EstimateRecord, FlowRecord, HopRecord, SwitchRecord
+from telemetry.schema import DecisionRecord, EstimateRecord, FlowRecord, HopRecord, SwitchRecord
 
 WORST_N = 5
 RATE_WINDOW_S = 10.0        # records/s per kind and worst-N look this far back
@@ -42,6 +42,7 @@ class DashboardState:
         self._lock = threading.Lock()
         self.hops: dict[int, _Series] = {}
         self.flows: dict[str, _Series] = {}
+        self.decisions: dict[str, _Series] = {}       # the senders' decisions, by flow
         self.events: deque = deque(maxlen=1000)       # verdicts (changes only) and switches
         self._verdicts: dict[str, str] = {}
         self._arrivals: deque = deque()                # (arrival s, kind) for records/s
@@ -59,6 +60,8 @@ class DashboardState:
                 self._add_flow(rec, now)
                 if rec.sink_node_id is not None:
                     self._sinks[rec.sink_node_id] = now
+            elif isinstance(rec, DecisionRecord):
+                self._add_decision(rec, now)
             elif isinstance(rec, SwitchRecord):
                 self.events.append({"t": now, "kind": "switch", "flow_id": rec.flow_id, "from": rec.from_cca,
                                     "to": rec.to_cca, "verdict": rec.verdict})
@@ -109,6 +112,17 @@ class DashboardState:
             a["owd_n"] = a.get("owd_n", 0) + 1
         s.latest = rec
 
+    def _add_decision(self, rec: DecisionRecord, now: float) -> None:
+        s = self.decisions.setdefault(rec.flow_id, _Series())
+        self._roll(s, now, _fold_decision)
+        a = s.acc
+        a["cwnd_kb"] = rec.cwnd_bytes / 1e3
+        a["algorithm"] = rec.algorithm
+        response = loss_response(rec)
+        if response:
+            a[response] = a.get(response, 0) + 1
+        s.latest = rec
+
     # -- reading ----------------------------------------------------------------------
     def snapshot(self) -> dict:
         """Everything a page needs on load: each series' points, latest state, paths,
@@ -121,6 +135,8 @@ class DashboardState:
                              for k, s in self.hops.items()},
                     "flows": {k: {"points": list(s.points), "latest": _flow_latest(s.latest)}
                               for k, s in self.flows.items()},
+                    "decisions": {k: {"points": list(s.points), "latest": _decision_latest(s.latest)}
+                                  for k, s in self.decisions.items()},
                     "events": list(self.events), **self._summary(now)}
 
     def since(self, seq: int) -> dict:
@@ -136,6 +152,8 @@ class DashboardState:
                              for k, s in self.hops.items()},
                     "flows": {k: {"points": list(s.points)[-3:], "latest": _flow_latest(s.latest)}
                               for k, s in self.flows.items()},
+                    "decisions": {k: {"points": list(s.points)[-3:], "latest": _decision_latest(s.latest)}
+                                  for k, s in self.decisions.items()},
                     "events": [e for e in self.events if e["t"] > now - 5.0], **self._summary(now)}
 
     def latest(self) -> tuple[list, list]:
@@ -146,7 +164,8 @@ class DashboardState:
 
     def _close_stale(self, now: float) -> None:
         """A series that went quiet still shows its last second."""
-        for s, fold in [(s, _fold_hop) for s in self.hops.values()] + [(s, _fold_flow) for s in self.flows.values()]:
+        for s, fold in ([(s, _fold_hop) for s in self.hops.values()] + [(s, _fold_flow) for s in self.flows.values()]
+                        + [(s, _fold_decision) for s in self.decisions.values()]):
             if s.second is not None and int(now) > s.second and s.acc:
                 self._roll(s, now, fold)
 
@@ -189,6 +208,33 @@ def _fold_flow(second: int, a: dict) -> dict:
     return {"t": second, "packets": a["packets"], "lost_congestion": a["lost_congestion"],
             "lost_link": a["lost_link"],
             "owd_ms": round(a["owd_sum"] / a["owd_n"] / 1e3, 3) if a.get("owd_n") else None}
+
+
+RESPONSES = ("keep", "gentle", "cut", "timeout")
+
+
+def loss_response(rec: DecisionRecord) -> str | None:
+    """How a sender answered a loss, from its decision: kept the window (L1), backed off
+    gently (L2, beta 0.95), cut (CUBIC's 0.7, Reno's half), or timed out."""
+    if rec.event == "timeout":
+        return "timeout"
+    if rec.event != "loss":
+        return None
+    if "keeps" in rec.reason:
+        return "keep"
+    if "0.95" in rec.reason:
+        return "gentle"
+    return "cut"
+
+
+def _fold_decision(second: int, a: dict) -> dict:
+    return {"t": second, "cwnd_kb": round(a["cwnd_kb"], 1), "algorithm": a["algorithm"],
+            **{r: a.get(r, 0) for r in RESPONSES}}
+
+
+def _decision_latest(rec) -> dict | None:
+    return None if rec is None else {"algorithm": rec.algorithm, "event": rec.event, "cwnd_bytes": rec.cwnd_bytes,
+                                     "reason": rec.reason}
 
 
 def _hop_latest(rec) -> dict | None:

@@ -26,6 +26,7 @@ TOPIC_ROOT = f"intcc/v{VERSION}"
 FLOW_TOPIC = TOPIC_ROOT + "/flow/{flow_id}"
 HOP_TOPIC = TOPIC_ROOT + "/hop/{node_id}"
 ESTIMATE_TOPIC = TOPIC_ROOT + "/estimate/{flow_id}"
+DECISION_TOPIC = TOPIC_ROOT + "/decision/{flow_id}"
 ALL_TOPICS = TOPIC_ROOT + "/#"
 LOSS_CAUSES = ("congestion", "link")
 REASONS = ("loss", "periodic")
@@ -293,8 +294,38 @@ class SwitchRecord(_FlatRecord):
     type: str = "switch"
 
 
+#: What a sender's decision was, for the dashboard (a loss kept, backed off gently or cut).
+DECISION_EVENTS = ("start", "report", "loss", "timeout", "switch")
 
-_TYPES = {"flow": FlowRecord, "hop": HopRecord, "estimate": EstimateRecord, "switch": SwitchRecord}
+
+def _reason(v):
+    if not isinstance(v, str) or len(v) > 200:
+        return "must be a string of at most 200 characters"
+
+
+@dataclass
+class DecisionRecord(_FlatRecord):
+    """One decision of the agent controlling a flow (its trace row, rate-limited by the
+    agent: docs/telemetry.md), on ``intcc/v1/decision/<flow-id>``: why a sender did what it
+    did."""
+    flow_id: str = _f(_flow_id)
+    ts_ns: int = _f(_int(0))                      # agent clock, ns since epoch
+    algorithm: str = _f(_algorithm_name)
+    event: str = _f(_one_of(DECISION_EVENTS))
+    cwnd_bytes: int = _f(_int(0))
+    reason: str = _f(_reason)
+    rtt_us: Optional[int] = _f(_opt(_int(0)))
+    ssthresh_bytes: Optional[int] = _f(_opt(_int(0)))
+    v: int = VERSION
+    type: str = "decision"
+
+
+def decision_topic(flow_id: str) -> str:
+    return DECISION_TOPIC.format(flow_id=flow_id)
+
+
+_TYPES = {"flow": FlowRecord, "hop": HopRecord, "estimate": EstimateRecord, "switch": SwitchRecord,
+          "decision": DecisionRecord}
 
 
 def encode(record) -> bytes:
@@ -302,7 +333,8 @@ def encode(record) -> bytes:
 
 
 def decode(payload: bytes, topic: Optional[str] = None):
-    """Bytes (and optionally the topic they came on) -> FlowRecord | HopRecord | EstimateRecord | SwitchRecord."""
+    """Bytes (and optionally the topic they came on) -> FlowRecord | HopRecord | EstimateRecord |
+    SwitchRecord | DecisionRecord."""
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise SchemaError(f"record of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
     try:
@@ -322,7 +354,7 @@ def decode(payload: bytes, topic: Optional[str] = None):
     rec = cls.from_dict(d)
     if topic is not None:
         expected = (flow_topic(rec.flow_id) if cls is FlowRecord else hop_topic(rec.node_id) if cls is HopRecord
-                    else estimate_topic(rec.flow_id))
+                    else decision_topic(rec.flow_id) if cls is DecisionRecord else estimate_topic(rec.flow_id))
         if topic != expected:
             raise SchemaError(f"a {d['type']} record for {expected} arrived on {topic}")
     return rec

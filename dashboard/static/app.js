@@ -14,9 +14,15 @@
     ["loss", "losses /s by cause", [["lost_congestion", "congestion"], ["lost_link", "link"]]],
     ["owd", "one-way delay (ms)", [["owd_ms", "delay"]]],
   ];
+  // the sender's side, when its agent publishes its decisions (--decisions / --broker)
+  const DECISION_CHARTS = [
+    ["cwnd", "sender's window (KB)", [["cwnd_kb", "cwnd"]]],
+    ["responses", "loss responses /s", [["keep", "kept (L1)"], ["gentle", "0.95 (L2)"], ["cut", "cut"],
+                                        ["timeout", "timeout"]]],
+  ];
   const COLOURS = ["#1565c0", "#c62828", "#2e7d32", "#6a1b9a"];
   // what the page holds: per series key the points by second; charts by id
-  const dash = window.intccDash = { series: {}, charts: {}, latest: { hops: {}, flows: {} }, updates: 0,
+  const dash = window.intccDash = { series: {}, charts: {}, latest: { hops: {}, flows: {}, decisions: {} }, updates: 0,
                                     lastUpdate: null, seq: 0, events: [] };
 
   function merge(key, points) {
@@ -63,6 +69,14 @@
       const f = dash.latest.flows[fid];
       const box = group("flow-charts", fid, `flow ${fid} [${f.src}]:${f.sport} → [${f.dst}]:${f.dport}`);
       for (const [id, title, fields] of FLOW_CHARTS) chart(box, `flow-${fid}-${id}`, title, fields, `flow/${fid}`);
+      const d = dash.latest.decisions[fid];
+      if (d) {
+        for (const [id, title, fields] of DECISION_CHARTS)
+          chart(box, `decision-${fid}-${id}`, `${title} — ${d.algorithm}`, fields, `decision/${fid}`);
+        let why = box.parentElement.querySelector(".why");
+        if (!why) { why = document.createElement("p"); why.className = "why"; box.parentElement.appendChild(why); }
+        why.textContent = `last decision: ${d.event}, ${d.reason}`;
+      }
     }
   }
 
@@ -134,6 +148,7 @@
   function apply(u) {
     for (const [node, h] of Object.entries(u.hops || {})) { merge(`hop/${node}`, h.points); if (h.latest) dash.latest.hops[node] = h.latest; }
     for (const [fid, f] of Object.entries(u.flows || {})) { merge(`flow/${fid}`, f.points); if (f.latest) dash.latest.flows[fid] = f.latest; }
+    for (const [fid, d] of Object.entries(u.decisions || {})) { merge(`decision/${fid}`, d.points); if (d.latest) dash.latest.decisions[fid] = d.latest; }
     dash.seq = u.seq;
     drawAll(); drawPaths(u.paths); drawWorst(u.worst); drawHealth(u); drawEvents(u.events);
     dash.updates += 1; dash.lastUpdate = Date.now();

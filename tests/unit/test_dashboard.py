@@ -187,3 +187,48 @@ def test_the_cli_refuses_a_public_address_without_a_token():
     assert r.exit_code == 2 and "not loopback: give --token" in r.output
     r = CliRunner().invoke(main, ["dashboard", "--listen", "8080"])
     assert r.exit_code == 2 and "give HOST:PORT" in r.output
+
+
+def test_a_senders_decisions_fold_into_its_window_and_loss_responses():
+    from dashboard.state import loss_response
+    from telemetry.schema import DecisionRecord
+    clock = Clock()
+    st = DashboardState(history_s=60, clock=clock)
+    reasons = [("report", "ca: cubic curve"), ("loss", "loss: link (sink), L1 keeps cwnd"),
+               ("loss", "loss: link (sink), L2 beta 0.95"), ("loss", "loss: congestion (sink), cubic beta 0.7"),
+               ("timeout", "timeout: 1 MSS")]
+    for i, (event, why) in enumerate(reasons):
+        clock.t = 1000.0 + i * 0.1
+        st.add(DecisionRecord(flow_id=FID, ts_ns=1, algorithm="cubic-int", event=event, cwnd_bytes=14480 + i,
+                              reason=why))
+    clock.t = 1001.2
+    pts = st.snapshot()["decisions"][FID]["points"]
+    assert pts == [{"t": 1000, "cwnd_kb": 14.5, "algorithm": "cubic-int", "keep": 1, "gentle": 1, "cut": 1,
+                    "timeout": 1}]
+    assert st.snapshot()["decisions"][FID]["latest"]["reason"] == "timeout: 1 MSS"
+    assert loss_response(DecisionRecord(flow_id=FID, ts_ns=1, algorithm="cubic", event="report", cwnd_bytes=1,
+                                        reason="x")) is None
+
+
+def test_an_agents_trace_rows_reach_the_feed_rate_limited_and_a_bad_listener_changes_nothing():
+    from ccp_agent.decisions import MAX_REPORTS_PER_S, DecisionFeed
+    from ccp_algs.trace import Trace
+    sent = []
+    feed = DecisionFeed("mqtt://127.0.0.1:1", "/nonexistent", "cubic")
+
+    class Conn:
+        def send(self, row):
+            sent.append(row)
+    feed._conn = Conn()
+    tr = Trace(None)
+    tr.listeners += [feed, lambda fields: 1 / 0]
+    t_end = time.monotonic() + 0.35
+    n = 0
+    while time.monotonic() < t_end:
+        tr.row(sid=1, event="report", cwnd_bytes=1000, reason="ca")
+        n += 1
+    tr.row(sid=1, event="loss", cwnd_bytes=700, reason="loss: congestion")
+    reports = [r for r in sent if r["event"] == "report"]
+    assert n > 100 and 3 <= len(reports) <= 0.35 * MAX_REPORTS_PER_S + 2
+    assert sent[-1]["event"] == "loss" and feed.dropped == n - len(reports)
+    assert tr.listener_errors == n + 1

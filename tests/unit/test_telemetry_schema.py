@@ -104,3 +104,19 @@ def test_a_switch_record_round_trips_on_the_estimate_topic_and_names_bad_fields(
     bad = dict(rec.to_dict(), to_cca="BBR!")
     with pytest.raises(SchemaError, match="field 'to_cca' must be an algorithm name"):
         decode(json.dumps(bad).encode())
+
+
+def test_a_decision_record_round_trips_on_its_own_topic_and_only_agents_publish_it():
+    from broker.auth import AGENT_USER, SINK_USER, may_publish
+    from telemetry.schema import DecisionRecord, SchemaError, decision_topic, decode, encode
+    rec = DecisionRecord(flow_id="0123456789abcdef", ts_ns=5, algorithm="cubic-int", event="loss",
+                         cwnd_bytes=14480, reason="loss: link (sink), L1 keeps cwnd", rtt_us=20_000)
+    topic = decision_topic(rec.flow_id)
+    assert decode(encode(rec), topic) == rec and topic == "intcc/v1/decision/0123456789abcdef"
+    import pytest
+    with pytest.raises(SchemaError, match="arrived on"):
+        decode(encode(rec), "intcc/v1/estimate/0123456789abcdef")
+    bad = encode(rec).replace(b'"loss"', b'"shrug"')
+    with pytest.raises(SchemaError, match="event"):
+        decode(bad, topic)
+    assert may_publish(AGENT_USER, topic) and not may_publish(SINK_USER, topic) and not may_publish(None, topic)
