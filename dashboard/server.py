@@ -62,6 +62,8 @@ def make_app(state: DashboardState, feed=None, token: str | None = None, push_pe
     async def events(request):
         async def stream():
             seq = int(request.query_params.get("seq", "0") or 0)
+            loop = asyncio.get_running_loop()
+            tick = loop.time()
             while True:
                 if await request.is_disconnected():
                     break
@@ -69,7 +71,9 @@ def make_app(state: DashboardState, feed=None, token: str | None = None, push_pe
                 seq = upd["seq"]
                 upd["feed"] = health()
                 yield f"event: update\ndata: {json.dumps(upd, separators=(',', ':'))}\n\n"
-                await asyncio.sleep(push_period_s)
+                # on a fixed grid: a record waits at most one period, however long a push took
+                tick += push_period_s
+                await asyncio.sleep(max(0.0, tick - loop.time()))
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

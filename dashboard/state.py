@@ -140,19 +140,22 @@ class DashboardState:
                     "events": list(self.events), **self._summary(now)}
 
     def since(self, seq: int) -> dict:
-        """What changed after ``seq``: the points closed since (per series, the last few),
-        latest states, events, worst-N and health. Cheap when nothing did."""
+        """What changed after ``seq``: per series its last few points and the second being
+        filled (provisional: the same second's point replaces it later, so a record is on
+        the page within one push), latest states, events, worst-N and health."""
         now = self.clock()
         with self._lock:
             self._close_stale(now)
-            if seq >= self.seq:
-                return {"seq": self.seq, "t": now, **self._summary(now)}
+
+            def recent(s, fold):
+                pts = list(s.points)[-3:]
+                return pts + [fold(s.second, s.acc)] if s.acc else pts
             return {"seq": self.seq, "t": now,
-                    "hops": {str(k): {"points": list(s.points)[-3:], "latest": _hop_latest(s.latest)}
+                    "hops": {str(k): {"points": recent(s, _fold_hop), "latest": _hop_latest(s.latest)}
                              for k, s in self.hops.items()},
-                    "flows": {k: {"points": list(s.points)[-3:], "latest": _flow_latest(s.latest)}
+                    "flows": {k: {"points": recent(s, _fold_flow), "latest": _flow_latest(s.latest)}
                               for k, s in self.flows.items()},
-                    "decisions": {k: {"points": list(s.points)[-3:], "latest": _decision_latest(s.latest)}
+                    "decisions": {k: {"points": recent(s, _fold_decision), "latest": _decision_latest(s.latest)}
                                   for k, s in self.decisions.items()},
                     "events": [e for e in self.events if e["t"] > now - 5.0], **self._summary(now)}
 

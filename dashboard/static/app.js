@@ -22,8 +22,9 @@
   ];
   const COLOURS = ["#1565c0", "#c62828", "#2e7d32", "#6a1b9a"];
   // what the page holds: per series key the points by second; charts by id
+  // hooks: called after every update is drawn (tests and benchmarks time the page with them)
   const dash = window.intccDash = { series: {}, charts: {}, latest: { hops: {}, flows: {}, decisions: {} }, updates: 0,
-                                    lastUpdate: null, seq: 0, events: [] };
+                                    lastUpdate: null, seq: 0, events: [], hooks: [] };
 
   function merge(key, points) {
     const s = dash.series[key] || (dash.series[key] = new Map());
@@ -152,6 +153,7 @@
     dash.seq = u.seq;
     drawAll(); drawPaths(u.paths); drawWorst(u.worst); drawHealth(u); drawEvents(u.events);
     dash.updates += 1; dash.lastUpdate = Date.now();
+    for (const h of dash.hooks) h(u);
   }
 
   function listen() {

@@ -80,12 +80,14 @@ def test_worst_lists_loss_with_its_link_share_and_hops_by_queue():
     assert [h["node_id"] for h in w["hops_by_queue"]] == [1, 2]
 
 
-def test_history_is_bounded_and_since_sends_only_what_is_new():
+def test_history_is_bounded_and_updates_carry_the_second_being_filled():
     st, clock = fed(3)
     seq = st.snapshot()["seq"]
-    assert "hops" not in st.since(seq)                     # nothing closed since
-    clock.t = 1200.0
-    st.add(HopRecord(**hop(1)))
+    clock.t = 1200.2
+    st.add(HopRecord(**hop(1, occ=0.9)))
+    upd = st.since(seq)                                   # the second being filled, provisional
+    assert upd["seq"] == seq and upd["hops"]["1"]["points"][-1] == {**upd["hops"]["1"]["points"][-1], "t": 1200,
+                                                                     "occupancy": 0.9}
     clock.t = 1201.5
     upd = st.since(seq)
     assert upd["seq"] > seq and [p["t"] for p in upd["hops"]["1"]["points"]][-1] == 1200
