@@ -113,6 +113,23 @@ def test_the_dashboard_shows_a_lossy_wireless_path_live_and_survives_a_broker_re
                 sink = view.flow(fid).record
                 assert abs(page[0] / page[1] - sink.lost_link / sink.lost) < 0.05, (page, sink.lost_link, sink.lost)
                 assert page[0] / page[1] > 0.5          # at 5 % link loss most losses are the link's
+                # bad records (as the sink user, who may publish there) never reach the page: counted
+                from broker import client as mqttc
+                from broker.auth import SINK_USER, parse_url, resolve_login
+                u = resolve_login(parse_url(f"{broker.url}?credentials={CREDS}"), SINK_USER)
+                bad = mqttc.make_client(u, "intcc-test-bad")
+                mqttc.start(bad, u)
+                flows_before = browser.execute_script("return Object.keys(intccDash.latest.flows).length")
+                for topic, payload in (("intcc/v1/flow/00000000000000ee", b"not json"),
+                                       ("intcc/v1/flow/00000000000000ee", b'{"v": 1, "type": "flow"}'),
+                                       ("intcc/v1/hop/7", b'{"v": 9, "type": "hop"}')):
+                    bad.publish(topic, payload, qos=1)
+                wait(lambda: int(browser.find_element("id", "feed").text.split("rejected ")[1]) >= 3, 15,
+                     "the page to count the three bad records")
+                assert browser.execute_script("return Object.keys(intccDash.latest.flows).length") == flows_before
+                assert not browser.execute_script("return '00000000000000ee' in intccDash.latest.flows || "
+                                                  "'7' in intccDash.latest.hops")
+                mqttc.stop(bad)
                 browser.save_screenshot(str(tmp_path / "dashboard.png"))
                 if SHOT:
                     shutil.copy(tmp_path / "dashboard.png", SHOT)

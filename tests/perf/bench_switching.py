@@ -186,8 +186,26 @@ def latency_case(dp, tmp, applied, n, path, traffic):
           f"p99 {pct(over, 0.99):.2f} ms")
 
 
+def cpu_case(dp, tmp, n, path, traffic):
+    """The adaptive agent with the real estimator while ``traffic`` runs n ccp flows: the
+    CPU of the agent, its children and their captures, per second and per flow."""
+    from ccp_agent.datapath import AgentProcess
+    agent = AgentProcess("adaptive", ["--model", MODEL, "--state-dir", dp.state_dir],
+                         log_path=os.path.join(tmp, f"adaptive-{n}-{len(os.listdir(tmp))}.log")).start()
+    try:
+        dp.wait_agent(True)
+        before, t0 = tree_cpu_s(agent.proc.pid), time.monotonic()
+        traffic()
+        used = tree_cpu_s(agent.proc.pid) - before
+        wall = time.monotonic() - t0
+    finally:
+        agent.stop()
+        dp.wait_agent(False)
+    print(f"  {path}, {n:2d} flows: {used / wall:.3f} CPU s/s in all, {used / wall / n * 1000:.1f} ms/s per flow")
+
+
 def main():
-    from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
+    from ccp_agent.datapath import DatapathProcess, ccp_registered
     if ccp_registered():
         sys.exit("a 'ccp' congestion control is registered already: stop it first")
     VETH.up()
@@ -211,18 +229,14 @@ def main():
                 tb.down()
             print("agent CPU with the real estimator (intcc alg run adaptive, Table I model):")
             for n in (1, 10, 50):
-                agent = AgentProcess("adaptive", ["--model", MODEL, "--state-dir", dp.state_dir],
-                                     log_path=os.path.join(tmp, f"adaptive-{n}.log")).start()
-                try:
-                    dp.wait_agent(True)
-                    before, t0 = tree_cpu_s(agent.proc.pid), time.monotonic()
-                    iperf(n, SECONDS)
-                    used = tree_cpu_s(agent.proc.pid) - before
-                    wall = time.monotonic() - t0
-                finally:
-                    agent.stop()
-                    dp.wait_agent(False)
-                print(f"  {n:2d} flows: {used / wall:.3f} CPU s/s in all, {used / wall / n * 1000:.1f} ms/s per flow")
+                cpu_case(dp, tmp, n, "veth (~Gbit/s: the capture parses every packet)", lambda: iperf(n, SECONDS))
+            tb = Testbed(load_topo(topo, {"bottleneck_mbps": 10.0, "bottleneck_delay_ms": 20.0, "buffer_bdp": 2.0}),
+                         "swbt").up(exporter="none")
+            try:
+                for n in (1, 10, 50):
+                    cpu_case(dp, tmp, n, "dumbbell, 10 Mbit/s", lambda: testbed_iperf(tb, n, 2 * SECONDS))
+            finally:
+                tb.down()
     finally:
         VETH.down()
 
