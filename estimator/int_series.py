@@ -17,12 +17,9 @@ INT_SERIES_COLUMNS = ("t_s", "qdepth_bytes", "capacity_bytes", "arrival_pps", "f
 PACKETS_COLUMN = "packets"
 
 
-def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.ndarray:
-    """The per-packet series (columns INT_SERIES_COLUMNS) of the flow(s) from ``src``
-    (and to ``dport`` if given) in an INTSink JSON-lines log, at the bottleneck hop.
-    Lines that are not telemetry records are skipped; a log without any record of
-    that flow is a TraceError."""
-    per_hop: dict = {}
+def _sink_log(path: str, src: str):
+    """The records of an INTSink JSON-lines log whose flow comes from ``src``; lines that
+    are not records (a torn last line of a log still being written) are skipped."""
     try:
         f = open(path)
     except OSError as e:
@@ -31,19 +28,32 @@ def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.n
         for line in f:
             try:
                 rec = json.loads(line)
-                flow = rec["flow"]
-                if flow["src"] != src or (dport is not None and flow["dport"] != dport):
-                    continue
-                for i, hop in enumerate(rec["trace"]["hops"]):
-                    st = hop.get("state") or {}
-                    if hop.get("ts_sec") is None or hop.get("queue_depth_bytes") is None:
-                        continue
-                    per_hop.setdefault(i, []).append(
-                        (hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9, hop["queue_depth_bytes"],
-                         st.get("queue_capacity_bytes", 0), st.get("arrival_rate_pps", 0),
-                         st.get("flow_count", 0), st.get("queue_drops", 0)))
+                if rec["flow"]["src"] == src:
+                    yield rec
             except (ValueError, KeyError, TypeError):
-                continue     # a torn last line of a log still being written
+                continue
+
+
+def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.ndarray:
+    """The per-packet series (columns INT_SERIES_COLUMNS) of the flow(s) from ``src``
+    (and to ``dport`` if given) in an INTSink JSON-lines log, at the bottleneck hop.
+    Lines that are not telemetry records are skipped; a log without any record of
+    that flow is a TraceError."""
+    per_hop: dict = {}
+    for rec in _sink_log(path, src):
+        try:
+            if dport is not None and rec["flow"]["dport"] != dport:
+                continue
+            for i, hop in enumerate(rec["trace"]["hops"]):
+                st = hop.get("state") or {}
+                if hop.get("ts_sec") is None or hop.get("queue_depth_bytes") is None:
+                    continue
+                per_hop.setdefault(i, []).append(
+                    (hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9, hop["queue_depth_bytes"],
+                     st.get("queue_capacity_bytes", 0), st.get("arrival_rate_pps", 0),
+                     st.get("flow_count", 0), st.get("queue_drops", 0)))
+        except (ValueError, KeyError, TypeError):
+            continue
     if not per_hop:
         raise TraceError(f"{path}: no telemetry of flow from {src}")
     series = {i: np.asarray(rows, dtype=float) for i, rows in per_hop.items()}
@@ -77,22 +87,14 @@ def packet_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.
     iperf3's control connection shares its data flow's) per ``bin_s`` from ``t0_s``:
     (flows, bins) uint16, by the first hop's timestamp (the bottleneck's on the dumbbell)."""
     times, ports = [], []
-    try:
-        f = open(path)
-    except OSError as e:
-        raise TraceError(f"{path}: {e.strerror}") from None
-    with f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-                if rec["flow"]["src"] != src:
-                    continue
-                hop = rec["trace"]["hops"][0]
-                t = hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9
-                ports.append(int(rec["flow"]["dport"]))
-                times.append(t)
-            except (ValueError, KeyError, TypeError, IndexError):
-                continue
+    for rec in _sink_log(path, src):
+        try:
+            hop = rec["trace"]["hops"][0]
+            t = hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9
+            ports.append(int(rec["flow"]["dport"]))
+            times.append(t)
+        except (ValueError, KeyError, TypeError, IndexError):
+            continue
     if not times:
         return np.zeros((0, 0), dtype=np.uint16)
     idx = np.floor((np.asarray(times) - t0_s) / bin_s).astype(np.int64)
