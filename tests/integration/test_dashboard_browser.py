@@ -97,8 +97,12 @@ def test_the_dashboard_shows_a_lossy_wireless_path_live_and_survives_a_broker_re
                     "return Object.values(intccDash.charts).filter(c => c.points >= 3).length >= 6"), 20,
                     "charts with points")
                 # the path view: both wireless nodes, in order
-                fid = browser.execute_script("return Object.keys(intccDash.latest.flows).find("
-                                             "f => intccDash.latest.flows[f].dport === 5201)")
+                # the data flow (iperf3's control connection has the same port, and few packets)
+                wait(lambda: browser.execute_script("return Object.values(intccDash.latest.flows).some("
+                                                    "f => f.dport === 5201 && f.packets > 500)"), 20, "the data flow")
+                fid = browser.execute_script("const fs = Object.values(intccDash.latest.flows).filter("
+                                             "f => f.dport === 5201); fs.sort((a, b) => b.packets - a.packets); "
+                                             "return fs[0].flow_id")
                 nodes = [e.get_attribute("data-node") for e in
                          browser.find_elements("css selector", f'.path[data-flow="{fid}"] .node')]
                 assert nodes == ["1", "2"], nodes
