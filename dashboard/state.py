@@ -221,8 +221,8 @@ def loss_response(rec: DecisionRecord) -> str | None:
     gently (L2, beta 0.95), cut (CUBIC's 0.7, Reno's half), or timed out."""
     if rec.event == "timeout":
         return "timeout"
-    if rec.event != "loss":
-        return None
+    if rec.event != "loss" or rec.reason.startswith("in recovery"):
+        return None                 # losses of a recovery already answered change nothing
     if "keeps" in rec.reason:
         return "keep"
     if "0.95" in rec.reason:

@@ -41,7 +41,9 @@
       div.innerHTML = `<h3>${title}</h3>`;
       container.appendChild(div);
       const opts = { width: 380, height: 160, series: [{}].concat(fields.map(([, label], i) =>
-        ({ label, stroke: COLOURS[i % COLOURS.length], width: 1.5 }))), scales: { x: { time: true } } };
+        ({ label, stroke: COLOURS[i % COLOURS.length], width: 1.5 }))),
+        // one point: a minute around it, not uPlot's years
+        scales: { x: { time: true, range: (u, min, max) => min === max ? [min - 60, max + 1] : [min, max] } } };
       c = dash.charts[id] = { plot: new uPlot(opts, data, div), points: pts.length };
     } else {
       c.plot.setData(data);

@@ -59,7 +59,7 @@ def browser():
             pytest.fail(f"{tool} is missing: 'make setup' installs Debian's chromium and chromium-driver")
     opts = Options()
     opts.binary_location = shutil.which("chromium")
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1800"):
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,2600"):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
     yield driver
@@ -83,7 +83,8 @@ def test_the_dashboard_shows_a_lossy_wireless_path_live_and_survives_a_broker_re
             published = {}                    # flow id -> every cumulative packet count the sink published
             view.on_record(lambda rec, topic: published.setdefault(rec.flow_id, set()).add(rec.packets)
                            if isinstance(rec, FlowRecord) else None)
-            agent = AgentProcess("cubic-int", ["--policy", "l1", "--broker", broker.url, "--state-dir",
+            # the agent publishes its decisions there as the agent user (its password in CREDS)
+            agent = AgentProcess("cubic-int", ["--policy", "l1", "--broker", f"{broker.url}?credentials={CREDS}", "--state-dir",
                                                dp.state_dir], log_path=str(tmp_path / "agent.log")).start()
             try:
                 dp.wait_agent(True)
@@ -106,6 +107,11 @@ def test_the_dashboard_shows_a_lossy_wireless_path_live_and_survives_a_broker_re
                 nodes = [e.get_attribute("data-node") for e in
                          browser.find_elements("css selector", f'.path[data-flow="{fid}"] .node')]
                 assert nodes == ["1", "2"], nodes
+                # the sender's side: cubic-int publishes its decisions to its --broker
+                wait(lambda: browser.execute_script(f"const c = intccDash.charts['decision-{fid}-cwnd']; "
+                                                    "return c && c.points >= 2"), 20, "the sender's window chart")
+                why = browser.execute_script(f"return intccDash.latest.decisions['{fid}']")
+                assert why["algorithm"] == "cubic-int" and why["cwnd_bytes"] > 0, why
                 # a value on the page is one the sink published
                 shown = browser.execute_script(f"return intccDash.latest.flows['{fid}'].packets")
                 assert shown in published.get(fid, ()), (shown, sorted(published.get(fid, ()))[-5:])

@@ -210,6 +210,8 @@ def test_a_senders_decisions_fold_into_its_window_and_loss_responses():
     assert st.snapshot()["decisions"][FID]["latest"]["reason"] == "timeout: 1 MSS"
     assert loss_response(DecisionRecord(flow_id=FID, ts_ns=1, algorithm="cubic", event="report", cwnd_bytes=1,
                                         reason="x")) is None
+    assert loss_response(DecisionRecord(flow_id=FID, ts_ns=1, algorithm="cubic", event="loss", cwnd_bytes=1,
+                                        reason="in recovery: the window was already cut")) is None
 
 
 def test_an_agents_trace_rows_reach_the_feed_rate_limited_and_a_bad_listener_changes_nothing():
