@@ -166,11 +166,18 @@ class DashboardState:
                     [(k, s.latest) for k, s in self.flows.items() if s.latest is not None])
 
     def _close_stale(self, now: float) -> None:
-        """A series that went quiet still shows its last second."""
-        for s, fold in ([(s, _fold_hop) for s in self.hops.values()] + [(s, _fold_flow) for s in self.flows.values()]
-                        + [(s, _fold_decision) for s in self.decisions.values()]):
-            if s.second is not None and int(now) > s.second and s.acc:
-                self._roll(s, now, fold)
+        """A series that went quiet still shows its last second; one quiet for longer than
+        the history is forgotten, so a dashboard left running for days over short flows
+        keeps a bounded state."""
+        for series, fold in ((self.hops, _fold_hop), (self.flows, _fold_flow), (self.decisions, _fold_decision)):
+            for key in list(series):
+                s = series[key]
+                if s.second is not None and int(now) > s.second and s.acc:
+                    self._roll(s, now, fold)
+                if s.second is not None and s.second < now - self.history_s:
+                    del series[key]
+                    if series is self.flows:
+                        self._verdicts.pop(key, None)
 
     def _summary(self, now: float) -> dict:
         while self._arrivals and self._arrivals[0][0] < now - RATE_WINDOW_S:

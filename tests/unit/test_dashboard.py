@@ -236,3 +236,15 @@ def test_an_agents_trace_rows_reach_the_feed_rate_limited_and_a_bad_listener_cha
     assert n > 100 and 3 <= len(reports) <= 0.35 * MAX_REPORTS_PER_S + 2
     assert sent[-1]["event"] == "loss" and feed.dropped == n - len(reports)
     assert tr.listener_errors == n + 1
+
+
+def test_a_flow_or_hop_quiet_for_longer_than_the_history_is_forgotten():
+    st, clock = fed(2)
+    st.add(EstimateRecord(flow_id=FID, ts_ns=1, local_cca="cubic", estimate="bbr", confidence=0.9,
+                          votes={"bbr": 9}, window=10, estimates=10))
+    clock.t = 1030.0                                     # within the 60 s history: still shown
+    assert FID in st.snapshot()["flows"] and "1" in st.snapshot()["hops"]
+    clock.t = 1100.0
+    snap = st.snapshot()
+    assert snap["flows"] == {} and snap["hops"] == {} and snap["paths"] == {}
+    assert st._verdicts == {}
