@@ -3,14 +3,15 @@
 On a loss episode the flow's latest telemetry record from the sink (fresh: at
 most ``max_age_ms`` old) says what the loss was:
 
-- congestive (the sink attributed new losses to queue drops, or the last loss
-  it saw was congestive): CUBIC's beta 0.7;
-- non-congestive (only link losses since the last look, or the last loss it saw
-  was on the link): policy L1 keeps cwnd, policy L2 multiplies it by 0.95. Neither
-  touches what CUBIC learned about congestion (ssthresh, W_max, the curve): slow
-  start and the curve go on. A timeout the sink puts on the link restarts at 1 MSS
-  (the ACK clock is gone) with ssthresh at least the policy's fraction of the window;
-- no fresh telemetry, or nothing the sink saw: exactly CUBIC.
+- non-congestive only on proof: the sink attributed new losses of this flow to the
+  link since the last look, and none to congestion (loss_classifier.classify). Policy
+  L1 keeps cwnd, L2 multiplies it by 0.95. Neither touches what CUBIC learned about
+  congestion (ssthresh, W_max, the curve): slow start and the curve go on. A timeout
+  the sink puts on the link restarts at 1 MSS (the ACK clock is gone); ssthresh is the
+  policy's fraction of the window, but never above the last congestion cut's, and never
+  below CUBIC's 0.7 of the window;
+- anything else (new congestion losses, both kinds, no new attributed loss, no fresh
+  telemetry): exactly CUBIC.
 
 Slow-start growth follows paper Eq. (1),
 ``cwnd += free_queue_capacity * increment / (arrival_rate * flow_count)`` per ACK,
@@ -20,16 +21,15 @@ flow_count)`` is how many RTTs of this flow's share of the arrivals the free
 buffer still holds. Per acked segment cwnd grows by ``increment * min(1, room)``
 segments: while the buffer has room, increment 1 is Reno slow start (doubling
 per RTT), 2 triples and 3 quadruples per RTT; as the queue fills, growth fades
-to nothing. The window never grows past what is in flight plus the free buffer,
-so it cannot overshoot the buffer the telemetry advertised. HyStart is not used
+to nothing. The window never grows past what is in flight plus this flow's share of
+the free buffer (free / flow_count), so flows in slow start together cannot overshoot
+the buffer the telemetry advertised between them. HyStart is not used
 while hop telemetry is fresh (the queue is seen, not guessed from delay); without
 it, slow start is CUBIC's, HyStart included.
 
 Every decision is traced with its reason and the telemetry's age.
 """
 from __future__ import annotations
-
-import time
 
 from .base import Report
 from .cubic import BETA, HYSTART, Cubic, CubicFlow
@@ -52,6 +52,7 @@ class CubicIntFlow(CubicFlow):
     def __init__(self, alg, datapath, datapath_info):
         self.flow_id = None
         self.seen_congestion = self.seen_link = 0
+        self.congestion_ssthresh = float("inf")   # ssthresh of the last congestion cut
         super().__init__(alg, datapath, datapath_info)
 
     def _telemetry(self):
@@ -65,12 +66,16 @@ class CubicIntFlow(CubicFlow):
         return alg.telemetry.flow(self.flow_id, alg.max_age_ms / 1e3)
 
     def loss_backoff(self, r: Report):
+        beta, why, congestive = self._loss_backoff(r)
+        self.last_loss_congestive = congestive
+        return beta, why, congestive
+
+    def _loss_backoff(self, r: Report):
         fresh = self._telemetry()
         if fresh is None:
             return BETA, "loss: no fresh telemetry, CUBIC beta 0.7", True
         rec = fresh.record
-        cause = classify(rec, self.seen_congestion, self.seen_link, self.alg.max_age_ms * 1_000_000,
-                         time.time_ns())
+        cause = classify(rec, self.seen_congestion, self.seen_link)
         self.seen_congestion, self.seen_link = rec.lost_congestion, rec.lost_link
         age = f"telemetry {fresh.age_s * 1e3:.1f} ms old"
         if cause == "link":
@@ -79,25 +84,38 @@ class CubicIntFlow(CubicFlow):
             return L2_BETA, f"loss: link (sink), L2 beta 0.95; {age}", False
         if cause == "congestion":
             return BETA, f"loss: congestion (sink), CUBIC beta 0.7; {age}", True
-        return BETA, f"loss: sink saw no loss yet, CUBIC beta 0.7; {age}", True
+        return BETA, f"loss: the sink attributed no new loss of this flow, CUBIC beta 0.7; {age}", True
+
+    def on_loss(self, r) -> str:
+        self.last_loss_congestive = True
+        reason = super().on_loss(r)           # calls loss_backoff, which says which it was
+        if self.last_loss_congestive:
+            self.congestion_ssthresh = self.ssthresh
+        return reason
 
     def on_timeout(self, r: Report, new_episode: bool) -> str:
-        """A timeout is a loss too: when the sink says it was the link, ssthresh is raised to
-        at least the policy's fraction of the window (L1 all, L2 0.95) and W_max kept,
-        instead of CUBIC's 0.7 and a fresh curve. cwnd still restarts at 1 MSS: the ACK
-        clock is gone and the kernel retransmits everything unacked; slow start returns to
-        the window in log2(window) RTTs. (With CUBIC's cut every RTO took 30 % off, and L2
+        """A timeout is a loss too: when the sink says it was the link, ssthresh is the
+        policy's fraction of the window (L1 all, L2 0.95) and W_max kept, instead of CUBIC's
+        0.7 and a fresh curve; but ssthresh never goes above the last congestion cut's (a
+        link timeout must not undo what congestion taught) nor below CUBIC's 0.7. cwnd
+        still restarts at 1 MSS: the ACK clock is gone and the kernel retransmits
+        everything unacked; slow start returns to the window in log2(window) RTTs. (With CUBIC's cut every RTO took 30 % off, and L2
         was ground down to windows where every loss is an RTO; docs/datapath.md, A9.)"""
         if not new_episode:
             return super().on_timeout(r, new_episode)
         beta, why, congestive = self.loss_backoff(r)
         if congestive:
-            return f"{super().on_timeout(r, new_episode)} ({why})"
+            reason = f"{super().on_timeout(r, new_episode)} ({why})"
+            self.congestion_ssthresh = self.ssthresh
+            return reason
         w = self._sent_window()
-        self.ssthresh = max(self.ssthresh, w * beta, 2 * self.mss)
+        cubic = (w // self.mss * BETA) // 1 * self.mss
+        self.ssthresh = max(cubic, min(w * beta, self.congestion_ssthresh), 2 * self.mss)
         self.cwnd = self.mss
         self._end_epoch()
-        return f"timeout, {why}: cwnd 1 MSS, ssthresh at least {beta:g} of the window, W_max kept"
+        capped = " (the last congestion cut's)" if w * beta > self.congestion_ssthresh else ""
+        return (f"timeout, {why}: cwnd 1 MSS, ssthresh {self.ssthresh / self.mss:.0f} segments{capped}, "
+                f"W_max kept")
 
     def _bottleneck_hop(self):
         fresh = self._telemetry()
@@ -120,7 +138,7 @@ class CubicIntFlow(CubicFlow):
         share_per_rtt = hop.arrival_rate_pps * self.mss * r.rtt_us / 1e6 / max(hop.flow_count, 1)
         room = free / max(share_per_rtt, self.mss)
         growth = self.alg.increment * r.growth_bytes(self.mss) * min(1.0, room)
-        ceiling = r.inflight * self.mss + free        # in flight now + the free buffer
+        ceiling = r.inflight * self.mss + free / max(hop.flow_count, 1)   # in flight + our share of the free buffer
         growth = max(0.0, min(growth, ceiling - self.cwnd))
         return growth, (f"slow start Eq.1: free {free} B ({room:.2f} RTTs of our arrivals at "
                         f"{hop.arrival_rate_pps} pps, {hop.flow_count} flows), increment {self.alg.increment}; "

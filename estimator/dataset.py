@@ -120,6 +120,9 @@ def load_raw(path: str) -> dict:
         raise TraceError(f"{path}: not a collected run ({_why_unreadable(e)})") from None
 
 
+COMPETITOR_SETTLE_S = 1.0
+
+
 class Run(NamedTuple):
     """One collected run: features ``X`` (a row per sampled ACK), their times ``t``, and
     ``meta`` (parameters, CCA pair, feature names, format). Unpacks as (X, t, meta)."""
@@ -152,6 +155,15 @@ class Run(NamedTuple):
 
     def with_features(self, X: np.ndarray) -> "Run":
         return Run(X, self.t, self.meta)
+
+    def with_competitor_present(self, settle_s: float = COMPETITOR_SETTLE_S) -> "Run":
+        """Only the rows taken once the competitor had been sending for ``settle_s``: before
+        it starts (hard distribution: 0-10 s after flow 1) a row carries its label but
+        nothing of it, and neither training nor scoring should count it."""
+        if "comp_start_s" not in self.meta:       # the paper distribution: both start together
+            return self
+        keep = self.t >= float(self.meta["comp_start_s"]) + settle_s
+        return Run(self.X[keep], self.t[keep], self.meta)
 
 
 def load_run(path: str) -> Run:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dataset import CCAS, Run, load_raw, load_run, run_paths
+from .dataset import CCAS, COMPETITOR_SETTLE_S, Run, load_raw, load_run, run_paths
 from .features import TraceError
 from .flow_features import CompetitorSeries, flow_features
 from .int_features import FEATURE_SETS, busy_pps, int_features, select_features, uses_flows
@@ -16,8 +16,9 @@ VOTE_WINDOWS = (1, 10, 20, 30, 40, 50)
 STABLE_WINDOWS = (10, 50)
 
 
-def load_dataset(data_dir: str, feature_set: str = "table1"):
-    """Every collected run (:class:`Run`), X with the columns of ``feature_set``."""
+def load_dataset(data_dir: str, feature_set: str = "table1", settle_s: float | None = COMPETITOR_SETTLE_S):
+    """Every collected run (:class:`Run`), X with the columns of ``feature_set``, with the
+    rows taken once its competitor had been sending for ``settle_s`` (None: every row)."""
     if feature_set not in FEATURE_SETS:
         raise TraceError(f"unknown feature set {feature_set!r} (known: {', '.join(FEATURE_SETS)})")
     paths = run_paths(data_dir)
@@ -29,6 +30,8 @@ def load_dataset(data_dir: str, feature_set: str = "table1"):
         flows = uses_flows(names)
         runs = [r.with_features(select_features(np.hstack([r.X, run_int_features(p, flows=flows)]), names))
                 for p, r in zip(paths, runs)]
+    if settle_s is not None:
+        runs = [r.with_competitor_present(settle_s) for r in runs]
     return runs
 
 

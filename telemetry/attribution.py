@@ -7,10 +7,16 @@ A gap is only *pending* at first: if the missing packet turns up within
 idea). Each gap is labelled when it is seen, from the per-hop counters the
 packets on either side of it carry:
 
-* a queue on the path counted drops in between, or a queue is nearly full
-  -> congestion;
+* a queue on the path counted drops in between -> congestion;
 * a link counted losses in between and no queue dropped -> link;
-* both moved -> split in proportion of the two deltas.
+* both moved -> split in proportion of the two deltas, the link's share rounded
+  down: a tie, or a single packet between equal evidence, is congestion;
+* nothing moved (the packet died where nothing counts) -> congestion.
+
+A sender may only be lenient on a loss the network positively puts on the link;
+everything unexplained or mixed counts as congestion (docs/telemetry.md states
+the rules once). Queue occupancy plays no part: a full queue that dropped
+nothing in the gap did not lose the packet.
 
 Counters are per node egress (all flows), so with many flows a delta may
 include other flows' drops; the proportion is still the best estimate.
@@ -57,8 +63,10 @@ def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCount
         drops += u32_delta(h.queue_drops, p.queue_drops)
         link += u32_delta(h.link_losses, p.link_losses)
     if drops and link:
-        congestion = round(lost * drops / (drops + link))
-        return GapLabel(congestion, lost - congestion)
+        # mixed evidence: the link gets only the share its losses prove, rounded down;
+        # the rest (ties included) is congestion
+        link_share = lost * link // (drops + link)
+        return GapLabel(lost - link_share, link_share)
     if drops:
         return GapLabel(lost, 0)
     if link:

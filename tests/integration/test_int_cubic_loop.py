@@ -88,12 +88,12 @@ def test_queue_overflow_is_congestion_and_backs_off_like_cubic(loop, tmp_path):
         gp, decisions = run_cubic_int(tb, dp, url, tmp_path, "l1", seconds=12)
     finally:
         thread.join(timeout=60)
-    channel_losses = link_loss_counts(tb)[1] - before     # the channel's own PER at 0 % configured loss
+    channel_losses = link_loss_counts(tb)[1] - before
+    # 10 m, no shadowing: 22 dB above MCS 7's SNR, the channel loses nothing by itself
+    assert channel_losses == 0, f"the channel lost {channel_losses} packets: not pure congestion"
     assert decisions, "a kernel CUBIC flow filling a 100-packet buffer must overflow it"
-    kept = [d for d in decisions if "L1 keeps cwnd" in d]
-    assert len(kept) <= channel_losses, (kept, channel_losses)
-    # every other loss episode backs off like CUBIC, most on the sink's word
-    assert all("CUBIC beta 0.7" in d for d in decisions if d not in kept), decisions
+    # pure congestion: every loss episode backs off like CUBIC, no leniency at all
+    assert all("CUBIC beta 0.7" in d for d in decisions), decisions
     assert any(d.startswith("loss: congestion (sink)") for d in decisions), decisions
     other = competitor["end"]["sum_received"]["bits_per_second"] / 1e6
     assert gp > 1.5, (gp, other)      # neither starved by CUBIC ...

@@ -89,6 +89,13 @@ def test_label_splits_in_proportion_when_both_moved():
     assert label_gap(4, hops(0, 0), hops(3, 1)) == GapLabel(3, 1)
 
 
+def test_mixed_evidence_gives_the_link_only_the_share_it_proves():
+    # a tie is congestion (round(0.5) == 0 used to give this packet to the link)
+    assert label_gap(1, hops(0, 0), hops(1, 1)) == GapLabel(1, 0)
+    assert label_gap(3, hops(0, 0), hops(1, 1)) == GapLabel(2, 1)
+    assert label_gap(2, hops(0, 0), hops(1, 3)) == GapLabel(1, 1)      # 1.5 links: 1
+
+
 def test_an_unexplained_loss_is_congestion():
     # no counter moved: no evidence of a lossy link, whatever the queue's occupancy
     assert label_gap(1, hops(0, 0, occ=0.95), hops(0, 0, occ=0.95)) == GapLabel(1, 0)
