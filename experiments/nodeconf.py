@@ -13,11 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional
 
+from int_node.ioam import MAX_HOPS
+
 from .topo import Link, Topo
 
 INT_HEADROOM_BYTES = 288
 MIRROR_IFNAME = "intcc-mon"
-# INT headers: 2 hops 136-byte HbH + 24-byte DOH = 160; 4 hops 256 + 24 = 280
+# INT headers: 2 hops 144-byte HbH + 24-byte DOH = 168; 3 hops (the most) 208 + 24 = 232
 
 
 @dataclass
@@ -60,7 +62,7 @@ def _emulation(tag: str, link: Link, direction_seed: int, with_int: Optional[str
 def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "none") -> str:
     info = topo.nodes[node]
     roles = set(info["int"])
-    max_hops = max(1, min(4, topo.int_transit_count()))
+    max_hops = max(1, min(MAX_HOPS, topo.int_transit_count()))
     ns = topo.extra.get("int_namespace_id")     # IOAM namespace of the INT domain (default: int_node's)
     ns_arg = f", namespace_id {int(ns)}" if ns is not None else ""
     node_mtu = min(i.mtu for i in ifaces)

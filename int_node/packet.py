@@ -6,6 +6,7 @@ the testbed carries; anything else is classified as "other" before it gets here.
 """
 from __future__ import annotations
 
+import hashlib
 import struct
 import time
 
@@ -95,6 +96,12 @@ def flow_key(data) -> bytes:
     else:
         ports = b"\0\0\0\0"
     return bytes(data[IP6_SRC_OFF:IP6_PAYLOAD_OFF]) + bytes((proto or 0,)) + ports
+
+
+def key_hash(key: bytes) -> str:
+    """The flow id of a key (telemetry.flowid.flow_id_from_key, which checks the key):
+    16 hex digits, 64 bits of BLAKE2b."""
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
 def flow_tuple(key: bytes) -> tuple:

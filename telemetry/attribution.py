@@ -18,8 +18,13 @@ everything unexplained or mixed counts as congestion (docs/telemetry.md states
 the rules once). Queue occupancy plays no part: a full queue that dropped
 nothing in the gap did not lose the packet.
 
-Counters are per node egress (all flows), so with many flows a delta may
-include other flows' drops; the proportion is still the best estimate.
+Nodes that write IOAM opaque schema v3 also carry the packet's own flow's drops
+and link losses at each hop (int_node.flow_tally): then a gap is put on this flow's
+own counts, exactly: the link gets the losses the links counted of this flow (never
+more than the gap, never what its drops already explain), the rest is congestion.
+Without them (older nodes, or a flow the node's table evicted) the node totals
+decide, which every flow through the hop shares: with many flows a delta may include
+other flows' drops, and the proportion is only an estimate.
 """
 from __future__ import annotations
 
@@ -37,12 +42,19 @@ def u32_delta(new: int, old: int) -> int:
     return (new - old) & U32_MASK
 
 
+U16_MASK = 0xFFFF
+
+
 @dataclass
 class HopCounters:
     node_id: int
     queue_drops: int
     link_losses: int
     occupancy: float          # 0..1, 0 if unknown
+    # this flow's own drops and link losses at the hop (16 bits, wrap); None: the node
+    # reports only its totals (IOAM opaque schema v1/v2)
+    flow_queue_drops: Optional[int] = None
+    flow_link_losses: Optional[int] = None
 
 
 @dataclass
@@ -51,15 +63,37 @@ class GapLabel:
     link: int
 
 
+def _own_deltas(h: HopCounters, p: HopCounters, lost: int) -> Optional[Tuple[int, int]]:
+    """This flow's own (drops, link losses) at a hop between two of its packets, or None
+    when the hop does not count per flow or its counts went backwards (the node's flow
+    table evicted the flow and counts it from zero again)."""
+    if None in (h.flow_queue_drops, p.flow_queue_drops, h.flow_link_losses, p.flow_link_losses):
+        return None
+    d = (h.flow_queue_drops - p.flow_queue_drops) & U16_MASK
+    k = (h.flow_link_losses - p.flow_link_losses) & U16_MASK
+    # a gap cannot hold more of its own losses than packets (plus a few of the same
+    # flow's reordered ones): a counter that jumped is a reset
+    if d > lost + 64 or k > lost + 64:
+        return None
+    return d, k
+
+
 def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCounters]) -> GapLabel:
     """Split ``lost`` packets between congestion and link from the counters of
-    the packets just before and just after the gap."""
+    the packets just before and just after the gap: this flow's own counts where every
+    hop keeps them, else the hops' totals (shared by every flow through them)."""
     prev = {h.node_id: h for h in before}
+    pairs = [(h, prev[h.node_id]) for h in after if h.node_id in prev]   # hops with an earlier snapshot
+    own = [_own_deltas(h, p, lost) for h, p in pairs]
+    if pairs and None not in own:
+        drops = sum(d for d, _ in own)
+        link = sum(k for _, k in own)
+        # exact: the link gets the losses it counted of this flow, never more than it
+        # proves; the rest, counted as drops or not counted at all, is congestion
+        link_share = max(0, min(link, lost - drops))
+        return GapLabel(lost - link_share, link_share)
     drops = link = 0
-    for h in after:
-        p = prev.get(h.node_id)
-        if p is None:
-            continue   # a hop we have no earlier snapshot of: no delta to read
+    for h, p in pairs:
         drops += u32_delta(h.queue_drops, p.queue_drops)
         link += u32_delta(h.link_losses, p.link_losses)
     if drops and link:

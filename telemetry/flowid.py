@@ -8,10 +8,11 @@ addresses are normalised through ``ipaddress`` and the id is a hash of a fixed
 """
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import re
 from typing import Union
+
+from int_node.packet import key_hash
 
 FLOW_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 PROTO_TCP, PROTO_UDP = 6, 17
@@ -46,7 +47,7 @@ def flow_id_from_key(key: bytes) -> str:
     """16 hex digits (64 bits of BLAKE2b): short, MQTT-topic safe, collision-free in practice."""
     if len(key) != _KEY_BYTES:
         raise ValueError(f"a flow key has {_KEY_BYTES} bytes, got {len(key)}")
-    return hashlib.blake2b(key, digest_size=8).hexdigest()
+    return key_hash(key)
 
 
 def flow_id(src: Address, dst: Address, proto: int = PROTO_TCP, sport: int = 0, dport: int = 0) -> str:

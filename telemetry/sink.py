@@ -50,7 +50,8 @@ def _counters(nodes) -> List[HopCounters]:
             continue
         cap = st.queue_capacity_bytes
         out.append(HopCounters(n.node_id, st.queue_drops, st.link_losses,
-                               (n.queue_depth_bytes or 0) / cap if cap else 0.0))
+                               (n.queue_depth_bytes or 0) / cap if cap else 0.0,
+                               st.flow_queue_drops, st.flow_link_losses))
     return out
 
 

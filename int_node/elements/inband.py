@@ -47,8 +47,8 @@ class INTSource(Element):
     counter_names = ("inserted", "skipped_has_hbh", "skipped_mtu", "skipped_not_ipv6", "flows_reset")
 
     def configured(self):
-        if self.max_hops > 4:
-            raise ConfigError("INTSource: max_hops is at most 4 (IOAM option length is one byte)")
+        if self.max_hops > ioam.MAX_HOPS:
+            raise ConfigError(f"INTSource: max_hops is at most {ioam.MAX_HOPS} (IOAM option length is one byte)")
         _check_namespace(self.namespace_id, "INTSource")
         self._inserter = ioam.Inserter(self.max_hops, self.namespace_id)
         self.overhead_bytes = self._inserter.size
@@ -133,6 +133,8 @@ class INTTransit(Element):
         self._link = r.find(self.link, None, me) if self.link else None
         if self._link is not None and not hasattr(self._link, "link_losses"):
             raise ConfigError(f"{me}: '{self.link}' has no link_losses counter")
+        # its losses per flow, when it keeps them (RandomLoss, WirelessChannel)
+        self._flow_losses = getattr(self._link, "flow_losses", None)
         self._channel = r.find(self.channel, None, me) if self.channel else None
         if self._channel is not None and not hasattr(self._channel, "rssi_dbm"):
             raise ConfigError(f"{me}: '{self.channel}' is not a WirelessChannel")
@@ -162,6 +164,7 @@ class INTTransit(Element):
             now = time.time_ns()
             q, m, ch = self._queue, self._meter, self._channel
             link = self._link
+            flow_losses = self._flow_losses
             if self.egress and not self._egress_if:
                 self._egress_if = getattr(self._egress_dev, "ifindex", 0) or 0
             # RFC 9197: the timestamp is when the node received the packet; the time it
@@ -173,7 +176,8 @@ class INTTransit(Element):
                 ch.rssi_int if ch else -128, ch.mcs if ch else 0xFF, m.flow_count if m else 0,
                 ch.data_rate_kbps if ch else 0, q.drops if q else 0,
                 link.link_losses if link else 0, int(m.arrival_rate_pps) if m else 0,
-                q.capacity_limit_bytes if q else 0, self._node_rx_drops(now))
+                q.capacity_limit_bytes if q else 0, self._node_rx_drops(now),
+                q.flow_drops.of(pkt) if q else 0, flow_losses.of(pkt) if flow_losses else 0)
             if ok:
                 self.stamped += 1
             else:

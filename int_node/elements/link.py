@@ -8,6 +8,7 @@ import time
 from collections import deque
 
 from ..element import PULL, PUSH, Arg, ConfigError, Element, register
+from ..flow_tally import FlowTally
 from ..loss_draws import PacketKeyedDraws
 from ..units import parse_fraction, parse_nonneg_int, parse_rate_bps, parse_time_ns
 from .queues import find_upstream_queues
@@ -147,6 +148,12 @@ class RandomLoss(Element):
 
     def configured(self):
         self._draws = PacketKeyedDraws(self.seed)
+        self.flow_losses = FlowTally()       # per flow (issue 27), INTTransit stamps the packet's
+
+    def counters(self):
+        c = super().counters()
+        c["flow_losses"] = self.flow_losses.top()
+        return c
 
     def handler_changed(self, handler):
         if handler == "seed":
@@ -160,6 +167,7 @@ class RandomLoss(Element):
     def push(self, port, pkt):
         if self.p and self._draws.draw(pkt.data) < self.p:
             self.dropped += 1
+            self.flow_losses.count(pkt)
             return
         self.passed += 1
         out = self._out[0]

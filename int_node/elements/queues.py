@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..element import AGNOSTIC, PULL, Arg, ConfigError, Element, register
+from ..flow_tally import FlowTally
 from ..packet import flow_key
 from ..units import parse_nonneg_int, parse_pos_int, parse_time_ns
 
@@ -19,7 +20,8 @@ class Queue(Element):
     Push input, pull output. Downstream pullers (ToDevice, LinkShaper) register a
     listener and are woken when the queue turns non-empty (Click's notifier).
     ``depth_pkts`` / ``depth_bytes`` (frame bytes) are the current occupancy,
-    ``drops`` the cumulative tail drops (what INT reports as queue drops).
+    ``drops`` the cumulative tail drops (what INT reports as queue drops), and per flow
+    in ``flow_drops`` (a bounded table: int_node.flow_tally).
     INT advertises ``advertised_depth_bytes`` against ``capacity_limit_bytes``.
     """
     output_kind = PULL
@@ -31,6 +33,7 @@ class Queue(Element):
         self._q = deque()
         self.depth_bytes = 0
         self._listeners = []
+        self.flow_drops = FlowTally()
 
     @property
     def depth_pkts(self) -> int:
@@ -59,6 +62,8 @@ class Queue(Element):
         c = super().counters()
         c["depth_pkts"] = len(self._q)
         c["depth_bytes"] = self.depth_bytes
+        c["flow_drops"] = self.flow_drops.top()
+        c["flows_evicted"] = self.flow_drops.evicted
         return c
 
     def push(self, port, pkt):
@@ -66,6 +71,7 @@ class Queue(Element):
         n = len(pkt.data)
         if len(q) >= self.capacity or (self.capacity_bytes and self.depth_bytes + n > self.capacity_bytes):
             self.drops += 1
+            self.flow_drops.count(pkt)
             return
         q.append(pkt)
         self.depth_bytes += n

@@ -16,6 +16,7 @@ import random
 import time
 
 from ..element import Arg, Element, register
+from ..flow_tally import FlowTally
 from ..loss_draws import PacketKeyedDraws
 from ..units import parse_fraction, parse_time_ns
 
@@ -74,6 +75,7 @@ class WirelessChannel(Element):
 
     def configured(self):
         self._seed_generators()
+        self.flow_losses = FlowTally()       # per flow (issue 27), INTTransit stamps the packet's
         self._shadow_db = 0.0
         self._next_draw_ns = 0
         self._update(0)
@@ -102,7 +104,8 @@ class WirelessChannel(Element):
 
     def counters(self):
         c = super().counters()
-        c.update(rssi_dbm=round(self.rssi_dbm, 1), mcs=self.mcs, data_rate_kbps=self.data_rate_kbps)
+        c.update(rssi_dbm=round(self.rssi_dbm, 1), mcs=self.mcs, data_rate_kbps=self.data_rate_kbps,
+                 flow_losses=self.flow_losses.top())
         return c
 
     def push(self, port, pkt):
@@ -116,10 +119,12 @@ class WirelessChannel(Element):
         if self.loss and self._loss_draws.draw(pkt.data) < self.loss:
             self.configured_losses += 1
             self.link_losses += 1
+            self.flow_losses.count(pkt)
             return
         if self._rng.random() < per:
             self.error_losses += 1
             self.link_losses += 1
+            self.flow_losses.count(pkt)
             return
         self.passed += 1
         out = self._out[0]

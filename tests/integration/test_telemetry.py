@@ -85,6 +85,39 @@ def test_congestion_losses_are_attributed_to_congestion(mosquitto):
     assert rec.lost_congestion >= 0.95 * rec.lost, rec
 
 
+def test_four_flows_through_a_lossy_congested_hop_each_get_their_own_losses(wireless, mosquitto):
+    """Issue 27: the node counts drops and link losses per flow and stamps each packet's
+    own; the sink puts each flow's losses on them. Four UDP flows of 3.5 Mbit/s into the
+    10 Mbit/s wireless hop at 5 % link loss: congestion and link losses at once, every
+    flow both. Each flow's attribution is checked against the elements' per-flow counts."""
+    import threading
+    ports = (5301, 5302, 5303, 5304)
+    before = wireless.counters("ap1")
+    with TelemetryView(mosquitto.url) as view:
+        assert view.wait_connected()
+        threads = [threading.Thread(target=udp_flow, args=(wireless, "sta1", "sta2", 3.5, 5), kwargs={"port": p})
+                   for p in ports]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        time.sleep(0.3)
+        recs = {f.record.dport: f.record for f in view.flows().values() if f.record.dport in ports}
+    after = wireless.counters("ap1")
+    assert set(recs) == set(ports), f"records for ports {sorted(recs)} only"
+    shared_link = after["wl1"]["link_losses"] - before["wl1"]["link_losses"]
+    shared_drops = after["q1"]["drops"] - before["q1"]["drops"]
+    assert shared_link > 100 and shared_drops > 100, (shared_link, shared_drops)   # both kinds, shared
+    for port, rec in recs.items():
+        fid = rec.flow_id
+        drops = after["q1"]["flow_drops"].get(fid, 0) - before["q1"]["flow_drops"].get(fid, 0)
+        link = after["wl1"]["flow_losses"].get(fid, 0) - before["wl1"]["flow_losses"].get(fid, 0)
+        assert drops > 10 and link > 10, (port, drops, link)
+        agreed = min(rec.lost_congestion, drops) + min(rec.lost_link, link)
+        assert agreed >= 0.95 * (drops + link), (port, rec.lost_congestion, drops, rec.lost_link, link)
+        assert rec.lost <= drops + link + 5, (port, rec.lost, drops, link)
+
+
 def test_mosquitto_sub_receives_valid_json_records_during_a_flow(wireless, mosquitto):
     sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(mosquitto.port), "-t", "intcc/v1/#",
                             "-v", "-C", "40", "-W", "20"], stdout=subprocess.PIPE, text=True)

@@ -102,6 +102,22 @@ def test_an_unexplained_loss_is_congestion():
     assert label_gap(1, hops(0, 0, occ=0.2), hops(0, 0, occ=0.2)) == GapLabel(1, 0)
 
 
+def own(node, fd, fl, drops=100, link=100):
+    return HopCounters(node, drops, link, 0.0, fd, fl)
+
+
+def test_a_flows_own_counts_label_its_gap_exactly_and_conservatively():
+    assert label_gap(3, [own(1, 0, 0)], [own(1, 1, 2, drops=150, link=101)]) == GapLabel(1, 2)
+    assert label_gap(3, [own(1, 0, 0)], [own(1, 0, 1)]) == GapLabel(2, 1)        # 2 unexplained
+    assert label_gap(2, [own(1, 0, 0)], [own(1, 1, 2)]) == GapLabel(1, 1)        # never more than proven
+    assert label_gap(1, [own(1, 0xFFFF, 3)], [own(1, 0, 3)]) == GapLabel(1, 0)   # 16-bit wrap
+    # a count that went backwards (the node's table evicted the flow): the totals decide
+    assert label_gap(1, [own(1, 9, 9, drops=0, link=0)], [own(1, 0, 0, drops=0, link=1)]) == GapLabel(0, 1)
+    # a hop without per-flow counts (an older node): the totals decide for the whole path
+    old = HopCounters(2, 0, 0, 0.0)
+    assert label_gap(1, [own(1, 0, 0, 0, 0), old], [own(1, 0, 0, 0, 0), HopCounters(2, 0, 1, 0.0)]) == GapLabel(0, 1)
+
+
 def test_label_counter_wraparound():
     assert label_gap(1, hops(0xFFFFFFFF, 0), hops(0, 0)) == GapLabel(1, 0)
 

@@ -8,12 +8,16 @@ from tests.helpers import ipv6_frame
 MS = 1_000_000
 
 
-def packet(seq, drops=0, link=0, depth=0, capacity=150_000):
+def packet(seq, drops=0, link=0, depth=0, capacity=150_000, own=None):
+    """A packet of the one flow through two nodes; node 1's totals ``drops``, ``link``, and
+    this flow's own counts there ``own`` (drops, link losses; default: the totals, one flow)."""
+    own = (drops, link) if own is None else own
     f = ioam.insert_int(ipv6_frame(200, nh=17), 2, seq, 1_700_000_000 * 10**9)
     off = ioam.find_trace(f)
-    for node, (d, l) in ((1, (drops, link)), (2, (0, 0))):
+    for node, (d, l), (fd, fl) in ((1, (drops, link), own), (2, (0, 0), (0, 0))):
         ioam.stamp_default(f, off, 63, node, 1, 2, 1_700_000_000 * 10**9, 1000, depth, depth // 1500,
-                           -60 if node == 1 else -128, 5 if node == 1 else 0xFF, 1, 65000, d, l, 800, capacity)
+                           -60 if node == 1 else -128, 5 if node == 1 else 0xFF, 1, 65000, d, l, 800, capacity,
+                           0, fd, fl)
     s = ioam.strip_int(f)
     return flow_key(s.frame), s.trace_raw, s.e2e_raw
 
@@ -35,6 +39,22 @@ def test_link_loss_is_published_at_once_and_labelled_link():
     loss = [r for r in flows(pubs) if r.reason == "loss"]
     assert len(loss) == 1 and loss[0].lost == 1 and loss[0].lost_link == 1 and loss[0].interval_lost_link == 1
     assert loss[0].last_loss_cause == "link" and loss[0].path[0].rssi_dbm == -60 and loss[0].path[1].rssi_dbm is None
+
+
+def test_the_flows_own_counts_decide_over_the_nodes_totals():
+    # node 1 counted 5 link losses and 1 drop in the gap, all flows together; this flow's
+    # own: one drop. Its lost packet was that drop, not the link's.
+    tel = SinkTelemetry(period_ms=1000, min_gap_ms=0, reorder_pkts=1)
+    pubs = run(tel, [packet(0), packet(1), packet(3, drops=1, link=5, own=(1, 0)),
+                     packet(4, drops=1, link=5, own=(1, 0))])
+    rec = flows(pubs)[-1]
+    assert rec.lost == 1 and rec.lost_congestion == 1 and rec.lost_link == 0
+    # and the other way round: the totals say drops, this flow's own say a link loss
+    tel = SinkTelemetry(period_ms=1000, min_gap_ms=0, reorder_pkts=1)
+    pubs = run(tel, [packet(0), packet(1), packet(3, drops=4, link=1, own=(0, 1)),
+                     packet(4, drops=4, link=1, own=(0, 1))])
+    rec = flows(pubs)[-1]
+    assert rec.lost == 1 and rec.lost_link == 1
 
 
 def test_queue_drop_is_labelled_congestion():
