@@ -165,6 +165,8 @@ class INTTransit(Element):
             q, m, ch = self._queue, self._meter, self._channel
             link = self._link
             flow_losses = self._flow_losses
+            drops, flow_drops = (pkt.drops_seen if q and pkt.drops_seen
+                                 else (q.drops, q.flow_drops.of(pkt)) if q else (0, 0))
             if self.egress and not self._egress_if:
                 self._egress_if = getattr(self._egress_dev, "ifindex", 0) or 0
             # RFC 9197: the timestamp is when the node received the packet; the time it
@@ -174,10 +176,10 @@ class INTTransit(Element):
                 now - pkt.rx_ns,
                 q.advertised_depth_bytes if q else 0, len(q._q) if q else 0,
                 ch.rssi_int if ch else -128, ch.mcs if ch else 0xFF, m.flow_count if m else 0,
-                ch.data_rate_kbps if ch else 0, q.drops if q else 0,
+                ch.data_rate_kbps if ch else 0, drops,
                 link.link_losses if link else 0, int(m.arrival_rate_pps) if m else 0,
                 q.capacity_limit_bytes if q else 0, self._node_rx_drops(now),
-                q.flow_drops.of(pkt) if q else 0, flow_losses.of(pkt) if flow_losses else 0)
+                flow_drops, flow_losses.of(pkt) if flow_losses else 0)
             if ok:
                 self.stamped += 1
             else:

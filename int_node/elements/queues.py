@@ -73,6 +73,10 @@ class Queue(Element):
             self.drops += 1
             self.flow_drops.count(pkt)
             return
+        # the drops as this packet joins: stamped at dequeue, a count taken then would
+        # include drops of packets that arrived after it, and a sink differencing two
+        # packets around a gap would put a drop in the wrong gap
+        pkt.drops_seen = (self.drops, self.flow_drops.of(pkt))
         q.append(pkt)
         self.depth_bytes += n
         self.enqueued += 1

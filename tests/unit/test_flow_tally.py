@@ -43,3 +43,24 @@ def test_the_table_is_bounded_and_evicts_the_flow_counted_least_recently():
     t.count(pkts[3])
     assert (t.of(pkts[1]), t.of(pkts[2]), t.of(pkts[3]), t.evicted) == (2, 0, 1, 1)
     assert FlowTally().of(Packet(bytearray(b"\x00" * 10))) == 0     # an empty table parses nothing
+
+
+def test_a_packet_carries_the_drops_as_it_entered_the_queue_not_as_it_left():
+    # A queued, then B of the same flow dropped behind it: A must not count B's drop, or
+    # the sink would put it in the gap before A instead of the one B leaves
+    r = router("Idle -> q :: Queue(1) -> Unqueue -> Discard; "
+               "Idle -> t :: INTTransit(node_id 1, queue q) -> Discard;")
+    q = r.elements["q"]
+    q._listeners = []
+    push(r, "q", int_frame(1))
+    push(r, "q", int_frame(1))
+    assert q.drops == 1
+    a = q.pull(0)
+    r.elements["t"].push(0, a)
+    node = ioam_decode.decode_trace(ioam.strip_int(a.data).trace_raw).nodes[0]
+    assert (node.state.queue_drops, node.state.flow_queue_drops) == (0, 0)
+    push(r, "q", int_frame(1))                    # the next one of the flow counts it
+    c = q.pull(0)
+    r.elements["t"].push(0, c)
+    node = ioam_decode.decode_trace(ioam.strip_int(c.data).trace_raw).nodes[0]
+    assert (node.state.queue_drops, node.state.flow_queue_drops) == (1, 1)
