@@ -242,8 +242,9 @@ class BbrFlow(FlowBase):
         return [("ss_until", int(target_pkts * self.mss) if grows else 0)]
 
     def _bw_register(self) -> list[tuple[str, int]]:
-        """The bandwidth the datapath measures ACK aggregation against."""
-        return [("bw", int(self.bw))] if self.alg.capabilities.aggregation else []
+        """The bandwidth the datapath measures ACK aggregation against, and tcp_bbr's
+        recoveries in the kernel (conservation per ACK, no PRR, growth on)."""
+        return [("bw", int(self.bw)), ("own_recovery", 1)] if self.alg.capabilities.aggregation else []
 
     def on_report(self, raw):
         r = Report(raw)

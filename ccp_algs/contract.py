@@ -58,6 +58,10 @@ CONTROL_REGISTERS = (
     Register("bw", 0, "bw_bytes_per_s",
              "the algorithm's bandwidth estimate (bytes/s): the kernel measures ACK aggregation against "
              "it, as tcp_bbr (SIGNALS['extra_acked']; 0: off)"),
+    Register("own_recovery", 0, "own_recovery",
+             "1: the algorithm runs its recoveries as tcp_bbr: no PRR, at least packet conservation "
+             "per ACK (in flight + delivered) and the per-ACK growth up to ss_until continues; 0: PRR "
+             "steps a recovery towards the agent's window"),
 )
 REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
 GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch")
@@ -175,7 +179,7 @@ STRUCTS = {
         ("flags", "u32"), ("cwnd_bytes", "u32"), ("rate_bps", "u64"), ("seq", "u64"),
         ("answered_hold", "u32"), ("grown_base", "u32"), ("ss_until_bytes", "u32"),
         ("ca_target_bytes", "u32"), ("ca_cnt_max", "u32"), ("reno_scale", "u32"), ("ca_epoch", "u32"),
-        ("loss_beta_1024", "u32"), ("bw_bytes_per_s", "u32"),
+        ("loss_beta_1024", "u32"), ("bw_bytes_per_s", "u32"), ("own_recovery", "u32"),
     ]),
     "intcc_ccp_cfg": ("Cfg", [
         ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),

@@ -209,7 +209,15 @@ static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, in
 
 		if (pkts < 1)
 			pkts = 1;
-		if (state == TCP_CA_Recovery || state == TCP_CA_CWR) {
+		if ((state == TCP_CA_Recovery || state == TCP_CA_CWR) && ctl->own_recovery) {
+			/* tcp_bbr's recovery: no PRR; at least packet conservation on every ACK
+			 * (bbr_set_cwnd_to_recover_or_restore), growth per ACK goes on (grow_per_ack) */
+			__u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+			__u32 conserve = in_flight + (rs->acked_sacked > 0 ? rs->acked_sacked : 0);
+
+			if (pkts < conserve)
+				pkts = conserve;
+		} else if (state == TCP_CA_Recovery || state == TCP_CA_CWR) {
 			__u32 prr;
 
 			if (p->cut_hold && tp->snd_ssthresh < pkts) {

@@ -84,6 +84,7 @@ struct intcc_ccp_ctl {
 	__u32 ca_epoch;          /* a change restarts W_est at the window (a new CUBIC epoch) */
 	__u32 loss_beta_1024;    /* the algorithm's cut on a loss, /1024: ssthresh until it answers (0: Reno's) */
 	__u32 bw_bytes_per_s;    /* the algorithm's bandwidth estimate: ACK aggregation is measured against it */
+	__u32 own_recovery;      /* 1: recoveries as tcp_bbr (conservation per ACK, growth on); 0: PRR */
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */

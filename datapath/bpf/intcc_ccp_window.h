@@ -93,8 +93,12 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 	__u32 acked;
 	__u64 now;
 
-	if (!(flag & FLAG_DATA_ACKED) || rs->acked_sacked <= 0 ||
-	    state == TCP_CA_Recovery || state == TCP_CA_CWR)
+	/* tcp_bbr (own_recovery) grows on every ACK that delivers, SACKs included, recoveries
+	 * included; the others as the kernel's slow start: ACKs that advance snd_una, never
+	 * in a recovery (PRR's) */
+	if (rs->acked_sacked <= 0)
+		return;
+	if (!ctl->own_recovery && (!(flag & FLAG_DATA_ACKED) || state == TCP_CA_Recovery || state == TCP_CA_CWR))
 		return;
 	acked = rs->acked_sacked;
 	until = ctl->ss_until_bytes / mss;

@@ -107,6 +107,7 @@ pub struct Ctl {
     /// the algorithm's cut on a loss (/1024): the kernel's ssthresh until it answers (0: Reno's)
     pub loss_beta_1024: u32,
     pub bw_bytes_per_s: u32,
+    pub own_recovery: u32,
 }
 
 #[repr(C)]

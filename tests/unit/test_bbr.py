@@ -188,6 +188,7 @@ def test_ack_aggregation_widens_the_target_for_5_to_10_rounds_at_most_100_ms_at_
     run(flow, dp, clock, path, 40)
     base = flow.target_pkts()
     assert dp.fields["bw"] == pytest.approx(path.bw, rel=0.05)     # what the kernel measures against
+    assert dp.fields["own_recovery"] == 1                           # tcp_bbr's recoveries, not PRR
     r = path.round(flow, dp, clock)
     r.extra_acked = 8
     flow.on_report(r)
@@ -212,7 +213,7 @@ def test_without_the_aggregation_signal_the_target_is_two_bdp():
     r = path.round(flow, dp, clock)
     r.extra_acked = 8          # on ccp-kernel this field is libccp's rate_outgoing
     flow.on_report(r)
-    assert flow.aggregation_pkts() == 0 and "bw" not in dp.fields
+    assert flow.aggregation_pkts() == 0 and "bw" not in dp.fields and "own_recovery" not in dp.fields
 
 
 def test_drain_ends_at_the_bdp_plus_the_quantization_budget_as_tcp_bbr():
