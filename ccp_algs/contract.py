@@ -27,7 +27,8 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-CONTRACT_VERSION = 3     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation
+CONTRACT_VERSION = 4     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
+                        # 3: no own_recovery, no per-ACK loss accounting
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,11 @@ CONTROL_REGISTERS = (
              "the algorithm's bandwidth estimate (bytes/s): the kernel measures ACK aggregation against "
              "it, as tcp_bbr (SIGNALS['extra_acked']; 0: off)"),
     Register("own_recovery", 0, "own_recovery",
-             "1: the algorithm runs its recoveries as tcp_bbr: no PRR, at least packet conservation "
-             "per ACK (in flight + delivered) and the per-ACK growth up to ss_until continues; 0: PRR "
-             "steps a recovery towards the agent's window"),
+             "1: the algorithm's window around losses is tcp_bbr's, per ACK in the kernel: every packet "
+             "lost after the report a command was decided on comes off it, the first round of a recovery "
+             "keeps at least packet conservation (in flight + delivered), no PRR, at least 4 packets, and "
+             "the per-ACK growth up to ss_until goes on in recoveries; 0: PRR steps a recovery towards "
+             "the agent's window"),
 )
 REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
 GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch")
@@ -173,13 +176,14 @@ STRUCTS = {
         ("rate_outgoing_bps", "u64"), ("rate_incoming_bps", "u64"), ("snd_rate_bps", "u64"),
         ("bytes_pending", "u32"), ("ca_state", "u32"), ("applied_seq", "u64"),
         ("undo_cwnd_bytes", "u32"), ("hold_id", "u32"), ("grown_pkts", "u32"), ("reductions", "u32"),
-        ("extra_acked_pkts", "u32"),
+        ("extra_acked_pkts", "u32"), ("lost_total_pkts", "u32"),
     ]),
     "intcc_ccp_ctl": ("Ctl", [
         ("flags", "u32"), ("cwnd_bytes", "u32"), ("rate_bps", "u64"), ("seq", "u64"),
         ("answered_hold", "u32"), ("grown_base", "u32"), ("ss_until_bytes", "u32"),
         ("ca_target_bytes", "u32"), ("ca_cnt_max", "u32"), ("reno_scale", "u32"), ("ca_epoch", "u32"),
         ("loss_beta_1024", "u32"), ("bw_bytes_per_s", "u32"), ("own_recovery", "u32"),
+        ("lost_base", "u32"),
     ]),
     "intcc_ccp_cfg": ("Cfg", [
         ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),

@@ -184,6 +184,7 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	e->grown_pkts = p->grown_pkts;
 	e->reductions = p->reductions;
 	e->extra_acked_pkts = extra_acked;
+	e->lost_total_pkts = tp->lost;
 	bpf_ringbuf_submit(e, 0);
 	p->rto_pending = 0;
 	p->undo_pkts = 0;
@@ -209,14 +210,8 @@ static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, in
 
 		if (pkts < 1)
 			pkts = 1;
-		if ((state == TCP_CA_Recovery || state == TCP_CA_CWR) && ctl->own_recovery) {
-			/* tcp_bbr's recovery: no PRR; at least packet conservation on every ACK
-			 * (bbr_set_cwnd_to_recover_or_restore), growth per ACK goes on (grow_per_ack) */
-			__u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
-			__u32 conserve = in_flight + (rs->acked_sacked > 0 ? rs->acked_sacked : 0);
-
-			if (pkts < conserve)
-				pkts = conserve;
+		if (ctl->own_recovery) {
+			pkts = bbr_recovery_window(sk, ctl, rs, pkts);   /* tcp_bbr's, no PRR */
 		} else if (state == TCP_CA_Recovery || state == TCP_CA_CWR) {
 			__u32 prr;
 
@@ -282,6 +277,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 	if (ctl && (ctl->flags & CTL_HAS_CWND) && p->undo_pkts) {
 		ctl->cwnd_bytes = p->undo_pkts * tcp_sk(sk)->mss_cache;
 		ctl->grown_base = p->grown_pkts;
+		ctl->lost_base = tcp_sk(sk)->lost;
 	}
 	/* The agent answered (a command sent after the report of this RTO / loss reached it;
 	 * the daemon marks it), or the kernel undid the RTO / cut. */

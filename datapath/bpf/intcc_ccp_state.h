@@ -65,6 +65,7 @@ struct intcc_ccp_event {
 	__u32 grown_pkts;        /* segments the per-ACK growth has added so far (cumulative, wraps) */
 	__u32 reductions;        /* window reductions (Recovery, CWR) the kernel began so far (cumulative) */
 	__u32 extra_acked_pkts;  /* tcp_bbr's extra_acked sample on this ACK, against ctl bw (0: off) */
+	__u32 lost_total_pkts;   /* tp->lost: packets marked lost so far (cumulative, wraps) */
 };
 
 struct intcc_ccp_ctl {
@@ -85,6 +86,7 @@ struct intcc_ccp_ctl {
 	__u32 loss_beta_1024;    /* the algorithm's cut on a loss, /1024: ssthresh until it answers (0: Reno's) */
 	__u32 bw_bytes_per_s;    /* the algorithm's bandwidth estimate: ACK aggregation is measured against it */
 	__u32 own_recovery;      /* 1: recoveries as tcp_bbr (conservation per ACK, growth on); 0: PRR */
+	__u32 lost_base;         /* own_recovery: the window also loses what tp->lost grew by since this */
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */

@@ -155,6 +155,39 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 	}
 }
 
+/* tcp_bbr's window around losses (bbr_set_cwnd_to_recover_or_restore), for an algorithm
+ * that asks for it (register own_recovery): every packet marked lost since the report the
+ * agent decided on comes off the window at once (cwnd -= rs->losses on each ACK), and in
+ * the first round of a recovery the window is at least what is in flight plus what this
+ * ACK delivered (packet conservation); no PRR; at least 4 packets (bbr_cwnd_min_target).
+ * The recovery's round ends when a packet sent after it began is delivered: its start is
+ * kept in the PRR fields, which PRR does not use for such a flow. */
+static __always_inline __u32 bbr_recovery_window(struct sock *sk, struct intcc_ccp_ctl *ctl,
+						 const struct rate_sample *rs, __u32 pkts)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+	__u8 state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
+	__u32 lost = tp->lost - ctl->lost_base;
+
+	if ((__s32)lost > 0)
+		pkts = pkts > lost ? pkts - lost : 1;
+	if (state == TCP_CA_Recovery) {
+		if (p->prr_high_seq != tp->high_seq) {     /* a new recovery: its round starts */
+			p->prr_high_seq = tp->high_seq;
+			p->prr_delivered = tp->delivered;
+		}
+		if ((__s32)(rs->prior_delivered - p->prr_delivered) < 0) {
+			__u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+			__u32 conserve = in_flight + (rs->acked_sacked > 0 ? rs->acked_sacked : 0);
+
+			if (pkts < conserve)
+				pkts = conserve;
+		}
+	}
+	return pkts > 4 ? pkts : 4;
+}
+
 /* Proportional Rate Reduction (RFC 6937, as the kernel's tcp_cwnd_reduction,
  * which it skips when cong_control is set): while recovering, the window the
  * agent cut to is reached gradually, one segment sent per (ssthresh/prior_cwnd)

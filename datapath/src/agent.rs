@@ -103,6 +103,8 @@ struct Flow {
     awaiting_answer: Option<u32>,
     /// the kernel's growth counter on the ACK of the latest report sent to the agent
     reported_grown: u32,
+    /// the kernel's loss counter at that report
+    reported_lost: u32,
     /// ... when the flow was announced: the agent is told the growth since
     grown_at_create: u32,
     /// the agent's contract_version register matched ours: its control registers are
@@ -191,6 +193,7 @@ impl Session {
                     last,
                     awaiting_answer: None,
                     reported_grown: ev.grown_pkts,
+                    reported_lost: ev.lost_total_pkts,
                     grown_at_create: ev.grown_pkts,
                     contract: false,
                 };
@@ -215,12 +218,15 @@ impl Session {
         flow.conn.mss = ev.mss.max(1);
         flow.conn.grown_now = ev.grown_pkts;
         flow.conn.grown_basis = ev.grown_pkts;
+        flow.conn.lost_now = ev.lost_total_pkts;
+        flow.conn.lost_basis = ev.lost_total_pkts;
         self.reported.set(false);
         if invoke(flow, ev).is_err() {
             bump(&self.counters.invoke_errors);
         }
         if self.reported.get() {
             flow.reported_grown = ev.grown_pkts;
+            flow.reported_lost = ev.lost_total_pkts;
         }
         if new_hold {
             // the program reports at once on a loss or an RTO: the agent's next command answers it
@@ -329,6 +335,8 @@ impl Session {
             // a window the agent sets was decided on its latest report
             flow.conn.grown_now = flow.last.grown_pkts;
             flow.conn.grown_basis = flow.reported_grown;
+            flow.conn.lost_now = flow.last.lost_total_pkts;
+            flow.conn.lost_basis = flow.reported_lost;
             let mut empty = flow.last;
             empty.bytes_acked = 0;
             empty.packets_acked = 0;
@@ -345,6 +353,7 @@ impl Session {
             }
             if self.reported.get() {
                 flow.reported_grown = flow.last.grown_pkts;
+                flow.reported_lost = flow.last.lost_total_pkts;
             }
             if flow.conn.dirty && flow.conn.ctl.flags & CTL_HAS_CWND != 0 {
                 flow.conn.write(); // growth parameters alone changed

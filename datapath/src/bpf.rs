@@ -59,6 +59,8 @@ pub struct Event {
     /// window reductions (Recovery, CWR) the kernel has begun so far (cumulative, wraps)
     pub reductions: u32,
     pub extra_acked_pkts: u32,
+    /// packets marked lost so far (tp->lost, cumulative, wraps)
+    pub lost_total_pkts: u32,
 }
 
 impl Event {
@@ -108,6 +110,8 @@ pub struct Ctl {
     pub loss_beta_1024: u32,
     pub bw_bytes_per_s: u32,
     pub own_recovery: u32,
+    /// own_recovery: the window also loses what the flow's lost_total_pkts grew by since this
+    pub lost_base: u32,
 }
 
 #[repr(C)]

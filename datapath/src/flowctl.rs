@@ -37,6 +37,10 @@ pub struct FlowCtl {
     /// changes, the last report's for an agent command (it decided on that report).
     pub(crate) grown_now: u32,
     pub(crate) grown_basis: u32,
+    /// The same for the kernel's loss counter (Event::lost_total_pkts): with own_recovery
+    /// the kernel takes every packet lost after the basis off the window.
+    pub(crate) lost_now: u32,
+    pub(crate) lost_basis: u32,
     /// growth parameters changed since the last write
     pub(crate) dirty: bool,
     pub(crate) mss: u32,
@@ -54,6 +58,8 @@ impl FlowCtl {
             pending: VecDeque::new(),
             grown_now: ev.grown_pkts,
             grown_basis: ev.grown_pkts,
+            lost_now: ev.lost_total_pkts,
+            lost_basis: ev.lost_total_pkts,
             dirty: false,
             mss: ev.mss.max(1),
         }
@@ -67,7 +73,13 @@ impl FlowCtl {
     pub(crate) fn commanded_bytes(&self) -> u32 {
         let grown = self.grown_now.wrapping_sub(self.ctl.grown_base);
         let grown = if (grown as i32) > 0 { grown } else { 0 };
-        self.ctl.cwnd_bytes.saturating_add(grown.saturating_mul(self.mss))
+        let window = self.ctl.cwnd_bytes.saturating_add(grown.saturating_mul(self.mss));
+        if self.ctl.own_recovery == 0 {
+            return window;
+        }
+        let lost = self.lost_now.wrapping_sub(self.ctl.lost_base);
+        let lost = if (lost as i32) > 0 { lost } else { 0 };
+        window.saturating_sub(lost.saturating_mul(self.mss)).max(self.mss)
     }
 
     pub(crate) fn write(&mut self) {
@@ -107,13 +119,15 @@ impl CongestionOps for FlowCtl {
         // in force (invoke): only a change (or the takeover) reaches the kernel.
         let has = self.ctl.flags & CTL_HAS_CWND != 0;
         if has && (cwnd_bytes == self.commanded_bytes()
-            || (self.ctl.cwnd_bytes, self.ctl.grown_base) == (cwnd_bytes, self.grown_basis))
+            || (self.ctl.cwnd_bytes, self.ctl.grown_base, self.ctl.lost_base)
+                == (cwnd_bytes, self.grown_basis, self.lost_basis))
         {
             return;
         }
         self.ctl.flags |= CTL_HAS_CWND;
         self.ctl.cwnd_bytes = cwnd_bytes;
         self.ctl.grown_base = self.grown_basis;
+        self.ctl.lost_base = self.lost_basis;
         self.write();
     }
 
