@@ -236,3 +236,34 @@ def test_drain_ends_at_the_bdp_plus_the_quantization_budget_as_tcp_bbr():
     r.bw_max = int(bw)
     flow.on_report(r)
     assert flow.mode == PROBE_BW
+
+
+def test_a_policer_like_loss_rate_makes_bbr_use_the_long_term_rate_for_48_rounds():
+    """tcp_bbr's bbr_lt_bw_sampling: at >= 20 % loss in two intervals of 4-16 rounds with
+    rates within 1/8, the flow takes their mean as its bandwidth at pacing gain 1; 48
+    rounds later it probes again. At 20 % random link loss kernel bbr lives there."""
+    flow, dp, clock = start()
+    path = Path(mbps=10, rtt_ms=40)
+    run(flow, dp, clock, path, 40)                       # in ProbeBW on the link's rate
+    assert not flow.lt_use_bw
+    rounds, delivered = 0, 70
+    while not flow.lt_use_bw and rounds < 60:
+        delivered = path.round(flow, dp, clock, loss_pkts=max(1, delivered // 4)).delivered   # 25 % lost
+        rounds += 1
+    assert flow.lt_use_bw, "two lossy intervals at similar rates: policed"
+    assert 8 <= rounds <= 34, rounds
+    # the policed rate: what the intervals delivered per second, below the max filter
+    assert 0.2 * path.bw < flow.bw <= flow.max_bw
+    assert dp.rate == pytest.approx(flow.bw * 0.99, rel=0.01)        # pacing gain 1
+    for _ in range(60):
+        path.round(flow, dp, clock)
+    assert not flow.lt_use_bw and flow.bw == flow.max_bw              # 48 rounds, then probing again
+
+
+def test_random_loss_below_a_fifth_never_looks_like_a_policer():
+    flow, dp, clock = start()
+    path = Path(mbps=10, rtt_ms=40)
+    run(flow, dp, clock, path, 40)
+    for i in range(200):
+        r = path.round(flow, dp, clock, loss_pkts=0 if i % 2 else 1)   # ~1 % of a 70-packet round
+        assert not flow.lt_use_bw
