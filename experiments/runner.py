@@ -72,7 +72,7 @@ class RunSpec:
 class FlowResult:
     """What a run's flows left: iperf3's output (and the competitor's), link and TCP counters."""
     iperf: dict
-    competitor: dict                          # {"out": iperf3 output} or {"error": text}; {} without one
+    competitor: dict                          # {"outs": [iperf3 output per competing flow]} or {"error": text}; {} without one
     extra: dict
     link_passed: int
     link_lost: int
@@ -292,13 +292,13 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     client, server = sc.flows["main"]
     before = link_loss_counts(tb)
     tcp_before = tcp_counters(tb, client)
-    comp, competitor = {}, None
+    comp, competitors = {}, []
     extra = {}
     seed_losses(tb, spec.loss_seed)      # last thing before the flows: nothing else draws
     try:
         if alg.competitor:
-            competitor = BackgroundFlow(tb, *sc.flows["competitor"], alg.competitor, sc.seconds, sc.interval_s,
-                                        port=port + 1)
+            competitors = [BackgroundFlow(tb, *sc.flows["competitor"], alg.competitor, sc.seconds, sc.interval_s,
+                                          port=port + 1 + k) for k in range(alg.competitors)]
         with (KernelTcpTrace(port=port) if sc.kernel_trace else nullcontext()) as ktrace:
             out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port)
         if ktrace is not None:
@@ -307,9 +307,9 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
             if ktrace.lost_events:
                 extra["kernel_trace"] = {**(extra["kernel_trace"] or {}), "lost_events": ktrace.lost_events}
     finally:
-        if competitor is not None:
+        for competitor in competitors:
             try:
-                comp["out"] = competitor.join()
+                comp.setdefault("outs", []).append(competitor.join())
             except Exception as e:     # reported with the run
                 comp["error"] = str(e)
     after = link_loss_counts(tb)
@@ -324,20 +324,24 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
     out, comp, extra = res.iperf, res.competitor, dict(res.extra)
     rows = series(out)
     if alg.competitor:
-        if "out" not in comp:
+        if "error" in comp or len(comp.get("outs", [])) != alg.competitors:
             raise RunFailed(f"competitor flow failed: {comp.get('error')}")
-        crows = series(comp["out"])
-        for r, c in zip(rows, crows):
-            r["competitor_goodput_mbps"] = c["goodput_mbps"]
-            r["jain"] = jain([r["goodput_mbps"], c["goodput_mbps"]])
+        crows = [series(o) for o in comp["outs"]]
+        for i, r in enumerate(rows):
+            theirs_now = [c[i]["goodput_mbps"] if i < len(c) else None for c in crows]
+            known = [x for x in theirs_now if x is not None]
+            r["competitor_goodput_mbps"] = sum(known) if known else None
+            r["jain"] = jain([r["goodput_mbps"]] + theirs_now) if None not in theirs_now else None
         warm = [r["jain"] for r in rows if r["t_s"] > 0.2 * sc.seconds and r.get("jain") is not None]
-        extra |= {"competitor": alg.competitor,
-                 "competitor_goodput_mbps": comp["out"]["end"]["sum_received"]["bits_per_second"] / 1e6,
-                 "jain_mean": statistics.mean(warm) if warm else None,
-                 "jain_min": min(warm) if warm else None}
-        mine, theirs = (o["end"]["sum_received"]["bits_per_second"] for o in (out, comp["out"]))
-        extra["jain_total"] = jain([mine, theirs])
-        extra["share"] = mine / (mine + theirs) if mine + theirs > 0 else None     # of the two flows' goodput
+        each = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in comp["outs"]]
+        extra |= {"competitor": alg.competitor, "competitors": alg.competitors,
+                  "competitor_goodput_mbps": sum(each),          # all competing flows together
+                  "competitors_goodput_mbps": each,
+                  "jain_mean": statistics.mean(warm) if warm else None,
+                  "jain_min": min(warm) if warm else None}
+        mine = out["end"]["sum_received"]["bits_per_second"] / 1e6
+        extra["jain_total"] = jain([mine] + each)
+        extra["share"] = mine / (mine + sum(each)) if mine + sum(each) > 0 else None     # of all flows' goodput
     with open(os.path.join(run_dir, "series.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, list(rows[0]) if rows else ["t_s"])
         w.writeheader()

@@ -34,6 +34,10 @@ HERE = os.path.dirname(__file__)
 SWEEPABLE = {"loss_pct"}        # applied at run time, without restarting the testbed
 
 
+#: competing flows of one run: ports main + 1 .. main + n, below the next testbed's
+MAX_COMPETITORS = 9
+
+
 class ScenarioError(ValueError):
     pass
 
@@ -45,6 +49,7 @@ class Algorithm:
     ccp: Optional[str] = None            # CCP algorithm name
     options: List[str] = field(default_factory=list)
     competitor: Optional[str] = None     # kernel CCA of a competing flow (fairness scenarios)
+    competitors: int = 1                 # how many such flows (ports above the main flow's)
 
     @property
     def needs_telemetry(self) -> bool:
@@ -133,11 +138,17 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
             raise ScenarioError(f"{where}: needs a 'label'")
         if bool(a.get("cca")) == bool(a.get("ccp")):
             raise ScenarioError(f"{where} ({a['label']}): give exactly one of 'cca' (kernel) or 'ccp'")
-        unknown = set(a) - {"label", "cca", "ccp", "options", "competitor"}
+        unknown = set(a) - {"label", "cca", "ccp", "options", "competitor", "competitors"}
         if unknown:
             raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        n = a.get("competitors", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_COMPETITORS:
+            raise ScenarioError(f"{where} ({a['label']}): 'competitors' must be a whole number in "
+                                f"1..{MAX_COMPETITORS}, not {n!r}")
+        if "competitors" in a and not a.get("competitor"):
+            raise ScenarioError(f"{where} ({a['label']}): 'competitors' needs 'competitor' (their kernel CCA)")
         algs.append(Algorithm(a["label"], a.get("cca"), a.get("ccp"), [str(o) for o in a.get("options", [])],
-                              a.get("competitor")))
+                              a.get("competitor"), n))
     sweep = raw.get("sweep", {})
     if len(sweep) > 1 or any(k not in SWEEPABLE for k in sweep):
         raise ScenarioError(f"{path}: [sweep] takes one of {', '.join(sorted(SWEEPABLE))}")

@@ -41,13 +41,17 @@ def test_a_loss_sweep_on_a_dumbbell_built_at_zero_loss_applies_the_loss(tmp_path
     (before, the run labelled 5 % ran lossless: no loss element existed to write to)."""
     sc = load("congestion_fairness")
     sc.topology, sc.params = "dumbbell", {"loss_pct": 0.0}
-    sc.algorithms = [a for a in sc.algorithms if a.label == "kernel cubic"][:1]
+    sc.algorithms = [a for a in sc.algorithms if a.label == "kernel cubic vs 3"]
     sc.sweep, sc.repeats, sc.seconds, sc.seed = {"loss_pct": [5]}, 1, 4, 5
     records = run_scenario(sc, str(tmp_path), echo=lambda *_: None)
     (rec,) = records
     assert rec["configured_loss_pct"] == 5 and rec["link_packets"] > 1000
     assert abs(rec["measured_configured_loss_pct"] - 5) <= 1.0, rec
     assert rec["loss_off"] is False
+    # three competing flows, each measured (issue 27: harm to each competitor)
+    each = rec["competitors_goodput_mbps"]
+    assert len(each) == 3 and all(g > 0 for g in each) and rec["competitor_goodput_mbps"] == sum(each)
+    assert 0 < rec["jain_total"] <= 1 and 0 < rec["share"] < 1
 
 
 def test_results_can_go_where_the_broker_user_cannot_read(tmp_path):

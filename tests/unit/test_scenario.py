@@ -12,6 +12,14 @@ def test_shipped_scenarios_load_quick_and_full(name):
     assert quick.seconds <= full.seconds
 
 
+def test_congestion_fairness_sweeps_link_loss_with_one_and_three_competitors():
+    sc = load("congestion_fairness")
+    assert sc.sweep == {"loss_pct": [0, 2, 5]} and sc.repeats >= 8
+    by_label = {a.label: a for a in sc.algorithms}
+    assert by_label["cubic-int L1 vs 3"].competitors == 3 and by_label["kernel cubic vs 1"].competitors == 1
+    assert by_label["cubic-int L1 alone"].competitor is None
+
+
 def test_lossy_link_covers_the_paper_grid():
     sc = load("lossy_link")
     assert sc.sweep == {"loss_pct": [0, 1, 2, 5, 10, 20]}
@@ -37,6 +45,10 @@ def write(tmp_path, text):
     ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "c"\ncolour = 1\n', "colour"),
     ('topology = "wireless"\nseconds = [\n', "s.toml"),
     ('topology = "wireless"\nseconds = 5\nseed = -1\n[[algorithms]]\nlabel = "x"\ncca = "c"\n', "'seed'"),
+    ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "c"\ncompetitor = "cubic"\n'
+     'competitors = 0\n', "'competitors' must be a whole number in 1..9"),
+    ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "c"\ncompetitors = 2\n',
+     "'competitors' needs 'competitor'"),
 ])
 def test_bad_scenarios_name_the_problem(tmp_path, text, message):
     with pytest.raises(ScenarioError, match=message):
