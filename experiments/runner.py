@@ -40,6 +40,7 @@ from .scenario import Algorithm, Scenario
 from .teardown import RUN_ROOT, teardown
 from .testbed import Testbed
 from .topo import load_topo
+from .fairness import goodput_difference
 from .traffic import MAIN_PORT, PORT_STRIDE, BackgroundFlow, RunFailed, iperf, series, tcp_counters
 
 #: summary.json's layout: {"format": SUMMARY_FORMAT, "scenario": name, "records": [...]}
@@ -342,6 +343,8 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
         mine = out["end"]["sum_received"]["bits_per_second"] / 1e6
         extra["jain_total"] = jain([mine] + each)
         extra["share"] = mine / (mine + sum(each)) if mine + sum(each) > 0 else None     # of all flows' goodput
+        if len(each) == 1:              # paper 002's goodput difference (Eq. 3) of the pair
+            extra["goodput_difference"] = goodput_difference(mine, each[0])
     with open(os.path.join(run_dir, "series.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, list(rows[0]) if rows else ["t_s"])
         w.writeheader()
