@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, Optional
 from int_node.runtime import run_path
 
 from .agent_trace import split_agent_trace
+from .fairness import goodput_difference
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .linkctl import check_loss, configured_loss_pct, link_loss_counts, run_seed, seed_losses, set_loss
 from .metrics import jain, slow_start_exit_s, time_to_plateau_s
@@ -40,7 +41,6 @@ from .scenario import Algorithm, Scenario
 from .teardown import RUN_ROOT, teardown
 from .testbed import Testbed
 from .topo import load_topo
-from .fairness import goodput_difference
 from .traffic import MAIN_PORT, PORT_STRIDE, BackgroundFlow, RunFailed, iperf, series, tcp_counters
 
 #: summary.json's layout: {"format": SUMMARY_FORMAT, "scenario": name, "records": [...]}
