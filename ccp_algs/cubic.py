@@ -60,6 +60,7 @@ class CubicFlow(WindowFlow):
         self.ca_epoch = 1                                     # numbers the epochs for the datapath's W_est
         self.epoch_end_pkts = 0                               # the window an epoch ended at (cut, undo)
         self.ca_target = 0.0                                  # the curve one RTT ahead (bytes; 0: none yet)
+        self.congestion_ssthresh = float("inf")               # ssthresh of the last congestion cut
         super().__init__(alg, datapath, datapath_info)
 
     def adopt(self, state):
@@ -209,7 +210,7 @@ class CubicFlow(WindowFlow):
         reason = "timeout: cwnd 1 MSS"
         if new_episode:
             w = self._sent_window()
-            self.ssthresh = max((w // self.mss * BETA) // 1 * self.mss, 2 * self.mss)
+            self.ssthresh = self.congestion_ssthresh = max((w // self.mss * BETA) // 1 * self.mss, 2 * self.mss)
             reason += ", ssthresh 0.7 of the window"
         else:
             reason += ", ssthresh kept (the episode's data is not all acked yet)"
@@ -255,7 +256,7 @@ class CubicFlow(WindowFlow):
                 self.cwnd = max(self.cwnd * beta, 2 * self.mss)
                 return reason
             self.w_max_from_loss = self.w_max
-            self.ssthresh = self.cwnd
+            self.ssthresh = self.congestion_ssthresh = self.cwnd
             self._end_epoch()             # snd_cwnd_cnt 0, as tcp_init_cwnd_reduction
             self.ca_target = self._new_epoch_target(r)
         return reason

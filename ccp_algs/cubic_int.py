@@ -52,7 +52,6 @@ class CubicIntFlow(CubicFlow):
     def __init__(self, alg, datapath, datapath_info):
         self.flow_id = None
         self.seen_congestion = self.seen_link = 0
-        self.congestion_ssthresh = float("inf")   # ssthresh of the last congestion cut
         super().__init__(alg, datapath, datapath_info)
 
     def _telemetry(self):
@@ -66,11 +65,6 @@ class CubicIntFlow(CubicFlow):
         return alg.telemetry.flow(self.flow_id, alg.max_age_ms / 1e3)
 
     def loss_backoff(self, r: Report):
-        beta, why, congestive = self._loss_backoff(r)
-        self.last_loss_congestive = congestive
-        return beta, why, congestive
-
-    def _loss_backoff(self, r: Report):
         fresh = self._telemetry()
         if fresh is None:
             return BETA, "loss: no fresh telemetry, CUBIC beta 0.7", True
@@ -86,28 +80,20 @@ class CubicIntFlow(CubicFlow):
             return BETA, f"loss: congestion (sink), CUBIC beta 0.7; {age}", True
         return BETA, f"loss: the sink attributed no new loss of this flow, CUBIC beta 0.7; {age}", True
 
-    def on_loss(self, r) -> str:
-        self.last_loss_congestive = True
-        reason = super().on_loss(r)           # calls loss_backoff, which says which it was
-        if self.last_loss_congestive:
-            self.congestion_ssthresh = self.ssthresh
-        return reason
-
     def on_timeout(self, r: Report, new_episode: bool) -> str:
         """A timeout is a loss too: when the sink says it was the link, ssthresh is the
         policy's fraction of the window (L1 all, L2 0.95) and W_max kept, instead of CUBIC's
         0.7 and a fresh curve; but ssthresh never goes above the last congestion cut's (a
         link timeout must not undo what congestion taught) nor below CUBIC's 0.7. cwnd
         still restarts at 1 MSS: the ACK clock is gone and the kernel retransmits
-        everything unacked; slow start returns to the window in log2(window) RTTs. (With CUBIC's cut every RTO took 30 % off, and L2
-        was ground down to windows where every loss is an RTO; docs/datapath.md, A9.)"""
+        everything unacked; slow start returns to the window in log2(window) RTTs. (With
+        CUBIC's cut every RTO took 30 % off, and L2 was ground down to windows where every
+        loss is an RTO; docs/datapath.md, A9.)"""
         if not new_episode:
             return super().on_timeout(r, new_episode)
         beta, why, congestive = self.loss_backoff(r)
         if congestive:
-            reason = f"{super().on_timeout(r, new_episode)} ({why})"
-            self.congestion_ssthresh = self.ssthresh
-            return reason
+            return f"{super().on_timeout(r, new_episode)} ({why})"
         w = self._sent_window()
         cubic = (w // self.mss * BETA) // 1 * self.mss
         self.ssthresh = max(cubic, min(w * beta, self.congestion_ssthresh), 2 * self.mss)

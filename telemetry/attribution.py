@@ -35,14 +35,12 @@ from typing import Optional, Sequence, Tuple
 SEQ_MOD = 1 << 32
 SEQ_HALF = 1 << 31
 U32_MASK = SEQ_MOD - 1
+U16_MASK = 0xFFFF            # per-flow counters at a hop (IOAM opaque schema v3)
 
 
 def u32_delta(new: int, old: int) -> int:
     """Increase of a wrapping 32-bit counter."""
     return (new - old) & U32_MASK
-
-
-U16_MASK = 0xFFFF
 
 
 @dataclass

@@ -165,8 +165,10 @@ class INTTransit(Element):
             q, m, ch = self._queue, self._meter, self._channel
             link = self._link
             flow_losses = self._flow_losses
-            drops, flow_drops = (pkt.drops_seen if q and pkt.drops_seen
-                                 else (q.drops, q.flow_drops.of(pkt)) if q else (0, 0))
+            if q is None:
+                drops = flow_drops = 0
+            else:   # as the packet entered the queue (Queue.push), else as it is now
+                drops, flow_drops = pkt.drops_seen or (q.drops, q.flow_drops.of(pkt))
             if self.egress and not self._egress_if:
                 self._egress_if = getattr(self._egress_dev, "ifindex", 0) or 0
             # RFC 9197: the timestamp is when the node received the packet; the time it
