@@ -6,7 +6,12 @@ most ``max_age_ms`` old) says what the loss was:
 - non-congestive only on proof: the sink attributed new losses of this flow to the
   link since the last look, and none to congestion (loss_classifier.classify). Policy
   L1 keeps cwnd, L2 multiplies it by 0.95. Neither touches what CUBIC learned about
-  congestion (ssthresh, W_max, the curve): slow start and the curve go on. A timeout
+  congestion (ssthresh, W_max, the curve): slow start and the curve go on. But the
+  window is only held near the pipe: when the bottleneck queue in the record is above
+  a small target (``queue_target_pct`` of its buffer), the link loss is a CUBIC cut by
+  the excess, ``beta = 1 - (queue - target) / window``, between CUBIC's 0.7 and the
+  policy's. Kept through every link loss, a window with the buffer full on top raised
+  everyone's RTT, and a loss-limited competitor's rate goes as 1/RTT (issue 27). A timeout
   the sink puts on the link restarts at 1 MSS (the ACK clock is gone); ssthresh is the
   policy's fraction of the window, but never above the last congestion cut's, and never
   below CUBIC's 0.7 of the window;
@@ -73,12 +78,32 @@ class CubicIntFlow(CubicFlow):
         self.seen_congestion, self.seen_link = rec.lost_congestion, rec.lost_link
         age = f"telemetry {fresh.age_s * 1e3:.1f} ms old"
         if cause == "link":
+            excess_beta = self._queue_excess_beta(rec)
+            if excess_beta is not None:
+                beta, why = excess_beta
+                return beta, f"loss: link (sink), but {why}; {age}", True
             if self.alg.policy == "l1":
                 return 1.0, f"loss: link (sink), L1 keeps cwnd; {age}", False
             return L2_BETA, f"loss: link (sink), L2 beta 0.95; {age}", False
         if cause == "congestion":
             return BETA, f"loss: congestion (sink), CUBIC beta 0.7; {age}", True
         return BETA, f"loss: the sink attributed no new loss of this flow, CUBIC beta 0.7; {age}", True
+
+    def _queue_excess_beta(self, rec):
+        """(beta, why) of a cut that drains the bottleneck queue's excess over the target,
+        or None when the queue is at or below it (or the hop's buffer is unknown)."""
+        hop = bottleneck(rec)
+        if hop is None:
+            return None
+        target = hop.queue_capacity_bytes * self.alg.queue_target_pct / 100
+        excess = hop.queue_depth_bytes - target
+        w = self._sent_window()
+        if excess <= 0 or w <= 0:
+            return None
+        policy_beta = 1.0 if self.alg.policy == "l1" else L2_BETA
+        beta = max(BETA, min(policy_beta, 1 - excess / w))
+        return beta, (f"the queue {hop.queue_depth_bytes} B is {excess:.0f} B over its target "
+                      f"{target:.0f} B: cut by the excess, beta {beta:.2f}")
 
     def on_timeout(self, r: Report, new_episode: bool) -> str:
         """A timeout is a loss too: when the sink says it was the link, ssthresh is the
@@ -140,18 +165,22 @@ class CubicInt(Cubic):
               Param("increment", float, 1.0, "slow-start growth factor of paper Eq. (1) (paper: 1, 2, 3)",
                     min=0, min_open=True),
               Param("max_age_ms", float, 200.0, "older telemetry is ignored: the flow is then plain CUBIC", min=0),
+              Param("queue_target_pct", float, 10.0, "a link loss keeps the window only while the bottleneck "
+                    "queue is below this share of its buffer; above, it cuts by the excess", min=0, max=100),
               HYSTART, INIT_CWND)
     needs_telemetry = True
 
     def __init__(self, policy: str = "l1", increment: float = 1.0, telemetry=None, directory=None,
-                 max_age_ms: float = 200.0, init_cwnd_pkts: int = 10, trace: str | None = None,
+                 max_age_ms: float = 200.0, queue_target_pct: float = 10.0, init_cwnd_pkts: int = 10, trace: str | None = None,
                  hystart: bool = True, **kwargs):
         by_name = {p.name: p for p in self.params}
         by_name["policy"].check(policy)
         by_name["increment"].check(increment)
+        by_name["queue_target_pct"].check(queue_target_pct)
         super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart, **kwargs)
         self.policy = policy
         self.increment = increment
         self.telemetry = telemetry      # .flow(flow_id, max_age_s) -> Fresh | None
         self.directory = directory      # .flow_id(datapath_info) -> str | None
         self.max_age_ms = max_age_ms
+        self.queue_target_pct = queue_target_pct

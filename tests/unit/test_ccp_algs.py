@@ -238,6 +238,29 @@ def test_l2_backs_off_gently_on_a_link_loss():
     assert dp.cwnd == pytest.approx(95 * MSS, abs=2)
 
 
+@pytest.mark.parametrize("policy,kept_pkts", [("l1", 100), ("l2", 95)])
+def test_a_link_loss_holds_the_window_only_while_the_queue_is_under_its_target(policy, kept_pkts):
+    # 10 % of a 150 kB buffer: 15 kB. At 12 kB the policy's window stays.
+    flow, dp = cubic_int(policy, flow_record(lost_link=3, cause="link", depth=12_000))
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == pytest.approx(kept_pkts * MSS, abs=2)
+    # 15 segments over it: a cut by the excess (L2's 0.95 would leave more), and the cut
+    # is CUBIC's from there on (ssthresh, the curve, the last congestion cut).
+    w = 100 * MSS
+    flow, dp = cubic_int(policy, flow_record(lost_link=3, cause="link", depth=15_000 + 15 * MSS))
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == pytest.approx(85 * MSS, abs=MSS)
+    assert flow.ssthresh == flow.congestion_ssthresh == flow.cwnd
+    assert flow.w_max == w
+
+
+@pytest.mark.parametrize("policy", ["l1", "l2"])
+def test_a_queue_far_over_its_target_cuts_no_deeper_than_cubic(policy):
+    flow, dp = cubic_int(policy, flow_record(lost_link=3, cause="link", depth=149_000))
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))
+    assert dp.cwnd == pytest.approx(70 * MSS, abs=2)
+
+
 @pytest.mark.parametrize("policy", ["l1", "l2"])
 def test_a_congestive_loss_gets_cubic_beta(policy):
     flow, dp = cubic_int(policy, flow_record(lost_congestion=2, cause="congestion", depth=149_000))
