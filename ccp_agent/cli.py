@@ -33,6 +33,9 @@ def _common(f):
     f = click.option("--decisions", "decisions_url", metavar="URL",
                      help="publish each flow's decisions there for the dashboard (intcc/v1/decision/<flow-id>, "
                           "rate-limited); default: --broker where the algorithm has one")(f)
+    f = click.option("--port-algorithm", "pins", multiple=True, metavar="PORT=NAME",
+                     help="flows with this TCP port (either end) run algorithm NAME with its defaults "
+                          "instead (repeatable): e.g. a vegas competitor beside an adaptive flow")(f)
     f = click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=True,
                      help="the intcc datapath daemon's state: its contract.json (version, capabilities); "
                           "for cubic-int also flows.json (which flow is which)")(f)
@@ -51,12 +54,21 @@ def _capabilities(ipc: str, state_dir: str = DEFAULT_STATE_DIR) -> DatapathCapab
         raise click.ClickException(str(e))
 
 
-def _run(make_alg, ipc: str, verbose: bool, state_dir: str, decisions_url: str | None = None):
-    """Build the algorithm for the datapath under it (make_alg(capabilities)) and run it."""
+def _run(make_alg, ipc: str, verbose: bool, state_dir: str, decisions_url: str | None = None,
+         pins: tuple[str, ...] = ()):
+    """Build the algorithm for the datapath under it (make_alg(capabilities)) and run it,
+    with other algorithms for the ``pins``' ports (by_port.py)."""
+    from .by_port import ByPort, PinError, parse_pins
+    try:
+        by_port = parse_pins(pins)
+    except PinError as e:
+        raise click.ClickException(str(e))
     # -v: every decision to stderr (losses at INFO, reports at DEBUG); --trace keeps them all as CSV
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
     alg = make_alg(_capabilities(ipc, state_dir))
+    if by_port:
+        alg = ByPort(alg, by_port)
     feed = None
     if decisions_url:
         from .decisions import DecisionFeed
@@ -98,7 +110,7 @@ def _option(param: Param):
 def _algorithm_command(name: str):
     alg_class = algorithm_class(name)
 
-    def command(ipc, trace, verbose, state_dir, decisions_url=None, broker_url=None, **params):
+    def command(ipc, trace, verbose, state_dir, pins=(), decisions_url=None, broker_url=None, **params):
         runtime = {}
         if alg_class.needs_telemetry:
             from .flows import FlowDirectory
@@ -107,7 +119,7 @@ def _algorithm_command(name: str):
             runtime = {"telemetry": feed, "directory": FlowDirectory(state_dir)}
         try:
             _run(lambda caps: alg_class(**params, **runtime, trace=trace, capabilities=caps), ipc, verbose,
-                 state_dir, decisions_url or broker_url)
+                 state_dir, decisions_url or broker_url, pins)
         finally:
             if runtime:
                 runtime["telemetry"].stop()
@@ -152,7 +164,8 @@ for _name in ALGORITHMS:
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
-                 min_confidence, warmup_s, min_votes, broker_url, ipc, trace, verbose, state_dir, decisions_url):
+                 min_confidence, warmup_s, min_votes, broker_url, ipc, trace, verbose, state_dir, decisions_url,
+                 pins=()):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
     from ccp_algs.handover import HandoverError
     from ccp_algs.registry import UnknownAlgorithm
@@ -190,7 +203,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
                 return Adaptive(hosted, initial, switch_policy, estimation, trace=trace, capabilities=caps)
             except HandoverError as e:
                 raise click.ClickException(str(e))
-        _run(make, ipc, verbose, state_dir, decisions_url or broker_url)
+        _run(make, ipc, verbose, state_dir, decisions_url or broker_url, pins)
     finally:
         estimation.stop()
 

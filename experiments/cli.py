@@ -191,8 +191,13 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss
     key = next(iter(sc.sweep), None)
     baseline = next((a.label for a in sc.algorithms if a.cca == "cubic"), None)
     click.echo("")
-    click.echo(table(records, key, baseline) if key else table_by_algorithm(records))
-    plots = "goodput.png" if key else "cwnd.png (and jain.png with a competitor)"
+    if key == "competitor":
+        from . import fairness_report
+        click.echo(fairness_report.format_rows(fairness_report.rows(records)))
+        plots = "d_box.png, abs_d.png, runs/*/timeline.png"
+    else:
+        click.echo(table(records, key, baseline) if key else table_by_algorithm(records))
+        plots = "goodput.png" if key else "cwnd.png (and jain.png with a competitor)"
     click.echo(f"\nresults in {out_dir}: summary.json, {plots}, runs/*/series.png")
 
 
@@ -222,3 +227,35 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
     if json_out:
         with open(json_out, "w") as f:
             json.dump(rows, f, indent=1)
+
+
+@exp_group.command("fairness")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--plots", "plot_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="also draw d_box.png and abs_d.png (paper 002 Figs. 6 and 7) in DIR")
+@click.option("--json-out", "json_out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also write the rows to FILE as JSON")
+def fairness_cmd(results, plot_dir, json_out):
+    """D, mean |D| (bootstrap 95 % CI), harm against the oracle, Jain and switches per
+    competitor and mode, pooled over RESULTS (directories of 'intcc exp run' of a
+    fairness scenario, e.g. fairness_switching).
+
+    Example: intcc exp fairness results/fairness_switching-*
+    """
+    from . import fairness_report
+    from .compare import CompareError, load_records
+    try:
+        records = load_records(results)
+    except CompareError as e:
+        raise click.ClickException(str(e))
+    if not any(r.get("competitor") for r in records):
+        raise click.ClickException("no run in RESULTS has a competitor: not a fairness scenario's results")
+    table = fairness_report.rows(records)
+    click.echo(fairness_report.format_rows(table))
+    if plot_dir:
+        os.makedirs(plot_dir, exist_ok=True)
+        fairness_report.plot(records, plot_dir, "fairness", timelines=False)
+        click.echo(f"plots in {plot_dir}: d_box.png, abs_d.png")
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(table, f, indent=1)

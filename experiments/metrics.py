@@ -24,19 +24,39 @@ def time_to_plateau_s(rows: list[dict], fraction: float = 0.9) -> float | None:
     return next((t for t, c in cw if c >= fraction * settled), None)
 
 
-def slow_start_exit_s(trace_csv: str) -> float | None:
-    """Seconds from the flow's start to its first window cut (where ssthresh is set)."""
+def sender_rows(trace_csv: str) -> list[dict]:
+    """The data flow's rows of an agent trace (iperf3's control flow is tiny); [] if none."""
     if not os.path.exists(trace_csv):
-        return None
-    starts, sender = {}, None
+        return []
     with open(trace_csv) as f:
         rows = list(csv.DictReader(f))
     counts = {}
     for r in rows:
         counts[r["sid"]] = counts.get(r["sid"], 0) + 1
     if not counts:
+        return []
+    sender = max(counts, key=counts.get)
+    return [r for r in rows if r["sid"] == sender]
+
+
+def switches(trace_csv: str) -> dict | None:
+    """The adaptive agent's switches of the data flow: how many, the first one's time
+    from the flow's start (s), and the algorithm it ended on; None without a trace."""
+    rows = sender_rows(trace_csv)
+    if not rows:
         return None
-    sender = max(counts, key=counts.get)      # the data flow (iperf3's control flow is tiny)
+    start = next((float(r["t_s"]) for r in rows if r["event"] == "start"), float(rows[0]["t_s"]))
+    moves = [r for r in rows if r["event"] == "switch"]
+    return {"switches": len(moves),
+            "first_switch_s": round(float(moves[0]["t_s"]) - start, 3) if moves else None,
+            "final_algorithm": moves[-1]["reason"].split(" -> ")[1].split(":")[0] if moves else None}
+
+
+def slow_start_exit_s(trace_csv: str) -> float | None:
+    """Seconds from the flow's start to its first window cut (where ssthresh is set)."""
+    starts = {}
+    rows = sender_rows(trace_csv)
+    sender = rows[0]["sid"] if rows else None
     for r in rows:
         if r["sid"] != sender:
             continue

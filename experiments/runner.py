@@ -31,13 +31,14 @@ from typing import Any, Callable, Dict, Optional
 
 from int_node.runtime import run_path
 
+from . import fairness_report
 from .agent_trace import split_agent_trace
 from .fairness import goodput_difference
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .linkctl import check_loss, configured_loss_pct, link_loss_counts, run_seed, seed_losses, set_loss
-from .metrics import jain, slow_start_exit_s, time_to_plateau_s
+from .metrics import jain, slow_start_exit_s, switches, time_to_plateau_s
 from .plots import plot_overlay, plot_series, plot_summary
-from .scenario import Algorithm, Scenario
+from .scenario import KERNEL_CCAS, Algorithm, Scenario
 from .teardown import RUN_ROOT, teardown
 from .testbed import Testbed
 from .topo import load_topo
@@ -67,6 +68,7 @@ class RunSpec:
     run_dir: str
     loss_seed: int
     port: int
+    alg: Optional[Algorithm] = None           # the batch's algorithm as this run runs it (Algorithm.for_run)
 
 
 @dataclass
@@ -146,7 +148,9 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
     from ccp_agent.datapath import AgentProcess, DatapathProcess
 
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
-    needs_ccp = any(a.ccp for a in sc.algorithms)
+    needs_ccp = any(a.ccp for a in sc.algorithms) or any(
+        c not in KERNEL_CCAS for c in sc.sweep.get("competitor", []) + [c for a in sc.algorithms
+                                                                       for c in [a.competitor, *a.cca_random] if c])
     needs_tele = any(a.needs_telemetry for a in sc.algorithms)
     jobs = max(1, min(jobs, sc.repeats))
     if jobs > 1 and dashboard_port:
@@ -174,29 +178,43 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
             exporter = f"{broker.url}?credentials={CREDS}"
         if dashboard_port:
             stack.enter_context(_dashboard(broker_url, dashboard_port, out_dir, echo))
-        testbeds = []
-        for name in testbed_names(jobs):
+        testbeds: list = [None] * jobs
+        testbed_params: list = [None] * jobs
+
+        def testbed(k: int, params: dict) -> Testbed:
+            """Testbed k with these topology parameters (a new one when they changed: [draw])."""
+            if testbeds[k] is not None and testbed_params[k] == params:
+                return testbeds[k]
+            name = testbed_names(jobs)[k]
+            if testbeds[k] is not None:
+                testbeds[k].down()
             teardown(name)
-            echo(f"testbed {name}: {sc.topology} {sc.params} (exporter {exporter.split('?')[0]}) ...")
-            tb = Testbed(load_topo(sc.topology_path, sc.params), name).up(exporter=exporter)
-            stack.callback(tb.down)
-            testbeds.append(tb)
+            echo(f"testbed {name}: {sc.topology} {params} (exporter {exporter.split('?')[0]}) ...")
+            testbeds[k] = Testbed(load_topo(sc.topology_path, params), name).up(exporter=exporter)
+            testbed_params[k] = params
+            return testbeds[k]
+
+        stack.callback(lambda: [tb.down() for tb in testbeds if tb is not None])
+        for k in range(jobs if not sc.draw else 0):
+            testbed(k, sc.params)
         services = Services(sc, broker_url=broker_url, agent_process=AgentProcess)
         if needs_ccp:
             services.datapath = DatapathProcess(state_dir=os.path.join(out_dir, "datapath"))
             stack.enter_context(services.datapath)
         for alg, sweep, reps in batches:
             (key, value), = sweep.items()
-            beds = testbeds[:len(reps)]
+            params = [sc.params_for(base_seed, rep) for rep in reps]
+            beds = [testbed(k, p) for k, p in enumerate(params)]
             if key == "loss_pct":
                 for tb in beds:
                     set_loss(tb, value)
             names = [run_name(alg, key, value, rep) for rep in reps]
             seeds = [run_seed(base_seed, key, value, rep) for rep in reps]
-            specs = [RunSpec(tb, os.path.join(out_dir, "runs", name), seed, MAIN_PORT + PORT_STRIDE * k)
+            specs = [RunSpec(tb, os.path.join(out_dir, "runs", name), seed, MAIN_PORT + PORT_STRIDE * k,
+                             alg.for_run(value if key == "competitor" else None, seed))
                      for k, (tb, name, seed) in enumerate(zip(beds, names, seeds))]
             batch = _batch(services, alg, specs)
-            for rec, rep, name, loss_seed in zip(batch, reps, names, seeds):
+            for rec, rep, name, loss_seed, spec, p in zip(batch, reps, names, seeds, specs, params):
                 what = f"{key} {value:<5} " if key != "none" else ""
                 if isinstance(rec, RunFailed):
                     failed.append({"run": name, "algorithm": alg.label, "repeat": rep, "loss_seed": loss_seed,
@@ -207,7 +225,9 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                          f"FAILED ({rec}); kept in failed.json, the others go on")
                     continue
                 rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
-                            "loss_seed": loss_seed})
+                            "loss_seed": loss_seed, "flow1": spec.alg.ccp or spec.alg.cca})
+                if sc.draw:
+                    rec["params"] = p
                 if key != "none":
                     rec[key] = value
                 warning = check_loss(rec, value if key == "loss_pct" else configured_loss_pct(beds[0]))
@@ -223,7 +243,9 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
         echo(f"{len(failed)} of {n_runs} runs failed: {os.path.join(out_dir, 'failed.json')}")
     if not records:
         raise RuntimeError(f"every run failed; first: {failed[0]['error']}")
-    if sc.sweep:
+    if "competitor" in sc.sweep:
+        fairness_report.plot(records, out_dir, sc.name)
+    elif sc.sweep:
         key = next(iter(sc.sweep))
         plot_summary(records, key, os.path.join(out_dir, "goodput.png"), sc.description or sc.name)
     else:
@@ -246,17 +268,26 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
 
     def flow(k):
         try:
-            results[k] = _flow(services.scenario, alg, specs[k])
+            results[k] = _flow(services.scenario, specs[k].alg or alg, specs[k])
         except BaseException as e:      # reported by the batch
             results[k] = e
 
     agent = None
+    runs = [spec.alg or alg for spec in specs]
+    needs = {str(a.agent(ports)) for a, ports in
+             ((a, [s.port + 1 + k for s in specs for k in range(a.competitors)]) for a in runs)}
+    if len(needs) > 1:
+        raise RuntimeError(f"{alg.label}: the runs of one batch need different CCP agents ({', '.join(sorted(needs))}); "
+                           f"run with --jobs 1")
+    need = runs[0].agent([s.port + 1 + k for s in specs for k in range(runs[0].competitors)])
     try:
-        if alg.ccp:
-            opts = list(alg.options) + ["--trace", trace_path, "--state-dir", dp.state_dir]
+        if need:
+            name, opts = need
+            # flow 1's decisions are traced; a competitor's agent (flow 1 in the kernel) is not
+            opts = opts + (["--trace", trace_path] if runs[0].ccp else []) + ["--state-dir", dp.state_dir]
             if alg.needs_telemetry:
                 opts += ["--broker", services.broker_url]
-            agent = services.agent_process(alg.ccp, opts, log_path=log_path).start()
+            agent = services.agent_process(name, opts, log_path=log_path).start()
             dp.wait_agent(True)
         threads = [threading.Thread(target=flow, args=(k,)) for k in range(len(specs))]
         for t in threads:
@@ -269,11 +300,11 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
             agent.stop()
             dp.wait_agent(False)
     if failure:
-        raise RuntimeError(f"the {alg.ccp} agent failed, the flow ran the datapath's fallback:\n{failure}")
+        raise RuntimeError(f"the {need[0]} agent failed, the flow ran the datapath's fallback:\n{failure}")
     for res in results:
         if isinstance(res, BaseException) and not isinstance(res, RunFailed):
             raise res
-    if alg.ccp:
+    if need and runs[0].ccp:
         if split_agent_trace(trace_path, {spec.port: spec.run_dir for spec in specs}):
             log.warning("agent trace rows of no run's flow kept in %s", trace_path)
         for spec in specs[1:]:
@@ -281,7 +312,8 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
     records = []
     for spec, res in zip(specs, results):
         try:
-            records.append(res if isinstance(res, RunFailed) else _record(alg, services.scenario, spec.run_dir, res))
+            records.append(res if isinstance(res, RunFailed)
+                           else _record(spec.alg or alg, services.scenario, spec.run_dir, res))
         except RunFailed as e:
             records.append(e)
     return records
@@ -298,8 +330,9 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     seed_losses(tb, spec.loss_seed)      # last thing before the flows: nothing else draws
     try:
         if alg.competitor:
-            competitors = [BackgroundFlow(tb, *sc.flows["competitor"], alg.competitor, sc.seconds, sc.interval_s,
-                                          port=port + 1 + k) for k in range(alg.competitors)]
+            competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor,
+                                          sc.seconds - alg.competitor_delay_s, sc.interval_s, port=port + 1 + k,
+                                          start_delay_s=alg.competitor_delay_s) for k in range(alg.competitors)]
         with (KernelTcpTrace(port=port) if sc.kernel_trace else nullcontext()) as ktrace:
             out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port)
         if ktrace is not None:
@@ -328,8 +361,12 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
         if "error" in comp or len(comp.get("outs", [])) != alg.competitors:
             raise RunFailed(f"competitor flow failed: {comp.get('error')}")
         crows = [series(o) for o in comp["outs"]]
+        late = round(alg.competitor_delay_s / sc.interval_s)     # intervals before the competitors start
         for i, r in enumerate(rows):
-            theirs_now = [c[i]["goodput_mbps"] if i < len(c) else None for c in crows]
+            if i < late:
+                r["competitor_goodput_mbps"], r["jain"] = 0.0, None
+                continue
+            theirs_now = [c[i - late]["goodput_mbps"] if i - late < len(c) else None for c in crows]
             known = [x for x in theirs_now if x is not None]
             r["competitor_goodput_mbps"] = sum(known) if known else None
             r["jain"] = jain([r["goodput_mbps"]] + theirs_now) if None not in theirs_now else None
@@ -341,10 +378,18 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
                   "jain_mean": statistics.mean(warm) if warm else None,
                   "jain_min": min(warm) if warm else None}
         mine = out["end"]["sum_received"]["bits_per_second"] / 1e6
+        if late:        # flow 1's goodput while the competitors ran
+            while_both = [r["goodput_mbps"] for r in rows[late:] if r["goodput_mbps"] is not None]
+            mine = statistics.mean(while_both) if while_both else 0.0
+            extra["goodput_mbps_with_competitors"] = mine
         extra["jain_total"] = jain([mine] + each)
         extra["share"] = mine / (mine + sum(each)) if mine + sum(each) > 0 else None     # of all flows' goodput
         if len(each) == 1:              # paper 002's goodput difference (Eq. 3) of the pair
-            extra["goodput_difference"] = goodput_difference(mine, each[0])
+            d = goodput_difference(mine, each[0])
+            extra["goodput_difference"] = d
+            extra["abs_goodput_difference"] = abs(d) if d is not None else None
+    if alg.ccp == "adaptive":
+        extra |= switches(os.path.join(run_dir, "trace.csv")) or {}
     with open(os.path.join(run_dir, "series.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, list(rows[0]) if rows else ["t_s"])
         w.writeheader()

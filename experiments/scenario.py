@@ -16,22 +16,50 @@
     [[algorithms]]
     label = "cubic-int L1"
     ccp = "cubic-int"              # a CCP algorithm ('intcc alg run NAME OPTIONS')
-    options = ["--policy", "l1"]
+    options = ["--policy", "l1"]   # a project file here (estimator/models/...) is made absolute
     [quick]                        # overrides for --quick
     seconds = 8
     sweep = { loss_pct = [0, 5, 20] }
+
+Fairness scenarios (paper 002) add:
+
+    [draw]                         # topology parameters drawn per repeat (a new testbed each)
+    bottleneck_mbps = { log_uniform = [1, 10] }
+    buffer_bdp = { log_uniform = [1, 100] }
+    [sweep]
+    competitor = ["bbr", "cubic", "reno"]   # every algorithm's competitor, in turn
+    [[algorithms]]
+    label = "oracle"
+    same_as_competitor = true      # flow 1 runs the competitor's kernel CCA
+    [[algorithms]]
+    label = "not used"
+    cca_random = ["bbr", "cubic", "reno"]   # flow 1 on one of these, drawn per run
+    competitor_delay_s = 10        # (any algorithm) the competitors start this much later
+
+Drawn values, the random pick and the competitor are seeded from the scenario's seed and
+the repeat: every algorithm of a repeat meets the same network.
 
 Errors name the file and the field.
 """
 from __future__ import annotations
 
+import math
 import os
+import random
 import tomllib
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional
 
 HERE = os.path.dirname(__file__)
-SWEEPABLE = {"loss_pct"}        # applied at run time, without restarting the testbed
+PROJECT = os.path.dirname(os.path.abspath(HERE))
+#: loss_pct is applied at run time, without restarting the testbed; competitor sets every
+#: algorithm's competing flows' CCA
+SWEEPABLE = {"loss_pct", "competitor"}
+DRAWS = ("log_uniform", "uniform")
+#: CCAs this kernel has built in; any other CCA named in a scenario (vegas) runs on the
+#: CCP datapath as the algorithm of that name
+KERNEL_CCAS = ("bbr", "cubic", "reno")
 
 
 #: competing flows of one run: ports main + 1 .. main + n, below the next testbed's
@@ -50,10 +78,42 @@ class Algorithm:
     options: List[str] = field(default_factory=list)
     competitor: Optional[str] = None     # kernel CCA of a competing flow (fairness scenarios)
     competitors: int = 1                 # how many such flows (ports above the main flow's)
+    same_as_competitor: bool = False     # flow 1 runs the competitor's CCA (set per run)
+    cca_random: List[str] = field(default_factory=list)    # flow 1's kernel CCA drawn from these per run
+    competitor_delay_s: float = 0.0      # the competitors start this much after flow 1
 
     @property
     def needs_telemetry(self) -> bool:
         return self.ccp == "cubic-int"
+
+    def for_run(self, competitor: Optional[str], seed: int) -> "Algorithm":
+        """This algorithm as one run runs it: the swept competitor in place, flow 1's CCA
+        resolved (the competitor's, or drawn from ``cca_random`` with ``seed``)."""
+        alg = replace(self, competitor=competitor or self.competitor)
+        if self.same_as_competitor:
+            alg = replace(alg, cca=alg.competitor)
+        elif self.cca_random:
+            alg = replace(alg, cca=random.Random(seed).choice(self.cca_random))
+        if alg.cca and alg.cca not in KERNEL_CCAS:
+            alg = replace(alg, cca=None, ccp=alg.cca)
+        return alg
+
+    @property
+    def competitor_on_ccp(self) -> bool:
+        return bool(self.competitor) and self.competitor not in KERNEL_CCAS
+
+    def agent(self, competitor_ports: list[int]) -> tuple[str, list[str]] | None:
+        """The CCP agent this run needs (algorithm, options), or None: flow 1's algorithm,
+        with a competitor that runs on CCP pinned to its ports (ccp_agent/by_port.py), or
+        the competitor's alone when flow 1 runs in the kernel."""
+        if self.ccp:
+            pins = []
+            if self.competitor_on_ccp and self.competitor != self.ccp:
+                pins = [a for p in competitor_ports for a in ("--port-algorithm", f"{p}={self.competitor}")]
+            return self.ccp, list(self.options) + pins
+        if self.competitor_on_ccp:
+            return self.competitor, []
+        return None
 
 
 @dataclass
@@ -71,6 +131,19 @@ class Scenario:
     kernel_trace: bool = False          # record the sender's per-ACK kernel state (kernel_trace.py)
     seed: Optional[int] = None          # loss draws; None: a random one per invocation (recorded)
     flows: Dict[str, List[str]] = field(default_factory=lambda: {"main": ["sta1", "sta2"]})
+    draw: Dict[str, Dict[str, list]] = field(default_factory=dict)    # param -> {kind: [low, high]}
+
+    def params_for(self, seed: int, repeat: int) -> Dict[str, object]:
+        """The topology parameters of a repeat: ``params`` with the ``draw`` values drawn
+        (rounded to 4 significant digits, as recorded)."""
+        params = dict(self.params)
+        for name, spec in sorted(self.draw.items()):
+            (kind, (low, high)), = spec.items()
+            rng = random.Random(zlib.crc32(f"{seed}/draw/{name}/{repeat}".encode()))
+            value = (math.exp(rng.uniform(math.log(low), math.log(high))) if kind == "log_uniform"
+                     else rng.uniform(low, high))
+            params[name] = float(f"{value:.4g}")
+        return params
 
     @property
     def topology_path(self) -> str:
@@ -94,6 +167,13 @@ class Scenario:
                 group = list(range(first, min(first + jobs, self.repeats)))
                 for alg in self.algorithms:
                     yield alg, {key: value}, group
+
+
+def _project_file(option: str) -> str:
+    """An option naming a file of the project (estimator/models/cca_rf.joblib) as an absolute
+    path: the agent may run from anywhere."""
+    path = os.path.join(PROJECT, option)
+    return path if "/" in option and not os.path.isabs(option) and os.path.isfile(path) else option
 
 
 def resolve(name_or_path: str) -> str:
@@ -136,32 +216,60 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
         where = f"{path}: algorithms[{i}]"
         if not isinstance(a, dict) or "label" not in a:
             raise ScenarioError(f"{where}: needs a 'label'")
-        if bool(a.get("cca")) == bool(a.get("ccp")):
-            raise ScenarioError(f"{where} ({a['label']}): give exactly one of 'cca' (kernel) or 'ccp'")
-        unknown = set(a) - {"label", "cca", "ccp", "options", "competitor", "competitors"}
+        unknown = set(a) - {"label", "cca", "ccp", "options", "competitor", "competitors", "same_as_competitor",
+                            "cca_random", "competitor_delay_s"}
         if unknown:
             raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        picks = [k for k in ("cca", "ccp", "same_as_competitor", "cca_random") if a.get(k)]
+        if len(picks) != 1:
+            raise ScenarioError(f"{where} ({a['label']}): give exactly one of 'cca' (kernel), 'ccp', "
+                                f"'same_as_competitor' or 'cca_random' (not {', '.join(picks) or 'none'})")
+        if "cca_random" in a and (not isinstance(a["cca_random"], list)
+                                  or not all(isinstance(c, str) for c in a["cca_random"])):
+            raise ScenarioError(f"{where} ({a['label']}): 'cca_random' must be a list of kernel CCA names")
+        delay = a.get("competitor_delay_s", 0.0)
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
+            raise ScenarioError(f"{where} ({a['label']}): 'competitor_delay_s' must be a number >= 0, "
+                                f"not {delay!r}")
         n = a.get("competitors", 1)
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_COMPETITORS:
             raise ScenarioError(f"{where} ({a['label']}): 'competitors' must be a whole number in "
                                 f"1..{MAX_COMPETITORS}, not {n!r}")
         if "competitors" in a and not a.get("competitor"):
             raise ScenarioError(f"{where} ({a['label']}): 'competitors' needs 'competitor' (their kernel CCA)")
-        algs.append(Algorithm(a["label"], a.get("cca"), a.get("ccp"), [str(o) for o in a.get("options", [])],
-                              a.get("competitor"), n))
+        algs.append(Algorithm(a["label"], a.get("cca"), a.get("ccp"), [_project_file(str(o)) for o in a.get("options", [])],
+                              a.get("competitor"), n, bool(a.get("same_as_competitor")),
+                              list(a.get("cca_random", [])), float(delay)))
     sweep = raw.get("sweep", {})
     if len(sweep) > 1 or any(k not in SWEEPABLE for k in sweep):
         raise ScenarioError(f"{path}: [sweep] takes one of {', '.join(sorted(SWEEPABLE))}")
     for k, v in sweep.items():
         if not isinstance(v, list) or not v:
             raise ScenarioError(f"{path}: sweep.{k} must be a non-empty list")
+    if "competitor" not in sweep:
+        for a in algs:
+            if (a.same_as_competitor or a.competitor_delay_s) and not a.competitor:
+                raise ScenarioError(f"{path}: {a.label}: 'same_as_competitor' and 'competitor_delay_s' need a "
+                                    f"competitor ('competitor', or [sweep] competitor)")
+    draw = raw.get("draw", {})
+    for name, spec in draw.items():
+        ok = (isinstance(spec, dict) and len(spec) == 1 and next(iter(spec)) in DRAWS
+              and isinstance(next(iter(spec.values())), list) and len(next(iter(spec.values()))) == 2
+              and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in next(iter(spec.values()))))
+        if not ok:
+            raise ScenarioError(f"{path}: draw.{name} must be {{ log_uniform = [low, high] }} or "
+                                f"{{ uniform = [low, high] }}, not {spec!r}")
+        (kind, (low, high)), = spec.items()
+        if not low <= high or (kind == "log_uniform" and low <= 0):
+            raise ScenarioError(f"{path}: draw.{name}: need low <= high{' and low > 0' if kind == 'log_uniform' else ''}"
+                                f", not [{low}, {high}]")
     sc = Scenario(name=raw.get("name", os.path.basename(path)[:-5]), path=path,
                   topology=need("topology", str), seconds=float(need("seconds", (int, float))),
                   repeats=int(raw.get("repeats", 1)), params=dict(raw.get("params", {})), sweep=sweep,
                   algorithms=algs, description=raw.get("description", ""),
                   interval_s=float(raw.get("interval_s", 0.5)),
                   kernel_trace=bool(raw.get("kernel_trace", False)),
-                  seed=seed)
+                  seed=seed, draw=draw)
     if "flows" in raw:
         sc.flows = raw["flows"]
     if not os.path.exists(sc.topology_path):

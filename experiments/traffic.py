@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+import time
 
 from .testbed import Testbed
 
@@ -70,16 +71,17 @@ class BackgroundFlow:
     of several flows started together. ``join()`` returns its output or raises its error."""
 
     def __init__(self, tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-                 port: int):
+                 port: int, start_delay_s: float = 0.0):
         self.out: dict | None = None
         self.error: BaseException | None = None
         args = (tb, client, server, cca, seconds, interval_s)
-        self._thread = threading.Thread(target=self._run, args=(args, port), name=f"iperf-{client}-{port}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(args, port, start_delay_s),
+                                        name=f"iperf-{client}-{port}", daemon=True)
         self._thread.start()
 
-    def _run(self, args, port):
+    def _run(self, args, port, start_delay_s):
         try:
+            time.sleep(start_delay_s)
             self.out = iperf(*args, port=port)
         except BaseException as e:     # raised in join(), in the caller's thread
             self.error = e

@@ -41,7 +41,7 @@ def write(tmp_path, text):
      "exactly one of"),
     ('topology = "nowhere"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "cubic"\n', "not found"),
     ('topology = "wireless"\nseconds = 5\n[sweep]\nrate_mbps = [1]\n[[algorithms]]\nlabel = "x"\ncca = "c"\n',
-     r"\[sweep\] takes one of loss_pct"),
+     r"\[sweep\] takes one of competitor, loss_pct"),
     ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "c"\ncolour = 1\n', "colour"),
     ('topology = "wireless"\nseconds = [\n', "s.toml"),
     ('topology = "wireless"\nseconds = 5\nseed = -1\n[[algorithms]]\nlabel = "x"\ncca = "c"\n', "'seed'"),
@@ -99,6 +99,20 @@ def test_slow_start_exit_from_a_trace(tmp_path):
                  "2.0,1,7,loss,100000,100000,30000,0,1,0,90,1 lost\n")
     assert metrics.slow_start_exit_s(str(p)) == pytest.approx(1.5)
     assert metrics.slow_start_exit_s(str(tmp_path / "none.csv")) is None
+
+
+def test_switches_of_the_data_flow_from_an_adaptive_agents_trace(tmp_path):
+    p = tmp_path / "trace.csv"
+    p.write_text("t_s,mono_ns,sid,event,cwnd_bytes,ssthresh_bytes,rtt_us,acked_bytes,loss_pkts,timeout,"
+                 "inflight_pkts,reason\n"
+                 "0.5,1,7,start,14480,,,,,,,init\n"
+                 "0.6,1,9,start,14480,,,,,,,init\n"
+                 "3.0,1,7,report,28960,,20000,14480,0,0,10,slow start\n"
+                 "12.5,1,7,switch,28960,,,,,,,cubic -> bbr: verdict bbr (80% of 50), mirror\n"
+                 "14.0,1,7,report,28960,,20000,14480,0,0,10,ProbeBW\n"
+                 "30.5,1,7,switch,28960,,,,,,,bbr -> reno: verdict reno (61% of 50), mirror\n")
+    assert metrics.switches(str(p)) == {"switches": 2, "first_switch_s": 12.0, "final_algorithm": "reno"}
+    assert metrics.switches(str(tmp_path / "none.csv")) is None
 
 
 def test_time_to_plateau_is_when_cwnd_first_nears_its_settled_value():
@@ -159,3 +173,81 @@ def test_run_overrides_that_do_not_fit_the_scenario_are_refused_before_any_testb
     from experiments.cli import exp_group
     res = CliRunner().invoke(exp_group, ["run"] + args)
     assert res.exit_code != 0 and message in res.output
+
+
+FAIRNESS = '''topology = "dumbbell"
+seconds = 5
+repeats = 50
+[draw]
+bottleneck_mbps = { log_uniform = [1, 10] }
+bottleneck_delay_ms = { uniform = [1, 100] }
+[sweep]
+competitor = ["bbr", "cubic"]
+[[algorithms]]
+label = "oracle"
+same_as_competitor = true
+[[algorithms]]
+label = "not used"
+cca_random = ["bbr", "cubic", "reno"]
+competitor_delay_s = 2
+'''
+
+
+def test_drawn_parameters_are_the_seeds_and_repeats_and_stay_in_range(tmp_path):
+    sc = load(write(tmp_path, FAIRNESS))
+    draws = [sc.params_for(7, rep) for rep in range(50)]
+    assert draws == [sc.params_for(7, rep) for rep in range(50)]          # reproducible
+    assert draws != [sc.params_for(8, rep) for rep in range(50)]          # another seed, other networks
+    rates = [d["bottleneck_mbps"] for d in draws]
+    assert all(1 <= r <= 10 for r in rates) and all(1 <= d["bottleneck_delay_ms"] <= 100 for d in draws)
+    # log scale: about half the draws below the geometric middle (3.16), not the arithmetic (5.5)
+    assert 15 <= sum(r < 10 ** 0.5 for r in rates) <= 35
+
+
+def test_a_run_resolves_its_competitor_and_flow_1s_cca(tmp_path):
+    sc = load(write(tmp_path, FAIRNESS))
+    oracle, not_used = sc.algorithms
+    assert oracle.for_run("bbr", 1).cca == "bbr" and oracle.for_run("cubic", 1).competitor == "cubic"
+    picks = {not_used.for_run("bbr", seed).cca for seed in range(40)}
+    assert picks == {"bbr", "cubic", "reno"}
+    assert not_used.for_run("bbr", 3).cca == not_used.for_run("cubic", 3).cca        # the seed decides
+    assert not_used.competitor_delay_s == 2
+    assert [v["competitor"] for _, v, r in sc.runs() if r == 0] == ["bbr", "bbr", "cubic", "cubic"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ('[draw]\nbuffer_bdp = { normal = [1, 2] }\n', r"draw.buffer_bdp must be"),
+    ('[draw]\nbuffer_bdp = { log_uniform = [0, 2] }\n', r"low > 0"),
+    ('[draw]\nbuffer_bdp = { uniform = [3, 2] }\n', r"low <= high"),
+])
+def test_bad_draws_name_the_problem(tmp_path, extra, message):
+    text = 'topology = "dumbbell"\nseconds = 5\n' + extra + '[[algorithms]]\nlabel = "x"\ncca = "cubic"\n'
+    with pytest.raises(ScenarioError, match=message):
+        load(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("alg, message", [
+    ('same_as_competitor = true\n', "need a competitor"),
+    ('cca = "cubic"\ncca_random = ["bbr"]\n', "exactly one of"),
+    ('cca_random = "bbr"\n', "must be a list"),
+    ('cca = "cubic"\ncompetitor = "bbr"\ncompetitor_delay_s = -1\n', "'competitor_delay_s' must be"),
+])
+def test_bad_fairness_algorithms_name_the_problem(tmp_path, alg, message):
+    text = 'topology = "dumbbell"\nseconds = 5\n[[algorithms]]\nlabel = "x"\n' + alg
+    with pytest.raises(ScenarioError, match=message):
+        load(write(tmp_path, text))
+
+
+def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():
+    sc = load("fairness_switching")
+    assert sc.sweep["competitor"] == ["bbr", "cubic", "reno", "vegas"] and sc.repeats >= 100
+    by_label = {a.label: a for a in sc.algorithms}
+    oracle = by_label["oracle"].for_run("vegas", 1)
+    assert (oracle.cca, oracle.ccp) == (None, "vegas") and oracle.agent([5202]) == ("vegas", [])
+    assert by_label["oracle"].for_run("bbr", 1).agent([5202]) is None                  # all in the kernel
+    mirror = by_label["mirror w50"].for_run("vegas", 1)
+    name, opts = mirror.agent([5202])
+    assert name == "adaptive" and opts[-2:] == ["--port-algorithm", "5202=vegas"]
+    assert opts[opts.index("--model") + 1].endswith("/estimator/models/cca_rf.joblib")   # made absolute
+    assert by_label["mirror w50 late"].competitor_delay_s == 10
+    assert {by_label["not used"].for_run("bbr", s).cca for s in range(40)} == {"bbr", "cubic", "reno", None}

@@ -1,0 +1,189 @@
+"""What a fairness scenario (a [sweep] over the competitor's CCA: fairness_switching)
+shows: per competitor and mode, the goodput difference D and |D| (paper 002 Eq. 3) with a
+bootstrap 95 % CI, the harm to the competitor against the oracle of the same repeat,
+Jain's index, and the switches; and the paper's plots (Fig. 6: D per competitor and
+mode, Fig. 7: mean |D|), plus a timeline per adaptive run (both flows' goodput, flow 1's
+algorithm as a coloured band).
+
+    intcc exp fairness DIR [DIR ...]
+"""
+from __future__ import annotations
+
+import csv
+import os
+import statistics
+
+import numpy as np
+
+from .fairness import harm
+
+ORACLE = "oracle"
+COLOURS = {"bbr": "tab:blue", "cubic": "tab:orange", "reno": "tab:green", "vegas": "tab:red"}
+
+
+def _ci(values, resamples: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap 95 % interval of the mean (the value itself for one run)."""
+    a = np.asarray(values, float)
+    if a.size < 2:
+        return float(a.mean()), float(a.mean())
+    means = a[np.random.default_rng(seed).integers(0, a.size, (resamples, a.size))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def rows(records: list[dict]) -> list[dict]:
+    """One row per (competitor, mode): runs, mean D, mean |D| and its CI, harm against the
+    oracle (competitor goodput beside the mode over beside the oracle, pooled over the
+    repeats both ran), Jain mean, median time to the first switch, mean switches."""
+    out = []
+    competitors = list(dict.fromkeys(r["competitor"] for r in records if r.get("competitor")))
+    modes = list(dict.fromkeys(r["algorithm"] for r in records))
+    for comp in competitors:
+        mine = [r for r in records if r.get("competitor") == comp]
+        oracle = {(r.get("source"), r["repeat"]): r for r in mine if r["algorithm"] == ORACLE}
+        for mode in modes:
+            runs = [r for r in mine if r["algorithm"] == mode and r.get("goodput_difference") is not None]
+            if not runs:
+                continue
+            d = [r["goodput_difference"] for r in runs]
+            abs_d = [abs(x) for x in d]
+            paired = [(r, oracle[(r.get("source"), r["repeat"])]) for r in runs
+                      if (r.get("source"), r["repeat"]) in oracle]
+            h = (harm(sum(r["competitor_goodput_mbps"] for r, _ in paired),
+                      sum(o["competitor_goodput_mbps"] for _, o in paired)) if paired else None)
+            firsts = [r["first_switch_s"] for r in runs if r.get("first_switch_s") is not None]
+            jains = [r["jain_mean"] for r in runs if r.get("jain_mean") is not None]
+            out.append({"competitor": comp, "mode": mode, "runs": len(runs), "mean_d": statistics.mean(d),
+                        "mean_abs_d": statistics.mean(abs_d), "abs_d_ci": _ci(abs_d),
+                        "harm": h, "harm_pairs": len(paired),
+                        "jain_mean": statistics.mean(jains) if jains else None,
+                        "median_first_switch_s": statistics.median(firsts) if firsts else None,
+                        "switched_runs": len(firsts),
+                        "mean_switches": (statistics.mean(r.get("switches", 0) for r in runs)
+                                          if any("switches" in r for r in runs) else None)})
+    return out
+
+
+def format_rows(table: list[dict]) -> str:
+    def f(v, fmt):
+        return "-" if v is None else fmt.format(v)
+    lines = [f"{'competitor':>10s}  {'mode':18s} {'runs':>4s} {'mean D':>7s} {'mean |D| (95 % CI)':>21s} "
+             f"{'harm':>6s} {'Jain':>6s} {'1st switch s':>12s} {'switches':>8s}"]
+    for r in table:
+        lo, hi = r["abs_d_ci"]
+        lines.append(f"{r['competitor']:>10s}  {r['mode']:18s} {r['runs']:4d} {r['mean_d']:7.3f} "
+                     f"{r['mean_abs_d']:7.3f} ({lo:.3f}-{hi:.3f}) {f(r['harm'], '{:6.1%}'):>6s} "
+                     f"{f(r['jain_mean'], '{:.3f}'):>6s} {f(r['median_first_switch_s'], '{:.1f}'):>12s} "
+                     f"{f(r['mean_switches'], '{:.1f}'):>8s}")
+    lines.append("harm: 1 - the competitor's goodput beside the mode / beside the oracle, same repeats "
+                 "(negative: flow 1 gave)")
+    return "\n".join(lines)
+
+
+def plot(records: list[dict], out_dir: str, title: str, timelines: bool = True) -> list[str]:
+    """d_box.png (paper 002 Fig. 6), abs_d.png (Fig. 7) and (``timelines``)
+    runs/<run>/timeline.png for every adaptive run; the paths written."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    table = rows(records)
+    competitors = list(dict.fromkeys(r["competitor"] for r in table))
+    modes = list(dict.fromkeys(r["mode"] for r in table))
+    width = 0.8 / max(len(modes), 1)
+    written = []
+
+    fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(competitors) * len(modes) / 3), 4.5))
+    for k, mode in enumerate(modes):
+        data = [[r["goodput_difference"] for r in records if r.get("competitor") == c and r["algorithm"] == mode
+                 and r.get("goodput_difference") is not None] for c in competitors]
+        pos = [i + (k - (len(modes) - 1) / 2) * width for i in range(len(competitors))]
+        keep = [(p, d) for p, d in zip(pos, data) if d]
+        if keep:
+            b = ax.boxplot([d for _, d in keep], positions=[p for p, _ in keep], widths=width * 0.9,
+                           patch_artist=True, manage_ticks=False)
+            for patch in b["boxes"]:
+                patch.set_facecolor(plt.cm.tab10(k % 10))
+                patch.set_alpha(0.6)
+        ax.plot([], [], "s", color=plt.cm.tab10(k % 10), label=mode)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(competitors)), [f"vs {c}" for c in competitors])
+    ax.set_ylabel("goodput difference D (Eq. 3)")
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_title(title + ": D per competitor and mode")
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    written.append(os.path.join(out_dir, "d_box.png"))
+    fig.savefig(written[-1], dpi=90)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, mode in enumerate(modes):
+        cells = [next((r for r in table if r["competitor"] == c and r["mode"] == mode), None) for c in competitors]
+        xs = [i + (k - (len(modes) - 1) / 2) * width for i, c in enumerate(cells) if c]
+        ms = [c["mean_abs_d"] for c in cells if c]
+        err = np.array([[c["mean_abs_d"] - c["abs_d_ci"][0], c["abs_d_ci"][1] - c["mean_abs_d"]]
+                        for c in cells if c]).T
+        ax.bar(xs, ms, width * 0.9, yerr=err if len(ms) else None, capsize=2, label=mode,
+               color=plt.cm.tab10(k % 10))
+    ax.set_xticks(range(len(competitors)), [f"vs {c}" for c in competitors])
+    ax.set_ylabel("mean |D| (95 % CI)")
+    ax.set_title(title + ": mean |D|")
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    written.append(os.path.join(out_dir, "abs_d.png"))
+    fig.savefig(written[-1], dpi=90)
+    plt.close(fig)
+
+    for r in records if timelines else ():
+        run_dir = os.path.join(out_dir, "runs", r["run"])
+        if "switches" in r and os.path.exists(os.path.join(run_dir, "series.csv")):
+            written.append(plot_timeline(run_dir, r))
+    return written
+
+
+def _algorithm_spans(trace_csv: str, initial: str, end_s: float) -> list[tuple[float, float, str]]:
+    """(from_s, to_s, algorithm) of the data flow, from the flow's start, from its trace."""
+    from .metrics import sender_rows
+    rows = sender_rows(trace_csv)
+    if not rows:
+        return []
+    start = next((float(x["t_s"]) for x in rows if x["event"] == "start"), float(rows[0]["t_s"]))
+    spans, since, alg = [], 0.0, initial
+    for x in rows:
+        if x["event"] == "switch":
+            t = float(x["t_s"]) - start
+            spans.append((since, t, alg))
+            since, alg = t, x["reason"].split(" -> ")[1].split(":")[0]
+    spans.append((since, end_s, alg))
+    return spans
+
+
+def plot_timeline(run_dir: str, rec: dict, initial: str = "cubic") -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with open(os.path.join(run_dir, "series.csv")) as f:
+        series = list(csv.DictReader(f))
+    t = [float(x["t_s"]) for x in series]
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.plot(t, [float(x["goodput_mbps"] or 0) for x in series], label="flow 1")
+    ax.plot(t, [float(x["competitor_goodput_mbps"] or 0) for x in series], label=f"competitor ({rec['competitor']})")
+    top = max([float(x["goodput_mbps"] or 0) for x in series] + [float(x["competitor_goodput_mbps"] or 0)
+                                                                  for x in series] + [1.0]) * 1.15
+    for lo, hi, alg in _algorithm_spans(os.path.join(run_dir, "trace.csv"), initial, t[-1] if t else 0.0):
+        ax.axvspan(lo, hi, ymin=0.93, ymax=1.0, color=COLOURS.get(alg, "grey"), alpha=0.7)
+        ax.text((lo + hi) / 2, top * 0.965, alg, ha="center", va="center", fontsize=7)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("goodput (Mbit/s)")
+    p = rec.get("params", {})
+    d = rec.get("goodput_difference")
+    ax.set_title(f"{rec['algorithm']} vs {rec['competitor']}: D = {'-' if d is None else f'{d:+.2f}'}; "
+                 f"{p.get('bottleneck_mbps', '?')} Mbit/s, {p.get('bottleneck_delay_ms', '?')} ms, "
+                 f"{p.get('buffer_bdp', '?')} BDP", fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path = os.path.join(run_dir, "timeline.png")
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

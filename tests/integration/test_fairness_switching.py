@@ -1,0 +1,38 @@
+"""fairness_switching --quick end to end (root, namespaces, the CCP datapath): randomised
+dumbbells, the adaptive agent beside kernel and CCP (vegas) competitors, the records and
+plots paper 002's figures are made from."""
+import json
+import os
+
+from click.testing import CliRunner
+
+from experiments.cli import exp_group
+from experiments.teardown import list_testbeds
+
+
+def test_the_quick_fairness_scenario_gives_d_harm_and_plots(tmp_path):
+    out = tmp_path / "fs"
+    res = CliRunner().invoke(exp_group, ["run", "fairness_switching", "--quick", "--seed", "11", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    records = json.loads((out / "summary.json").read_text())["records"]
+    assert {(r["algorithm"], r["competitor"]) for r in records} == {
+        (m, c) for m in ("not used", "oracle", "mirror w1", "mirror w10", "mirror w50", "mirror w50 late")
+        for c in ("bbr", "vegas")}
+    for r in records:
+        assert -1 <= r["goodput_difference"] <= 1 and r["abs_goodput_difference"] == abs(r["goodput_difference"])
+        assert r["goodput_mbps"] > 0 and r["competitor_goodput_mbps"] > 0, r["run"]      # both flows ran
+        assert 0 < r["jain_mean"] <= 1
+        assert 1 <= r["params"]["bottleneck_mbps"] <= 10 and 1 <= r["params"]["buffer_bdp"] <= 100
+    assert len({json.dumps(r["params"]) for r in records}) == 1        # one repeat: one network for all
+    by = {(r["algorithm"], r["competitor"]): r for r in records}
+    assert by[("oracle", "vegas")]["flow1"] == "vegas" and by[("oracle", "bbr")]["flow1"] == "bbr"
+    for c in ("bbr", "vegas"):
+        assert by[("mirror w1", c)]["flow1"] == "adaptive" and "switches" in by[("mirror w1", c)]
+    late = by[("mirror w50 late", "bbr")]
+    assert "goodput_mbps_with_competitors" in late
+    assert "harm" in res.output and "mean |D|" in res.output
+    for png in ("d_box.png", "abs_d.png"):
+        assert (out / png).stat().st_size > 5000
+    assert (out / "runs" / "mirror-w1_competitor-vegas_r0" / "timeline.png").exists()
+    assert not [p for p in os.listdir(out / "runs") if p.endswith(".agent-trace.csv")]   # every row claimed
+    assert "exp" not in list_testbeds()

@@ -1,0 +1,55 @@
+"""The fairness scenario's table and plots from run records (no testbed)."""
+import pytest
+
+from experiments import fairness_report
+
+
+def rec(mode, comp, rep, g1, g2, **extra):
+    return {"algorithm": mode, "competitor": comp, "repeat": rep, "run": f"{mode}-{comp}-{rep}",
+            "goodput_mbps": g1, "competitor_goodput_mbps": g2, "goodput_difference": (g1 - g2) / (g1 + g2),
+            "jain_mean": 0.9, **extra}
+
+
+RECORDS = [
+    rec("oracle", "bbr", 0, 5, 5), rec("oracle", "bbr", 1, 4, 6),
+    rec("not used", "bbr", 0, 9, 1), rec("not used", "bbr", 1, 2, 8),
+    rec("mirror w50", "bbr", 0, 6, 4, switches=1, first_switch_s=20.0),
+    rec("mirror w50", "bbr", 1, 5, 5, switches=0, first_switch_s=None),
+    rec("oracle", "cubic", 0, 5, 5),
+]
+
+
+def test_rows_give_d_abs_d_and_harm_against_the_same_repeats_oracle():
+    table = {(r["competitor"], r["mode"]): r for r in fairness_report.rows(RECORDS)}
+    nu = table[("bbr", "not used")]
+    assert nu["mean_d"] == pytest.approx((0.8 - 0.6) / 2)
+    assert nu["mean_abs_d"] == pytest.approx(0.7)                         # |D| is not |mean D|
+    assert nu["harm"] == pytest.approx(1 - 9 / 11)                        # competitor 1 + 8 beside, 5 + 6 own
+    lo, hi = nu["abs_d_ci"]
+    assert 0.6 <= lo <= 0.7 <= hi <= 0.8
+    mirror = table[("bbr", "mirror w50")]
+    assert mirror["harm"] == pytest.approx(1 - 9 / 11) and mirror["mean_switches"] == 0.5
+    assert mirror["median_first_switch_s"] == 20.0 and mirror["switched_runs"] == 1
+    assert table[("bbr", "oracle")]["harm"] == 0
+    assert table[("cubic", "oracle")]["runs"] == 1
+    text = fairness_report.format_rows(list(table.values()))
+    assert "mirror w50" in text and "harm" in text
+
+
+def test_plots_are_written(tmp_path):
+    paths = fairness_report.plot(RECORDS, str(tmp_path), "t", timelines=False)
+    assert [p.rsplit("/", 1)[1] for p in paths] == ["d_box.png", "abs_d.png"]
+    assert all((tmp_path / p.rsplit("/", 1)[1]).stat().st_size > 5000 for p in paths)
+
+
+def test_the_timeline_colours_flow_1s_algorithm_from_its_trace(tmp_path):
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "series.csv").write_text("t_s,goodput_mbps,competitor_goodput_mbps\n1,2,3\n2,2.5,2.5\n3,2.4,2.6\n")
+    (run / "trace.csv").write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0.5,1,7,start,14480,init\n"
+                                   "2.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n")
+    spans = fairness_report._algorithm_spans(str(run / "trace.csv"), "cubic", 3.0)
+    assert spans == [(0.0, 1.5, "cubic"), (1.5, 3.0, "bbr")]
+    path = fairness_report.plot_timeline(str(run), {"algorithm": "mirror w50", "competitor": "bbr",
+                                                    "goodput_difference": -0.05})
+    assert path.endswith("timeline.png")
