@@ -238,9 +238,10 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
 def fairness_cmd(results, plot_dir, json_out):
     """D, mean |D| (bootstrap 95 % CI), harm against the oracle, Jain and switches per
     competitor and mode, pooled over RESULTS (directories of 'intcc exp run' of a
-    fairness scenario, e.g. fairness_switching).
+    fairness scenario, e.g. fairness_switching). With fairness_pairs' results of the same
+    seed among them, also the paper's offline |D| (Eqs. 1-3) beside the live one.
 
-    Example: intcc exp fairness results/fairness_switching-*
+    Example: intcc exp fairness results/fairness_switching-S1 results/fairness_pairs-S1
     """
     from . import fairness_report
     from .compare import CompareError, load_records
@@ -250,7 +251,8 @@ def fairness_cmd(results, plot_dir, json_out):
         raise click.ClickException(str(e))
     if not any(r.get("competitor") for r in records):
         raise click.ClickException("no run in RESULTS has a competitor: not a fairness scenario's results")
-    table = fairness_report.rows(records)
+    offline = fairness_report.offline_d(records, lambda r: os.path.dirname(r["source"]))
+    table = fairness_report.rows(records, offline)
     click.echo(fairness_report.format_rows(table))
     if plot_dir:
         os.makedirs(plot_dir, exist_ok=True)

@@ -6,16 +6,25 @@ mode, Fig. 7: mean |D|), plus a timeline per adaptive run (both flows' goodput, 
 algorithm as a coloured band).
 
     intcc exp fairness DIR [DIR ...]
+
+Given the pair runs of fairness_pairs as well (flow 1 on each CCA i against each j, on the
+same networks: same seed and repeat), it computes the paper's offline figure beside each
+live one: Eqs. 1-2 weigh g1(i, j), g2(i, j) of the run's network by the time the live run's
+flow 1 spent on each CCA i (from its trace; the whole run on its CCA for a kernel flow 1),
+and Eq. 3 gives D. Networks whose pairs are incomplete are left out of that column.
 """
 from __future__ import annotations
 
 import csv
+import json
 import os
 import statistics
 
 import numpy as np
 
-from .fairness import harm
+from .fairness import goodput_difference, harm, switched_goodputs
+
+PAIR_PREFIX = "pair: "          # fairness_pairs.toml's labels: "pair: <flow 1's CCA>"
 
 ORACLE = "oracle"
 COLOURS = {"bbr": "tab:blue", "cubic": "tab:orange", "reno": "tab:green", "vegas": "tab:red"}
@@ -31,11 +40,58 @@ def _ci(values, resamples: int = 4000, seed: int = 0) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def rows(records: list[dict]) -> list[dict]:
+def _network(r: dict) -> tuple:
+    """Runs on the same network: same seed, repeat and drawn parameters."""
+    return r.get("seed"), r["repeat"], json.dumps(r.get("params"), sort_keys=True)
+
+
+def offline_d(records: list[dict], out_dir_of=None) -> dict[int, float]:
+    """{index of a live record: the paper method's D for it} (Eqs. 1-3), from the pair
+    records of the same network and the live run's time shares. ``out_dir_of(record)``:
+    the results directory a record came from (its trace is under runs/<run>/trace.csv)."""
+    from .fairness import CCAS, time_shares
+    pairs: dict = {}
+    for r in records:
+        if r["algorithm"].startswith(PAIR_PREFIX) and r.get("competitor"):
+            i = r["algorithm"][len(PAIR_PREFIX):]
+            pairs.setdefault(_network(r), {})[(i, r["competitor"])] = (r["goodput_mbps"], r["competitor_goodput_mbps"])
+    out = {}
+    for k, r in enumerate(records):
+        table = pairs.get(_network(r))
+        if table is None or r["algorithm"].startswith(PAIR_PREFIX) or not r.get("competitor"):
+            continue
+        span = float(r.get("seconds") or 0)
+        if "switches" in r:
+            trace = os.path.join(out_dir_of(r), "runs", r["run"], "trace.csv") if out_dir_of else None
+            spans = _algorithm_spans(trace, "cubic", span) if trace and os.path.exists(trace) else []
+            if not spans:
+                continue
+            shares = dict.fromkeys(CCAS, 0.0)
+            for lo, hi, alg in spans:
+                shares[alg] = shares.get(alg, 0.0) + max(0.0, min(hi, span) - lo)
+            total = sum(shares.values())
+            shares = {a: v / total for a, v in shares.items()} if total > 0 else {}
+        else:
+            shares = time_shares([], [], r.get("flow1"), span) if r.get("flow1") in CCAS else {}
+        try:
+            g1, g2 = switched_goodputs(shares, {k2: v[0] for k2, v in table.items()},
+                                       {k2: v[1] for k2, v in table.items()}, r["competitor"])
+        except KeyError:
+            continue
+        d = goodput_difference(g1, g2)
+        if d is not None:
+            out[k] = d
+    return out
+
+
+def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[dict]:
     """One row per (competitor, mode): runs, mean D, mean |D| and its CI, harm against the
     oracle (competitor goodput beside the mode over beside the oracle, pooled over the
     repeats both ran), Jain mean, median time to the first switch, mean switches."""
     out = []
+    offline = offline or {}
+    index = {id(r): k for k, r in enumerate(records)}
+    records = [r for r in records if not r["algorithm"].startswith(PAIR_PREFIX)]
     competitors = list(dict.fromkeys(r["competitor"] for r in records if r.get("competitor")))
     modes = list(dict.fromkeys(r["algorithm"] for r in records))
     for comp in competitors:
@@ -53,8 +109,11 @@ def rows(records: list[dict]) -> list[dict]:
                       sum(o["competitor_goodput_mbps"] for _, o in paired)) if paired else None)
             firsts = [r["first_switch_s"] for r in runs if r.get("first_switch_s") is not None]
             jains = [r["jain_mean"] for r in runs if r.get("jain_mean") is not None]
+            paper = [abs(offline[index[id(r)]]) for r in runs if index[id(r)] in offline]
             out.append({"competitor": comp, "mode": mode, "runs": len(runs), "mean_d": statistics.mean(d),
                         "mean_abs_d": statistics.mean(abs_d), "abs_d_ci": _ci(abs_d),
+                        "paper_mean_abs_d": statistics.mean(paper) if paper else None,
+                        "paper_abs_d_ci": _ci(paper) if paper else None, "paper_runs": len(paper),
                         "harm": h, "harm_pairs": len(paired),
                         "jain_mean": statistics.mean(jains) if jains else None,
                         "median_first_switch_s": statistics.median(firsts) if firsts else None,
@@ -67,16 +126,25 @@ def rows(records: list[dict]) -> list[dict]:
 def format_rows(table: list[dict]) -> str:
     def f(v, fmt):
         return "-" if v is None else fmt.format(v)
+    paper = any(r.get("paper_mean_abs_d") is not None for r in table)
     lines = [f"{'competitor':>10s}  {'mode':18s} {'runs':>4s} {'mean D':>7s} {'mean |D| (95 % CI)':>21s} "
-             f"{'harm':>6s} {'Jain':>6s} {'1st switch s':>12s} {'switches':>8s}"]
+             + (f"{'paper method |D|':>21s} " if paper else "")
+             + f"{'harm':>6s} {'Jain':>6s} {'1st switch s':>12s} {'switches':>8s}"]
     for r in table:
         lo, hi = r["abs_d_ci"]
+        cell = ""
+        if paper:
+            cell = (f"{r['paper_mean_abs_d']:7.3f} ({r['paper_abs_d_ci'][0]:.3f}-{r['paper_abs_d_ci'][1]:.3f}) "
+                    if r.get("paper_mean_abs_d") is not None else f"{'-':>21s} ")
         lines.append(f"{r['competitor']:>10s}  {r['mode']:18s} {r['runs']:4d} {r['mean_d']:7.3f} "
-                     f"{r['mean_abs_d']:7.3f} ({lo:.3f}-{hi:.3f}) {f(r['harm'], '{:6.1%}'):>6s} "
+                     f"{r['mean_abs_d']:7.3f} ({lo:.3f}-{hi:.3f}) {cell}{f(r['harm'], '{:6.1%}'):>6s} "
                      f"{f(r['jain_mean'], '{:.3f}'):>6s} {f(r['median_first_switch_s'], '{:.1f}'):>12s} "
                      f"{f(r['mean_switches'], '{:.1f}'):>8s}")
     lines.append("harm: 1 - the competitor's goodput beside the mode / beside the oracle, same repeats "
                  "(negative: flow 1 gave)")
+    if paper:
+        lines.append("paper method: Eqs. 1-3 from fairness_pairs' g(i, j) on the same networks, weighted by "
+                     "the time the live run spent on each CCA")
     return "\n".join(lines)
 
 
@@ -86,6 +154,7 @@ def plot(records: list[dict], out_dir: str, title: str, timelines: bool = True) 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    records = [r for r in records if not r["algorithm"].startswith(PAIR_PREFIX)]
     table = rows(records)
     competitors = list(dict.fromkeys(r["competitor"] for r in table))
     modes = list(dict.fromkeys(r["mode"] for r in table))

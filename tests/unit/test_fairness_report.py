@@ -53,3 +53,27 @@ def test_the_timeline_colours_flow_1s_algorithm_from_its_trace(tmp_path):
     path = fairness_report.plot_timeline(str(run), {"algorithm": "mirror w50", "competitor": "bbr",
                                                     "goodput_difference": -0.05})
     assert path.endswith("timeline.png")
+
+
+def test_the_paper_method_weighs_the_networks_pairs_by_the_live_runs_time_shares(tmp_path):
+    net = {"seed": 1, "params": {"bottleneck_mbps": 5.0}}
+    pairs = [{**rec(f"pair: {i}", "bbr", 0, g1, g2), **net} for i, g1, g2 in
+             (("bbr", 5, 5), ("cubic", 2, 8), ("reno", 1, 9), ("vegas", 0.5, 9.5))]
+    live = {**rec("mirror w50", "bbr", 0, 4, 6, switches=1, first_switch_s=15.0), **net, "seconds": 60,
+            "run": "m"}
+    not_used = {**rec("not used", "bbr", 0, 1, 9), **net, "seconds": 60, "flow1": "reno"}
+    elsewhere = {**rec("not used", "bbr", 1, 1, 9), **net, "seconds": 60, "flow1": "reno"}   # no pairs there
+    run = tmp_path / "runs" / "m"
+    run.mkdir(parents=True)
+    (run / "trace.csv").write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n10,1,7,start,14480,init\n"
+                                   "25,1,7,switch,28960,cubic -> bbr: verdict bbr\n")
+    records = pairs + [live, not_used, elsewhere]
+    offline = fairness_report.offline_d(records, lambda r: str(tmp_path))
+    # 15 s of 60 on cubic, 45 on bbr: G1 = .25 * 2 + .75 * 5 = 4.25, G2 = .25 * 8 + .75 * 5 = 5.75
+    assert offline[4] == pytest.approx((4.25 - 5.75) / 10)
+    assert offline[5] == pytest.approx((1 - 9) / 10) and 6 not in offline
+    table = {r["mode"]: r for r in fairness_report.rows(records, offline)}
+    assert "pair: bbr" not in table
+    assert table["mirror w50"]["paper_mean_abs_d"] == pytest.approx(0.15)
+    assert table["not used"]["paper_runs"] == 1 and table["not used"]["runs"] == 2
+    assert "paper method" in fairness_report.format_rows(list(table.values()))
