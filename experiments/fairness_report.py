@@ -148,6 +148,18 @@ def format_rows(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _finish(fig, ax, competitors, ylabel, title, path) -> str:
+    import matplotlib.pyplot as plt
+    ax.set_xticks(range(len(competitors)), [f"vs {c}" for c in competitors])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def plot(records: list[dict], out_dir: str, title: str, timelines: bool = True) -> list[str]:
     """d_box.png (paper 002 Fig. 6), abs_d.png (Fig. 7) and (``timelines``)
     runs/<run>/timeline.png for every adaptive run; the paths written."""
@@ -175,15 +187,9 @@ def plot(records: list[dict], out_dir: str, title: str, timelines: bool = True) 
                 patch.set_alpha(0.6)
         ax.plot([], [], "s", color=plt.cm.tab10(k % 10), label=mode)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set_xticks(range(len(competitors)), [f"vs {c}" for c in competitors])
-    ax.set_ylabel("goodput difference D (Eq. 3)")
     ax.set_ylim(-1.05, 1.05)
-    ax.set_title(title + ": D per competitor and mode")
-    ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    written.append(os.path.join(out_dir, "d_box.png"))
-    fig.savefig(written[-1], dpi=90)
-    plt.close(fig)
+    written.append(_finish(fig, ax, competitors, "goodput difference D (Eq. 3)",
+                           title + ": D per competitor and mode", os.path.join(out_dir, "d_box.png")))
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, mode in enumerate(modes):
@@ -194,14 +200,8 @@ def plot(records: list[dict], out_dir: str, title: str, timelines: bool = True) 
                         for c in cells if c]).T
         ax.bar(xs, ms, width * 0.9, yerr=err if len(ms) else None, capsize=2, label=mode,
                color=plt.cm.tab10(k % 10))
-    ax.set_xticks(range(len(competitors)), [f"vs {c}" for c in competitors])
-    ax.set_ylabel("mean |D| (95 % CI)")
-    ax.set_title(title + ": mean |D|")
-    ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    written.append(os.path.join(out_dir, "abs_d.png"))
-    fig.savefig(written[-1], dpi=90)
-    plt.close(fig)
+    written.append(_finish(fig, ax, competitors, "mean |D| (95 % CI)", title + ": mean |D|",
+                           os.path.join(out_dir, "abs_d.png")))
 
     for r in records if timelines else ():
         run_dir = os.path.join(out_dir, "runs", r["run"])
