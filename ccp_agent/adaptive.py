@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 
 from ccp_algs.handover import Host, HostedFlow
 
@@ -29,10 +30,12 @@ class AdaptiveFlow(HostedFlow):
                                                datapath_info.dst_port), self.current)
 
     def on_report(self, raw):
-        self.host.take_messages()
         super().on_report(raw)
-        v = self.host.verdicts.get(self.sid)
-        if v is None or v is self.verdict:
+        self.host.take_messages()
+
+    def consider(self, v):
+        """A new verdict on this flow's competitor: switch if the policy says so."""
+        if v is self.verdict:
             return
         self.verdict, self.flow_id = v, v.flow_id or self.flow_id
         target = self.host.policy.decide(self.current, time.monotonic() - self.in_control_since, v.estimate,
@@ -56,17 +59,26 @@ class Adaptive(Host):
         self.policy = policy
         self.estimation = estimation            # EstimatorProcess (None: no verdicts, no switches)
         self.verdicts: dict = {}                # sid -> latest Verdict
+        self.flows = weakref.WeakValueDictionary()   # sid -> AdaptiveFlow, while portus keeps it
         self.failed: set = set()                # flows whose estimation failed (logged once each)
 
     def new_flow(self, datapath, datapath_info):
-        return AdaptiveFlow(self, datapath, datapath_info)
+        flow = AdaptiveFlow(self, datapath, datapath_info)
+        self.flows[flow.sid] = flow
+        return flow
 
     def take_messages(self):
+        """The estimator's news, at any flow's report (pyportus runs the agent only in its
+        callbacks): a verdict is acted on at once, whichever flow reported, not at its own
+        flow's next report, which a small window or an RTO can hold back for many RTTs."""
         if self.estimation is None:
             return
         for kind, sid, body in self.estimation.poll():
             if kind == "verdict":
                 self.verdicts[sid] = body
+                flow = self.flows.get(sid)
+                if flow is not None:
+                    flow.consider(body)
                 log.debug("flow %s: verdict %s (%.0f%% of %d)", sid, body.estimate, 100 * body.confidence,
                           sum(body.votes.values()))
             elif sid not in self.failed:

@@ -154,3 +154,20 @@ def test_the_estimator_process_ends_with_the_agent(tmp_path):
         time.sleep(0.1)
     os.kill(child, 9)
     raise AssertionError(f"estimator child {child} outlived its agent")
+
+
+def test_a_verdict_is_acted_on_at_any_flows_report():
+    """A flow in an RTO sends no report for hundreds of ms: its switch must not wait for it."""
+    est = ScriptedEstimation()
+    policy = SwitchPolicy("mirror", ("bbr", "cubic"), ("bbr", "cubic"), min_dwell_s=0.0, min_confidence=0.6)
+    alg = Adaptive({"cubic": Cubic(), "bbr": Bbr(seed=1)}, "cubic", policy, est)
+    quiet = alg.new_flow(MockDatapath(alg.datapath_programs()), datapath_info(sock_id=1, mss=MSS))
+    busy = alg.new_flow(MockDatapath(alg.datapath_programs()), datapath_info(sock_id=2, mss=MSS, src_port=40001))
+    tick(quiet)
+    est.inbox.append(("verdict", 1, verdict("bbr", 0.9)))
+    tick(busy)
+    assert quiet.current == "bbr" and busy.current == "cubic"
+    assert est.local == [(1, "bbr")]
+    del quiet                   # portus let the flow go: a late verdict on it is no error
+    est.inbox.append(("verdict", 1, verdict("cubic", 0.9)))
+    tick(busy)
