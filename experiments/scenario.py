@@ -30,14 +30,15 @@ Fairness scenarios (paper 002) add:
     competitor = ["bbr", "cubic", "reno"]   # every algorithm's competitor, in turn
     [[algorithms]]
     label = "oracle"
-    same_as_competitor = true      # flow 1 runs the competitor's kernel CCA
+    same_as_competitor = true      # flow 1 runs the competitor's CCA
     [[algorithms]]
     label = "not used"
     cca_random = ["bbr", "cubic", "reno"]   # flow 1 on one of these, drawn per run
     competitor_delay_s = 10        # (any algorithm) the competitors start this much later
 
-Drawn values, the random pick and the competitor are seeded from the scenario's seed and
-the repeat: every algorithm of a repeat meets the same network.
+Drawn values are seeded from the scenario's seed and the repeat (every algorithm of a
+repeat meets the same network), the random pick from those and the competitor. A CCA the
+kernel lacks (vegas; KERNEL_CCAS) runs on the CCP datapath, for flow 1 or the competitor.
 
 Errors name the file and the field.
 """
