@@ -15,6 +15,15 @@ UDPGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "udpgen.py")
 TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies")
 
 
+def require_ccp_free():
+    """Fail (not skip) when another process holds the 'ccp' congestion control: the test
+    needs its own datapath."""
+    import pytest
+    from ccp_agent.datapath import ccp_holder, ccp_registered
+    if ccp_registered():
+        pytest.fail(f"a 'ccp' congestion control is already registered, so this test cannot run: {ccp_holder()}")
+
+
 def start_testbed(topo: str, name: str, exporter: str = "jsonl", **params) -> Testbed:
     return Testbed(load_topo(os.path.join(TOPO_DIR, f"{topo}.toml"), params), name).up(exporter=exporter)
 

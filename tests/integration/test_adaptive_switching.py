@@ -11,7 +11,6 @@ run with ``make test-accuracy``, not in CI.
 """
 import csv
 import os
-import socket
 import subprocess
 import sys
 
@@ -19,25 +18,19 @@ import pytest
 
 import estimator
 from broker.launch import BrokerProcess
-from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
+from ccp_agent.datapath import AgentProcess, DatapathProcess
+from experiments.runner import free_port
 from experiments.traffic import BackgroundFlow, iperf, series
-from tests.integration.tbutil import start_testbed
+from tests.integration.tbutil import require_ccp_free, start_testbed
 
 MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib")
 INT_MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int.joblib")
 CREDS = "/run/intcc/test-broker/credentials.json"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    if ccp_registered():
-        pytest.fail(f"a 'ccp' congestion control is already registered, so these tests cannot run: {ccp_holder()}")
+    require_ccp_free()
     state = tmp_path_factory.mktemp("adaptive")
     with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS) as broker:
         url = f"{broker.url}?credentials={CREDS}"

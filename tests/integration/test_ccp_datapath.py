@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
+from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
 from experiments.linkctl import set_loss
 from experiments.traffic import tcp_counters
 from int_node import ioam
-from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed
+from tests.integration.tbutil import iperf3, ping_rtts_ms, require_ccp_free, start_testbed
 
 DELAY_MS = 10.0
 INT_BYTES = ioam.Inserter(2).size     # 2 hops: 160 bytes
@@ -28,8 +28,7 @@ def set_rate(tb, mbps: float):
 
 @pytest.fixture(scope="module")
 def dp(tmp_path_factory):
-    if ccp_registered():
-        pytest.fail(f"a 'ccp' congestion control is already registered, so these tests cannot run: {ccp_holder()}")
+    require_ccp_free()
     d = DatapathProcess(state_dir=str(tmp_path_factory.mktemp("dp")))
     d.start()
     yield d

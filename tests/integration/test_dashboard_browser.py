@@ -15,20 +15,15 @@ import pytest
 
 from broker.launch import BrokerProcess
 from broker.subscriber import TelemetryView
-from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
+from ccp_agent.datapath import AgentProcess, DatapathProcess
 from experiments.linkctl import set_loss
+from experiments.runner import free_port
 from experiments.traffic import BackgroundFlow
 from telemetry.schema import FlowRecord
-from tests.integration.tbutil import start_testbed
+from tests.integration.tbutil import require_ccp_free, start_testbed
 
 CREDS = "/run/intcc/test-broker/credentials.json"
 SHOT = os.environ.get("INTCC_DASHBOARD_SCREENSHOT")      # also copy the screenshot here
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def listening(port: int) -> bool:
@@ -67,8 +62,7 @@ def browser():
 
 
 def test_the_dashboard_shows_a_lossy_wireless_path_live_and_survives_a_broker_restart(browser, tmp_path):
-    if ccp_registered():
-        pytest.fail(f"a 'ccp' congestion control is already registered: {ccp_holder()}")
+    require_ccp_free()
     port = free_port()
     broker = BrokerProcess("mosquitto", port=port, credentials_file=CREDS).start()
     tb = dash = None

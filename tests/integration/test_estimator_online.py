@@ -3,13 +3,13 @@ competes with flow 2 (bbr), estimates every 0.5 s with the shipped models (Table
 and Table I + INT fed by the sink's telemetry over MQTT), and verdicts published
 over MQTT and read back by a TelemetryView."""
 import os
-import socket
 import subprocess
 import time
 
 import pytest
 
 from broker.launch import BrokerProcess
+from experiments.runner import free_port
 from telemetry.schema import FlowRecord
 from broker.subscriber import TelemetryView
 from estimator.capture import Capture, PcapTail
@@ -20,12 +20,6 @@ from tests.integration.tbutil import start_testbed
 MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf.joblib")
 INT_MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf_int.joblib")
 CREDS = "/run/intcc/test-broker/credentials.json"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_live_flow_gets_published_verdicts(tmp_path):

@@ -2,31 +2,24 @@
 publishes over MQTT (mosquitto), the cubic-int agent (pyportus) reads them and
 commands the BPF datapath, which controls a kernel TCP flow."""
 import csv
-import socket
 import threading
 import time
 
 import pytest
 
 from broker.launch import BrokerProcess
-from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_holder, ccp_registered
+from ccp_agent.datapath import AgentProcess, DatapathProcess
 from experiments.linkctl import link_loss_counts, set_loss
+from experiments.runner import free_port
 from experiments.traffic import iperf
-from tests.integration.tbutil import start_testbed
+from tests.integration.tbutil import require_ccp_free, start_testbed
 
 CREDS = "/run/intcc/test-broker/credentials.json"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def loop(tmp_path_factory):
-    if ccp_registered():
-        pytest.fail(f"a 'ccp' congestion control is already registered, so these tests cannot run: {ccp_holder()}")
+    require_ccp_free()
     state = tmp_path_factory.mktemp("loop")
     with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS) as b:
         tb = start_testbed("wireless", "itic", exporter=f"{b.url}?credentials={CREDS}", rate_mbps=10.0,

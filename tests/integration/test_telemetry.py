@@ -5,7 +5,6 @@ the wireless channel's link losses and the bottleneck queue's drops.
 """
 import json
 import re
-import socket
 import subprocess
 import time
 
@@ -14,18 +13,13 @@ import pytest
 
 from broker.auth import AGENT_USER, SINK_USER, load_credentials
 from broker.launch import BrokerProcess
+from experiments.runner import free_port
 from telemetry.schema import decode, flow_topic, hop_topic
 from broker.subscriber import TelemetryView
 from experiments.teardown import teardown
 from tests.integration.tbutil import start_testbed, udp_flow
 
 CREDS = "/run/intcc/test-broker/credentials.json"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main_flow(view):

@@ -13,20 +13,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
 import time
+from experiments.runner import free_port
 
 SECONDS = 20
 CREDS = "/run/intcc/test-broker/credentials.json"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sink_client(url: str):

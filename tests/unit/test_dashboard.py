@@ -2,13 +2,13 @@
 worst-N, events, health), /metrics parsed by prometheus_client's own parser, and the web
 service on loopback (page, assets, snapshot, server-sent events, the token)."""
 import json
-import socket
 import threading
 import time
 import urllib.error
 import urllib.request
 
 import pytest
+from experiments.runner import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.metrics import metrics_text
@@ -118,11 +118,6 @@ def test_metrics_parse_and_match_the_latest_records():
 
 
 # -- the web service ---------------------------------------------------------------
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture
 def serve():
