@@ -109,6 +109,7 @@ def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[d
                       sum(o["competitor_goodput_mbps"] for _, o in paired)) if paired else None)
             firsts = [r["first_switch_s"] for r in runs if r.get("first_switch_s") is not None]
             jains = [r["jain_mean"] for r in runs if r.get("jain_mean") is not None]
+            queue = [r["queue_delay_ms_mean"] for r in runs if r.get("queue_delay_ms_mean") is not None]
             paper = [abs(offline[index[id(r)]]) for r in runs if index[id(r)] in offline]
             out.append({"competitor": comp, "mode": mode, "runs": len(runs), "mean_d": statistics.mean(d),
                         "mean_abs_d": statistics.mean(abs_d), "abs_d_ci": _ci(abs_d),
@@ -116,6 +117,7 @@ def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[d
                         "paper_abs_d_ci": _ci(paper) if paper else None, "paper_runs": len(paper),
                         "harm": h, "harm_pairs": len(paired),
                         "jain_mean": statistics.mean(jains) if jains else None,
+                        "queue_delay_ms": statistics.mean(queue) if queue else None,
                         "median_first_switch_s": statistics.median(firsts) if firsts else None,
                         "switched_runs": len(firsts),
                         "mean_switches": (statistics.mean(r.get("switches", 0) for r in runs)
@@ -129,7 +131,7 @@ def format_rows(table: list[dict]) -> str:
     paper = any(r.get("paper_mean_abs_d") is not None for r in table)
     lines = [f"{'competitor':>10s}  {'mode':18s} {'runs':>4s} {'mean D':>7s} {'mean |D| (95 % CI)':>21s} "
              + (f"{'paper method |D|':>21s} " if paper else "")
-             + f"{'harm':>6s} {'Jain':>6s} {'1st switch s':>12s} {'switches':>8s}"]
+             + f"{'harm':>6s} {'Jain':>6s} {'queue ms':>8s} {'1st switch s':>12s} {'switches':>8s}"]
     for r in table:
         lo, hi = r["abs_d_ci"]
         cell = ""
@@ -138,7 +140,8 @@ def format_rows(table: list[dict]) -> str:
                     if r.get("paper_mean_abs_d") is not None else f"{'-':>21s} ")
         lines.append(f"{r['competitor']:>10s}  {r['mode']:18s} {r['runs']:4d} {r['mean_d']:7.3f} "
                      f"{r['mean_abs_d']:7.3f} ({lo:.3f}-{hi:.3f}) {cell}{f(r['harm'], '{:6.1%}'):>6s} "
-                     f"{f(r['jain_mean'], '{:.3f}'):>6s} {f(r['median_first_switch_s'], '{:.1f}'):>12s} "
+                     f"{f(r['jain_mean'], '{:.3f}'):>6s} {f(r['queue_delay_ms'], '{:.1f}'):>8s} "
+                     f"{f(r['median_first_switch_s'], '{:.1f}'):>12s} "
                      f"{f(r['mean_switches'], '{:.1f}'):>8s}")
     lines.append("harm: 1 - the competitor's goodput beside the mode / beside the oracle, same repeats "
                  "(negative: flow 1 gave)")

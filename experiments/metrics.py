@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import statistics
 
@@ -65,3 +66,31 @@ def slow_start_exit_s(trace_csv: str) -> float | None:
         elif r["ssthresh_bytes"] and sender in starts:
             return float(r["t_s"]) - starts[sender]
     return None
+
+
+def mean_queue_delay_ms(int_log: str, offset: int, src: str, dport: int, rate_mbps: float) -> float | None:
+    """Mean queueing delay flow (``src``, ``dport``)'s packets met at the bottleneck, from
+    the INT in a sink's JSON-lines log written after ``offset``: each packet's queue depth
+    at the hop where it was deepest on average, over the bottleneck's rate. None without
+    records or rate."""
+    depths: dict[int, list[int]] = {}
+    try:
+        f = open(int_log, encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    with f:
+        f.seek(offset)
+        for line in f:
+            try:
+                rec = json.loads(line)
+                if rec["flow"]["src"] != src or rec["flow"]["dport"] != dport:
+                    continue
+                for i, hop in enumerate(rec["trace"]["hops"]):
+                    if hop.get("queue_depth_bytes") is not None:
+                        depths.setdefault(i, []).append(hop["queue_depth_bytes"])
+            except (ValueError, KeyError, TypeError):
+                continue            # not a record (a torn last line)
+    if not depths or not rate_mbps:
+        return None
+    deepest = max(statistics.mean(d) for d in depths.values())
+    return deepest * 8 / (rate_mbps * 1e3)

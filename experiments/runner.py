@@ -36,7 +36,7 @@ from .agent_trace import split_agent_trace
 from .fairness import goodput_difference
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .linkctl import check_loss, configured_loss_pct, link_loss_counts, run_seed, seed_losses, set_loss
-from .metrics import jain, slow_start_exit_s, switches, time_to_plateau_s
+from .metrics import jain, mean_queue_delay_ms, slow_start_exit_s, switches, time_to_plateau_s
 from .plots import plot_overlay, plot_series, plot_summary
 from .scenario import KERNEL_CCAS, Algorithm, Scenario
 from .teardown import RUN_ROOT, teardown
@@ -325,6 +325,8 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     client, server = sc.flows["main"]
     before = link_loss_counts(tb)
     tcp_before = tcp_counters(tb, client)
+    sinks = {n: info["int_log"] for n, info in tb.state["nodes"].items() if info.get("int_log")}
+    log_offsets = {n: os.path.getsize(p) if os.path.exists(p) else 0 for n, p in sinks.items()}
     comp, competitors = {}, []
     extra = {}
     seed_losses(tb, spec.loss_seed)      # last thing before the flows: nothing else draws
@@ -348,6 +350,11 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                 comp["error"] = str(e)
     after = link_loss_counts(tb)
     tcp_after = tcp_counters(tb, client)
+    rates = [l.rate_mbps for l in (tb.topo.links if tb.topo else []) if l.rate_mbps]
+    delays = [mean_queue_delay_ms(p, log_offsets[n], tb.addr(client), port, min(rates))
+              for n, p in sinks.items()] if rates else []
+    if any(d is not None for d in delays):         # the bottleneck's queueing delay (INT, jsonl exporter)
+        extra["queue_delay_ms_mean"] = max(d for d in delays if d is not None)
     return FlowResult(out, comp, extra, link_passed=after[0] - before[0], link_lost=after[1] - before[1],
                       link_lost_configured=after[2] - before[2],
                       sender_tcp={k.split(".")[1]: tcp_after[k] - tcp_before.get(k, 0) for k in tcp_after})

@@ -251,3 +251,21 @@ def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():
     assert opts[opts.index("--model") + 1].endswith("/estimator/models/cca_rf.joblib")   # made absolute
     assert by_label["mirror w50 late"].competitor_delay_s == 10
     assert {by_label["not used"].for_run("bbr", s).cca for s in range(40)} == {"bbr", "cubic", "reno", None}
+
+
+def test_queueing_delay_from_a_sinks_log_after_the_runs_offset(tmp_path):
+    import json
+
+    def line(src, dport, depths):
+        return json.dumps({"flow": {"src": src, "dport": dport},
+                           "trace": {"hops": [{"queue_depth_bytes": d} for d in depths]}}) + "\n"
+    log = tmp_path / "sink.jsonl"
+    log.write_text(line("a", 5201, [99_999, 0]))          # an earlier run's
+    offset = log.stat().st_size
+    with open(log, "a") as f:
+        f.write(line("a", 5201, [12_500, 0]) + line("a", 5201, [37_500, 0]) + line("b", 5201, [99_999, 0])
+                + line("a", 5202, [99_999, 0]) + '{"flow": {"src": "a", "dpo')         # a torn last line
+    # 25 kB deep on average at hop 0, at 10 Mbit/s: 20 ms
+    assert metrics.mean_queue_delay_ms(str(log), offset, "a", 5201, 10.0) == pytest.approx(20.0)
+    assert metrics.mean_queue_delay_ms(str(log), offset, "c", 5201, 10.0) is None
+    assert metrics.mean_queue_delay_ms(str(tmp_path / "none"), 0, "a", 5201, 10.0) is None
