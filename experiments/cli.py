@@ -235,7 +235,10 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
               help="also draw d_box.png and abs_d.png (paper 002 Figs. 6 and 7) in DIR")
 @click.option("--json-out", "json_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="also write the rows to FILE as JSON")
-def fairness_cmd(results, plot_dir, json_out):
+@click.option("--table-out", "table_out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="write the pair runs' mean goodputs g(i, j) as the table 'intcc alg run adaptive --policy "
+                   "best-response --table FILE' reads")
+def fairness_cmd(results, plot_dir, json_out, table_out):
     """D, mean |D| (bootstrap 95 % CI), harm against the oracle, Jain and switches per
     competitor and mode, pooled over RESULTS (directories of 'intcc exp run' of a
     fairness scenario, e.g. fairness_switching). With fairness_pairs' results of the same
@@ -261,3 +264,10 @@ def fairness_cmd(results, plot_dir, json_out):
     if json_out:
         with open(json_out, "w") as f:
             json.dump(table, f, indent=1)
+    if table_out:
+        pairs = fairness_report.goodput_table(records)
+        if not pairs["goodput_mbps"]:
+            raise click.ClickException("--table-out: no pair runs (fairness_pairs) in RESULTS")
+        with open(table_out, "w") as f:
+            json.dump(pairs, f, indent=1)
+        click.echo(f"goodput table of {len(pairs['goodput_mbps'])} pairs in {table_out}")

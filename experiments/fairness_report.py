@@ -84,6 +84,20 @@ def offline_d(records: list[dict], out_dir_of=None) -> dict[int, float]:
     return out
 
 
+def goodput_table(records: list[dict]) -> dict:
+    """The best-response table (ccp_agent/switching.py GoodputTable's JSON) from the pair
+    runs: each pair's mean goodputs over the networks it ran on."""
+    by_pair: dict = {}
+    for r in records:
+        if r["algorithm"].startswith(PAIR_PREFIX) and r.get("competitor"):
+            by_pair.setdefault((r["algorithm"][len(PAIR_PREFIX):], r["competitor"]), []).append(r)
+    return {"goodput_mbps": [
+        {"local": i, "competitor": j, "local_mbps": round(statistics.mean(x["goodput_mbps"] for x in runs), 4),
+         "competitor_mbps": round(statistics.mean(x["competitor_goodput_mbps"] for x in runs), 4),
+         "networks": len(runs)}
+        for (i, j), runs in sorted(by_pair.items())]}
+
+
 def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[dict]:
     """One row per (competitor, mode): runs, mean D, mean |D| and its CI, harm against the
     oracle (competitor goodput beside the mode over beside the oracle, pooled over the

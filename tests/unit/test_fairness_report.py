@@ -77,3 +77,17 @@ def test_the_paper_method_weighs_the_networks_pairs_by_the_live_runs_time_shares
     assert table["mirror w50"]["paper_mean_abs_d"] == pytest.approx(0.15)
     assert table["not used"]["paper_runs"] == 1 and table["not used"]["runs"] == 2
     assert "paper method" in fairness_report.format_rows(list(table.values()))
+
+
+def test_the_pair_runs_give_the_table_best_response_reads(tmp_path):
+    import json
+    from ccp_agent.switching import GoodputTable
+    pairs = [rec("pair: bbr", "cubic", k, g1, g2) for k, g1, g2 in ((0, 6, 4), (1, 8, 2))] + \
+            [rec("pair: cubic", "cubic", 0, 5, 5), rec("oracle", "cubic", 0, 5, 5)]
+    doc = fairness_report.goodput_table(pairs)
+    assert doc["goodput_mbps"][0] == {"local": "bbr", "competitor": "cubic", "local_mbps": 7.0,
+                                      "competitor_mbps": 3.0, "networks": 2}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(doc))
+    table = GoodputTable.load(str(path))
+    assert table.abs_d("bbr", "cubic") == pytest.approx(0.4) and table.abs_d("cubic", "cubic") == 0
