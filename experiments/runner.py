@@ -305,7 +305,9 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
         if isinstance(res, BaseException) and not isinstance(res, RunFailed):
             raise res
     if need and runs[0].ccp:
-        if split_agent_trace(trace_path, {spec.port: spec.run_dir for spec in specs}):
+        competitor_ports = {spec.port + 1 + k: spec.run_dir for spec in specs for k in range(runs[0].competitors)
+                            if runs[0].competitor_on_ccp}
+        if split_agent_trace(trace_path, {spec.port: spec.run_dir for spec in specs}, competitor_ports):
             log.warning("agent trace rows of no run's flow kept in %s", trace_path)
         for spec in specs[1:]:
             shutil.copy(log_path, os.path.join(spec.run_dir, "agent.log"))

@@ -269,3 +269,17 @@ def test_queueing_delay_from_a_sinks_log_after_the_runs_offset(tmp_path):
     assert metrics.mean_queue_delay_ms(str(log), offset, "a", 5201, 10.0) == pytest.approx(20.0)
     assert metrics.mean_queue_delay_ms(str(log), offset, "c", 5201, 10.0) is None
     assert metrics.mean_queue_delay_ms(str(tmp_path / "none"), 0, "a", 5201, 10.0) is None
+
+
+def test_a_competitor_the_agent_runs_too_gets_its_own_trace(tmp_path):
+    shared = tmp_path / "batch.agent-trace.csv"
+    shared.write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason,src_port,dst_port\n"
+                      "0.1,1,7,start,14480,init,40000,5201\n"
+                      "0.1,1,8,start,14480,init,40001,5202\n"        # the competitor (vegas vs vegas)
+                      "0.2,1,8,report,14480,vegas,,\n"
+                      "0.3,1,7,report,14480,vegas,,\n")
+    (tmp_path / "a").mkdir()
+    a = tmp_path / "a"
+    assert agent_trace.split_agent_trace(str(shared), {5201: str(a)}, {5202: str(a)}) == 0
+    assert [line.split(",")[2] for line in (a / "trace.csv").read_text().splitlines()[1:]] == ["7", "7"]
+    assert [line.split(",")[2] for line in (a / "competitor-trace.csv").read_text().splitlines()[1:]] == ["8", "8"]
