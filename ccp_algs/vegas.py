@@ -56,9 +56,11 @@ class VegasFlow(WindowFlow):
         rtt_us = r.minrtt if 0 < r.minrtt < NO_RTT_SAMPLE else None
         if rtt_us is not None:
             self.base_rtt_us = rtt_us if self.base_rtt_us is None else min(self.base_rtt_us, rtt_us)
+        # a Report's fields; its program leaves out the kernel's growth and delivery counts
         return SimpleNamespace(acked=r.acked, loss=r.loss, sacked=r.sacked, timeout=bool(r.timeout), rtt_us=rtt_us,
-                               inflight=r.inflight, undo_bytes=r.undo,
-                               rto_acked=r.rto_acked, reductions=None)   # its program leaves them out
+                               minrtt_us=rtt_us, inflight=r.inflight, undo_bytes=r.undo, rto_acked=r.rto_acked,
+                               extra_acked=None, delivered=None, rto_delivered=None, grown_pkts=None,
+                               reductions=None, datapath_grew=False)
 
     def on_loss(self, r) -> str:
         self.cwnd = max(self.cwnd / 2, 2 * self.mss)

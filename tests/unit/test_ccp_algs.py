@@ -473,7 +473,10 @@ def test_every_shipped_program_compiles():
 
 
 def vegas_report(acked=10 * MSS, minrtt=20_000, loss=0, timeout=False, inflight=10):
-    return report(acked=acked, loss=loss, timeout=timeout, minrtt=minrtt, inflight=inflight)
+    """Only what vegas's own program reports (no delivered, grown, reductions, rtt)."""
+    from types import SimpleNamespace
+    return SimpleNamespace(acked=acked, sacked=0, loss=loss, timeout=timeout, minrtt=minrtt, inflight=inflight,
+                           undo=0, rto_acked=acked if timeout else 0)
 
 
 def test_vegas_holds_alpha_to_beta_packets_in_the_queue():
@@ -489,6 +492,19 @@ def test_vegas_holds_alpha_to_beta_packets_in_the_queue():
     assert dp.cwnd == 20 * MSS
     flow.on_report(vegas_report(loss=2, inflight=20))
     assert dp.cwnd == 10 * MSS
+
+
+def test_vegas_comes_out_of_a_recovery_on_its_programs_reports():
+    """Its program reports no delivered count: the end of a recovery crashed the agent
+    (found by fairness_switching, vegas against bbr in a deep buffer)."""
+    from ccp_algs.vegas import Vegas
+    flow, dp = start(Vegas())
+    flow.on_report(vegas_report(minrtt=20_000))
+    grow_to(flow, 20 * MSS)
+    flow.on_report(vegas_report(loss=2, inflight=20))
+    assert dp.cwnd == 10 * MSS
+    flow.on_report(vegas_report(acked=30 * MSS, inflight=10))     # past the recovery point
+    assert flow.recovery_bytes_left == 0 and dp.cwnd >= 10 * MSS
 
 
 def test_vegas_leaves_slow_start_when_a_queue_builds():
