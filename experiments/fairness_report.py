@@ -229,14 +229,14 @@ def plot(records: list[dict], out_dir: str, title: str, timelines: bool = True) 
 
 def _algorithm_spans(trace_csv: str, initial: str, end_s: float) -> list[tuple[float, float, str]]:
     """(from_s, to_s, algorithm) of the data flow, from the flow's start, from its trace."""
-    from .metrics import sender_rows
+    from .metrics import is_switch, sender_rows
     rows = sender_rows(trace_csv)
     if not rows:
         return []
     start = next((float(x["t_s"]) for x in rows if x["event"] == "start"), float(rows[0]["t_s"]))
     spans, since, alg = [], 0.0, initial
     for x in rows:
-        if x["event"] == "switch":
+        if is_switch(x):
             t = float(x["t_s"]) - start
             spans.append((since, t, alg))
             since, alg = t, x["reason"].split(" -> ")[1].split(":")[0]

@@ -40,6 +40,12 @@ def sender_rows(trace_csv: str) -> list[dict]:
     return [r for r in rows if r["sid"] == sender]
 
 
+def is_switch(row: dict) -> bool:
+    """A switch's own row ("cubic -> bbr: why"); the new algorithm's first command after
+    it is a "switch" row too ("took the flow over")."""
+    return row["event"] == "switch" and " -> " in row["reason"]
+
+
 def switches(trace_csv: str) -> dict | None:
     """The adaptive agent's switches of the data flow: how many, the first one's time
     from the flow's start (s), and the algorithm it ended on; None without a trace."""
@@ -47,7 +53,7 @@ def switches(trace_csv: str) -> dict | None:
     if not rows:
         return None
     start = next((float(r["t_s"]) for r in rows if r["event"] == "start"), float(rows[0]["t_s"]))
-    moves = [r for r in rows if r["event"] == "switch"]
+    moves = [r for r in rows if is_switch(r)]
     return {"switches": len(moves),
             "first_switch_s": round(float(moves[0]["t_s"]) - start, 3) if moves else None,
             "final_algorithm": moves[-1]["reason"].split(" -> ")[1].split(":")[0] if moves else None}

@@ -109,6 +109,7 @@ def test_switches_of_the_data_flow_from_an_adaptive_agents_trace(tmp_path):
                  "0.6,1,9,start,14480,,,,,,,init\n"
                  "3.0,1,7,report,28960,,20000,14480,0,0,10,slow start\n"
                  "12.5,1,7,switch,28960,,,,,,,cubic -> bbr: verdict bbr (80% of 50), mirror\n"
+                 "12.5,1,7,switch,28960,,,,,,,took the flow over in probe_bw\n"
                  "14.0,1,7,report,28960,,20000,14480,0,0,10,ProbeBW\n"
                  "30.5,1,7,switch,28960,,,,,,,bbr -> reno: verdict reno (61% of 50), mirror\n")
     assert metrics.switches(str(p)) == {"switches": 2, "first_switch_s": 12.0, "final_algorithm": "reno"}
