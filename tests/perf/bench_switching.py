@@ -101,7 +101,10 @@ def latencies(trace: str, applied: str, flows_json: dict) -> list[tuple[float, f
     """Verdict sent -> the kernel applies the new algorithm's first command, ms, with the
     flow's RTT then (ms: the RTT of the report the switch was made at)."""
     rows = list(csv.DictReader(open(trace)))
-    ports = {r["sid"]: int(r["src_port"]) for r in rows if r["event"] == "start" and r["src_port"]}
+    # the senders' sockets only: iperf3's server sockets (source port 5201) are 'ccp' too but
+    # send no data, so a command to them waits for an ACK that only comes at the end
+    ports = {r["sid"]: int(r["src_port"]) for r in rows
+             if r["event"] == "start" and r["src_port"] and int(r["src_port"]) != 5201}
     bpf_sid = {f["sport"]: f["sid"] for f in flows_json["flows"]}
     applied_by_sid = {}
     for a in csv.DictReader(open(applied)):
@@ -112,7 +115,7 @@ def latencies(trace: str, applied: str, flows_json: dict) -> list[tuple[float, f
     for r in rows:
         if r.get("rtt_us"):
             last_rtt_ms[r["sid"]] = float(r["rtt_us"]) / 1e3
-        if r["event"] != "switch" or not r.get("cause_mono_ns") or "->" not in r["reason"]:
+        if r["event"] != "switch" or not r.get("cause_mono_ns") or "->" not in r["reason"] or r["sid"] not in ports:
             continue
         sid = bpf_sid.get(ports.get(r["sid"]))
         cmds = applied_by_sid.get(sid, [])
