@@ -58,7 +58,6 @@ class Adaptive(Host):
         super().__init__(algorithms, initial, trace=trace, **kwargs)
         self.policy = policy
         self.estimation = estimation            # EstimatorProcess (None: no verdicts, no switches)
-        self.verdicts: dict = {}                # sid -> latest Verdict
         self.flows = weakref.WeakValueDictionary()   # sid -> AdaptiveFlow, while portus keeps it
         self.failed: set = set()                # flows whose estimation failed (logged once each)
 
@@ -75,7 +74,6 @@ class Adaptive(Host):
             return
         for kind, sid, body in self.estimation.poll():
             if kind == "verdict":
-                self.verdicts[sid] = body
                 flow = self.flows.get(sid)
                 if flow is not None:
                     flow.consider(body)
