@@ -237,11 +237,11 @@ def _algorithm_spans(trace_csv: str, initial: str, end_s: float) -> list[tuple[f
     spans, since, alg = [], 0.0, initial
     for x in rows:
         if is_switch(x):
-            t = float(x["t_s"]) - start
+            t = min(float(x["t_s"]) - start, end_s)      # one as the run ends falls at its end
             spans.append((since, t, alg))
             since, alg = t, x["reason"].split(" -> ")[1].split(":")[0]
     spans.append((since, end_s, alg))
-    return spans
+    return [sp for sp in spans if sp[1] > sp[0]]
 
 
 def plot_timeline(run_dir: str, rec: dict, initial: str = "cubic") -> str:

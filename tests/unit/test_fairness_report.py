@@ -48,7 +48,8 @@ def test_the_timeline_colours_flow_1s_algorithm_from_its_trace(tmp_path):
     (run / "series.csv").write_text("t_s,goodput_mbps,competitor_goodput_mbps\n1,2,3\n2,2.5,2.5\n3,2.4,2.6\n")
     (run / "trace.csv").write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0.5,1,7,start,14480,init\n"
                                    "2.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n"
-                                   "2.0,1,7,switch,28960,took the flow over in probe_bw\n")
+                                   "2.0,1,7,switch,28960,took the flow over in probe_bw\n"
+                                   "3.7,1,7,switch,28960,bbr -> cubic: verdict cubic\n")   # as the run ended
     spans = fairness_report._algorithm_spans(str(run / "trace.csv"), "cubic", 3.0)
     assert spans == [(0.0, 1.5, "cubic"), (1.5, 3.0, "bbr")]
     path = fairness_report.plot_timeline(str(run), {"algorithm": "mirror w50", "competitor": "bbr",
