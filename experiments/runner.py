@@ -274,12 +274,12 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
 
     agent = None
     runs = [spec.alg or alg for spec in specs]
-    needs = {str(a.agent(ports)) for a, ports in
-             ((a, [s.port + 1 + k for s in specs for k in range(a.competitors)]) for a in runs)}
-    if len(needs) > 1:
-        raise RuntimeError(f"{alg.label}: the runs of one batch need different CCP agents ({', '.join(sorted(needs))}); "
-                           f"run with --jobs 1")
-    need = runs[0].agent([s.port + 1 + k for s in specs for k in range(runs[0].competitors)])
+    competitor_ports = [s.port + 1 + k for s in specs for k in range(alg.competitors)]
+    needs = [a.agent(competitor_ports) for a in runs]
+    if any(n != needs[0] for n in needs):
+        raise RuntimeError(f"{alg.label}: the runs of one batch need different CCP agents "
+                           f"({', '.join(sorted({str(n) for n in needs}))}); run with --jobs 1")
+    need = needs[0]
     try:
         if need:
             name, opts = need
@@ -305,9 +305,9 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
         if isinstance(res, BaseException) and not isinstance(res, RunFailed):
             raise res
     if need and runs[0].ccp:
-        competitor_ports = {spec.port + 1 + k: spec.run_dir for spec in specs for k in range(runs[0].competitors)
-                            if runs[0].competitor_on_ccp}
-        if split_agent_trace(trace_path, {spec.port: spec.run_dir for spec in specs}, competitor_ports):
+        competitor_dirs = {spec.port + 1 + k: spec.run_dir for spec in specs for k in range(alg.competitors)
+                           if runs[0].competitor_on_ccp}
+        if split_agent_trace(trace_path, {spec.port: spec.run_dir for spec in specs}, competitor_dirs):
             log.warning("agent trace rows of no run's flow kept in %s", trace_path)
         for spec in specs[1:]:
             shutil.copy(log_path, os.path.join(spec.run_dir, "agent.log"))
