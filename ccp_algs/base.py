@@ -7,7 +7,7 @@ import copy
 import logging
 import time
 
-from .contract import CONTRACT_VERSION, INTCC_DATAPATH, DatapathCapabilities, check_program
+from .contract import CONTRACT_VERSION, CONTROL_REGISTERS, INTCC_DATAPATH, DatapathCapabilities, check_program
 from .registry import INIT_CWND
 from .programs import (NO_RTT_SAMPLE, REGISTER_MAX, REPORT_PER_RTT_AND_ON_LOSS, REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START,
                        SS_UNTIL_MAX_BYTES)
@@ -99,10 +99,14 @@ class FlowBase:
         raise NotImplementedError(f"{self.alg.name} cannot take flows over")
 
     def resume(self, registers: list[tuple[str, int]], reason: str):
-        """After adopt: the handshake registers this algorithm sets (its cut) with the window."""
-        self.set_cwnd(self.cwnd_bytes_now(), "switch", reason=reason,
-                      registers=[("contract_version", CONTRACT_VERSION), ("loss_beta", self.alg.loss_beta_1024),
-                                 *registers])
+        """After adopt: the handshake registers this algorithm sets (its cut) with the window,
+        and every other register the kernel acts on back at its default: the last algorithm's
+        per-ACK growth (CUBIC's ca_target under Reno) or BBR's recoveries would go on in
+        the kernel under the new one otherwise."""
+        registers = [("contract_version", CONTRACT_VERSION), ("loss_beta", self.alg.loss_beta_1024), *registers]
+        named = {name for name, _ in registers}
+        registers += [(r.name, r.default) for r in CONTROL_REGISTERS if r.ctl_field and r.name not in named]
+        self.set_cwnd(self.cwnd_bytes_now(), "switch", reason=reason, registers=registers)
 
     def cwnd_bytes_now(self) -> int:
         raise NotImplementedError
