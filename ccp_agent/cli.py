@@ -146,7 +146,7 @@ for _name in ALGORITHMS:
 @click.option("--table", "table_path", type=click.Path(dir_okay=False),
               help="measured goodput table g(local, competitor) for best-response (JSON)")
 @click.option("--initial", default="cubic", show_default=True, help="the algorithm every flow starts on")
-@click.option("--algorithms", default="bbr,cubic,reno", show_default=True,
+@click.option("--algorithms", default="bbr,cubic,reno,vegas", show_default=True,
               help="the algorithms a flow may move between (comma-separated, one datapath program)")
 @click.option("--window", type=click.IntRange(min=1), default=50, show_default=True, help="majority vote window")
 @click.option("--interval-s", type=click.FloatRange(min=0.05), default=0.5, show_default=True,

@@ -14,16 +14,8 @@ REPORT_ON_EVENTS = """\
 )
 """
 
-# ... and once per RTT, but at most every millisecond: on a bare veth the RTT is ~20 us
-# and per-RTT reports would swamp the agent. Vegas decides per RTT on these.
-REPORT_TRIGGERS = REPORT_ON_EVENTS + """\
-(when (&& (> Micros Flow.rtt_sample_us) (> Micros 1000))
-    (report)
-    (:= Micros 0)
-)
-"""
-
-# ... or once per round for window algorithms: when a window's worth has been acked since
+# ... and once per round, but at most every millisecond (on a bare veth the RTT is ~20 us
+# and per-round reports would swamp the agent): when a window's worth has been acked since
 # the last report, or else after an RTT. A small window's ACKs arrive a hair less than an
 # RTT after the last report: waiting for the RTT deferred the report, and the window's
 # growth, by a whole RTT.

@@ -92,7 +92,7 @@ def test_an_unknown_algorithm_is_named_with_the_known_ones():
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--algorithms", "cubic,vegas"], "vegas: another datapath program than cubic's"),
+    (["--algorithms", "cubic,const"], "no forest for local CCA const"),
     (["--algorithms", "cubic,bbr2"], "unknown algorithm 'bbr2'"),
     (["--policy", "best-response"], "best-response needs a goodput table"),
 ])

@@ -14,7 +14,7 @@ MSS = 1448
 
 
 def hosted(initial="cubic"):
-    host = Host({"cubic": Cubic(), "bbr": Bbr(seed=1), "reno": Reno()}, initial=initial)
+    host = Host({"cubic": Cubic(), "bbr": Bbr(seed=1), "reno": Reno(), "vegas": Vegas()}, initial=initial)
     dp = MockDatapath(host.datapath_programs())
     return host.new_flow(dp, datapath_info(mss=MSS)), dp
 
@@ -90,14 +90,55 @@ def test_a_switch_is_traced(tmp_path):
     assert flow.switches[0]["from"] == "cubic" and flow.switches[0]["to"] == "bbr"
 
 
+KERNEL_REGISTERS = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "bw", "own_recovery")
+
+
+def test_the_last_algorithms_kernel_growth_and_recoveries_end_with_it():
+    """Registers the new algorithm does not set go back to their defaults: CUBIC's per-ACK
+    growth went on in the kernel under Reno, and BBR's recoveries under CUBIC."""
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 40.0 * MSS
+    grow(flow)
+    assert dp.fields["ca_target"] > 0 and dp.fields["reno_scale"] > 0
+    flow.switch("reno")
+    grow(flow, reports=2)
+    assert dp.fields["ca_target"] == dp.fields["reno_scale"] == 0
+    flow.switch("bbr")
+    grow(flow, reports=2)
+    assert dp.fields["own_recovery"] == 1 and dp.fields["bw"] > 0
+    flow.switch("vegas")
+    grow(flow, reports=2)
+    assert {k: dp.fields[k] for k in KERNEL_REGISTERS} == dict.fromkeys(KERNEL_REGISTERS, 0)
+
+
+def test_a_flow_moves_to_vegas_and_back():
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 40.0 * MSS
+    grow(flow, rtt_us=40_000)
+    before = dp.cwnd
+    flow.switch("vegas")
+    assert dp.cwnd == before and flow.flow.base_rtt_us == 40_000      # the host's min RTT carried
+    for _ in range(3):                   # 8 ms of queue at ~40 packets: diff 6.5 > beta, -1 MSS per round
+        flow.on_report(report(acked=40 * MSS, delivered=40, inflight=40, rtt_us=48_000, grown=0, reductions=0))
+    assert dp.cwnd == before - 3 * MSS
+    flow.switch("cubic")
+    assert dp.cwnd == before - 3 * MSS and dp.programs == ["default"]
+
+
 def test_algorithms_on_another_program_cannot_share_a_flow():
-    with pytest.raises(HandoverError, match="vegas: another datapath program than cubic's"):
-        Host({"cubic": Cubic(), "vegas": Vegas()}, initial="cubic")
+    class OwnProgram(Reno):
+        name = "own"
+
+        def datapath_programs(self):
+            return {"default": super().datapath_programs()["default"].replace("1000", "2000")}
+
+    with pytest.raises(HandoverError, match="own: another datapath program than cubic's"):
+        Host({"cubic": Cubic(), "own": OwnProgram()}, initial="cubic")
 
 
 def test_an_unknown_target_is_named():
     flow, _ = hosted()
-    with pytest.raises(HandoverError, match="no algorithm 'vegas'"):
-        flow.switch("vegas")
+    with pytest.raises(HandoverError, match="no algorithm 'bbr-v3'"):
+        flow.switch("bbr-v3")
     with pytest.raises(HandoverError, match="initial algorithm 'bbr2'"):
         Host({"cubic": Cubic()}, initial="bbr2")
