@@ -203,7 +203,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
             stack.enter_context(services.datapath)
         for alg, sweep, reps in batches:
             (key, value), = sweep.items()
-            params = [sc.params_for(base_seed, rep) for rep in reps]
+            params = [sc.params_for(base_seed, rep, value) for rep in reps]
             beds = [testbed(k, p) for k, p in enumerate(params)]
             if key == "loss_pct":
                 for tb in beds:
@@ -275,16 +275,18 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
     agent = None
     runs = [spec.alg or alg for spec in specs]
     competitor_ports = [s.port + 1 + k for s in specs for k in range(alg.competitors)]
-    needs = [a.agent(competitor_ports) for a in runs]
+    # runs whose flows are all in the kernel need no agent and are not touched by one
+    needs = [n for n in (a.agent(competitor_ports) for a in runs) if n]
     if any(n != needs[0] for n in needs):
         raise RuntimeError(f"{alg.label}: the runs of one batch need different CCP agents "
                            f"({', '.join(sorted({str(n) for n in needs}))}); run with --jobs 1")
-    need = needs[0]
+    need = needs[0] if needs else None
+    flow1_traced = any(a.ccp for a in runs)
     try:
         if need:
             name, opts = need
             # flow 1's decisions are traced; a competitor's agent (flow 1 in the kernel) is not
-            opts = opts + (["--trace", trace_path] if runs[0].ccp else []) + ["--state-dir", dp.state_dir]
+            opts = opts + (["--trace", trace_path] if flow1_traced else []) + ["--state-dir", dp.state_dir]
             if alg.needs_telemetry:
                 opts += ["--broker", services.broker_url]
             agent = services.agent_process(name, opts, log_path=log_path).start()
@@ -304,9 +306,9 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
     for res in results:
         if isinstance(res, BaseException) and not isinstance(res, RunFailed):
             raise res
-    if need and runs[0].ccp:
-        competitor_dirs = {spec.port + 1 + k: spec.run_dir for spec in specs for k in range(alg.competitors)
-                           if runs[0].competitor_on_ccp}
+    if need and flow1_traced:
+        competitor_dirs = {spec.port + 1 + k: spec.run_dir for spec, run in zip(specs, runs)
+                           for k in range(alg.competitors) if run.competitor_on_ccp}
         if split_agent_trace(trace_path, {spec.port: spec.run_dir for spec in specs}, competitor_dirs):
             log.warning("agent trace rows of no run's flow kept in %s", trace_path)
         for spec in specs[1:]:

@@ -37,7 +37,9 @@ Fairness scenarios (paper 002) add:
     competitor_delay_s = 10        # (any algorithm) the competitors start this much later
 
 Drawn values are seeded from the scenario's seed and the repeat (every algorithm of a
-repeat meets the same network), the random pick from those and the competitor. A CCA the
+repeat meets the same network), the random pick from those and the competitor. With
+``draw_per_sweep_value = true`` (top level) the sweep value is in the seed too: every
+competitor meets networks of its own (N repeats of 4 competitors: 4N networks). A CCA the
 kernel lacks (vegas; KERNEL_CCAS) runs on the CCP datapath, for flow 1 or the competitor.
 
 Errors name the file and the field.
@@ -133,14 +135,16 @@ class Scenario:
     seed: Optional[int] = None          # loss draws; None: a random one per invocation (recorded)
     flows: Dict[str, List[str]] = field(default_factory=lambda: {"main": ["sta1", "sta2"]})
     draw: Dict[str, Dict[str, list]] = field(default_factory=dict)    # param -> {kind: [low, high]}
+    draw_per_sweep_value: bool = False  # each sweep value's repeats meet networks of their own
 
-    def params_for(self, seed: int, repeat: int) -> Dict[str, object]:
-        """The topology parameters of a repeat: ``params`` with the ``draw`` values drawn
-        (rounded to 4 significant digits, as recorded)."""
+    def params_for(self, seed: int, repeat: int, sweep_value=None) -> Dict[str, object]:
+        """The topology parameters of a repeat (and sweep value, with ``draw_per_sweep_value``):
+        ``params`` with the ``draw`` values drawn (rounded to 4 significant digits, as recorded)."""
         params = dict(self.params)
+        point = f"{sweep_value}/" if self.draw_per_sweep_value else ""
         for name, spec in sorted(self.draw.items()):
             (kind, (low, high)), = spec.items()
-            rng = random.Random(zlib.crc32(f"{seed}/draw/{name}/{repeat}".encode()))
+            rng = random.Random(zlib.crc32(f"{seed}/draw/{name}/{point}{repeat}".encode()))
             value = (math.exp(rng.uniform(math.log(low), math.log(high))) if kind == "log_uniform"
                      else rng.uniform(low, high))
             params[name] = float(f"{value:.4g}")
@@ -270,7 +274,7 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
                   algorithms=algs, description=raw.get("description", ""),
                   interval_s=float(raw.get("interval_s", 0.5)),
                   kernel_trace=bool(raw.get("kernel_trace", False)),
-                  seed=seed, draw=draw)
+                  seed=seed, draw=draw, draw_per_sweep_value=bool(raw.get("draw_per_sweep_value", False)))
     if "flows" in raw:
         sc.flows = raw["flows"]
     if not os.path.exists(sc.topology_path):
