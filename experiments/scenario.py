@@ -163,13 +163,14 @@ class Scenario:
             yield alg, sweep, reps[0]
 
     def batches(self, jobs: int):
-        """(algorithm, {sweep key: value}, [repeats]) for ``jobs`` testbeds at once: per
-        sweep value, the repeats in groups of ``jobs``, each algorithm in turn on the
-        whole group (one CCP agent serves them all)."""
+        """(algorithm, {sweep key: value}, [repeats]) for ``jobs`` testbeds at once: the
+        repeats in groups of ``jobs``, per group every sweep value, each algorithm in turn
+        on the whole group (one CCP agent serves them all). Groups outermost: a long run
+        stopped early has every sweep value alike."""
         (key, values), = self.sweep.items() if self.sweep else (("none", [None]),)
-        for value in values:
-            for first in range(0, self.repeats, jobs):
-                group = list(range(first, min(first + jobs, self.repeats)))
+        for first in range(0, self.repeats, jobs):
+            group = list(range(first, min(first + jobs, self.repeats)))
+            for value in values:
                 for alg in self.algorithms:
                     yield alg, {key: value}, group
 

@@ -128,10 +128,10 @@ def test_batches_give_each_testbed_a_repeat_and_cover_every_run_once():
     sc = load("cubic_fidelity")
     sc.repeats = 5
     batches = list(sc.batches(2))
-    # per sweep value: repeats {0,1}, {2,3}, {4}, each group under every algorithm in turn
-    assert [(a.label, reps) for a, v, reps in batches[:6]] == [
-        ("kernel cubic", [0, 1]), ("ccp cubic", [0, 1]), ("kernel cubic", [2, 3]), ("ccp cubic", [2, 3]),
-        ("kernel cubic", [4]), ("ccp cubic", [4])]
+    # repeats {0,1}, {2,3}, {4}; per group every sweep value, each under every algorithm in turn
+    assert [(a.label, v["loss_pct"], reps) for a, v, reps in batches[:4]] == [
+        ("kernel cubic", 0, [0, 1]), ("ccp cubic", 0, [0, 1]), ("kernel cubic", 1, [0, 1]), ("ccp cubic", 1, [0, 1])]
+    assert [reps for _, _, reps in batches] == [[0, 1]] * 12 + [[2, 3]] * 12 + [[4]] * 12
     flat = sorted((a.label, v["loss_pct"], r) for a, v, reps in batches for r in reps)
     assert flat == sorted((a.label, v["loss_pct"], r) for a, v, r in sc.runs())
     assert len(flat) == len(set(flat)) == 2 * 6 * 5
@@ -241,7 +241,10 @@ def test_bad_fairness_algorithms_name_the_problem(tmp_path, alg, message):
 
 def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():
     sc = load("fairness_switching")
-    assert sc.sweep["competitor"] == ["bbr", "cubic", "reno", "vegas"] and sc.repeats >= 100
+    assert sc.sweep["competitor"] == ["bbr", "cubic", "reno", "vegas"] and sc.repeats >= 25
+    networks = {tuple(sorted(sc.params_for(1, r, c).items())) for c in sc.sweep["competitor"] for r in range(25)}
+    assert len(networks) == 100                       # each competitor on networks of its own
+    assert sc.params_for(1, 3, "bbr") == sc.params_for(1, 3, "bbr") != sc.params_for(1, 3, "cubic")
     by_label = {a.label: a for a in sc.algorithms}
     oracle = by_label["oracle"].for_run("vegas", 1)
     assert (oracle.cca, oracle.ccp) == (None, "vegas") and oracle.agent([5202]) == ("vegas", [])
