@@ -257,13 +257,16 @@ def fairness_cmd(results, plot_dir, json_out, table_out):
     offline = fairness_report.offline_d(records, lambda r: os.path.dirname(r["source"]))
     table = fairness_report.rows(records, offline)
     click.echo(fairness_report.format_rows(table))
+    versus = fairness_report.comparisons(records)
+    if versus:
+        click.echo("\n" + fairness_report.format_comparisons(versus))
     if plot_dir:
         os.makedirs(plot_dir, exist_ok=True)
         fairness_report.plot(records, plot_dir, "fairness", timelines=False)
         click.echo(f"plots in {plot_dir}: d_box.png, abs_d.png")
     if json_out:
         with open(json_out, "w") as f:
-            json.dump(table, f, indent=1)
+            json.dump({"rows": table, "comparisons": versus}, f, indent=1)
     if table_out:
         pairs = fairness_report.goodput_table(records)
         if not pairs["goodput_mbps"]:

@@ -139,6 +139,68 @@ def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[d
     return out
 
 
+NOT_USED = "not used"
+
+
+def _paired(records: list[dict], comp: str, mode: str, other: str) -> tuple[np.ndarray, np.ndarray]:
+    """|D| of ``mode`` and ``other`` on the same networks (repeats) against ``comp``."""
+    def by_net(label):
+        return {(r.get("source"), r["repeat"]): abs(r["goodput_difference"]) for r in records
+                if r.get("competitor") == comp and r["algorithm"] == label and r.get("goodput_difference") is not None}
+    a, b = by_net(mode), by_net(other)
+    common = sorted(set(a) & set(b), key=str)
+    return np.array([a[k] for k in common]), np.array([b[k] for k in common])
+
+
+def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> list[dict]:
+    """Per competitor and mode, paired by network (paper 002's and issue 26's figures):
+    the cut in mean |D| against ``not used``, 1 - mean|D|(mode) / mean|D|(not used), and
+    the gap to the oracle, mean|D|(mode) - mean|D|(oracle), each with a paired bootstrap
+    95 % CI; a row "all" averages the competitors' cuts (each resampled on its own)."""
+    rng = np.random.default_rng(seed)
+    records = [r for r in records if not r["algorithm"].startswith(PAIR_PREFIX)]
+    competitors = list(dict.fromkeys(r["competitor"] for r in records if r.get("competitor")))
+    modes = [m for m in dict.fromkeys(r["algorithm"] for r in records) if m != NOT_USED]
+    out, cut_draws = [], {}
+    for mode in modes:
+        for comp in competitors:
+            row = {"competitor": comp, "mode": mode}
+            a, b = _paired(records, comp, mode, NOT_USED)
+            if a.size and b.mean() > 0:
+                idx = rng.integers(0, a.size, (resamples, a.size))
+                draws = 1 - a[idx].mean(axis=1) / np.maximum(b[idx].mean(axis=1), 1e-12)
+                cut_draws.setdefault(mode, []).append(draws)
+                row.update(cut_vs_not_used=float(1 - a.mean() / b.mean()), cut_ci=tuple(np.percentile(draws, [2.5, 97.5])),
+                           cut_networks=int(a.size))
+            a, o = _paired(records, comp, mode, ORACLE)
+            if a.size and mode != ORACLE:
+                idx = rng.integers(0, a.size, (resamples, a.size))
+                gaps = a[idx].mean(axis=1) - o[idx].mean(axis=1)
+                row.update(gap_to_oracle=float(a.mean() - o.mean()), gap_ci=tuple(np.percentile(gaps, [2.5, 97.5])),
+                           gap_networks=int(a.size))
+            if len(row) > 2:
+                out.append(row)
+        if len(cut_draws.get(mode, [])) == len(competitors) > 1:
+            mean_draws = np.mean(cut_draws[mode], axis=0)
+            cuts = [r["cut_vs_not_used"] for r in out if r["mode"] == mode and "cut_vs_not_used" in r]
+            out.append({"competitor": "all", "mode": mode, "cut_vs_not_used": float(np.mean(cuts)),
+                        "cut_ci": tuple(np.percentile(mean_draws, [2.5, 97.5]))})
+    return out
+
+
+def format_comparisons(table: list[dict]) -> str:
+    lines = [f"{'competitor':>10s}  {'mode':18s} {'|D| cut vs not used (95 % CI)':>31s} "
+             f"{'|D| - oracle |D| (95 % CI)':>29s}"]
+    for r in table:
+        cut = (f"{r['cut_vs_not_used']:8.1%} ({r['cut_ci'][0]:.1%} to {r['cut_ci'][1]:.1%})"
+               if "cut_vs_not_used" in r else "-")
+        gap = (f"{r['gap_to_oracle']:+7.3f} ({r['gap_ci'][0]:+.3f} to {r['gap_ci'][1]:+.3f})"
+               if "gap_to_oracle" in r else "-")
+        lines.append(f"{r['competitor']:>10s}  {r['mode']:18s} {cut:>31s} {gap:>29s}")
+    lines.append("paired by network; paper 002 (Fig. 7, w = 50): |D| 77.9 % below not used against BBR")
+    return "\n".join(lines)
+
+
 def format_rows(table: list[dict]) -> str:
     def f(v, fmt):
         return "-" if v is None else fmt.format(v)

@@ -36,6 +36,22 @@ def test_rows_give_d_abs_d_and_harm_against_the_same_repeats_oracle():
     assert "mirror w50" in text and "harm" in text
 
 
+def test_modes_are_compared_with_not_used_and_the_oracle_on_the_same_networks():
+    rows = {(r["competitor"], r["mode"]): r for r in fairness_report.comparisons(RECORDS)}
+    mirror = rows[("bbr", "mirror w50")]
+    # |D|: not used 0.8, 0.6; mirror 0.2, 0; oracle 0, 0.2
+    assert mirror["cut_vs_not_used"] == pytest.approx(1 - 0.1 / 0.7) and mirror["cut_networks"] == 2
+    assert mirror["cut_ci"][0] <= mirror["cut_vs_not_used"] <= mirror["cut_ci"][1]
+    assert mirror["gap_to_oracle"] == pytest.approx(0.0) and mirror["gap_networks"] == 2
+    assert "gap_to_oracle" not in rows[("bbr", "oracle")]
+    assert ("cubic", "oracle") not in rows                       # no not-used run to compare with
+    assert ("all", "mirror w50") not in rows                     # needs every competitor
+    two = RECORDS + [rec("not used", "cubic", 0, 8, 2), rec("mirror w50", "cubic", 0, 5, 5)]
+    rows = {(r["competitor"], r["mode"]): r for r in fairness_report.comparisons(two)}
+    assert rows[("all", "mirror w50")]["cut_vs_not_used"] == pytest.approx(((1 - 0.1 / 0.7) + 1) / 2)
+    assert "77.9 %" in fairness_report.format_comparisons(list(rows.values()))
+
+
 def test_plots_are_written(tmp_path):
     paths = fairness_report.plot(RECORDS, str(tmp_path), "t", timelines=False)
     assert [p.rsplit("/", 1)[1] for p in paths] == ["d_box.png", "abs_d.png"]
