@@ -134,6 +134,9 @@ def exp_group():
               "scenario every algorithm of a repeat meets the same draws")
 @click.option("--repeats", type=click.IntRange(min=1), help="repeats per algorithm and sweep value "
               "(default: the scenario's)")
+@click.option("--first-repeat", type=click.IntRange(min=0), default=0, show_default=True,
+              help="start at this repeat (with the same --seed: continues a run stopped early into another "
+                   "--out; 'intcc exp fairness' / 'compare' pool both)")
 @click.option("--seconds", type=click.FloatRange(min=1), help="length of each run (default: the scenario's)")
 @click.option("--loss", "loss_pct", multiple=True, type=click.FloatRange(0, 100),
               help="link loss % to sweep instead of the scenario's list (repeatable: --loss 10 --loss 20)")
@@ -146,7 +149,8 @@ def exp_group():
               default=None, metavar="[PORT]",
               help="serve the live dashboard of the run's telemetry on 127.0.0.1:PORT (default 8080) while it "
                    "runs (the sinks then publish to the run's broker)")
-def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss_pct, only, jobs, dashboard_port):
+def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat, seconds, loss_pct, only, jobs,
+            dashboard_port):
     """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
@@ -166,6 +170,10 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, seconds, loss
         sc.seed = seed
     if repeats:
         sc.repeats = repeats
+    if first_repeat >= sc.repeats:
+        raise click.ClickException(f"--first-repeat {first_repeat}: the scenario has {sc.repeats} repeats (0 to "
+                                   f"{sc.repeats - 1})")
+    sc.first_repeat = first_repeat
     if seconds:
         sc.seconds = seconds
     if loss_pct:

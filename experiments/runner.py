@@ -152,7 +152,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
         c not in KERNEL_CCAS for c in sc.sweep.get("competitor", []) + [c for a in sc.algorithms
                                                                        for c in [a.competitor, *a.cca_random] if c])
     needs_tele = any(a.needs_telemetry for a in sc.algorithms)
-    jobs = max(1, min(jobs, sc.repeats))
+    jobs = max(1, min(jobs, sc.repeats - sc.first_repeat))
     if jobs > 1 and dashboard_port:
         raise RuntimeError(f"--jobs {jobs} with --dashboard: testbeds alike publish the same node ids, which "
                            f"one dashboard would mix; use one testbed")

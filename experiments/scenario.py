@@ -136,6 +136,7 @@ class Scenario:
     flows: Dict[str, List[str]] = field(default_factory=lambda: {"main": ["sta1", "sta2"]})
     draw: Dict[str, Dict[str, list]] = field(default_factory=dict)    # param -> {kind: [low, high]}
     draw_per_sweep_value: bool = False  # each sweep value's repeats meet networks of their own
+    first_repeat: int = 0               # repeats first_repeat .. repeats - 1 (continuing a run)
 
     def params_for(self, seed: int, repeat: int, sweep_value=None) -> Dict[str, object]:
         """The topology parameters of a repeat (and sweep value, with ``draw_per_sweep_value``):
@@ -168,7 +169,7 @@ class Scenario:
         on the whole group (one CCP agent serves them all). Groups outermost: a long run
         stopped early has every sweep value alike."""
         (key, values), = self.sweep.items() if self.sweep else (("none", [None]),)
-        for first in range(0, self.repeats, jobs):
+        for first in range(self.first_repeat, self.repeats, jobs):
             group = list(range(first, min(first + jobs, self.repeats)))
             for value in values:
                 for alg in self.algorithms:

@@ -135,6 +135,8 @@ def test_batches_give_each_testbed_a_repeat_and_cover_every_run_once():
     flat = sorted((a.label, v["loss_pct"], r) for a, v, reps in batches for r in reps)
     assert flat == sorted((a.label, v["loss_pct"], r) for a, v, r in sc.runs())
     assert len(flat) == len(set(flat)) == 2 * 6 * 5
+    sc.first_repeat = 3                                  # the rest of a run stopped early
+    assert sorted({r for _, _, reps in sc.batches(2) for r in reps}) == [3, 4]
 
 
 def test_one_agents_trace_is_split_into_the_runs_by_the_flows_port(tmp_path):
