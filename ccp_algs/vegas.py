@@ -13,6 +13,8 @@ diff > gamma (1). Losses: Reno halving; timeout: 1 MSS.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .base import Algorithm, Report, WindowFlow
 
 ALPHA, BETA, GAMMA = 2, 4, 1
@@ -34,8 +36,18 @@ class VegasFlow(WindowFlow):
         return r
 
     def adopt(self, state):
-        super().adopt(state)
+        """A flow taken over leaves its queue as Vegas's slow start ends (tcp_vegas: cwnd
+        down to the target + 1, ssthresh below it): a window that filled a deep buffer
+        under CUBIC would otherwise drain by one segment per RTT, for minutes."""
         self.base_rtt_us = state.min_rtt_us
+        if state.min_rtt_us and state.rtt_us and state.rtt_us > state.min_rtt_us:
+            pkts = state.cwnd_bytes / self.mss
+            target_pkts = pkts * state.min_rtt_us / state.rtt_us          # its own queue emptied
+            if pkts - target_pkts > BETA:
+                cwnd = max(2.0, min(pkts, target_pkts + GAMMA)) * self.mss
+                state = replace(state, cwnd_bytes=cwnd,
+                                ssthresh_bytes=min(state.ssthresh_bytes, max(cwnd - self.mss, 2 * self.mss)))
+        super().adopt(state)
 
     def on_loss(self, r) -> str:
         self.cwnd = max(self.cwnd / 2, 2 * self.mss)

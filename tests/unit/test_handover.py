@@ -111,6 +111,17 @@ def test_the_last_algorithms_kernel_growth_and_recoveries_end_with_it():
     assert {k: dp.fields[k] for k in KERNEL_REGISTERS} == dict.fromkeys(KERNEL_REGISTERS, 0)
 
 
+def test_vegas_takes_a_flow_over_with_its_own_queue_emptied():
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 200.0 * MSS
+    grow(flow, reports=3, rtt_us=40_000)
+    grow(flow, reports=1, rtt_us=200_000)          # the window fills a deep buffer: 160 ms of queue
+    flow.switch("vegas")
+    assert dp.cwnd == pytest.approx((flow.flow.cwnd / MSS) * MSS) and dp.cwnd / MSS == pytest.approx(
+        200 * 40 / 200 + 1, abs=1)                 # 40 packets in the pipe + gamma, not 200
+    assert flow.flow.ssthresh < flow.flow.cwnd     # congestion avoidance, no slow start
+
+
 def test_a_flow_moves_to_vegas_and_back():
     flow, dp = hosted()
     flow.flow.cwnd = flow.flow.ssthresh = 40.0 * MSS
