@@ -87,7 +87,7 @@ class Adaptive(Host):
     def announce_switch(self, flow: AdaptiveFlow, before: str, after: str, verdict):
         if self.estimation is None:
             return
-        self.estimation.local_changed(flow.sid, after)       # the model for the new local CCA, a fresh vote
+        self.estimation.local_changed(flow.sid, after)       # the model for the new local CCA; the vote goes on
         if flow.flow_id is None:
             return
         from telemetry.schema import SwitchRecord, encode, estimate_topic

@@ -79,12 +79,12 @@ class _Watched:
         self.started = True
 
     def local_changed(self, cca: str):
-        """A new local algorithm: the model for it, and a fresh vote (the old one's
-        estimates were made for the other local CCA)."""
-        from estimator.vote import MajorityVote
+        """A new local algorithm: the model for it; its features start afresh. The vote
+        goes on: its estimates were of the same competitor (a fresh vote after every
+        switch let the first few estimates of the new local CCA, in the switch's
+        transient, switch the flow back: flows flip-flopped every 10 s)."""
         self.est.model._model(cca)
         self.est.local_cca = cca
-        self.est.vote = MajorityVote(self.window)
         self.est.t0 = time.monotonic()
         self.vote_from = time.monotonic() + self.warmup_s
 

@@ -7,9 +7,9 @@ competitor (paper 002, Section IV).
   (D = (G1 - G2) / (G1 + G2), paper 002 Eq. (3)).
 
 Hysteresis: a flow keeps an algorithm at least ``min_dwell_s``; a verdict from fewer than
-``min_votes`` estimates (the first seconds of a flow, or after a switch, when the vote
-has just begun), or whose top share is below ``min_confidence``, or "unknown", changes
-nothing.
+``min_votes`` estimates (the first seconds of a flow, when the vote has just begun; the
+vote goes on across a switch), or whose top share is below ``min_confidence``, or
+"unknown", changes nothing.
 """
 from __future__ import annotations
 

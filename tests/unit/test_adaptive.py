@@ -171,3 +171,20 @@ def test_a_verdict_is_acted_on_at_any_flows_report():
     del quiet                   # portus let the flow go: a late verdict on it is no error
     est.inbox.append(("verdict", 1, verdict("cubic", 0.9)))
     tick(busy)
+
+
+def test_the_vote_goes_on_across_a_switch():
+    """Its estimates were of the same competitor: a fresh vote after a switch let the new
+    local CCA's first estimates, in the switch's transient, switch the flow back."""
+    import os
+    import time
+    import estimator
+    from ccp_agent.estimation import _Watched
+    from estimator.model import CCAEstimator
+    model = CCAEstimator.load(os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib"))
+    watched = _Watched(1, ("10.0.0.1", 5201, "10.0.0.2", 40000), "cubic", model, 50, directory=None, warmup_s=5)
+    for label in ["bbr"] * 8 + ["cubic"] * 2:
+        watched.est.vote.update(label)
+    watched.local_changed("bbr")
+    assert watched.est.local_cca == "bbr" and watched.est.vote.verdict().votes == {"bbr": 8, "cubic": 2}
+    assert watched.vote_from > time.monotonic() + 4                 # the new CCA warms up first
