@@ -159,8 +159,12 @@ class AgentProcess:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        _wait(lambda: _socket_bound(AGENT_SOCKET), timeout_s, f"the agent to bind {AGENT_SOCKET}",
-              self.proc, self.log_path)
+        try:
+            _wait(lambda: _socket_bound(AGENT_SOCKET), timeout_s, f"the agent to bind {AGENT_SOCKET}",
+                  self.proc, self.log_path)
+        except BaseException:       # a timeout, or a SIGTERM to the run: no orphaned agent
+            self.stop()
+            raise
         return self
 
     def log(self) -> str:
