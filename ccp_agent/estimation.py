@@ -51,7 +51,7 @@ class _Watched:
     def __init__(self, sid, ccp_tuple, local_cca, model, window, directory: FlowDirectory, warmup_s: float = 0.0):
         from estimator.online import OnlineEstimator
         self.sid, self.ccp_tuple = sid, ccp_tuple
-        self.model, self.window = model, window
+        self.model = model
         self.directory = directory
         self.capture = self.tail = None
         self.pcap = None
