@@ -23,7 +23,9 @@ def test_the_quick_fairness_scenario_gives_d_harm_and_plots(tmp_path):
         assert r["goodput_mbps"] > 0 and r["competitor_goodput_mbps"] > 0, r["run"]      # both flows ran
         assert 0 < r["jain_mean"] <= 1
         assert 1 <= r["params"]["bottleneck_mbps"] <= 10 and 1 <= r["params"]["buffer_bdp"] <= 100
-    assert len({json.dumps(r["params"]) for r in records}) == 1        # one repeat: one network for all
+    networks = {c: {json.dumps(r["params"]) for r in records if r["competitor"] == c} for c in ("bbr", "vegas")}
+    assert all(len(n) == 1 for n in networks.values())                 # one repeat: one network per competitor,
+    assert networks["bbr"] != networks["vegas"]                        # each its own (draw_per_sweep_value)
     by = {(r["algorithm"], r["competitor"]): r for r in records}
     assert by[("oracle", "vegas")]["flow1"] == "vegas" and by[("oracle", "bbr")]["flow1"] == "bbr"
     for c in ("bbr", "vegas"):
