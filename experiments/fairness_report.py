@@ -158,6 +158,18 @@ def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> li
     the gap to the oracle, mean|D|(mode) - mean|D|(oracle), each with a paired bootstrap
     95 % CI; a row "all" averages the competitors' cuts (each resampled on its own)."""
     rng = np.random.default_rng(seed)
+
+    def boot(a, b, stat):
+        """stat(a, b) and its paired bootstrap draws (resampling networks)."""
+        idx = rng.integers(0, a.size, (resamples, a.size))
+        return float(stat(a, b)), stat(a[idx], b[idx])
+
+    def cut(a, b):
+        return 1 - a.mean(axis=-1) / np.maximum(b.mean(axis=-1), 1e-12)
+
+    def gap(a, b):
+        return a.mean(axis=-1) - b.mean(axis=-1)
+
     records = [r for r in records if not r["algorithm"].startswith(PAIR_PREFIX)]
     competitors = list(dict.fromkeys(r["competitor"] for r in records if r.get("competitor")))
     modes = [m for m in dict.fromkeys(r["algorithm"] for r in records) if m != NOT_USED]
@@ -167,24 +179,21 @@ def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> li
             row = {"competitor": comp, "mode": mode}
             a, b = _paired(records, comp, mode, NOT_USED)
             if a.size and b.mean() > 0:
-                idx = rng.integers(0, a.size, (resamples, a.size))
-                draws = 1 - a[idx].mean(axis=1) / np.maximum(b[idx].mean(axis=1), 1e-12)
+                value, draws = boot(a, b, cut)
                 cut_draws.setdefault(mode, []).append(draws)
-                row.update(cut_vs_not_used=float(1 - a.mean() / b.mean()), cut_ci=tuple(np.percentile(draws, [2.5, 97.5])),
+                row.update(cut_vs_not_used=value, cut_ci=tuple(np.percentile(draws, [2.5, 97.5])),
                            cut_networks=int(a.size))
-            a, o = _paired(records, comp, mode, ORACLE)
-            if a.size and mode != ORACLE:
-                idx = rng.integers(0, a.size, (resamples, a.size))
-                gaps = a[idx].mean(axis=1) - o[idx].mean(axis=1)
-                row.update(gap_to_oracle=float(a.mean() - o.mean()), gap_ci=tuple(np.percentile(gaps, [2.5, 97.5])),
+            a, o = _paired(records, comp, mode, ORACLE) if mode != ORACLE else (np.array([]), None)
+            if a.size:
+                value, draws = boot(a, o, gap)
+                row.update(gap_to_oracle=value, gap_ci=tuple(np.percentile(draws, [2.5, 97.5])),
                            gap_networks=int(a.size))
             if len(row) > 2:
                 out.append(row)
         if len(cut_draws.get(mode, [])) == len(competitors) > 1:
-            mean_draws = np.mean(cut_draws[mode], axis=0)
             cuts = [r["cut_vs_not_used"] for r in out if r["mode"] == mode and "cut_vs_not_used" in r]
             out.append({"competitor": "all", "mode": mode, "cut_vs_not_used": float(np.mean(cuts)),
-                        "cut_ci": tuple(np.percentile(mean_draws, [2.5, 97.5]))})
+                        "cut_ci": tuple(np.percentile(np.mean(cut_draws[mode], axis=0), [2.5, 97.5]))})
     return out
 
 
