@@ -31,6 +31,7 @@ Fairness scenarios (paper 002) add:
     [[algorithms]]
     label = "oracle"
     same_as_competitor = true      # flow 1 runs the competitor's CCA
+    same_as_competitor = "ccp"     # ... on the CCP datapath (the bound for a CCP flow)
     [[algorithms]]
     label = "not used"
     cca_random = ["bbr", "cubic", "reno"]   # flow 1 on one of these, drawn per run
@@ -84,6 +85,7 @@ class Algorithm:
     same_as_competitor: bool = False     # flow 1 runs the competitor's CCA (set per run)
     cca_random: List[str] = field(default_factory=list)    # flow 1's kernel CCA drawn from these per run
     competitor_delay_s: float = 0.0      # the competitors start this much after flow 1
+    same_on_ccp: bool = False            # same_as_competitor as the CCP algorithm of that name
 
     @property
     def needs_telemetry(self) -> bool:
@@ -93,6 +95,8 @@ class Algorithm:
         """This algorithm as one run runs it: the swept competitor in place, flow 1's CCA
         resolved (the competitor's, or drawn from ``cca_random`` with ``seed``)."""
         alg = replace(self, competitor=competitor or self.competitor)
+        if self.same_as_competitor and self.same_on_ccp:
+            return replace(alg, ccp=alg.competitor)
         if self.same_as_competitor:
             alg = replace(alg, cca=alg.competitor)
         elif self.cca_random:
@@ -234,6 +238,10 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
         if "cca_random" in a and (not isinstance(a["cca_random"], list)
                                   or not all(isinstance(c, str) for c in a["cca_random"])):
             raise ScenarioError(f"{where} ({a['label']}): 'cca_random' must be a list of kernel CCA names")
+        same = a.get("same_as_competitor", False)
+        if same not in (True, False, "ccp"):
+            raise ScenarioError(f"{where} ({a['label']}): 'same_as_competitor' is true, false or \"ccp\" "
+                                f"(on the CCP datapath), not {same!r}")
         delay = a.get("competitor_delay_s", 0.0)
         if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
             raise ScenarioError(f"{where} ({a['label']}): 'competitor_delay_s' must be a number >= 0, "
@@ -245,8 +253,8 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
         if "competitors" in a and not a.get("competitor"):
             raise ScenarioError(f"{where} ({a['label']}): 'competitors' needs 'competitor' (their kernel CCA)")
         algs.append(Algorithm(a["label"], a.get("cca"), a.get("ccp"), [_project_file(str(o)) for o in a.get("options", [])],
-                              a.get("competitor"), n, bool(a.get("same_as_competitor")),
-                              list(a.get("cca_random", [])), float(delay)))
+                              a.get("competitor"), n, bool(same),
+                              list(a.get("cca_random", [])), float(delay), same == "ccp"))
     sweep = raw.get("sweep", {})
     if len(sweep) > 1 or any(k not in SWEEPABLE for k in sweep):
         raise ScenarioError(f"{path}: [sweep] takes one of {', '.join(sorted(SWEEPABLE))}")

@@ -233,6 +233,7 @@ def test_bad_draws_name_the_problem(tmp_path, extra, message):
     ('same_as_competitor = true\n', "need a competitor"),
     ('cca = "cubic"\ncca_random = ["bbr"]\n', "exactly one of"),
     ('cca_random = "bbr"\n', "must be a list"),
+    ('same_as_competitor = "kernel"\ncompetitor = "bbr"\n', "true, false or"),
     ('cca = "cubic"\ncompetitor = "bbr"\ncompetitor_delay_s = -1\n', "'competitor_delay_s' must be"),
 ])
 def test_bad_fairness_algorithms_name_the_problem(tmp_path, alg, message):
@@ -251,6 +252,9 @@ def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():
     oracle = by_label["oracle"].for_run("vegas", 1)
     assert (oracle.cca, oracle.ccp) == (None, "vegas") and oracle.agent([5202]) == ("vegas", [])
     assert by_label["oracle"].for_run("bbr", 1).agent([5202]) is None                  # all in the kernel
+    on_ccp = by_label["oracle ccp"]
+    assert (on_ccp.for_run("bbr", 1).cca, on_ccp.for_run("bbr", 1).agent([5202])) == (None, ("bbr", []))
+    assert on_ccp.for_run("vegas", 1).agent([5202]) == ("vegas", [])                 # one algorithm for both
     mirror = by_label["mirror w50"].for_run("vegas", 1)
     name, opts = mirror.agent([5202])
     assert name == "adaptive" and opts[-2:] == ["--port-algorithm", "5202=vegas"]
