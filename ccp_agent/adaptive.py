@@ -39,7 +39,7 @@ class AdaptiveFlow(HostedFlow):
             return
         self.verdict, self.flow_id = v, v.flow_id or self.flow_id
         target = self.host.policy.decide(self.current, time.monotonic() - self.in_control_since, v.estimate,
-                                         v.confidence, sum(v.votes.values()))
+                                         v.confidence, sum(v.votes.values()), shares=v.votes)
         if target is None:
             return
         before = self.current

@@ -86,7 +86,7 @@ def offline_d(records: list[dict], out_dir_of=None) -> dict[int, float]:
 
 def goodput_table(records: list[dict]) -> dict:
     """The best-response table (ccp_agent/switching.py GoodputTable's JSON) from the pair
-    runs: each pair's mean goodputs over the networks it ran on."""
+    runs: each pair's mean goodputs over the networks it ran on, and its mean |D| over them."""
     by_pair: dict = {}
     for r in records:
         if r["algorithm"].startswith(PAIR_PREFIX) and r.get("competitor"):
@@ -94,6 +94,8 @@ def goodput_table(records: list[dict]) -> dict:
     return {"goodput_mbps": [
         {"local": i, "competitor": j, "local_mbps": round(statistics.mean(x["goodput_mbps"] for x in runs), 4),
          "competitor_mbps": round(statistics.mean(x["competitor_goodput_mbps"] for x in runs), 4),
+         "mean_abs_d": round(statistics.mean(abs(goodput_difference(x["goodput_mbps"], x["competitor_goodput_mbps"]) or 0.0)
+                                             for x in runs), 4),
          "networks": len(runs)}
         for (i, j), runs in sorted(by_pair.items())]}
 

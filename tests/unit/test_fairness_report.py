@@ -100,11 +100,12 @@ def test_the_paper_method_weighs_the_networks_pairs_by_the_live_runs_time_shares
 def test_the_pair_runs_give_the_table_best_response_reads(tmp_path):
     import json
     from ccp_agent.switching import GoodputTable
-    pairs = [rec("pair: bbr", "cubic", k, g1, g2) for k, g1, g2 in ((0, 6, 4), (1, 8, 2))] + \
+    pairs = [rec("pair: bbr", "cubic", k, g1, g2) for k, g1, g2 in ((0, 6, 4), (1, 2, 8))] + \
             [rec("pair: cubic", "cubic", 0, 5, 5), rec("oracle", "cubic", 0, 5, 5)]
     doc = fairness_report.goodput_table(pairs)
-    assert doc["goodput_mbps"][0] == {"local": "bbr", "competitor": "cubic", "local_mbps": 7.0,
-                                      "competitor_mbps": 3.0, "networks": 2}
+    # unfair one way on one network, the other way on the other: the mean |D| says so
+    assert doc["goodput_mbps"][0] == {"local": "bbr", "competitor": "cubic", "local_mbps": 4.0,
+                                      "competitor_mbps": 6.0, "mean_abs_d": 0.4, "networks": 2}
     path = tmp_path / "g.json"
     path.write_text(json.dumps(doc))
     table = GoodputTable.load(str(path))

@@ -49,6 +49,25 @@ def test_best_response_picks_the_smallest_expected_abs_d():
     assert p.decide("bbr", 1.0, "cubic", 0.9, 50) == "cubic"
 
 
+def test_best_response_weighs_the_votes_and_the_per_network_abs_d():
+    g = {(a, b): (5.0, 5.0) for a in LOCAL for b in MODEL}
+    g[("bbr", "vegas")] = (9.0, 1.0)          # |D| 0.8: bbr crowds vegas out
+    g[("cubic", "vegas")] = (8.0, 2.0)        # 0.6
+    g[("reno", "vegas")] = (7.5, 2.5)         # 0.5
+    g[("cubic", "bbr")] = (3.0, 7.0)          # 0.4
+    g[("reno", "bbr")] = (2.0, 8.0)           # 0.6
+    p = SwitchPolicy("best-response", LOCAL, MODEL, min_dwell_s=0, table=table(g))
+    assert p.decide("reno", 1.0, "bbr", 0.9, 50) == "bbr"
+    # 70 % bbr, 30 % vegas: bbr 0.24, cubic 0.46, reno 0.57 expected
+    assert p.decide("reno", 1.0, "bbr", 0.7, 50, shares={"bbr": 35, "vegas": 15}) == "bbr"
+    # 60 / 40: bbr 0.32 against cubic 0.48 still; unknown labels weigh nothing
+    assert p.decide("cubic", 1.0, "bbr", 0.6, 50, shares={"bbr": 30, "vegas": 20, "unknown": 9}) == "bbr"
+    # per network, bbr against bbr is unfair one way or the other (the means hide it)
+    p.table.mean_abs_d[("bbr", "bbr")] = 0.5
+    assert p.decide("reno", 1.0, "bbr", 0.9, 50) == "cubic"
+    assert p.decide("reno", 1.0, "bbr", 0.9, 50, shares={"bbr": 45, "vegas": 5}) == "cubic"
+
+
 def test_best_response_refuses_a_table_that_lacks_a_pair():
     g = {(a, b): (5.0, 5.0) for a in LOCAL for b in MODEL if (a, b) != ("reno", "vegas")}
     with pytest.raises(SwitchingError, match=r"lacks \(reno, vegas\)"):
@@ -77,3 +96,6 @@ def test_a_table_round_trips_from_its_file(tmp_path):
     path.write_text(json.dumps({"goodput_mbps": [{"local": "cubic", "competitor": "bbr", "local_mbps": 2,
                                                   "competitor_mbps": 8}]}))
     assert GoodputTable.load(str(path)).abs_d("cubic", "bbr") == pytest.approx(0.6)
+    path.write_text(json.dumps({"goodput_mbps": [{"local": "cubic", "competitor": "bbr", "local_mbps": 2,
+                                                  "competitor_mbps": 8, "mean_abs_d": 0.25}]}))
+    assert GoodputTable.load(str(path)).abs_d("cubic", "bbr") == pytest.approx(0.25)
