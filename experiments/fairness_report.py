@@ -23,6 +23,7 @@ import statistics
 import numpy as np
 
 from .fairness import goodput_difference, harm, switched_goodputs
+from .metrics import algorithm_spans
 
 PAIR_PREFIX = "pair: "          # fairness_pairs.toml's labels: "pair: <flow 1's CCA>"
 
@@ -63,7 +64,7 @@ def offline_d(records: list[dict], out_dir_of=None) -> dict[int, float]:
         span = float(r.get("seconds") or 0)
         if "switches" in r:
             trace = os.path.join(out_dir_of(r), "runs", r["run"], "trace.csv") if out_dir_of else None
-            spans = _algorithm_spans(trace, "cubic", span) if trace and os.path.exists(trace) else []
+            spans = algorithm_spans(trace, "cubic", span) if trace and os.path.exists(trace) else []
             if not spans:
                 continue
             shares = dict.fromkeys(CCAS, 0.0)
@@ -103,7 +104,8 @@ def goodput_table(records: list[dict]) -> dict:
 def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[dict]:
     """One row per (competitor, mode): runs, mean D, mean |D| and its CI, harm against the
     oracle (competitor goodput beside the mode over beside the oracle, pooled over the
-    repeats both ran), Jain mean, median time to the first switch, mean switches."""
+    repeats both ran), Jain mean, the share of the time flow 1 ran the competitor's CCA,
+    median time to the first switch, mean switches."""
     out = []
     offline = offline or {}
     index = {id(r): k for k, r in enumerate(records)}
@@ -127,6 +129,8 @@ def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[d
             jains = [r["jain_mean"] for r in runs if r.get("jain_mean") is not None]
             queue = [r["queue_delay_ms_mean"] for r in runs if r.get("queue_delay_ms_mean") is not None]
             paper = [abs(offline[index[id(r)]]) for r in runs if index[id(r)] in offline]
+            on_comp = [r["time_on"].get(comp, 0.0) if "time_on" in r else float(r["flow1"] == comp)
+                       for r in runs if "time_on" in r or "switches" not in r and r.get("flow1")]
             out.append({"competitor": comp, "mode": mode, "runs": len(runs), "mean_d": statistics.mean(d),
                         "mean_abs_d": statistics.mean(abs_d), "abs_d_ci": _ci(abs_d),
                         "paper_mean_abs_d": statistics.mean(paper) if paper else None,
@@ -134,6 +138,7 @@ def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[d
                         "harm": h, "harm_pairs": len(paired),
                         "jain_mean": statistics.mean(jains) if jains else None,
                         "queue_delay_ms": statistics.mean(queue) if queue else None,
+                        "time_on_competitors_cca": statistics.mean(on_comp) if on_comp else None,
                         "median_first_switch_s": statistics.median(firsts) if firsts else None,
                         "switched_runs": len(firsts),
                         "mean_switches": (statistics.mean(r.get("switches", 0) for r in runs)
@@ -218,7 +223,8 @@ def format_rows(table: list[dict]) -> str:
     paper = any(r.get("paper_mean_abs_d") is not None for r in table)
     lines = [f"{'competitor':>10s}  {'mode':18s} {'runs':>4s} {'mean D':>7s} {'mean |D| (95 % CI)':>21s} "
              + (f"{'paper method |D|':>21s} " if paper else "")
-             + f"{'harm':>6s} {'Jain':>6s} {'queue ms':>8s} {'1st switch s':>12s} {'switches':>8s}"]
+             + f"{'harm':>6s} {'Jain':>6s} {'queue ms':>8s} {'on its CCA':>10s} {'1st switch s':>12s} "
+             + f"{'switches':>8s}"]
     for r in table:
         lo, hi = r["abs_d_ci"]
         cell = ""
@@ -228,10 +234,11 @@ def format_rows(table: list[dict]) -> str:
         lines.append(f"{r['competitor']:>10s}  {r['mode']:18s} {r['runs']:4d} {r['mean_d']:7.3f} "
                      f"{r['mean_abs_d']:7.3f} ({lo:.3f}-{hi:.3f}) {cell}{f(r['harm'], '{:6.1%}'):>6s} "
                      f"{f(r['jain_mean'], '{:.3f}'):>6s} {f(r['queue_delay_ms'], '{:.1f}'):>8s} "
+                     f"{f(r.get('time_on_competitors_cca'), '{:.0%}'):>10s} "
                      f"{f(r['median_first_switch_s'], '{:.1f}'):>12s} "
                      f"{f(r['mean_switches'], '{:.1f}'):>8s}")
     lines.append("harm: 1 - the competitor's goodput beside the mode / beside the oracle, same repeats "
-                 "(negative: flow 1 gave)")
+                 "(negative: flow 1 gave); on its CCA: share of the time flow 1 ran the competitor's CCA")
     if paper:
         lines.append("paper method: Eqs. 1-3 from fairness_pairs' g(i, j) on the same networks, weighted by "
                      "the time the live run spent on each CCA")
@@ -300,23 +307,6 @@ def plot(records: list[dict], out_dir: str, title: str, timelines: bool = True) 
     return written
 
 
-def _algorithm_spans(trace_csv: str, initial: str, end_s: float) -> list[tuple[float, float, str]]:
-    """(from_s, to_s, algorithm) of the data flow, from the flow's start, from its trace."""
-    from .metrics import is_switch, sender_rows
-    rows = sender_rows(trace_csv)
-    if not rows:
-        return []
-    start = next((float(x["t_s"]) for x in rows if x["event"] == "start"), float(rows[0]["t_s"]))
-    spans, since, alg = [], 0.0, initial
-    for x in rows:
-        if is_switch(x):
-            t = min(float(x["t_s"]) - start, end_s)      # one as the run ends falls at its end
-            spans.append((since, t, alg))
-            since, alg = t, x["reason"].split(" -> ")[1].split(":")[0]
-    spans.append((since, end_s, alg))
-    return [sp for sp in spans if sp[1] > sp[0]]
-
-
 def plot_timeline(run_dir: str, rec: dict, initial: str = "cubic") -> str:
     import matplotlib
     matplotlib.use("Agg")
@@ -329,7 +319,7 @@ def plot_timeline(run_dir: str, rec: dict, initial: str = "cubic") -> str:
     ax.plot(t, [float(x["competitor_goodput_mbps"] or 0) for x in series], label=f"competitor ({rec['competitor']})")
     top = max([float(x["goodput_mbps"] or 0) for x in series] + [float(x["competitor_goodput_mbps"] or 0)
                                                                   for x in series] + [1.0]) * 1.15
-    for lo, hi, alg in _algorithm_spans(os.path.join(run_dir, "trace.csv"), initial, t[-1] if t else 0.0):
+    for lo, hi, alg in algorithm_spans(os.path.join(run_dir, "trace.csv"), initial, t[-1] if t else 0.0):
         ax.axvspan(lo, hi, ymin=0.93, ymax=1.0, color=COLOURS.get(alg, "grey"), alpha=0.7)
         ax.text((lo + hi) / 2, top * 0.965, alg, ha="center", va="center", fontsize=7)
     ax.set_ylim(0, top)

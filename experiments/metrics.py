@@ -46,17 +46,45 @@ def is_switch(row: dict) -> bool:
     return row["event"] == "switch" and " -> " in row["reason"]
 
 
-def switches(trace_csv: str) -> dict | None:
+def algorithm_spans(trace_csv: str, initial: str, end_s: float | None = None) -> list[tuple[float, float, str]]:
+    """(from_s, to_s, algorithm) of the data flow, from the flow's start (to ``end_s``,
+    else its last trace row), from its trace."""
+    rows = sender_rows(trace_csv)
+    if not rows:
+        return []
+    start = next((float(x["t_s"]) for x in rows if x["event"] == "start"), float(rows[0]["t_s"]))
+    if end_s is None:
+        end_s = float(rows[-1]["t_s"]) - start
+    spans, since, alg = [], 0.0, initial
+    for x in rows:
+        if is_switch(x):
+            t = min(float(x["t_s"]) - start, end_s)      # one as the run ends falls at its end
+            spans.append((since, t, alg))
+            since, alg = t, x["reason"].split(" -> ")[1].split(":")[0]
+    spans.append((since, end_s, alg))
+    return [sp for sp in spans if sp[1] > sp[0]]
+
+
+def switches(trace_csv: str, initial: str = "cubic", end_s: float | None = None) -> dict | None:
     """The adaptive agent's switches of the data flow: how many, the first one's time
-    from the flow's start (s), and the algorithm it ended on; None without a trace."""
+    from the flow's start (s), the algorithm it ended on, and the share of the run on each
+    algorithm (``initial``: the one it started on); None without a trace."""
     rows = sender_rows(trace_csv)
     if not rows:
         return None
     start = next((float(r["t_s"]) for r in rows if r["event"] == "start"), float(rows[0]["t_s"]))
     moves = [r for r in rows if is_switch(r)]
+    if moves:
+        initial = moves[0]["reason"].split(" -> ")[0]
+    spans = algorithm_spans(trace_csv, initial, end_s)
+    total = sum(hi - lo for lo, hi, _ in spans)
+    shares: dict = {}
+    for lo, hi, alg in spans:
+        shares[alg] = shares.get(alg, 0.0) + (hi - lo) / total
     return {"switches": len(moves),
             "first_switch_s": round(float(moves[0]["t_s"]) - start, 3) if moves else None,
-            "final_algorithm": moves[-1]["reason"].split(" -> ")[1].split(":")[0] if moves else None}
+            "final_algorithm": moves[-1]["reason"].split(" -> ")[1].split(":")[0] if moves else None,
+            "time_on": {a: round(v, 4) for a, v in shares.items()}}
 
 
 def slow_start_exit_s(trace_csv: str) -> float | None:

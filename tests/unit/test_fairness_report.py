@@ -66,7 +66,7 @@ def test_the_timeline_colours_flow_1s_algorithm_from_its_trace(tmp_path):
                                    "2.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n"
                                    "2.0,1,7,switch,28960,took the flow over in probe_bw\n"
                                    "3.7,1,7,switch,28960,bbr -> cubic: verdict cubic\n")   # as the run ended
-    spans = fairness_report._algorithm_spans(str(run / "trace.csv"), "cubic", 3.0)
+    spans = fairness_report.algorithm_spans(str(run / "trace.csv"), "cubic", 3.0)
     assert spans == [(0.0, 1.5, "cubic"), (1.5, 3.0, "bbr")]
     path = fairness_report.plot_timeline(str(run), {"algorithm": "mirror w50", "competitor": "bbr",
                                                     "goodput_difference": -0.05})

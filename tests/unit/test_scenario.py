@@ -112,7 +112,9 @@ def test_switches_of_the_data_flow_from_an_adaptive_agents_trace(tmp_path):
                  "12.5,1,7,switch,28960,,,,,,,took the flow over in probe_bw\n"
                  "14.0,1,7,report,28960,,20000,14480,0,0,10,ProbeBW\n"
                  "30.5,1,7,switch,28960,,,,,,,bbr -> reno: verdict reno (61% of 50), mirror\n")
-    assert metrics.switches(str(p)) == {"switches": 2, "first_switch_s": 12.0, "final_algorithm": "reno"}
+    assert metrics.switches(str(p)) == {"switches": 2, "first_switch_s": 12.0, "final_algorithm": "reno",
+                                        "time_on": {"cubic": 0.4, "bbr": 0.6}}       # 12 s and 18 s of 30
+    assert metrics.switches(str(p), end_s=40.0)["time_on"] == {"cubic": 0.3, "bbr": 0.45, "reno": 0.25}
     assert metrics.switches(str(tmp_path / "none.csv")) is None
 
 
