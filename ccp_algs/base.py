@@ -153,6 +153,10 @@ class WindowFlow(FlowBase):
     # Slow start grows per ACK in the datapath, from the contract's growth registers.
     # False where an algorithm's slow start is its own (Vegas).
     datapath_slow_start = True
+    # Slow start lasts until the first loss (or a delay-based exit of the algorithm's
+    # own): a flow taken over before any loss goes on slow-starting. False: Vegas, whose
+    # slow start ends on its own delay rule (vegas.py adopt).
+    slow_starts_until_loss = True
 
     def __init__(self, alg, datapath, datapath_info):
         super().__init__(alg, datapath, datapath_info)
@@ -184,6 +188,12 @@ class WindowFlow(FlowBase):
     def adopt(self, state: FlowState):
         self.cwnd = float(state.cwnd_bytes)
         self.ssthresh = float(state.ssthresh_or_window)
+        if not state.loss_seen and self.slow_starts_until_loss:
+            # as the algorithm would be had it run from the start: a flow that never lost
+            # is still in slow start (Reno beside kernel Reno in a deep buffer: CUBIC's
+            # HyStart had left it at 1 s, and the ssthresh it set kept Reno in congestion
+            # avoidance while the competitor slow-started to thousands of packets)
+            self.ssthresh = float("inf")
         self.recovery_bytes_left, self.rto_bytes_left = state.recovery_bytes_left, state.rto_bytes_left
         self.grown_seen, self.reductions_seen = state.grown_seen, state.reductions_seen
         self.prior_ssthresh = None

@@ -17,6 +17,7 @@ class FlowState:
     min_rtt_us: float | None = None
     rtt_us: float | None = None
     bw_bytes_per_s: float = 0.0           # max delivery rate of the last reports (0: none yet)
+    loss_seen: bool = True                # the flow has lost a packet or timed out since it began
 
     @property
     def ssthresh_or_window(self) -> float:

@@ -50,6 +50,7 @@ class HostedFlow:
         self.min_rtt_us: float | None = None
         self.rtt_us: float | None = None
         self.bw_samples: deque[float] = deque(maxlen=BW_WINDOW_REPORTS)
+        self.loss_seen = False
         self.switches: list[dict] = []
 
     @property
@@ -64,12 +65,14 @@ class HostedFlow:
         bw = getattr(raw, "bw_max", 0) or 0
         if bw > 0:
             self.bw_samples.append(float(bw))
+        self.loss_seen = self.loss_seen or r.loss > 0 or bool(r.timeout)
         self.flow.on_report(raw)
 
     def state(self) -> FlowState:
         s = self.flow.export_state()
         s.min_rtt_us, s.rtt_us = self.min_rtt_us, self.rtt_us
         s.bw_bytes_per_s = max(self.bw_samples, default=0.0)
+        s.loss_seen = self.loss_seen
         return s
 
     def switch(self, name: str, why: str = "", cause_mono_ns: int | None = None) -> FlowState:

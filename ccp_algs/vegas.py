@@ -21,6 +21,7 @@ ALPHA, BETA, GAMMA = 2, 4, 1
 
 class VegasFlow(WindowFlow):
     datapath_slow_start = False         # its slow start doubles every other RTT, decided per report
+    slow_starts_until_loss = False      # its slow start ends on its own delay rule (adopt below)
     def __init__(self, alg, datapath, datapath_info):
         self.base_rtt_us = None
         self.double_now = True          # slow start doubles every other RTT

@@ -31,6 +31,7 @@ def test_the_window_continues_across_a_switch_both_ways():
     flow, dp = hosted()
     flow.flow.cwnd = flow.flow.ssthresh = 40.0 * MSS
     grow(flow)
+    flow.loss_seen = True            # (one that never lost: the next test)
     before = dp.cwnd
     state = flow.switch("bbr", why="test")
     assert dp.cwnd == before == int(state.cwnd_bytes)
@@ -44,6 +45,24 @@ def test_the_window_continues_across_a_switch_both_ways():
     assert flow.flow.ssthresh == back                                   # BBR had none: no slow start from here
     assert dp.rate == 0                                                 # cubic does not pace: BBR's rate dropped
     assert dp.fields["ss_until"] == 0
+
+
+def test_a_flow_that_never_lost_goes_on_slow_starting_under_its_next_algorithm():
+    """Reno beside kernel Reno in a deep buffer: CUBIC's HyStart ended slow start at 1 s;
+    with the ssthresh it set, Reno grew a segment per 4-s RTT while the competitor
+    slow-started to thousands of packets (fairness_switching seed 2612, D -0.75)."""
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 40.0 * MSS       # HyStart's exit, no loss
+    grow(flow)
+    flow.switch("reno")
+    assert flow.flow.ssthresh == float("inf") and dp.fields["ss_until"] > dp.cwnd
+    flow.on_report(report(acked=MSS, loss=1, inflight=39, reductions=1, grown=0))
+    flow.switch("cubic")
+    assert flow.flow.ssthresh < float("inf")               # after a loss: congestion avoidance
+    flow, dp = hosted()
+    grow(flow)
+    flow.switch("vegas")                                    # Vegas's slow start is its own
+    assert flow.flow.ssthresh < float("inf")
 
 
 def test_the_kernels_cut_follows_the_algorithm_in_control():
