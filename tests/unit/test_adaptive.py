@@ -72,6 +72,7 @@ def test_a_stable_verdict_switches_the_flow_and_is_announced(tmp_path):
     rec = decode(payload, topic=topic)
     assert isinstance(rec, SwitchRecord) and (rec.from_cca, rec.to_cca, rec.verdict) == ("cubic", "bbr", "bbr")
     assert "cubic -> bbr: verdict bbr (90% of 50), mirror" in (tmp_path / "t.csv").read_text()
+    assert any(",verdict," in row and ",bbr (90% of 50)," in row for row in (tmp_path / "t.csv").read_text().splitlines())
 
 
 def test_no_switch_on_a_weak_verdict_or_within_the_dwell_time():
