@@ -145,7 +145,8 @@ for _name in ALGORITHMS:
               help="mirror: the competitor's CCA; best-response: the smallest expected |D| (--table)")
 @click.option("--table", "table_path", type=click.Path(dir_okay=False),
               help="measured goodput table g(local, competitor) for best-response (JSON)")
-@click.option("--initial", default="cubic", show_default=True, help="the algorithm every flow starts on")
+@click.option("--initial", help="the algorithm every flow starts on [default: cubic; best-response: the "
+                                "smallest expected |D| in --table against any competitor the model names, alike]")
 @click.option("--algorithms", default="bbr,cubic,reno,vegas", show_default=True,
               help="the algorithms a flow may move between (comma-separated, one datapath program)")
 @click.option("--window", type=click.IntRange(min=1), default=50, show_default=True, help="majority vote window")
@@ -175,7 +176,9 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
     from .estimation import EstimatorProcess
     from .switching import GoodputTable, SwitchingError, SwitchPolicy
     names = tuple(dict.fromkeys(n.strip() for n in algorithms.split(",") if n.strip()))
-    if initial not in names:
+    if initial is None and policy == "mirror":
+        initial = "cubic"
+    if initial is not None and initial not in names:
         names = (initial,) + names
     try:
         hosted = {n: algorithm_class(n)() for n in names}
@@ -194,6 +197,8 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
                                  f"--broker, the MQTT broker the INT sink publishes to")
         table = GoodputTable.load(table_path) if table_path else None
         switch_policy = SwitchPolicy(policy, names, tuple(named), min_dwell_s, min_confidence, table, min_votes)
+        if initial is None:
+            initial = switch_policy.before_any_verdict()
     except (ModelError, SwitchingError, UnknownAlgorithm) as e:
         raise click.ClickException(str(e))
     estimation = EstimatorProcess(model_path, window, interval_s, broker_url, state_dir, warmup_s).start()

@@ -94,6 +94,11 @@ class SwitchPolicy:
             return sum(n * self.table.abs_d(local, c) for c, n in weights.items()) / sum(weights.values())
         return min(self.local_ccas, key=lambda local: (expected_abs_d(local), local))
 
+    def before_any_verdict(self) -> str:
+        """best-response's start: the smallest |D| expected against every CCA the model
+        names, alike (the paper's "not used" draws the local CCA at random instead)."""
+        return self.target(self.competitor_ccas[0], dict.fromkeys(self.competitor_ccas, 1))
+
     def decide(self, current: str, in_control_s: float, estimate: str | None, confidence: float,
                votes: int, shares: dict | None = None) -> str | None:
         """The algorithm to switch to now, or None (stay). ``votes``: estimates in the vote;

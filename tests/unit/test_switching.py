@@ -68,6 +68,18 @@ def test_best_response_weighs_the_votes_and_the_per_network_abs_d():
     assert p.decide("reno", 1.0, "bbr", 0.9, 50, shares={"bbr": 45, "vegas": 5}) == "cubic"
 
 
+def test_best_response_starts_where_the_expected_abs_d_against_any_competitor_is_smallest():
+    g = {(a, b): (5.0, 5.0) for a in LOCAL for b in MODEL}
+    g[("bbr", "vegas")] = (9.0, 1.0)          # 0.8
+    g[("bbr", "cubic")] = (7.0, 3.0)          # 0.4
+    g[("reno", "bbr")] = (2.0, 8.0)           # 0.6
+    g[("cubic", "bbr")] = (3.0, 7.0)          # 0.4
+    g[("cubic", "vegas")] = (7.0, 3.0)        # 0.4
+    g[("reno", "vegas")] = (6.5, 3.5)         # 0.3: reno 0.9 in all, cubic 0.8, bbr 1.2
+    p = SwitchPolicy("best-response", LOCAL, MODEL, table=table(g))
+    assert p.before_any_verdict() == "cubic"
+
+
 def test_best_response_refuses_a_table_that_lacks_a_pair():
     g = {(a, b): (5.0, 5.0) for a in LOCAL for b in MODEL if (a, b) != ("reno", "vegas")}
     with pytest.raises(SwitchingError, match=r"lacks \(reno, vegas\)"):
