@@ -6,8 +6,9 @@
    command written into the datapath's map (in control: the flow's every ACK from then on
    is the new algorithm's), and to the kernel applying it at the flow's next ACK (the
    daemon's applied log). Target p99 <= one RTT + 1 ms: the verdict is read at a report
-   (pyportus runs the agent only in its callbacks), once per RTT per flow. Two paths: the bare veth (RTT ~50 us, reports every 1 ms:
-   the agent's load at its highest) and the dumbbell testbed (10 Mbit/s, RTT 40 ms).
+   (pyportus runs the agent only in its callbacks), once per RTT per flow. Two paths: the
+   bare veth (RTT ~50 us, reports every 1 ms: the agent's load at its highest) and the
+   dumbbell testbed (10 Mbit/s, RTT 40 ms).
 2. Agent CPU per controlled flow with the real estimator running (`intcc alg run adaptive
    --model estimator/models/cca_rf.joblib`: a capture and a forest per flow), for 1, 10
    and 50 flows: the agent, its estimator child and its captures, CPU seconds per second.
