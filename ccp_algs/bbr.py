@@ -388,7 +388,7 @@ class BbrFlow(FlowBase):
         if self.mode == PROBE_RTT:
             self.cwnd_pkts = min(self.cwnd_pkts, CWND_MIN_PKTS)
 
-        self.rate_bytes_per_s = self.pacing_rate()
+        self._set_pacing_rate(r)
         registers = [("Rate", self.rate_bytes_per_s)] + self._growth(target) + self._bw_register()
         self.set_cwnd(int(self.cwnd_pkts * mss), "loss" if r.loss or r.timeout else "report", r,
                       reason=f"{reason}; bw {self.bw * 8 / 1e6:.2f} Mbit/s{' (policed)' if self.lt_use_bw else ''}, min RTT "
@@ -401,8 +401,22 @@ class BbrFlow(FlowBase):
         RTT at the Startup gain (tcp_bbr's bbr_init_pacing_rate_from_rtt)."""
         if self.bw > 0:
             return int(self.pacing_gain * self.bw * PACING_MARGIN)
-        rtt_s = (self.min_rtt_us or 1000) / 1e6
-        return int(HIGH_GAIN * self.alg.init_cwnd_pkts * self.mss / rtt_s)
+        return self._initial_rate((self.min_rtt_us or 1000))
+
+    def _initial_rate(self, rtt_us: float) -> int:
+        return int(HIGH_GAIN * self.cwnd_pkts * self.mss / (rtt_us / 1e6) * PACING_MARGIN)
+
+    def _set_pacing_rate(self, r: Report):
+        """tcp_bbr's bbr_set_pacing_rate: the window per RTT at the Startup gain from the
+        first RTT, and until the pipe is full the rate only rises. Without it the first
+        report's sample (the first packets' delivery rate, 0.06 Mbit/s on an 8 Mbit/s
+        path) paced Startup at a fraction of the initial window per RTT, and a kernel BBR
+        starting beside it took and kept the larger share (fairness_switching, oracle ccp)."""
+        if not self.rate_bytes_per_s and r.rtt_us:
+            self.rate_bytes_per_s = self._initial_rate(r.rtt_us)
+        rate = self.pacing_rate()
+        if self.full_bw_reached or rate > self.rate_bytes_per_s:
+            self.rate_bytes_per_s = rate
 
 
 class Bbr(Algorithm):

@@ -77,6 +77,28 @@ def test_startup_finds_the_bandwidth_then_drains_into_probe_bw():
     assert flow.min_rtt_us == pytest.approx(40_000, rel=0.05)
 
 
+def test_startup_paces_at_least_the_initial_window_per_rtt_and_only_faster():
+    """tcp_bbr's bbr_set_pacing_rate: the first report's sample (a few packets' delivery
+    rate) must not pace Startup below 2.89 x the initial window per RTT."""
+    flow, dp, clock = start()
+    r = report(acked=2 * MSS, delivered=2, inflight=8, rtt_us=186_000, grown=0)
+    r.bw_max = 7_500                                  # 0.06 Mbit/s
+    flow.on_report(r)
+    initial = 2.885 * 10 * MSS / 0.186
+    assert flow.mode == STARTUP and dp.rate == pytest.approx(initial * 0.99, rel=0.02)
+    r.bw_max = 500_000                                # the path shows itself: faster
+    flow.on_report(r)
+    assert dp.rate == pytest.approx(2.885 * 500_000 * 0.99, rel=0.01)
+    r.bw_max = 100_000                                # a lower max in the window: no slower
+    flow.on_report(r)
+    assert dp.rate == pytest.approx(2.885 * 500_000 * 0.99, rel=0.01)
+    flow.full_bw_reached = True                       # once the pipe is full it follows bw
+    flow.pacing_gain = 1.0
+    flow.bw_samples.clear()
+    flow.on_report(r)
+    assert dp.rate == pytest.approx(100_000 * 0.99, rel=0.01)
+
+
 def test_probe_bw_keeps_two_bdp_and_paces_at_the_bandwidth():
     flow, dp, clock = start()
     path = Path(mbps=10, rtt_ms=40)
