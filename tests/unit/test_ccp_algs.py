@@ -67,6 +67,15 @@ def test_const_holds_its_window():
     assert dp.cwnd == 20 * MSS
 
 
+def test_const_alternating_commands_a_new_window_every_report():
+    flow, dp = start(Const(cwnd_pkts=20, alternate_pkts=21))
+    windows = []
+    for _ in range(4):
+        flow.on_report(report(acked=MSS))
+        windows.append(dp.cwnd // MSS)
+    assert windows == [21, 20, 21, 20]
+
+
 def test_reno_halves_once_per_window_then_grows_additively():
     flow, dp = start(Reno())
     grow_to(flow, 100 * MSS)
