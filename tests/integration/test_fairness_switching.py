@@ -12,12 +12,13 @@ from experiments.teardown import list_testbeds
 
 def test_the_quick_fairness_scenario_gives_d_harm_and_plots(tmp_path):
     out = tmp_path / "fs"
-    res = CliRunner().invoke(exp_group, ["run", "fairness_switching", "--quick", "--seed", "11", "--out", str(out)])
+    # one mode of each kind (mirror w10 and w50 differ from w1 by an option only)
+    modes = ("not used", "oracle", "oracle ccp", "mirror w1", "mirror w50 late")
+    res = CliRunner().invoke(exp_group, ["run", "fairness_switching", "--quick", "--seed", "11", "--out", str(out)]
+                             + [a for m in modes for a in ("--algorithm", m)])
     assert res.exit_code == 0, res.output
     records = json.loads((out / "summary.json").read_text())["records"]
-    assert {(r["algorithm"], r["competitor"]) for r in records} == {
-        (m, c) for m in ("not used", "oracle", "mirror w1", "mirror w10", "mirror w50", "mirror w50 late")
-        for c in ("bbr", "vegas")}
+    assert {(r["algorithm"], r["competitor"]) for r in records} == {(m, c) for m in modes for c in ("bbr", "vegas")}
     for r in records:
         assert -1 <= r["goodput_difference"] <= 1 and r["abs_goodput_difference"] == abs(r["goodput_difference"])
         assert r["goodput_mbps"] > 0 and r["competitor_goodput_mbps"] > 0, r["run"]      # both flows ran
@@ -28,6 +29,7 @@ def test_the_quick_fairness_scenario_gives_d_harm_and_plots(tmp_path):
     assert networks["bbr"] != networks["vegas"]                        # each its own (draw_per_sweep_value)
     by = {(r["algorithm"], r["competitor"]): r for r in records}
     assert by[("oracle", "vegas")]["flow1"] == "vegas" and by[("oracle", "bbr")]["flow1"] == "bbr"
+    assert by[("oracle ccp", "bbr")]["flow1"] == "bbr" and by[("oracle ccp", "vegas")]["flow1"] == "vegas"
     for c in ("bbr", "vegas"):
         assert by[("mirror w1", c)]["flow1"] == "adaptive" and "switches" in by[("mirror w1", c)]
     late = by[("mirror w50 late", "bbr")]
