@@ -139,6 +139,14 @@ def run_name(alg: Algorithm, key: str, value, rep: int) -> str:
     return f"{slug(alg.label)}_{key}-{value}_r{rep}" if key != "none" else f"{slug(alg.label)}_r{rep}"
 
 
+def needs_ccp_datapath(sc) -> bool:
+    """Whether any run of ``sc`` has a flow on the CCP datapath: a CCP algorithm, flow 1 on
+    the competitor's CCA as CCP ('oracle ccp'), or a CCA the kernel lacks (vegas)."""
+    return any(a.ccp or a.same_on_ccp for a in sc.algorithms) or any(
+        c not in KERNEL_CCAS for c in sc.sweep.get("competitor", []) + [c for a in sc.algorithms
+                                                                       for c in [a.competitor, *a.cca_random] if c])
+
+
 def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboard_port: int | None = None) -> list[dict]:
     """Every run of ``sc``; ``jobs`` > 1 brings up that many testbeds (exp, exp1, ...) and
     runs as many repeats of one algorithm at once (Scenario.batches), one CCP agent
@@ -148,9 +156,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
     from ccp_agent.datapath import AgentProcess, DatapathProcess
 
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
-    needs_ccp = any(a.ccp for a in sc.algorithms) or any(
-        c not in KERNEL_CCAS for c in sc.sweep.get("competitor", []) + [c for a in sc.algorithms
-                                                                       for c in [a.competitor, *a.cca_random] if c])
+    needs_ccp = needs_ccp_datapath(sc)
     needs_tele = any(a.needs_telemetry for a in sc.algorithms)
     jobs = max(1, min(jobs, sc.repeats - sc.first_repeat))
     if jobs > 1 and dashboard_port:

@@ -265,6 +265,14 @@ def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():
     assert {by_label["not used"].for_run("bbr", s).cca for s in range(40)} == {"bbr", "cubic", "reno", None}
 
 
+def test_the_ccp_datapath_runs_for_flow_1_on_the_competitors_cca_as_ccp(tmp_path):
+    from experiments.runner import needs_ccp_datapath
+    text = ('topology = "dumbbell"\nseconds = 5\n[sweep]\ncompetitor = ["bbr", "cubic"]\n'
+            '[[algorithms]]\nlabel = "x"\nsame_as_competitor = {}\n')
+    assert not needs_ccp_datapath(load(write(tmp_path, text.format("true"))))        # all in the kernel
+    assert needs_ccp_datapath(load(write(tmp_path, text.format('"ccp"'))))        # 'oracle ccp' alone needed it
+
+
 def test_queueing_delay_from_a_sinks_log_after_the_runs_offset(tmp_path):
     import json
 
