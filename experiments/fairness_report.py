@@ -42,7 +42,8 @@ def _ci(values, resamples: int = 4000, seed: int = 0) -> tuple[float, float]:
 
 
 def _network(r: dict) -> tuple:
-    """Runs on the same network: same seed, repeat and drawn parameters."""
+    """Runs on the same network: same seed, repeat and drawn parameters (whichever run or
+    results directory they came from: modes of one seed run apart pair up)."""
     return r.get("seed"), r["repeat"], json.dumps(r.get("params"), sort_keys=True)
 
 
@@ -114,15 +115,14 @@ def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[d
     modes = list(dict.fromkeys(r["algorithm"] for r in records))
     for comp in competitors:
         mine = [r for r in records if r.get("competitor") == comp]
-        oracle = {(r.get("source"), r["repeat"]): r for r in mine if r["algorithm"] == ORACLE}
+        oracle = {_network(r): r for r in mine if r["algorithm"] == ORACLE}
         for mode in modes:
             runs = [r for r in mine if r["algorithm"] == mode and r.get("goodput_difference") is not None]
             if not runs:
                 continue
             d = [r["goodput_difference"] for r in runs]
             abs_d = [abs(x) for x in d]
-            paired = [(r, oracle[(r.get("source"), r["repeat"])]) for r in runs
-                      if (r.get("source"), r["repeat"]) in oracle]
+            paired = [(r, oracle[_network(r)]) for r in runs if _network(r) in oracle]
             h = (harm(sum(r["competitor_goodput_mbps"] for r, _ in paired),
                       sum(o["competitor_goodput_mbps"] for _, o in paired)) if paired else None)
             firsts = [r["first_switch_s"] for r in runs if r.get("first_switch_s") is not None]
@@ -152,7 +152,7 @@ NOT_USED = "not used"
 def _paired(records: list[dict], comp: str, mode: str, other: str) -> tuple[np.ndarray, np.ndarray]:
     """|D| of ``mode`` and ``other`` on the same networks (repeats) against ``comp``."""
     def by_net(label):
-        return {(r.get("source"), r["repeat"]): abs(r["goodput_difference"]) for r in records
+        return {_network(r): abs(r["goodput_difference"]) for r in records
                 if r.get("competitor") == comp and r["algorithm"] == label and r.get("goodput_difference") is not None}
     a, b = by_net(mode), by_net(other)
     common = sorted(set(a) & set(b), key=str)

@@ -52,6 +52,20 @@ def test_modes_are_compared_with_not_used_and_the_oracle_on_the_same_networks():
     assert "77.9 %" in fairness_report.format_comparisons(list(rows.values()))
 
 
+def test_modes_of_one_seed_run_apart_pair_up_and_another_seeds_do_not():
+    net = {"seed": 7, "params": {"bottleneck_mbps": 5.0}}
+    first = [rec("not used", "bbr", 0, 9, 1, source="a/summary.json", **net),
+             rec("oracle", "bbr", 0, 5, 5, source="a/summary.json", **net)]
+    later = [rec("mirror w50", "bbr", 0, 6, 4, source="b/summary.json", **net),       # same network
+             rec("mirror w50", "bbr", 0, 1, 9, source="c/summary.json", seed=8, params={"bottleneck_mbps": 2.0})]
+    rows = {(r["competitor"], r["mode"]): r for r in fairness_report.comparisons(first + later)}
+    mirror = rows[("bbr", "mirror w50")]
+    assert mirror["cut_networks"] == 1 and mirror["cut_vs_not_used"] == pytest.approx(1 - 0.2 / 0.8)
+    assert mirror["gap_to_oracle"] == pytest.approx(0.2)
+    table = {(r["competitor"], r["mode"]): r for r in fairness_report.rows(first + later)}
+    assert table[("bbr", "mirror w50")]["harm_pairs"] == 1
+
+
 def test_plots_are_written(tmp_path):
     paths = fairness_report.plot(RECORDS, str(tmp_path), "t", timelines=False)
     assert [p.rsplit("/", 1)[1] for p in paths] == ["d_box.png", "abs_d.png"]
