@@ -401,7 +401,7 @@ class BbrFlow(FlowBase):
         RTT at the Startup gain (tcp_bbr's bbr_init_pacing_rate_from_rtt)."""
         if self.bw > 0:
             return int(self.pacing_gain * self.bw * PACING_MARGIN)
-        return self._initial_rate((self.min_rtt_us or 1000))
+        return self._initial_rate(self.min_rtt_us or 1000)
 
     def _initial_rate(self, rtt_us: float) -> int:
         return int(HIGH_GAIN * self.cwnd_pkts * self.mss / (rtt_us / 1e6) * PACING_MARGIN)
