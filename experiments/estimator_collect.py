@@ -81,18 +81,6 @@ def _hard_plan(index: int, seed: int) -> dict:
             "comp_flows": int(rng.integers(lo, hi + 1)), "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
 
 
-class _LaterFlow(BackgroundFlow):
-    """A competitor flow that starts ``delay_s`` after the caller's (and ends with it)."""
-
-    def __init__(self, tb, client, server, cca, seconds, interval_s, port, delay_s):
-        self.delay_s = delay_s
-        super().__init__(tb, client, server, cca, seconds - delay_s, interval_s, port)
-
-    def _run(self, args, port):
-        time.sleep(self.delay_s)
-        super()._run(args, port)
-
-
 def _check_vegas_agent(workdir: str):
     """A Vegas flow whose agent is gone ran the datapath's Reno fallback: not a Vegas run."""
     try:
@@ -110,7 +98,8 @@ def start_flows(tb, plan: dict, seconds: float) -> list:
     cca2: comp_flows flows from comp_start_s on), each an iperf3 in a thread."""
     flows = [BackgroundFlow(tb, "s1", "r1", _iperf_cca(plan["cca1"]), seconds, seconds, port=5201)]
     later = plan.get("comp_start_s", 0.0)
-    flows += [_LaterFlow(tb, "s2", "r2", _iperf_cca(plan["cca2"]), seconds, seconds - later, 5202 + k, later)
+    flows += [BackgroundFlow(tb, "s2", "r2", _iperf_cca(plan["cca2"]), seconds - later, seconds - later, 5202 + k,
+                             start_delay_s=later)
               for k in range(plan.get("comp_flows", 1))]
     return flows
 
