@@ -33,10 +33,11 @@ def estimator_group():
 @click.option("--node-python", metavar="cpython|pypy|PATH",
               help="interpreter of the INT nodes (default: $INTCC_NODE_PYTHON, else cpython); recorded "
                    "in collection.json, and a resume must use the same")
-@click.option("--distribution", type=click.Choice(["paper", "hard"]), default="paper", show_default=True,
+@click.option("--distribution", type=click.Choice(["paper", "hard", "table2"]), default="paper", show_default=True,
               help="paper: Table II (rate, delay, buffer uniform); hard: buffer on a log scale, the "
                    "competitor's RTT 0.5-4x flow 1's, starting 0-10 s later, as 1-3 flows, 0-1 %% link "
-                   "loss in half the runs (docs/estimator.md)")
+                   "loss in half the runs; table2: Table II with the buffer on a log scale, nothing "
+                   "else changed (fairness_switching's networks) (docs/estimator.md)")
 def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python, distribution):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
     from experiments.estimator_collect import CollectionError, collect
@@ -238,7 +239,7 @@ def _emit_tables(res: dict, json_path: str | None):
               help="run index to start from (the plan's runs first..first+runs-1)")
 @click.option("--seed", type=int, required=True,
               help="the plan's seed: one the model's training data never used")
-@click.option("--distribution", type=click.Choice(["paper", "hard"]), default="hard", show_default=True)
+@click.option("--distribution", type=click.Choice(["paper", "hard", "table2"]), default="hard", show_default=True)
 @click.option("--seconds", type=click.FloatRange(min=5), default=30.0, show_default=True)
 @click.option("--window", type=click.IntRange(min=1), default=50, show_default=True, help="majority vote window w")
 @click.option("--interval-s", type=click.FloatRange(min=0.05), default=0.5, show_default=True)

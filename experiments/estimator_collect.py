@@ -44,19 +44,31 @@ HARD_RANGES = {"rtt_factor": (0.5, 4.0),        # the competitor's base RTT / fl
                "comp_start_s": (0.0, 10.0),     # the competitor starts this much later
                "comp_flows": (1, 3),            # ... as this many flows of its CCA
                "loss_pct": (0.0, 1.0)}          # in half the runs, else 0
-DISTRIBUTIONS = ("paper", "hard")
+#: "table2": the paper's ranges with the buffer on a log scale and nothing else changed
+#: (both flows start together, one competitor, the same RTT, no link loss): the networks
+#: fairness_switching draws, where the adaptive agent's verdicts are judged.
+DISTRIBUTIONS = ("paper", "hard", "table2")
 ACCESS_DELAY_MS = 1.0                           # dumbbell.toml's access links
 
 
 def run_plan(index: int, seed: int, distribution: str = "paper") -> dict:
     """The parameters of run ``index`` of a collection: reproducible from the seed."""
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"unknown distribution {distribution!r} (known: {', '.join(DISTRIBUTIONS)})")
     if distribution == "hard":
         return _hard_plan(index, seed)
-    rng = np.random.default_rng([seed, index])
-    params = {k: round(float(rng.uniform(lo, hi)), 3) for k, (lo, hi) in RANGES.items()}
     pair = index % 16
-    return {"run": f"run{index:05d}", "index": index, "seed": seed, "params": params,
-            "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
+    plan = {"run": f"run{index:05d}", "index": index, "seed": seed, "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
+    if distribution == "table2":
+        rng = np.random.default_rng([seed, index, 2])
+        (r_lo, r_hi), (d_lo, d_hi), (b_lo, b_hi) = (RANGES[k] for k in ("bottleneck_mbps", "bottleneck_delay_ms",
+                                                                           "buffer_bdp"))
+        params = {"bottleneck_mbps": round(float(rng.uniform(r_lo, r_hi)), 3),
+                  "bottleneck_delay_ms": round(float(rng.uniform(d_lo, d_hi)), 3),
+                  "buffer_bdp": round(float(np.exp(rng.uniform(np.log(b_lo), np.log(b_hi)))), 3)}
+        return plan | {"distribution": "table2", "params": params}
+    rng = np.random.default_rng([seed, index])
+    return plan | {"params": {k: round(float(rng.uniform(lo, hi)), 3) for k, (lo, hi) in RANGES.items()}}
 
 
 def _hard_plan(index: int, seed: int) -> dict:

@@ -47,6 +47,22 @@ def test_the_hard_distribution_draws_what_the_paper_runs_never_had():
     assert {p["comp_flows"] for p in plans} == {1, 2, 3}
 
 
+def test_the_table2_distribution_is_the_fairness_experiments_networks():
+    """Table II's rate and delay, the buffer on a log scale; one competitor starting with
+    flow 1 on the same path: no late start, no extra RTT, no loss."""
+    plans = [run_plan(i, 30, "table2") for i in range(400)]
+    assert plans[3] == run_plan(3, 30, "table2") and plans[3] != run_plan(3, 31, "table2")
+    assert len({(p["cca1"], p["cca2"]) for p in plans}) == 16
+    buffers = np.array([p["params"]["buffer_bdp"] for p in plans])
+    assert buffers.min() >= 1 and buffers.max() <= 100 and 0.4 < np.mean(buffers < 10) < 0.6     # log scale
+    for p in plans:
+        assert set(p["params"]) == {"bottleneck_mbps", "bottleneck_delay_ms", "buffer_bdp"}
+        assert 1 <= p["params"]["bottleneck_mbps"] <= 10 and 1 <= p["params"]["bottleneck_delay_ms"] <= 100
+        assert "comp_start_s" not in p and "comp_flows" not in p
+    with pytest.raises(ValueError, match="unknown distribution"):
+        run_plan(0, 30, "uniform")
+
+
 def test_a_run_names_its_parts(tmp_path):
     fake_dataset(tmp_path, runs=6)
     run = load_run(str(tmp_path / "runs" / "run00005.npz"))
