@@ -47,6 +47,7 @@ Errors name the file and the field.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -74,6 +75,23 @@ class ScenarioError(ValueError):
     pass
 
 
+def _model_uses_int(options: List[str]) -> bool:
+    """Whether the ``--model`` in an adaptive algorithm's options has features beyond
+    Table I (from the metadata saved beside it); the agent checks the model itself."""
+    if "--model" not in options or options.index("--model") + 1 >= len(options):
+        return False
+    from estimator.features import FEATURES
+    path = options[options.index("--model") + 1]
+    if not os.path.isabs(path) and not os.path.exists(path):
+        path = os.path.join(PROJECT, path)
+    try:
+        with open(path + ".json") as f:
+            features = json.load(f).get("features", [])
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(name not in FEATURES for name in features)
+
+
 @dataclass
 class Algorithm:
     label: str
@@ -89,7 +107,9 @@ class Algorithm:
 
     @property
     def needs_telemetry(self) -> bool:
-        return self.ccp == "cubic-int"
+        """The sink's records over MQTT: cubic-int reads them, and so does the adaptive
+        agent whose model has INT features."""
+        return self.ccp == "cubic-int" or (self.ccp == "adaptive" and _model_uses_int(self.options))
 
     def for_run(self, competitor: Optional[str], seed: int) -> "Algorithm":
         """This algorithm as one run runs it: the swept competitor in place, flow 1's CCA

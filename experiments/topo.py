@@ -31,7 +31,7 @@ import operator
 import re
 import tomllib
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,8}$")
@@ -81,6 +81,12 @@ class Topo:
 
     def is_host(self, name: str) -> bool:
         return name in self.hosts
+
+    def with_node_ids_shifted(self, offset: int) -> "Topo":
+        """A copy whose nodes' ids are ``offset`` higher: testbeds alike that publish to one
+        broker (intcc/v1/hop/<node-id>) then stay apart."""
+        nodes = {n: dict(info, node_id=info["node_id"] + offset) for n, info in self.nodes.items()}
+        return replace(self, nodes=nodes)
 
     def links_of(self, name: str) -> List[Link]:
         return [l for l in self.links if name in (l.a, l.b)]

@@ -303,3 +303,12 @@ def test_a_competitor_the_agent_runs_too_gets_its_own_trace(tmp_path):
     assert agent_trace.split_agent_trace(str(shared), {5201: str(a)}, {5202: str(a)}) == 0
     assert [line.split(",")[2] for line in (a / "trace.csv").read_text().splitlines()[1:]] == ["7", "7"]
     assert [line.split(",")[2] for line in (a / "competitor-trace.csv").read_text().splitlines()[1:]] == ["8", "8"]
+
+
+def test_the_adaptive_agent_needs_telemetry_only_with_an_int_model():
+    from experiments.scenario import Algorithm
+    table1 = Algorithm("a", ccp="adaptive", options=["--model", "estimator/models/cca_rf.joblib"])
+    with_int = Algorithm("b", ccp="adaptive", options=["--model", "estimator/models/cca_rf_int.joblib"])
+    assert not table1.needs_telemetry and with_int.needs_telemetry
+    assert Algorithm("c", ccp="cubic-int").needs_telemetry and not Algorithm("d", cca="cubic").needs_telemetry
+    assert not Algorithm("e", ccp="adaptive", options=["--model", "/nonexistent.joblib"]).needs_telemetry

@@ -108,3 +108,11 @@ def test_a_loss_that_cannot_be_applied_is_an_error():
             return {"q1": {"drops": 0}, "shape1": {"packets": 3}}
     with pytest.raises(RuntimeError, match="cannot apply loss_pct=5.*no link that may lose"):
         set_loss(NoLossyLinks(), 5)
+
+
+def test_a_testbeds_node_ids_can_be_shifted_apart():
+    topo = load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"))
+    shifted = topo.with_node_ids_shifted(200)
+    assert [n["node_id"] for n in topo.nodes.values()] == [1, 2]
+    assert [n["node_id"] for n in shifted.nodes.values()] == [201, 202]
+    assert shifted.links == topo.links and shifted.nodes["sw1"]["int"] == topo.nodes["sw1"]["int"]
