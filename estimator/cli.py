@@ -9,7 +9,7 @@ import click
 from telemetry.schema import CCA_LABELS
 
 #: int_features.FEATURE_SETS' names (not imported here: numpy at every CLI start)
-FEATURE_SET_NAMES = ["table1", "table1+int", "table1+int+dynamics", "table1+int+flows"]
+FEATURE_SET_NAMES = ["table1", "table1+int", "table1+int+dynamics", "table1+int+flows", "table1+int+flows+response"]
 
 
 @click.group("estimator")
@@ -96,7 +96,8 @@ def pack_cmd(data_dir, out_dir):
               help="table1: paper 002's sender-side features; table1+int: plus the bottleneck's INT "
                    "telemetry (queue, arrivals, drops, the competitor's rate); table1+int+dynamics: plus "
                    "the competitor's backoff at drops and its growth (experimental); table1+int+flows: table1+int "
-                   "plus the competitors read from their own packets at the bottleneck (issue 28)")
+                   "plus the competitors read from their own packets at the bottleneck (issue 28); +response: and "
+                   "how they respond to the queue and its drops")
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="per-local", show_default=True,
               help="per-local: one forest per local CCA (paper 002); shared: one forest for all, the local "
                    "CCA as an input (learns the competitor from four times the runs)")

@@ -6,7 +6,7 @@ import numpy as np
 
 from .dataset import CCAS, COMPETITOR_SETTLE_S, Run, load_raw, load_run, run_paths
 from .features import TraceError
-from .flow_features import CompetitorSeries, flow_features
+from .flow_features import CompetitorSeries, flow_features, flow_response
 from .int_features import FEATURE_SETS, busy_pps, int_features, select_features, uses_flows
 from .int_series import record_stream
 from .model import CCAEstimator
@@ -64,7 +64,8 @@ def run_int_features(path: str, per_packet: bool = False, flows: bool = False) -
         raise TraceError(f"{path}: the competitors' packets were not kept (collected before issue 28's per-flow "
                          f"counts): no flow features")
     comp = CompetitorSeries.from_bins(raw["comp_packets_10ms"], t0)
-    return np.hstack([F, flow_features(comp, at_t, base_rtt, busy_pps(series, at_t))])
+    busy = busy_pps(series, at_t)
+    return np.hstack([F, flow_features(comp, at_t, base_rtt, busy), flow_response(comp, series, at_t, base_rtt, busy)])
 
 
 def split(runs, test_fraction: float = 0.5, seed: int = 0):

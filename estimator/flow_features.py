@@ -17,6 +17,24 @@ percentile of the arrival rate at the queue, as for comp_*):
                           percentile (BBR's ProbeRTT: 200 ms every 10 s), std / mean
   tf_top_ac{2..10}_x      its rate's autocorrelation in base-RTT bins at lags of 2..10 RTTs
                           (BBR's gain cycle: 8 RTTs)
+
+and how the competitors respond to the queue and its drops (``flow_response``: all competing
+flows' packets with flow 1's record stream, in bins of one base RTT, at least 50 ms, over
+the last 30 s from 0.5 s after the first competitor packet; rates relative to ``busy``):
+
+  fr_rate_qdelay_corr     correlation of their rate with the queueing delay (Vegas backs off
+                          as the queue grows; loss-based flows grow into it)
+  fr_change_qdelay_corr   ... of the rate's next change with the queueing delay
+  fr_qdelay_slope         the rate's least-squares slope over the queueing delay (base RTTs)
+  fr_backoff3, _8         the smallest rate in the 3 (8) bins after a drop event over the
+                          median of the 4 bins up to it, median over events (-1: no event):
+                          Reno halves, CUBIC keeps 0.7, BBR hardly reacts
+  fr_cut_share            share of drop events followed by a rate below 0.8x within 8 bins
+  fr_growth               the rate's slope between drop events (or over the last 10 s) per
+                          second, relative to its median
+  fr_steadiness           the median bin-to-bin change of the rate over its median (BBR paces)
+  fr_own_corr             correlation of their rate with flow 1's own packets
+  fr_drop_events          drop events per second (drops in bins less than 4 apart: one event)
 """
 from __future__ import annotations
 
@@ -30,6 +48,11 @@ MIN_FLOW_SHARE = 0.1
 AC_LAGS_RTTS = (2, 4, 6, 8, 10)
 FLOW_FEATURES = ("tf_flows_x", "tf_rate_x", "tf_top_share_x", "tf_top_p10_x", "tf_top_cv_x") \
     + tuple(f"tf_top_ac{lag}_x" for lag in AC_LAGS_RTTS)
+RESPONSE_MIN_BIN_S = 0.05
+RESPONSE_SETTLE_S = 0.5
+FLOW_RESPONSE_FEATURES = ("fr_rate_qdelay_corr", "fr_change_qdelay_corr", "fr_qdelay_slope", "fr_backoff3",
+                          "fr_backoff8", "fr_cut_share", "fr_growth", "fr_steadiness", "fr_own_corr",
+                          "fr_drop_events")
 
 
 class CompetitorSeries:
@@ -101,6 +124,90 @@ def flow_features(comp: CompetitorSeries | None, at_t, base_rtt_s, busy_pps) -> 
             energy = max(float(x @ x), 1e-12)
             ac = [float(x[:-lag] @ x[lag:]) / energy if n > lag + 2 else 0.0 for lag in AC_LAGS_RTTS]
         out[i] = row + ac
+    return out
+
+
+def _corr(a, b) -> float:
+    if len(a) < 4 or a.std() < 1e-9 or b.std() < 1e-9:
+        return 0.0
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def _binned_records(series, lo, bin_s, n):
+    """Flow 1's record stream in ``n`` bins from ``lo``: per-bin mean of a column (a bin
+    without a record takes its neighbours'), per-bin sums; None with fewer than 4 records."""
+    k = np.floor((series[:, 0] - lo) / bin_s).astype(int)
+    inside = (k >= 0) & (k < n)
+    if inside.sum() < 4:
+        return None
+    k = k[inside]
+    rows = np.bincount(k, minlength=n)
+    seen = np.flatnonzero(rows)
+
+    def mean(col):
+        return np.interp(np.arange(n), seen, np.bincount(k, weights=series[inside, col], minlength=n)[seen] / rows[seen])
+
+    def total(x):
+        return np.bincount(k, weights=x[inside], minlength=n)
+    return mean, total
+
+
+def _response_row(rate, qdelay, own, drops, bin_s, span_s) -> list:
+    n = len(rate)
+    events = np.flatnonzero(drops > 0)
+    if len(events):
+        events = events[np.concatenate(([True], np.diff(events) > 3))]      # one event per burst
+    median = max(float(np.median(rate)), 1e-3)
+
+    def after_over_before(h):
+        return [rate[e + 1:e + 1 + h].min() / max(float(np.median(rate[e - 3:e + 1])), 1e-3)
+                for e in events if e >= 3 and e + 1 + h <= n]
+    back3, back8 = after_over_before(3), after_over_before(8)
+    segments = [(a + 2, b) for a, b in zip(events[:-1], events[1:]) if b - a - 2 >= 6] \
+        or [(max(n - int(10.0 / bin_s), 0), n)]
+    slopes = [np.polyfit(np.arange(b - a) * bin_s, rate[a:b], 1)[0] / median for a, b in segments]
+    change = np.diff(rate)
+    return [_corr(rate, qdelay), _corr(change, qdelay[:-1]),
+            float(np.polyfit(qdelay, rate, 1)[0]) if qdelay.std() > 1e-6 else 0.0,
+            float(np.median(back3)) if back3 else -1.0, float(np.median(back8)) if back8 else -1.0,
+            float(np.mean(np.asarray(back8) < 0.8)) if back8 else -1.0, float(np.median(slopes)),
+            float(np.median(np.abs(change))) / median, _corr(rate, own), len(events) / span_s]
+
+
+def flow_response(comp: CompetitorSeries | None, series, at_t, base_rtt_s, busy_pps) -> np.ndarray:
+    """(len(at_t), len(FLOW_RESPONSE_FEATURES)): how the competitors respond to the queue
+    (module docstring); ``series`` is flow 1's INT record stream at the same node
+    (int_series.INT_SERIES_COLUMNS + packets). Zeros until 2 s of competitor are seen."""
+    at_t = np.asarray(at_t, dtype=float)
+    out = np.zeros((len(at_t), len(FLOW_RESPONSE_FEATURES)))
+    s = np.asarray(series, dtype=float)
+    if comp is None or comp.empty or s.ndim != 2 or len(s) < 4:
+        return out
+    total = comp.packets.sum(axis=0)
+    seen = np.flatnonzero(total > 0)
+    if not len(seen):
+        return out
+    first_s = comp.t_end[seen[0]] - comp.span_s[seen[0]]
+    t_mid = comp.t_end - comp.span_s / 2
+    own = s[:, 6] if s.shape[1] > 6 else np.ones(len(s))
+    new_drops = np.concatenate(([0.0], np.mod(np.diff(s[:, 5]), 2 ** 32)))   # the counter wraps at 2^32
+    base = np.broadcast_to(np.asarray(base_rtt_s, dtype=float), at_t.shape)
+    busy = np.broadcast_to(np.asarray(busy_pps, dtype=float), at_t.shape)
+    for i, a in enumerate(at_t):
+        span_s = a - max(a - WINDOW_S, first_s + RESPONSE_SETTLE_S)
+        bin_s = max(float(base[i]), RESPONSE_MIN_BIN_S)
+        n = int(span_s / bin_s + 1e-6)      # a span of whole bins stays whole under float noise
+        if span_s < 2.0 or n < 8:
+            continue
+        lo = a - n * bin_s          # bins end at ``a``: their edges do not hang on float noise in first_s
+        got = _binned_records(s, lo, bin_s, n)
+        if got is None:
+            continue
+        mean, per_bin = got
+        b = max(float(busy[i]), 1.0)
+        rate = _rebin(t_mid, total, lo, bin_s, n) / bin_s / b
+        qdelay = mean(1) / (b * 1500.0) / max(float(base[i]), 1e-3)   # base RTTs of queue
+        out[i] = _response_row(rate, qdelay, per_bin(own) / bin_s / b, per_bin(new_drops), bin_s, n * bin_s)
     return out
 
 

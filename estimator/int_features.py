@@ -62,7 +62,7 @@ from __future__ import annotations
 import numpy as np
 
 from .features import FEATURES, TraceError, _SparseTable
-from .flow_features import FLOW_FEATURES
+from .flow_features import FLOW_FEATURES, FLOW_RESPONSE_FEATURES
 from .int_series import INT_SERIES_COLUMNS, PACKETS_COLUMN
 
 SHORT_WINDOW_RTTS = 8.0
@@ -91,14 +91,16 @@ INT_FEATURES = WINDOW_FEATURES + RUN_FEATURES
 #: "table1+int+dynamics": model 2 plus the competitor's backoff and growth (not yet
 #: evaluated on collected runs; the shipped model is "table1+int").
 #: "table1+int+flows": model 2 plus the competitors read from their own packets at the
-#: bottleneck (flow_features.py, issue 28).
+#: bottleneck (flow_features.py, issue 28); "+response": and how they respond to the queue
+#: and its drops (flow_features.flow_response).
 FEATURE_SETS = {"table1": FEATURES,
                 "table1+int": FEATURES + tuple(n for n in INT_FEATURES if n not in COMP_DYNAMICS_FEATURES),
                 "table1+int+dynamics": FEATURES + INT_FEATURES,
                 "table1+int+flows": FEATURES + tuple(n for n in INT_FEATURES if n not in COMP_DYNAMICS_FEATURES)
                 + FLOW_FEATURES}
+FEATURE_SETS["table1+int+flows+response"] = FEATURE_SETS["table1+int+flows"] + FLOW_RESPONSE_FEATURES
 #: The columns of a full feature row, in order: Table I, INT, then the flows'.
-ALL_FEATURES = FEATURES + INT_FEATURES + FLOW_FEATURES
+ALL_FEATURES = FEATURES + INT_FEATURES + FLOW_FEATURES + FLOW_RESPONSE_FEATURES
 
 
 def select_features(X_all: np.ndarray, feature_names) -> np.ndarray:
@@ -112,7 +114,7 @@ def select_features(X_all: np.ndarray, feature_names) -> np.ndarray:
 
 
 def uses_flows(feature_names) -> bool:
-    return any(n in FLOW_FEATURES for n in feature_names)
+    return any(n in FLOW_FEATURES or n in FLOW_RESPONSE_FEATURES for n in feature_names)
 
 
 def busy_pps(series: np.ndarray, at_t, window_s: float = 30.0) -> np.ndarray:

@@ -24,7 +24,7 @@ from experiments.traffic import BackgroundFlow, iperf, series
 from tests.integration.tbutil import require_ccp_free, start_testbed
 
 MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib")
-INT_MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int.joblib")
+INT_MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int_t2.joblib")
 CREDS = "/run/intcc/test-broker/credentials.json"
 
 

@@ -81,3 +81,58 @@ def test_a_dataset_needs_the_competitors_counts_for_the_flow_features(tmp_path):
     (Xf, _, _), = load_dataset(str(tmp_path), "table1+int+flows")
     assert Xf.shape == (len(X), len(FEATURE_SETS["table1+int+flows"]))
     assert Xf[-1, -len(FLOW_FEATURES)] == 1 and Xf[-1, -len(FLOW_FEATURES) + 1] > 0.3
+
+
+def records(seconds=30.0, drop_every_s=5.0, qdepth=None):
+    """Flow 1's record stream every 10 ms: a queue that grows between drop bursts, 2 own
+    packets per record, the drop counter rising at each burst."""
+    t = T0 + np.arange(int(seconds / 0.01)) * 0.01
+    phase = (t - T0) % drop_every_s
+    q = qdepth if qdepth is not None else 20_000 + 20_000 * phase
+    drops = np.floor((t - T0) / drop_every_s) * 3
+    return np.column_stack([t, q, np.full(len(t), 200_000.0), np.full(len(t), BUSY), np.full(len(t), 2.0), drops,
+                            np.full(len(t), 2.0)])
+
+
+def competitor(cut: float, seconds=30.0, drop_every_s=5.0):
+    """One competitor per 10 ms that grows linearly and, one RTT after each drop burst,
+    falls to ``cut`` of its rate (Reno 0.5; BBR-like 1: no reaction)."""
+    t = np.arange(int(seconds / 0.01)) * 0.01
+    phase = np.maximum((t % drop_every_s) - RTT, 0)
+    grown = 200 + 40 * phase
+    before = 200 + 40 * (drop_every_s - RTT)
+    rate = np.where((t % drop_every_s) < RTT, before, cut * before + 40 * phase) if cut < 1 else grown * 0 + 300
+    rate[:int(RTT / 0.01)] = 200
+    return (rate * 0.01)[None, :]
+
+
+def test_the_response_features_tell_a_halving_competitor_from_one_that_does_not_react():
+    from estimator.flow_features import FLOW_RESPONSE_FEATURES, flow_response
+    at = [T0 + 29.9]
+    halving = dict(zip(FLOW_RESPONSE_FEATURES, flow_response(CompetitorSeries.from_bins(competitor(0.5), T0),
+                                                             records(), at, RTT, BUSY)[0]))
+    steady = dict(zip(FLOW_RESPONSE_FEATURES, flow_response(CompetitorSeries.from_bins(competitor(1.0), T0),
+                                                            records(), at, RTT, BUSY)[0]))
+    assert halving["fr_backoff3"] == pytest.approx(0.5, abs=0.1) and halving["fr_cut_share"] == 1.0
+    assert steady["fr_backoff3"] == pytest.approx(1.0, abs=0.05) and steady["fr_cut_share"] == 0.0
+    assert halving["fr_drop_events"] == pytest.approx(1 / 5.0, abs=0.05)
+    assert halving["fr_growth"] > 0.1 and halving["fr_rate_qdelay_corr"] > 0.5      # grows into the queue
+    assert steady["fr_steadiness"] == 0.0 and steady["fr_rate_qdelay_corr"] == 0.0
+    before = flow_response(CompetitorSeries.from_bins(competitor(0.5), T0 + 10.0), records(), [T0 + 11.0], RTT, BUSY)
+    assert not before.any()                         # under 2 s of competitor: zeros
+    assert not flow_response(None, records(), at, RTT, BUSY).any()
+
+
+def test_live_hop_records_give_the_offline_response_figures():
+    from estimator.flow_features import flow_response
+    c = np.rint(competitor(0.5) * 10).astype(int)             # x10: whole packets per record
+    live = HopFlows()
+    for k in range(c.shape[1]):
+        live.add(HopRecord(node_id=1, ts_ns=int(round((T0 + (k + 1) * 0.01) * 1e9)), queue_depth_bytes=0,
+                           queue_depth_pkts=0, queue_capacity_bytes=0, queue_drops=0, link_losses=0,
+                           data_rate_kbps=0, arrival_rate_pps=0, flow_count=2, interval_ms=10.0,
+                           top_flows=[["00000000000000b1", int(c[0, k])]]))
+    at = np.array([T0 + 12.0, T0 + 29.9])
+    offline = flow_response(CompetitorSeries.from_bins(c, T0), records(), at, RTT, BUSY * 10)
+    online = flow_response(live.competitors(1, "00000000000000aa"), records(), at, RTT, BUSY * 10)
+    np.testing.assert_allclose(online, offline, atol=5e-3)
