@@ -165,8 +165,8 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
     needs_tele = any(a.needs_telemetry for a in sc.algorithms)
     jobs = max(1, min(jobs, sc.repeats - sc.first_repeat))
     if jobs > 1 and dashboard_port:
-        raise RuntimeError(f"--jobs {jobs} with --dashboard: testbeds alike publish the same node ids, which "
-                           f"one dashboard would mix; use one testbed")
+        raise RuntimeError(f"--jobs {jobs} with --dashboard: one dashboard would show the nodes and flows of "
+                           f"every testbed at once; use one testbed")
     batches = list(sc.batches(jobs))
     n_runs = sum(len(reps) for _, _, reps in batches)
     records: list[dict] = []
