@@ -202,8 +202,8 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
 
 
 def _uses_int(model) -> bool:
-    from estimator.int_features import feature_set_of
-    return feature_set_of(model.feature_names) != "table1"
+    from estimator.int_features import uses_int
+    return uses_int(model.feature_names)
 
 
 class EstimatorProcess:

@@ -113,6 +113,12 @@ def select_features(X_all: np.ndarray, feature_names) -> np.ndarray:
     return X_all[:, idx]
 
 
+def uses_int(feature_names) -> bool:
+    """Whether a model with these features needs the sink's telemetry (anything beyond
+    Table I); unknown features are a TraceError."""
+    return feature_set_of(feature_names) != "table1"
+
+
 def uses_flows(feature_names) -> bool:
     return any(n in FLOW_FEATURES or n in FLOW_RESPONSE_FEATURES for n in feature_names)
 

@@ -21,7 +21,7 @@ from telemetry.schema import EstimateRecord, encode, estimate_topic
 from .capture import PcapTail, SenderObserver, parse_tcp
 from .features import TraceError, features
 from .flow_features import HopFlows, flow_features, flow_response
-from .int_features import busy_pps, feature_set_of, int_features, select_features, uses_flows
+from .int_features import busy_pps, int_features, select_features, uses_flows, uses_int
 from .int_series import IntSeries
 from .model import CCAEstimator
 from .vote import MajorityVote, Verdict, first_stable_correct
@@ -37,7 +37,7 @@ class Step:
 
 class OnlineEstimator:
     def __init__(self, model: CCAEstimator, local_cca: str, window: int = 50, sender: str | None = None):
-        self.uses_int = feature_set_of(model.feature_names) != "table1"
+        self.uses_int = uses_int(model.feature_names)
         self.uses_flows = uses_flows(model.feature_names)
         self.hop_flows = HopFlows()
         model._model(local_cca)                       # fails early, naming the CCAs it has

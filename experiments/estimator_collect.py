@@ -61,11 +61,8 @@ def run_plan(index: int, seed: int, distribution: str = "paper") -> dict:
     plan = {"run": f"run{index:05d}", "index": index, "seed": seed, "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
     if distribution == "table2":
         rng = np.random.default_rng([seed, index, 2])
-        (r_lo, r_hi), (d_lo, d_hi), (b_lo, b_hi) = (RANGES[k] for k in ("bottleneck_mbps", "bottleneck_delay_ms",
-                                                                           "buffer_bdp"))
-        params = {"bottleneck_mbps": round(float(rng.uniform(r_lo, r_hi)), 3),
-                  "bottleneck_delay_ms": round(float(rng.uniform(d_lo, d_hi)), 3),
-                  "buffer_bdp": round(float(np.exp(rng.uniform(np.log(b_lo), np.log(b_hi)))), 3)}
+        params = {k: round(float(rng.uniform(*RANGES[k])), 3) for k in ("bottleneck_mbps", "bottleneck_delay_ms")}
+        params["buffer_bdp"] = round(float(np.exp(rng.uniform(*np.log(RANGES["buffer_bdp"])))), 3)
         return plan | {"distribution": "table2", "params": params}
     rng = np.random.default_rng([seed, index])
     return plan | {"params": {k: round(float(rng.uniform(lo, hi)), 3) for k, (lo, hi) in RANGES.items()}}

@@ -80,16 +80,17 @@ def _model_uses_int(options: List[str]) -> bool:
     Table I (from the metadata saved beside it); the agent checks the model itself."""
     if "--model" not in options or options.index("--model") + 1 >= len(options):
         return False
-    from estimator.features import FEATURES
+    from estimator.features import TraceError
+    from estimator.int_features import uses_int
     path = options[options.index("--model") + 1]
     if not os.path.isabs(path) and not os.path.exists(path):
         path = os.path.join(PROJECT, path)
     try:
         with open(path + ".json") as f:
             features = json.load(f).get("features", [])
-    except (OSError, ValueError, AttributeError):
+        return uses_int(features)
+    except (OSError, ValueError, AttributeError, TraceError):
         return False
-    return any(name not in FEATURES for name in features)
 
 
 @dataclass

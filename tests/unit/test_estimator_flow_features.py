@@ -99,9 +99,8 @@ def competitor(cut: float, seconds=30.0, drop_every_s=5.0):
     falls to ``cut`` of its rate (Reno 0.5; BBR-like 1: no reaction)."""
     t = np.arange(int(seconds / 0.01)) * 0.01
     phase = np.maximum((t % drop_every_s) - RTT, 0)
-    grown = 200 + 40 * phase
     before = 200 + 40 * (drop_every_s - RTT)
-    rate = np.where((t % drop_every_s) < RTT, before, cut * before + 40 * phase) if cut < 1 else grown * 0 + 300
+    rate = np.where((t % drop_every_s) < RTT, before, cut * before + 40 * phase) if cut < 1 else np.full(len(t), 300.0)
     rate[:int(RTT / 0.01)] = 200
     return (rate * 0.01)[None, :]
 
