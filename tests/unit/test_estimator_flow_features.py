@@ -135,3 +135,35 @@ def test_live_hop_records_give_the_offline_response_figures():
     offline = flow_response(CompetitorSeries.from_bins(c, T0), records(), at, RTT, BUSY * 10)
     online = flow_response(live.competitors(1, "00000000000000aa"), records(), at, RTT, BUSY * 10)
     np.testing.assert_allclose(online, offline, atol=5e-3)
+
+
+def test_the_dips_are_probe_rtt_and_not_a_loss_based_cut():
+    """counts()'s big flow stops for 0.2 s every 10 s (ProbeRTT); a Reno-like flow that
+    halves every 5 s never falls below half its rate; dips are zeros before 10 bins."""
+    from estimator.flow_features import DIP_FEATURES, flow_dips
+    probing = dict(zip(DIP_FEATURES, flow_dips(CompetitorSeries.from_bins(counts(), T0), [T0 + 29.99])[0]))
+    halving = dict(zip(DIP_FEATURES, flow_dips(CompetitorSeries.from_bins(competitor(0.5), T0), [T0 + 29.99])[0]))
+    assert probing["tf_top_dips_x"] == pytest.approx(2 / 144, abs=0.01)    # 2 of 29 s of 0.2 s bins
+    assert probing["tf_top_p2_x"] > 0.5              # 1.4 % of the bins: below the 2nd percentile
+    longer = counts()
+    longer[0, (np.arange(longer.shape[1]) * 0.01 % 10) < 0.4] = 0.2      # drain, 200 ms, an RTT to refill
+    assert flow_dips(CompetitorSeries.from_bins(longer, T0), [T0 + 29.99])[0][0] < 0.25
+    assert halving["tf_top_dips_x"] == 0.0 and halving["tf_top_p2_x"] > 0.45
+    assert not flow_dips(CompetitorSeries.from_bins(counts(), T0), [T0 + 2.0]).any()    # 1 s settle + 1 s
+    assert not flow_dips(None, [T0 + 5]).any()
+
+
+def test_live_hop_records_give_the_offline_dips():
+    from estimator.flow_features import flow_dips
+    c = np.rint(counts()).astype(int)
+    live = HopFlows()
+    own = "00000000000000aa"
+    for k in range(c.shape[1]):
+        top = sorted([["00000000000000b1", int(c[0, k])], ["00000000000000b2", int(c[1, k])], [own, 7]],
+                     key=lambda e: -e[1])
+        live.add(HopRecord(node_id=1, ts_ns=int(round((T0 + (k + 1) * 0.01) * 1e9)), queue_depth_bytes=0,
+                           queue_depth_pkts=0, queue_capacity_bytes=0, queue_drops=0, link_losses=0,
+                           data_rate_kbps=0, arrival_rate_pps=0, flow_count=3, interval_ms=10.0, top_flows=top))
+    at = np.array([T0 + 12.0, T0 + 29.99])
+    np.testing.assert_allclose(flow_dips(live.competitors(1, own), at),
+                               flow_dips(CompetitorSeries.from_bins(c, T0), at), atol=0.01)
