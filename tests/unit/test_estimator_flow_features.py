@@ -45,18 +45,25 @@ def test_each_feature_measures_what_its_name_says():
     assert not flow_features(None, [T0 + 5], RTT, BUSY).any()
 
 
-def test_live_hop_records_give_the_offline_figures():
-    """The sink's hop records (top_flows per ~10 ms, with the sender's own flow among them)
-    against the collection's per-flow counts of the same packets."""
-    c = np.rint(counts()).astype(int)
+def live_hop_flows(c, own: str) -> HopFlows:
+    """The sink's hop records of counts ``c`` (two competitors per 10 ms), the sender's own
+    flow among the top flows."""
     live = HopFlows()
-    own = "00000000000000aa"
     for k in range(c.shape[1]):
         top = sorted([["00000000000000b1", int(c[0, k])], ["00000000000000b2", int(c[1, k])], [own, 7]],
                      key=lambda e: -e[1])
         live.add(HopRecord(node_id=1, ts_ns=int(round((T0 + (k + 1) * 0.01) * 1e9)), queue_depth_bytes=0,
                            queue_depth_pkts=0, queue_capacity_bytes=0, queue_drops=0, link_losses=0,
                            data_rate_kbps=0, arrival_rate_pps=0, flow_count=3, interval_ms=10.0, top_flows=top))
+    return live
+
+
+def test_live_hop_records_give_the_offline_figures():
+    """The sink's hop records (top_flows per ~10 ms, with the sender's own flow among them)
+    against the collection's per-flow counts of the same packets."""
+    c = np.rint(counts()).astype(int)
+    own = "00000000000000aa"
+    live = live_hop_flows(c, own)
     at = np.array([T0 + 12.0, T0 + 29.99])
     offline = flow_features(CompetitorSeries.from_bins(c, T0), at, RTT, BUSY)
     online = flow_features(live.competitors(1, own), at, RTT, BUSY)
@@ -156,14 +163,8 @@ def test_the_dips_are_probe_rtt_and_not_a_loss_based_cut():
 def test_live_hop_records_give_the_offline_dips():
     from estimator.flow_features import flow_dips
     c = np.rint(counts()).astype(int)
-    live = HopFlows()
     own = "00000000000000aa"
-    for k in range(c.shape[1]):
-        top = sorted([["00000000000000b1", int(c[0, k])], ["00000000000000b2", int(c[1, k])], [own, 7]],
-                     key=lambda e: -e[1])
-        live.add(HopRecord(node_id=1, ts_ns=int(round((T0 + (k + 1) * 0.01) * 1e9)), queue_depth_bytes=0,
-                           queue_depth_pkts=0, queue_capacity_bytes=0, queue_drops=0, link_losses=0,
-                           data_rate_kbps=0, arrival_rate_pps=0, flow_count=3, interval_ms=10.0, top_flows=top))
+    live = live_hop_flows(c, own)
     at = np.array([T0 + 12.0, T0 + 29.99])
     np.testing.assert_allclose(flow_dips(live.competitors(1, own), at),
                                flow_dips(CompetitorSeries.from_bins(c, T0), at), atol=0.01)
