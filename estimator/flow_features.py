@@ -235,8 +235,6 @@ def flow_dips(comp: CompetitorSeries | None, at_t) -> np.ndarray:
     t_mid = comp.t_end - comp.span_s / 2
     for i, a in enumerate(at_t):
         upto = comp.t_end <= a
-        if not upto.any():
-            continue
         pk = comp.packets[:, upto & (comp.t_end > a - WINDOW_S)]
         if not pk.size:
             continue
