@@ -30,8 +30,14 @@ from types import SimpleNamespace
 
 from .child import fork_child, stop_child
 
-SWEEP_S = 2.0          # how often the child drops flows the datapath no longer lists
 from .flows import FlowDirectory, LocateError, locate_socket
+
+SWEEP_S = 2.0          # how often the child drops flows the datapath no longer lists
+#: Telemetry kept for flows whose capture has not started yet: a flow's estimator reads
+#: its records from the first one on, as the training series start (a flow is found and
+#: its capture started ~1 s after it began; the records of that second were lost, and with
+#: them the empty queue of the start, which the 10 s and 30 s window features count).
+REPLAY_S = 10.0
 
 
 @dataclass
@@ -69,6 +75,7 @@ class _Watched:
         if entry is None:
             raise LocateError(f"flow {self.sid} is not in the datapath's flows.json")
         ns, iface = locate_socket(entry["src"], entry["sport"], entry["dst"], entry["dport"])
+        self.est.expect_flow(entry["src"], entry["dst"], entry["sport"], entry["dport"])
         self.est.observer.sender = ipaddress.ip_address(entry["src"]).packed
         fd, self.pcap = tempfile.mkstemp(prefix=f"intcc-adaptive-{self.sid}-", suffix=".pcap")
         os.close(fd)
@@ -78,8 +85,12 @@ class _Watched:
         self.tail = PcapTail(self.pcap)
         self.started = True
 
+    def add_record(self, rec):
+        (self.est.add_hop if rec.type == "hop" else self.est.add_telemetry)(rec)
+
     def local_changed(self, cca: str):
-        """A new local algorithm: the model for it; its features start afresh. The vote
+        """A new local algorithm: the model for it (the features go on over the whole
+        flow, the time on the earlier algorithm included); a warm-up again. The vote
         goes on: its estimates were of the same competitor (a fresh vote after every
         switch let the first few estimates of the new local CCA, in the switch's
         transient, switch the flow back: flows flip-flopped every 10 s)."""
@@ -117,6 +128,7 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
     # records arrive on paho's thread; the loop below hands them to the flows (one thread
     # touches an estimator); a bounded queue: a stalled loop loses old records, not memory
     records: collections.deque = collections.deque(maxlen=100_000)
+    recent: collections.deque = collections.deque(maxlen=100_000)     # (arrival, record), REPLAY_S
     if broker_url:
         from estimator.online import Publisher
         publisher = Publisher(broker_url)
@@ -165,18 +177,21 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
                     if w.started and live is not None and w.ccp_tuple not in live:
                         w.stop()
                         del flows[sid]
+            now = time.monotonic()
             while records:
                 rec = records.popleft()
+                recent.append((now, rec))
                 for w in flows.values():
                     if w.started:
-                        if rec.type == "hop":
-                            w.est.add_hop(rec)
-                        else:
-                            w.est.add_telemetry(rec)
+                        w.add_record(rec)
+            while recent and recent[0][0] < now - REPLAY_S:
+                recent.popleft()
             for sid, w in list(flows.items()):
                 try:
                     if not w.started:
                         w.start()
+                        for _, rec in recent:
+                            w.add_record(rec)
                     step = w.step()
                 except (LocateError, TraceError, ModelError, OSError) as e:
                     conn.send(("error", sid, f"flow {sid}: {e}"))

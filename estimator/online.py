@@ -11,6 +11,7 @@ the competitors' flow features (``table1+int+flows``) also reads the sink's HopR
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,18 +48,38 @@ class OnlineEstimator:
         self.estimates = 0
         self.t0 = time.monotonic()
         self.telemetry = IntSeries()
+        self._flow_id = None
+        self._first_record_ns = None
+        self._early_hops: deque = deque(maxlen=1000)
+
+    def expect_flow(self, src: str, dst: str, sport: int, dport: int):
+        """The observed flow's tuple, known before its capture has seen a packet (the
+        agent's datapath lists it): its records are kept from the first one on."""
+        self._flow_id = flow_id(src, dst, PROTO_TCP, int(sport), int(dport))
 
     def add_telemetry(self, rec) -> bool:
         """A FlowRecord from the sink; kept if it is the observed flow's."""
-        tup = self.observer.flow_tuple()
-        if tup is None:
+        if self._flow_id is None:
+            tup = self.observer.flow_tuple()
+            if tup is None:
+                return False
+            self._flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
+        self.telemetry.flow_id = self._flow_id
+        if not self.telemetry.add(rec):
             return False
-        self.telemetry.flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
-        return self.telemetry.add(rec)
+        if self._first_record_ns is None:
+            self._first_record_ns = rec.ts_ns
+            while self._early_hops:
+                self.add_hop(self._early_hops.popleft())
+        return True
 
     def add_hop(self, rec) -> bool:
-        """A telemetry.schema.HopRecord (its top flows: the competitors at each node)."""
-        return self.hop_flows.add(rec)
+        """A telemetry.schema.HopRecord (its top flows: the competitors at each node);
+        none from before the flow's first FlowRecord (the training series start there)."""
+        if self._first_record_ns is None:
+            self._early_hops.append(rec)       # kept until that record tells which count
+            return False
+        return rec.ts_ns >= self._first_record_ns and self.hop_flows.add(rec)
 
     def feed_pcap(self, tail: PcapTail) -> int:
         n = 0

@@ -217,6 +217,37 @@ def test_online_estimates_with_int_features_wait_for_the_flows_telemetry():
         OnlineEstimator(foreign, "cubic")
 
 
+def hop_record(ts_s, top_flows, node_id=1):
+    from telemetry.schema import HopRecord
+    return HopRecord(node_id=node_id, ts_ns=int(ts_s * 1e9), queue_depth_bytes=0, queue_depth_pkts=0,
+                     queue_capacity_bytes=150_000, queue_drops=0, link_losses=0, data_rate_kbps=0,
+                     arrival_rate_pps=800, flow_count=2, interval_ms=100.0, top_flows=top_flows)
+
+
+def test_a_flow_known_before_its_capture_keeps_its_telemetry_from_the_first_record():
+    """The agent's child finds a flow, and starts its capture, a second or two after it
+    began: the records of that time (replayed to it) count, as they do in training, and
+    the competitors' counts start at the flow's first record, as the training series do."""
+    from telemetry.flowid import PROTO_TCP, flow_id
+    from estimator.model import CCAEstimator
+    from estimator.online import OnlineEstimator
+    names = FEATURES + INT_FEATURES
+    model = CCAEstimator(grid={"n_estimators": [5], "max_depth": [3]}, folds=2, feature_names=names)
+    model.fit(np.zeros((20, len(names))), np.array(["bbr", "vegas"] * 10), ["cubic"] * 20, np.arange(20) // 5)
+    est = OnlineEstimator(model, "cubic")
+    fid = flow_id("fd00::1", "fd00::2", PROTO_TCP, 4000, 5201)
+    assert not est.add_telemetry(flow_record(fid, 100.0, 0))          # no packet captured, no tuple
+    est.expect_flow("fd00::1", "fd00::2", 4000, 5201)
+    assert not est.add_hop(hop_record(100.5, [("c" * 16, 5)]))         # held: which count is not known yet
+    assert not est.add_hop(hop_record(101.5, [("c" * 16, 7)]))
+    assert est.add_telemetry(flow_record(fid, 101.0, 0))                # the first record: 101 s
+    assert not est.add_telemetry(flow_record("0" * 16, 101.1, 0))       # another flow's
+    assert est.add_hop(hop_record(101.6, [("c" * 16, 9)]))
+    assert not est.add_hop(hop_record(100.9, [("c" * 16, 9)]))          # from before the flow's first record
+    comp = est.hop_flows.competitors(1, fid)
+    assert est.telemetry.records == 1 and comp.packets.sum() == 7 + 9
+
+
 def _aimd_competitor(beta, rtt=0.1, w_max=40.0, own_pps=100.0):
     """A competitor whose window grows 1 packet per RTT from beta x w_max to w_max,
     then is cut (one queue drop per cut); empty queue, so its rate is window / RTT."""
