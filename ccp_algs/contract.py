@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-CONTRACT_VERSION = 4     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
-                        # 3: no own_recovery, no per-ACK loss accounting
+CONTRACT_VERSION = 5     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
+                        # 3: no own_recovery, no per-ACK loss accounting; 4: no HyStart per ACK
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,13 @@ CONTROL_REGISTERS = (
              "keeps at least packet conservation (in flight + delivered), no PRR, at least 4 packets, and "
              "the per-ACK growth up to ss_until goes on in recoveries; 0: PRR steps a recovery towards "
              "the agent's window"),
+    Register("ss_exit_rtt", 0, "ss_exit_rtt_us",
+             "HyStart per ACK, as tcp_cubic's delay detection: from a window of 16 segments on, the "
+             "per-ACK slow start stops for the rest of a round once the round's smallest RTT over at "
+             "least 8 samples reaches this (us; 0: off). The agent ends slow start at its next report"),
 )
 REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
-GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch")
+GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch", "ss_exit_rtt")
 
 # libccp primitives the intcc datapath gives another meaning (libccp has no field for them).
 # On ccp-kernel they keep libccp's: an algorithm reads them only where the capability says so.
@@ -183,7 +187,7 @@ STRUCTS = {
         ("answered_hold", "u32"), ("grown_base", "u32"), ("ss_until_bytes", "u32"),
         ("ca_target_bytes", "u32"), ("ca_cnt_max", "u32"), ("reno_scale", "u32"), ("ca_epoch", "u32"),
         ("loss_beta_1024", "u32"), ("bw_bytes_per_s", "u32"), ("own_recovery", "u32"),
-        ("lost_base", "u32"),
+        ("lost_base", "u32"), ("ss_exit_rtt_us", "u32"),
     ]),
     "intcc_ccp_cfg": ("Cfg", [
         ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),

@@ -94,7 +94,19 @@ class CubicFlow(WindowFlow):
             target = int(self.ca_target)
         return [("ss_until", ss_until), ("ca_target", target),
                 ("ca_cnt_max", 20 if self.w_max_from_loss == 0 else 0),
-                ("reno_scale", RENO_FRIENDLY_SCALE), ("ca_epoch", self.ca_epoch)]
+                ("reno_scale", RENO_FRIENDLY_SCALE), ("ca_epoch", self.ca_epoch),
+                ("ss_exit_rtt", self.hystart_exit_rtt_us() if ss_until else 0)]
+
+    def hystart_exit_rtt_us(self) -> int:
+        """The RTT at which HyStart ends slow start (0: not now): the datapath checks it per
+        ACK, as tcp_cubic (the agent's check at the next report then ends slow start here)."""
+        if self.delay_min_us is None or self.cwnd >= self.ssthresh or not self.hystart_applies():
+            return 0
+        return self.delay_min_us + self._hystart_threshold_us(self.delay_min_us)
+
+    @staticmethod
+    def _hystart_threshold_us(delay_min_us: int) -> int:
+        return min(max(delay_min_us // 8, HYSTART_DELAY_MIN_US), HYSTART_DELAY_MAX_US)
 
     def _end_epoch(self):
         """The curve restarts at the next congestion avoidance (Linux epoch_start = 0)."""
@@ -273,7 +285,7 @@ class CubicFlow(WindowFlow):
         self.delay_min_us = rtt if base is None else min(base, rtt)
         if base is None or self.cwnd < HYSTART_LOW_WINDOW_PKTS * self.mss or not self.hystart_applies():
             return None
-        thresh = min(max(base // 8, HYSTART_DELAY_MIN_US), HYSTART_DELAY_MAX_US)
+        thresh = self._hystart_threshold_us(base)
         if rtt < base + thresh:
             return None
         self.ssthresh = self.cwnd

@@ -87,6 +87,7 @@ struct intcc_ccp_ctl {
 	__u32 bw_bytes_per_s;    /* the algorithm's bandwidth estimate: ACK aggregation is measured against it */
 	__u32 own_recovery;      /* 1: recoveries as tcp_bbr (conservation per ACK, growth on); 0: PRR */
 	__u32 lost_base;         /* own_recovery: the window also loses what tp->lost grew by since this */
+	__u32 ss_exit_rtt_us;    /* HyStart per ACK: slow start pauses for the round at this RTT (us; 0: off) */
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */
@@ -138,6 +139,21 @@ struct {
 	__type(key, __u32);
 	__type(value, struct intcc_ccp_stats);
 } intcc_ccp_stats SEC(".maps");
+
+/* HyStart's round (tcp_cubic's end_seq, curr_rtt, sample_cnt) for the per-ACK slow start
+ * (register ss_exit_rtt): socket storage, as icsk_ca_priv is full. */
+struct intcc_ccp_hystart {
+	__u32 end_seq;           /* the round ends when snd_una passes this */
+	__u32 curr_rtt_us;       /* the round's smallest RTT sample */
+	__u32 samples;           /* samples taken this round */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct intcc_ccp_hystart);
+} intcc_ccp_hystart SEC(".maps");
 
 /* Per-socket state in icsk_ca_priv (at most 104 bytes). */
 struct ccp_priv {

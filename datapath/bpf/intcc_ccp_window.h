@@ -73,6 +73,42 @@ static __always_inline __u32 grown_since(struct ccp_priv *p, struct intcc_ccp_ct
 	return (__s32)d > 0 ? d : 0;
 }
 
+#define HYSTART_LOW_WINDOW_PKTS 16    /* tcp_cubic's hystart_low_window */
+#define HYSTART_MIN_SAMPLES 8
+
+/* tcp_cubic's HyStart delay detection on this ACK (hystart_update), with the agent's
+ * threshold (ss_exit_rtt_us: the smallest RTT ever plus clamp(min/8, 4, 16 ms)): true when
+ * the round's smallest RTT over at least 8 samples has reached it. Slow start then pauses
+ * until the round ends; the agent, deciding once per round, ends it at its next report.
+ * Decided only in the agent, the exit came a round late: the window had doubled past the
+ * point the kernel stops at (ccp cubic at 4 BDP where kernel cubic left slow start near 1). */
+static __always_inline int hystart_delay_exit(struct sock *sk, struct intcc_ccp_ctl *ctl,
+					      const struct rate_sample *rs, __u32 cwnd)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct intcc_ccp_hystart *hs;
+
+	if (!ctl->ss_exit_rtt_us || cwnd < HYSTART_LOW_WINDOW_PKTS)
+		return 0;
+	hs = bpf_sk_storage_get(&intcc_ccp_hystart, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!hs)
+		return 0;
+	/* a new round; or the first (fresh storage is zeroed, and an end_seq of 0 is "after"
+	 * snd_una for half the initial sequence numbers) */
+	if (!hs->curr_rtt_us || (__s32)(tp->snd_una - hs->end_seq) > 0) {
+		hs->end_seq = tp->snd_nxt;
+		hs->curr_rtt_us = ~0U;
+		hs->samples = 0;
+	}
+	if (rs->rtt_us > 0) {
+		if ((__u32)rs->rtt_us < hs->curr_rtt_us)
+			hs->curr_rtt_us = rs->rtt_us;
+		if (hs->samples < HYSTART_MIN_SAMPLES)
+			hs->samples++;
+	}
+	return hs->samples >= HYSTART_MIN_SAMPLES && hs->curr_rtt_us >= ctl->ss_exit_rtt_us;
+}
+
 /* Window growth on the ACK that earns it, as the kernel's, with the agent's parameters
  * (intcc_ccp_ctl; the agent decides once per round): slow start up to ss_until
  * (tcp_slow_start), then congestion avoidance as tcp_cubic's bictcp_cong_avoid towards
@@ -106,6 +142,8 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 	 * the flow has been using. */
 	if (!BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited) && !(cwnd < until && cwnd < 2 * tp->max_packets_out))
 		return;
+	if (cwnd < until && hystart_delay_exit(sk, ctl, rs, cwnd))
+		until = cwnd;
 	if (cwnd < until) {
 		__u32 n = until - cwnd < acked ? until - cwnd : acked;
 

@@ -112,6 +112,8 @@ pub struct Ctl {
     pub own_recovery: u32,
     /// own_recovery: the window also loses what the flow's lost_total_pkts grew by since this
     pub lost_base: u32,
+    /// HyStart per ACK: slow start pauses for the round once its RTT reaches this (us; 0: off)
+    pub ss_exit_rtt_us: u32,
 }
 
 #[repr(C)]

@@ -421,6 +421,20 @@ def test_hystart_ends_slow_start_when_the_round_rtt_rises():
     assert dp.cwnd < 60 * MSS                         # congestion avoidance now
 
 
+def test_hystart_threshold_goes_to_the_datapath_while_slow_start_lasts():
+    """The datapath checks it per ACK (tcp_cubic's hystart_update): decided only at the next
+    report, the exit came a round late and the window had doubled past the kernel's."""
+    flow, dp = start(Cubic())
+    assert dp.fields["ss_exit_rtt"] == 0                      # no RTT yet
+    hystart_rounds(flow, [20_000])
+    assert dp.fields["ss_exit_rtt"] == 20_000 + 4_000         # min RTT + clamp(min / 8, 4, 16 ms)
+    hystart_rounds(flow, [19_000, 200_000])                   # a smaller minimum; then the exit
+    assert flow.ssthresh == dp.cwnd and dp.fields["ss_exit_rtt"] == 0
+    flow, dp = start(Cubic(hystart=False))
+    hystart_rounds(flow, [20_000])
+    assert dp.fields["ss_exit_rtt"] == 0
+
+
 def test_hystart_waits_for_16_segments_and_can_be_turned_off():
     flow, dp = start(Cubic())
     flow.on_report(report(acked=2 * MSS, rtt_us=20_000, minrtt=20_000))
