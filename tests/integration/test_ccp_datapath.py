@@ -264,15 +264,16 @@ def test_every_rto_reaches_the_agent_once(tb, dp, agent_factory, tmp_path):
         assert int(r["cwnd_bytes"]) <= 1500 or r in undone, r
 
 
-def traced_lossy_ccp_flow(tb, port: int, seconds: float, loss_pct: float = 2) -> tuple[list[dict], int]:
-    """A ccp flow over the 10 Mbit/s hop at loss_pct, its sender traced per ACK
-    (kernel_trace.py), and its MSS."""
+def traced_lossy_ccp_flow(tb, port: int, seconds: float, loss_pct: float = 2, cca: str = "ccp"
+                          ) -> tuple[list[dict], int]:
+    """A ccp (or ``cca``) flow over the 10 Mbit/s hop at loss_pct, its sender traced per
+    ACK (kernel_trace.py), and its MSS."""
     from experiments.kernel_trace import KernelTcpTrace
     set_rate(tb, 10)
     set_loss(tb, loss_pct)
     try:
         with KernelTcpTrace(port=port) as trace:
-            out = iperf3(tb, "sta1", "sta2", seconds=seconds, extra=["-C", "ccp"], port=port)
+            out = iperf3(tb, "sta1", "sta2", seconds=seconds, extra=["-C", cca], port=port)
     finally:
         set_loss(tb, 0)
         set_rate(tb, 100)
@@ -402,6 +403,24 @@ def test_slow_start_grows_the_window_on_the_ack_that_earns_it_as_the_kernels(tb,
     grown = [r["cwnd_pkts"] - first["cwnd_pkts"] for r in before_cut]
     on_time = sum(g == d for g, d in zip(grown, delivered))
     assert on_time >= 0.9 * len(before_cut), list(zip(delivered, grown))
+
+
+def test_hystart_ends_slow_start_at_the_kernels_window(tb, dp, agent_factory):
+    """HyStart's delay detection per ACK in the datapath (register ss_exit_rtt), as
+    tcp_cubic: slow start ends in the round the queue shows, at kernel cubic's window.
+    Decided only at the agent's reports it ended a round late, at twice the window."""
+    from experiments.kernel_trace import data_port
+
+    def slow_start_peak(rows):
+        port = data_port(rows)
+        probes = [r for r in rows if r["sport"] == port and r["event"] == "tcp_probe"]
+        t0 = float(probes[0]["t_s"])            # (tracefs text: the times are strings)
+        return max(r["cwnd_pkts"] for r in probes if float(r["t_s"]) - t0 < 0.6)   # ~25 RTTs: slow start and a bit
+
+    kernel = slow_start_peak(traced_lossy_ccp_flow(tb, port=5217, seconds=2, loss_pct=0, cca="cubic")[0])
+    agent_factory("cubic")
+    ccp = slow_start_peak(traced_lossy_ccp_flow(tb, port=5218, seconds=2, loss_pct=0)[0])
+    assert kernel < 100 and 0.75 * kernel <= ccp <= 1.35 * kernel, (kernel, ccp)
 
 
 def test_a_restarted_datapath_takes_back_the_flows_of_the_one_that_died(tb, dp, agent_factory):
