@@ -81,7 +81,7 @@ static __always_inline __u32 grown_since(struct ccp_priv *p, struct intcc_ccp_ct
  * the round's smallest RTT over at least 8 samples has reached it. Slow start then pauses
  * until the round ends; the agent, deciding once per round, ends it at its next report.
  * Decided only in the agent, the exit came a round late: the window had doubled past the
- * point the kernel stops at (ccp cubic at 4 BDP where kernel cubic left slow start near 1). */
+ * point the kernel stops at (ccp cubic at 4 BDP where kernel cubic left slow start at ~2). */
 static __always_inline int hystart_delay_exit(struct sock *sk, struct intcc_ccp_ctl *ctl,
 					      const struct rate_sample *rs, __u32 cwnd)
 {
