@@ -55,7 +55,7 @@ class OnlineEstimator:
     def expect_flow(self, src: str, dst: str, sport: int, dport: int):
         """The observed flow's tuple, known before its capture has seen a packet (the
         agent's datapath lists it): its records are kept from the first one on."""
-        self._flow_id = flow_id(src, dst, PROTO_TCP, int(sport), int(dport))
+        self._flow_id = self.telemetry.flow_id = flow_id(src, dst, PROTO_TCP, int(sport), int(dport))
 
     def add_telemetry(self, rec) -> bool:
         """A FlowRecord from the sink; kept if it is the observed flow's."""
@@ -63,8 +63,7 @@ class OnlineEstimator:
             tup = self.observer.flow_tuple()
             if tup is None:
                 return False
-            self._flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
-        self.telemetry.flow_id = self._flow_id
+            self._flow_id = self.telemetry.flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
         if not self.telemetry.add(rec):
             return False
         if self._first_record_ns is None:
