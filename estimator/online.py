@@ -48,22 +48,21 @@ class OnlineEstimator:
         self.estimates = 0
         self.t0 = time.monotonic()
         self.telemetry = IntSeries()
-        self._flow_id = None
         self._first_record_ns = None
         self._early_hops: deque = deque(maxlen=1000)
 
     def expect_flow(self, src: str, dst: str, sport: int, dport: int):
         """The observed flow's tuple, known before its capture has seen a packet (the
         agent's datapath lists it): its records are kept from the first one on."""
-        self._flow_id = self.telemetry.flow_id = flow_id(src, dst, PROTO_TCP, int(sport), int(dport))
+        self.telemetry.flow_id = flow_id(src, dst, PROTO_TCP, int(sport), int(dport))
 
     def add_telemetry(self, rec) -> bool:
         """A FlowRecord from the sink; kept if it is the observed flow's."""
-        if self._flow_id is None:
+        if self.telemetry.flow_id is None:
             tup = self.observer.flow_tuple()
             if tup is None:
                 return False
-            self._flow_id = self.telemetry.flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
+            self.telemetry.flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
         if not self.telemetry.add(rec):
             return False
         if self._first_record_ns is None:
