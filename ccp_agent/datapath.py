@@ -79,12 +79,17 @@ def _wait(predicate, timeout_s: float, what: str, proc=None, log_path=None):
 
 class DatapathProcess:
     def __init__(self, state_dir: str | None = None, heartbeat_ms: int = 20, agent_timeout_ms: int = 200,
-                 applied_log: str | None = None, agent: str = "portus", log_path: str | None = None):
+                 applied_log: str | None = None, agent: str = "portus", log_path: str | None = None,
+                 per_ack_events: bool = False, check_fold: bool = False):
         self.state_dir = os.path.abspath(state_dir or tempfile.mkdtemp(prefix="intcc-datapath-"))
         self.args = ["--state-dir", self.state_dir, "--heartbeat-ms", str(heartbeat_ms),
                      "--agent-timeout-ms", str(agent_timeout_ms), "--agent", agent, "-v"]
         if applied_log:
             self.args += ["--applied-log", os.path.abspath(applied_log)]
+        if per_ack_events:      # libccp folds every ACK in the daemon, not the kernel
+            self.args.append("--per-ack-events")
+        if check_fold:          # the kernel also sends each ACK it folds: the daemon compares
+            self.args.append("--check-fold")
         self.log_path = log_path or os.path.join(self.state_dir, "daemon.log")
         self.proc: subprocess.Popen | None = None
 

@@ -3,7 +3,10 @@
  * registered as "ccp".
  *
  * - each ACK: the cwnd / pacing rate userspace left in intcc_ccp_ctl is applied, then
- *             a MEASURE event with libccp's primitives (cong_control sees every ACK);
+ *             the ACK goes through the shared datapath program's fold, in the kernel
+ *             (intcc_ccp_fold.h), and a REPORT event leaves when the program reports; or,
+ *             for another program, a MEASURE event with libccp's primitives per ACK
+ *             (cong_control sees every ACK);
  * - a CREATE event (socket id, MSS, cwnd, 4-tuple) the first time a flow is seen in
  *   the current agent epoch: at init, or on its next ACK after an agent (re)connects,
  *   so a restarted agent takes over flows that began without it;
@@ -24,6 +27,7 @@ char _license[] SEC("license") = "GPL";
 
 #include "intcc_ccp_state.h"    /* the shared structs, maps, per-socket state */
 #include "intcc_ccp_window.h"   /* the kernel's window arithmetic: slow start, CUBIC per ACK, PRR */
+#include "intcc_ccp_fold.h"     /* the shared datapath program, folded per ACK */
 
 /* A zeroed event with its header filled, or NULL (counted) when the ring is full. */
 static __always_inline struct intcc_ccp_event *new_event(__u32 kind, __u32 sid, __u64 now)
@@ -136,61 +140,173 @@ static __always_inline __u32 ack_aggregation(struct tcp_sock *tp, struct ccp_pri
 	return extra < tp->snd_cwnd ? extra : tp->snd_cwnd;
 }
 
-static __always_inline void report(struct sock *sk, const struct rate_sample *rs, __u64 now,
-				   const struct intcc_ccp_ctl *ctl)
+/* This ACK's primitives: what changed since the last sample (the ACK before). */
+static __always_inline void take_sample(struct sock *sk, const struct rate_sample *rs, struct ccp_ack *s,
+					__u32 extra_acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct ccp_priv *p = priv(sk);
-	struct intcc_ccp_event *e;
-	__u32 mss = tp->mss_cache;
-	__u32 in_flight;
-	/* every ACK counts in the epoch, also one whose event the full ring drops */
-	__u32 extra_acked = ack_aggregation(tp, p, rs, ctl ? ctl->bw_bytes_per_s : 0, mss);
 
-	e = new_event(EV_MEASURE, p->sid, now);
-	if (!e)
-		return;
-	e->mss = mss;
-	e->bytes_acked = tp->snd_una - p->prior_snd_una;
-	e->packets_acked = rs->acked_sacked;
-	e->packets_misordered = tp->sacked_out;
-	e->bytes_misordered = tp->sacked_out * mss;
-	e->ecn_packets = tp->delivered_ce - p->prior_delivered_ce;
-	/* Losses marked since the last report, not rs->losses (this ACK's): the kernel
+	s->bytes_acked = tp->snd_una - p->prior_snd_una;
+	s->packets_acked = rs->acked_sacked;
+	s->packets_misordered = tp->sacked_out;
+	/* Losses marked since the last sample, not rs->losses (this ACK's): the kernel
 	 * also marks them from timers, RACK's reordering timer starting a recovery with no
 	 * ACK (a fifth of kernel cubic's recoveries at 10 % link loss). Those never reached
 	 * the agent, which cut for none of them where the kernel cuts for each. */
-	e->lost_pkts_sample = tp->lost - p->reported_lost;
+	s->lost_pkts = tp->lost - p->reported_lost;
 	/* Once per RTO, latched by set_state: not "in TCP_CA_Loss" on every ACK,
 	 * which hid an RTO whose Loss state the same ACK ended (retransmission
 	 * acked in one go) and told the agent of a long one again and again
 	 * (each report a new timeout: ssthresh cut from 1 MSS to 2 MSS). */
-	e->was_timeout = p->rto_pending;
-	e->rtt_sample_us = rs->rtt_us > 0 ? rs->rtt_us : tp->srtt_us >> 3;
-	in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
-	e->packets_in_flight = in_flight;
-	e->bytes_in_flight = in_flight * mss;
-	e->snd_cwnd_bytes = tp->snd_cwnd * mss;
-	if (rs->interval_us > 0 && rs->delivered > 0) {
-		e->rate_incoming_bps = (__u64)rs->delivered * mss * 1000000 / rs->interval_us;
-		e->rate_outgoing_bps = e->rate_incoming_bps;
-	}
-	e->snd_rate_bps = sk->sk_pacing_rate;
-	e->bytes_pending = tp->write_seq - tp->snd_nxt;
-	e->ca_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
-	e->applied_seq = p->applied_seq;
-	e->undo_cwnd_bytes = p->undo_pkts * mss;
-	e->hold_id = p->hold_id;
-	e->grown_pkts = p->grown_pkts;
-	e->reductions = p->reductions;
-	e->extra_acked_pkts = extra_acked;
-	e->lost_total_pkts = tp->lost;
-	bpf_ringbuf_submit(e, 0);
+	s->was_timeout = p->rto_pending;
+	s->rtt_us = rs->rtt_us > 0 ? rs->rtt_us : tp->srtt_us >> 3;
+	s->packets_in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+	s->undo_cwnd_bytes = p->undo_pkts * tp->mss_cache;
+	s->extra_acked_pkts = extra_acked;
+	s->rate_incoming_bps = rs->interval_us > 0 && rs->delivered > 0 ?
+		(__u64)rs->delivered * tp->mss_cache * 1000000 / rs->interval_us : 0;
+}
+
+/* The sample is told (an event, or the kernel's fold): the next one counts from here. */
+static __always_inline void sample_taken(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+
 	p->rto_pending = 0;
 	p->undo_pkts = 0;
 	p->reported_lost = tp->lost;
 	p->prior_snd_una = tp->snd_una;
 	p->prior_delivered_ce = tp->delivered_ce;
+}
+
+/* An ACK's event: the sample as libccp's primitives, and the kernel's state beside them. */
+static __always_inline void fill_ack_event(struct intcc_ccp_event *e, struct sock *sk, const struct ccp_ack *s)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+	__u32 mss = tp->mss_cache;
+
+	e->mss = mss;
+	e->bytes_acked = s->bytes_acked;
+	e->packets_acked = s->packets_acked;
+	e->packets_misordered = s->packets_misordered;
+	e->bytes_misordered = s->packets_misordered * mss;
+	e->ecn_packets = tp->delivered_ce - p->prior_delivered_ce;
+	e->lost_pkts_sample = s->lost_pkts;
+	e->was_timeout = s->was_timeout;
+	e->rtt_sample_us = s->rtt_us;
+	e->packets_in_flight = s->packets_in_flight;
+	e->bytes_in_flight = s->packets_in_flight * mss;
+	e->snd_cwnd_bytes = tp->snd_cwnd * mss;
+	e->rate_incoming_bps = s->rate_incoming_bps;
+	e->rate_outgoing_bps = s->rate_incoming_bps;
+	e->snd_rate_bps = sk->sk_pacing_rate;
+	e->bytes_pending = tp->write_seq - tp->snd_nxt;
+	e->ca_state = ((struct inet_connection_sock *)sk)->icsk_ca_state;
+	e->applied_seq = p->applied_seq;
+	e->undo_cwnd_bytes = s->undo_cwnd_bytes;
+	e->hold_id = p->hold_id;
+	e->grown_pkts = p->grown_pkts;
+	e->reductions = p->reductions;
+	e->extra_acked_pkts = s->extra_acked_pkts;
+	e->lost_total_pkts = tp->lost;
+}
+
+/* The Cwnd register the program sees (agent.rs, invoke): the command in force with the
+ * kernel's growth since, the kernel's window without a command or on an undo. */
+static __always_inline __u32 program_cwnd_bytes(struct sock *sk, struct intcc_ccp_ctl *ctl)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+	__u32 mss = tp->mss_cache;
+	__u32 window, lost;
+
+	if (!(ctl->flags & CTL_HAS_CWND) || p->undo_pkts)
+		return tp->snd_cwnd * mss;
+	window = ctl->cwnd_bytes + grown_since(p, ctl) * mss;
+	if (!ctl->own_recovery)
+		return window;
+	lost = tp->lost - ctl->lost_base;
+	if ((__s32)lost > 0)
+		window = window > lost * mss ? window - lost * mss : 0;
+	return window > mss ? window : mss;
+}
+
+/* The ACK through the kernel's fold; a report when the program would send one. */
+static __always_inline void fold_and_report(struct sock *sk, struct intcc_ccp_ctl *ctl, const struct ccp_ack *s,
+					    __u64 now, struct intcc_ccp_stats *st, struct intcc_ccp_cfg *c)
+{
+	struct ccp_priv *p = priv(sk);
+	struct intcc_ccp_event *e;
+	struct intcc_ccp_fold *f;
+	__u32 cwnd_bytes = program_cwnd_bytes(sk, ctl);
+	int i;
+
+	f = bpf_sk_storage_get(&intcc_ccp_fold, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!f) {   /* no memory for the fold: this ACK goes as an event, libccp folds it */
+		e = new_event(EV_MEASURE, p->sid, now);
+		if (e) {
+			fill_ack_event(e, sk, s);
+			bpf_ringbuf_submit(e, 0);
+			sample_taken(sk);
+		}
+		return;
+	}
+	if (f->gen != ctl->fold_gen) {   /* a program (re)installed: a fresh fold, as libccp's */
+		fold_reset(f, now);
+		f->gen = ctl->fold_gen;
+	}
+	count(&st->folded_acks);
+	if (c && c->fold_check) {
+		e = new_event(EV_FOLDED_ACK, p->sid, now);
+		if (e) {
+			fill_ack_event(e, sk, s);
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+	if (!fold_ack(f, s, p->grown_pkts, p->reductions, cwnd_bytes, now)) {
+		sample_taken(sk);
+		return;
+	}
+	e = new_event(EV_REPORT, p->sid, now);
+	if (!e) {
+		f->due = 1;
+		sample_taken(sk);
+		return;
+	}
+	fill_ack_event(e, sk, s);
+	for (i = 0; i < R_COUNT; i++)
+		e->report_fields[i] = f->r[i];
+	bpf_ringbuf_submit(e, 0);
+	count(&st->kernel_reports);
+	fold_reset(f, now);
+	sample_taken(sk);
+}
+
+/* This ACK to the agent's side: folded in the kernel when the daemon says so, else an event. */
+static __always_inline void report(struct sock *sk, const struct rate_sample *rs, __u64 now,
+				   struct intcc_ccp_ctl *ctl, struct intcc_ccp_stats *st, struct intcc_ccp_cfg *c)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ccp_priv *p = priv(sk);
+	struct intcc_ccp_event *e;
+	struct ccp_ack s = {};
+	/* every ACK counts in the epoch, also one whose event the full ring drops */
+	__u32 extra_acked = ack_aggregation(tp, p, rs, ctl ? ctl->bw_bytes_per_s : 0, tp->mss_cache);
+
+	take_sample(sk, rs, &s, extra_acked);
+	if (ctl && ctl->fold_gen) {
+		fold_and_report(sk, ctl, &s, now, st, c);
+		return;
+	}
+	e = new_event(EV_MEASURE, p->sid, now);
+	if (!e)
+		return;   /* the next event carries this one's losses, timeout and acked bytes */
+	fill_ack_event(e, sk, &s);
+	bpf_ringbuf_submit(e, 0);
+	sample_taken(sk);
 }
 
 /* The agent's command, enforced on every ACK: the kernel's own cwnd changes
@@ -246,6 +362,14 @@ static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, in
 		st = stats();
 		if (st)
 			count(&st->cmds_applied);
+		if (ctl->fold_gen) {   /* no per-ACK event will tell the daemon */
+			struct intcc_ccp_event *e = new_event(EV_APPLIED, p->sid, bpf_ktime_get_ns());
+
+			if (e) {
+				e->applied_seq = ctl->seq;
+				bpf_ringbuf_submit(e, 0);
+			}
+		}
 	}
 }
 
@@ -285,7 +409,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 		p->rto_hold = p->cut_hold = 0;
 	if (p->rto_hold) {
 		slow_start_as_kernel(sk, flag, rs);
-		report(sk, rs, now, ctl);
+		report(sk, rs, now, ctl, st, c);
 		count(&st->rto_hold_acks);
 		update_pacing_rate(sk);
 		return;
@@ -294,7 +418,7 @@ void BPF_PROG(ccp_cong_control, struct sock *sk, __u32 ack, int flag, const stru
 		apply(sk, ctl, flag, rs);
 	if (ctl && (ctl->flags & CTL_HAS_CWND))
 		grow_per_ack(sk, ctl, flag, rs);
-	report(sk, rs, now, ctl);
+	report(sk, rs, now, ctl, st, c);
 	if (!ctl || !ctl->flags) {
 		count(&st->fallback_acks);
 		fallback(sk, ack, flag, rs);    /* not taken over (yet) */

@@ -12,6 +12,9 @@
 #define EV_CREATE 1
 #define EV_MEASURE 2
 #define EV_CLOSE 3
+#define EV_REPORT 4    /* the kernel folded the flow's ACKs: a report of the program's registers */
+#define EV_APPLIED 5   /* a command took effect (folding flows send no per-ACK events to see it in) */
+#define EV_FOLDED_ACK 6  /* fold_check: an ACK the kernel folded, for the daemon to fold too */
 
 #define CTL_HAS_CWND 1
 #define CTL_HAS_RATE 2
@@ -66,6 +69,9 @@ struct intcc_ccp_event {
 	__u32 reductions;        /* window reductions (Recovery, CWR) the kernel began so far (cumulative) */
 	__u32 extra_acked_pkts;  /* tcp_bbr's extra_acked sample on this ACK, against ctl bw (0: off) */
 	__u32 lost_total_pkts;   /* tp->lost: packets marked lost so far (cumulative, wraps) */
+	/* REPORT: the program's Report registers, in declaration order (intcc_ccp_fold.h);
+	 * the ACK fields above are the reporting ACK's */
+	__u64 report_fields[16];
 };
 
 struct intcc_ccp_ctl {
@@ -88,6 +94,8 @@ struct intcc_ccp_ctl {
 	__u32 own_recovery;      /* 1: recoveries as tcp_bbr (conservation per ACK, growth on); 0: PRR */
 	__u32 lost_base;         /* own_recovery: the window also loses what tp->lost grew by since this */
 	__u32 ss_exit_rtt_us;    /* HyStart per ACK: slow start pauses for the round at this RTT (us; 0: off) */
+	__u32 fold_gen;          /* 0: an event per ACK, libccp folds; else the kernel folds the shared
+	                          * program and sends its reports (a new value starts a fresh fold) */
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */
@@ -96,6 +104,7 @@ struct intcc_ccp_cfg {
 	__u64 agent_timeout_ns;
 	__u64 epoch;             /* bumped when an agent (re)connects: flows announce themselves again */
 	__u64 contract_version;  /* of the daemon that pinned these maps: another version's are replaced */
+	__u64 fold_check;        /* the kernel also sends each ACK it folds (EV_FOLDED_ACK): the daemon checks */
 };
 
 /* Written by BPF only. */
@@ -110,6 +119,8 @@ struct intcc_ccp_stats {
 	__u64 rto_hold_acks;     /* ACKs after an RTO the agent had not answered yet */
 	__u64 cut_hold_acks;     /* ACKs of a recovery the agent had not answered yet */
 	__u64 uncut_recovery_acks; /* recovery ACKs whose answer cut nothing: window at once, no PRR */
+	__u64 folded_acks;       /* ACKs folded in the kernel (no event each) */
+	__u64 kernel_reports;    /* reports the kernel's fold sent */
 };
 
 #include "intcc_ccp_contract.h"   /* generated: every field offset above, as the contract says */

@@ -12,9 +12,10 @@ use std::rc::Rc;
 use libccp::{Connection, Datapath, DatapathBuilder, DatapathOps, FlowInfo, Primitives};
 
 use crate::agent_msg::{control_updates, msg_header, take_contract_registers, MSG_CHANGE_PROG, MSG_CREATE,
-                       MSG_MEASURE, MSG_UPDATE_FIELDS};
+                       MSG_INSTALL_EXPR, MSG_MEASURE, MSG_UPDATE_FIELDS};
 use crate::bpf::{Event, Maps, CTL_HAS_CWND};
 use crate::contract;
+use crate::fold::{install_fingerprint, measure_msg, Fold, REPORT_FIELD_NAMES, R_GROWN};
 pub use crate::flowctl::{monotonic_ns, AppliedLog};
 use crate::flowctl::FlowCtl;
 
@@ -39,31 +40,31 @@ pub struct Counters {
     /// agent messages announcing another contract version (ccp_algs/contract.py)
     pub contract_mismatches: Cell<u64>,
     pub agent_sessions: Cell<u64>,
+    /// reports of the kernel's fold sent to the agent
+    pub kernel_reports: Cell<u64>,
+    /// ... dropped: the flow had changed to a program the kernel does not fold
+    pub kernel_reports_stale: Cell<u64>,
+    /// per-ACK events of folding flows (sent before the kernel saw the command to fold)
+    pub acks_folded_here: Cell<u64>,
+    /// --check-fold: kernel reports compared with the daemon's fold of the same ACKs, and differing
+    pub fold_checks: Cell<u64>,
+    pub fold_mismatches: Cell<u64>,
 }
 
 pub fn bump(c: &Cell<u64>) {
     c.set(c.get() + 1);
 }
 
-/// Where the agent is and whether it is still there.
-struct AgentLink {
+/// The agent's socket, and whether it is still there.
+struct AgentTx {
     sock: Rc<UnixDatagram>,
     agent_path: PathBuf,
     lost: Rc<Cell<bool>>,
     counters: Rc<Counters>,
-    /// socket id in the latest CREATE message libccp sent: the id portus will use
-    created_sid: Rc<Cell<Option<u32>>>,
-    /// set when libccp sends a report (MEASURE): the program run being processed made one
-    reported: Rc<Cell<bool>>,
 }
 
-impl DatapathOps for AgentLink {
-    fn send_msg(&mut self, msg: &[u8]) {
-        match msg_header(msg) {
-            Some((MSG_CREATE, sid)) => self.created_sid.set(Some(sid)),
-            Some((MSG_MEASURE, _)) => self.reported.set(true),
-            _ => {}
-        }
+impl AgentTx {
+    fn send(&self, msg: &[u8]) {
         match self.sock.send_to(msg, &self.agent_path) {
             Ok(_) => bump(&self.counters.ipc_sent),
             Err(e) => match e.raw_os_error() {
@@ -72,6 +73,29 @@ impl DatapathOps for AgentLink {
                 _ => bump(&self.counters.ipc_send_dropped),
             },
         }
+    }
+}
+
+/// libccp's way to the agent.
+struct AgentLink {
+    tx: Rc<AgentTx>,
+    /// socket id in the latest CREATE message libccp sent: the id portus will use
+    created_sid: Rc<Cell<Option<u32>>>,
+    /// set when libccp sends a report (MEASURE): the program run being processed made one
+    reported: Rc<Cell<bool>>,
+    /// libccp runs a folding flow's program only to apply a command: its reports are not sent
+    mute_reports: Rc<Cell<bool>>,
+}
+
+impl DatapathOps for AgentLink {
+    fn send_msg(&mut self, msg: &[u8]) {
+        match msg_header(msg) {
+            Some((MSG_CREATE, sid)) => self.created_sid.set(Some(sid)),
+            Some((MSG_MEASURE, _)) if self.mute_reports.get() => return,
+            Some((MSG_MEASURE, _)) => self.reported.set(true),
+            _ => {}
+        }
+        self.tx.send(msg);
     }
 }
 
@@ -110,11 +134,25 @@ struct Flow {
     /// the agent's contract_version register matched ours: its control registers are
     /// the contract's (ccp_algs/contract.py)
     contract: bool,
+    /// the program the agent set for the flow (ChangeProg), and whether the kernel folds it
+    program_uid: u32,
+    kernel_folds: bool,
+    /// a folding flow's ACKs that still came as events, for its next kernel report
+    folded_here: Option<Fold>,
+    /// --check-fold: the ACKs the kernel folded since its last report, folded here
+    check: Option<Fold>,
 }
 
 /// One connected agent: libccp state and its flows.
 pub struct Session {
     flows: HashMap<u32, Flow>,
+    /// installed programs (uid) -> the kernel folds it
+    programs: HashMap<u32, bool>,
+    /// fold in libccp on an event per ACK, whatever the program (tracing, comparisons)
+    per_ack_events: bool,
+    fold_gen: u32,
+    tx: Rc<AgentTx>,
+    mute_reports: Rc<Cell<bool>>,
     /// libccp socket id -> our BPF socket id (agent messages name the former)
     by_ccp_sid: HashMap<u32, u32>,
     created_sid: Rc<Cell<Option<u32>>>,
@@ -133,17 +171,18 @@ impl Session {
         maps: Rc<Maps>,
         counters: Rc<Counters>,
         applied: Rc<AppliedLog>,
+        per_ack_events: bool,
     ) -> Result<Session, String> {
         let lost = Rc::new(Cell::new(false));
         let created_sid = Rc::new(Cell::new(None));
         let reported = Rc::new(Cell::new(false));
+        let mute_reports = Rc::new(Cell::new(false));
+        let tx = Rc::new(AgentTx { sock, agent_path, lost: lost.clone(), counters: counters.clone() });
         let link = AgentLink {
-            sock,
-            agent_path,
-            lost: lost.clone(),
-            counters: counters.clone(),
+            tx: tx.clone(),
             created_sid: created_sid.clone(),
             reported: reported.clone(),
+            mute_reports: mute_reports.clone(),
         };
         // init sends READY: the agent answers by installing its datapath programs.
         let dp = DatapathBuilder::default()
@@ -154,6 +193,11 @@ impl Session {
         bump(&counters.agent_sessions);
         Ok(Session {
             flows: HashMap::new(),
+            programs: HashMap::new(),
+            per_ack_events,
+            fold_gen: 0,
+            tx,
+            mute_reports,
             by_ccp_sid: HashMap::new(),
             created_sid,
             reported,
@@ -196,6 +240,10 @@ impl Session {
                     reported_lost: ev.lost_total_pkts,
                     grown_at_create: ev.grown_pkts,
                     contract: false,
+                    program_uid: 0,
+                    kernel_folds: false,
+                    folded_here: None,
+                    check: None,
                 };
                 self.flows.insert(ev.sid, flow);
             }
@@ -220,6 +268,22 @@ impl Session {
         flow.conn.grown_basis = ev.grown_pkts;
         flow.conn.lost_now = ev.lost_total_pkts;
         flow.conn.lost_basis = ev.lost_total_pkts;
+        if flow.kernel_folds {
+            // sent before the kernel saw the command to fold: it goes into the next report,
+            // or at once on a loss, a timeout or an undo, as the program would
+            bump(&self.counters.acks_folded_here);
+            let here = flow.folded_here.get_or_insert_with(Fold::default);
+            here.add(ev);
+            if here.has_event() {
+                let mut fields = here.r;
+                flow.folded_here = None;
+                send_report(&self.tx, &self.counters, flow, ev, &mut fields);
+            }
+            if new_hold {
+                flow.awaiting_answer = Some(ev.hold_id);
+            }
+            return;
+        }
         self.reported.set(false);
         if invoke(flow, ev).is_err() {
             bump(&self.counters.invoke_errors);
@@ -234,6 +298,56 @@ impl Session {
         }
     }
 
+    /// A report of the kernel's fold: to the agent, as libccp would have sent it.
+    pub fn on_report(&mut self, ev: &Event) {
+        let Some(flow) = self.flows.get_mut(&ev.sid) else {
+            bump(&self.counters.measures_unknown_flow);
+            return;
+        };
+        if !flow.kernel_folds {
+            bump(&self.counters.kernel_reports_stale);
+            return;
+        }
+        flow.conn.kernel_rate_bps = ev.snd_rate_bps;
+        if flow.conn.has_pending() {
+            flow.conn.saw_applied(ev.applied_seq, ev.ts_ns);
+        }
+        let new_hold = ev.hold_id != flow.last.hold_id;
+        flow.last = *ev;
+        flow.conn.mss = ev.mss.max(1);
+        flow.conn.grown_now = ev.grown_pkts;
+        flow.conn.grown_basis = ev.grown_pkts;
+        flow.conn.lost_now = ev.lost_total_pkts;
+        flow.conn.lost_basis = ev.lost_total_pkts;
+        if let Some(check) = flow.check.take() {
+            compare_folds(&self.counters, &check, ev);
+        }
+        let mut fields = ev.report_fields;
+        if let Some(earlier) = flow.folded_here.take() {
+            earlier.merge_before(&mut fields);
+        }
+        send_report(&self.tx, &self.counters, flow, ev, &mut fields);
+        if new_hold {
+            flow.awaiting_answer = Some(ev.hold_id);
+        }
+    }
+
+    /// --check-fold: an ACK the kernel folded, folded here too.
+    pub fn on_folded_ack(&mut self, ev: &Event) {
+        if let Some(flow) = self.flows.get_mut(&ev.sid) {
+            flow.check.get_or_insert_with(Fold::default).add(ev);
+        }
+    }
+
+    /// A folding flow's kernel applied a command (latency figures).
+    pub fn on_applied(&mut self, ev: &Event) {
+        if let Some(flow) = self.flows.get_mut(&ev.sid) {
+            if flow.conn.has_pending() {
+                flow.conn.saw_applied(ev.applied_seq, ev.ts_ns);
+            }
+        }
+    }
+
     fn remove(&mut self, sid: u32) -> bool {
         match self.flows.remove(&sid) {
             Some(f) => {
@@ -243,6 +357,31 @@ impl Session {
             None => false,
         }
     }
+}
+
+/// --check-fold: the kernel's report against the daemon's fold of the same ACKs.
+fn compare_folds(counters: &Counters, here: &Fold, ev: &Event) {
+    bump(&counters.fold_checks);
+    if here.r == ev.report_fields {
+        return;
+    }
+    bump(&counters.fold_mismatches);
+    if counters.fold_mismatches.get() <= 5 {
+        let differ: Vec<String> = (0..contract::REPORT_FIELDS)
+            .filter(|&i| here.r[i] != ev.report_fields[i])
+            .map(|i| format!("{} kernel {} daemon {}", REPORT_FIELD_NAMES[i], ev.report_fields[i], here.r[i]))
+            .collect();
+        eprintln!("intcc-datapath: flow {}: the kernel's fold differs: {}", ev.sid, differ.join(", "));
+    }
+}
+
+/// Send a report of the program's registers; `ev` is the reporting ACK's event.
+fn send_report(tx: &AgentTx, counters: &Counters, flow: &mut Flow, ev: &Event, fields: &mut [u64; contract::REPORT_FIELDS]) {
+    fields[R_GROWN] = ev.grown_pkts.wrapping_sub(flow.grown_at_create) as u64; // Flow.bytes_pending
+    tx.send(&measure_msg(flow.ccp_sid, flow.program_uid, fields));
+    bump(&counters.kernel_reports);
+    flow.reported_grown = ev.grown_pkts;
+    flow.reported_lost = ev.lost_total_pkts;
 }
 
 /// Run the flow's datapath program on these primitives (libccp applies staged commands first).
@@ -271,26 +410,30 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
         let ctl = &flow.conn.ctl;
         let commanded = ev.undo_cwnd_bytes == 0 && ctl.flags & CTL_HAS_CWND != 0;
         let snd_cwnd = if commanded { flow.conn.commanded_bytes() } else { ev.snd_cwnd_bytes };
-        let prims = Primitives::default()
-            .with_bytes_acked(ev.bytes_acked)
-            .with_packets_acked(ev.packets_acked)
-            .with_bytes_misordered(ev.reductions)
-            .with_packets_misordered(ev.packets_misordered)
-            .with_ecn_bytes(ev.undo_cwnd_bytes)
-            .with_ecn_packets(ev.ecn_packets)
-            .with_lost_pkts_sample(ev.lost_pkts_sample)
-            .with_was_timeout(ev.was_timeout != 0)
-            .with_rtt_sample_us(ev.rtt_sample_us as u64)
-            .with_rate_outgoing(ev.extra_acked_pkts as u64) // SIGNALS["extra_acked"]
-            .with_rate_incoming(ev.rate_incoming_bps)
-            .with_bytes_in_flight(ev.bytes_in_flight)
-            .with_packets_in_flight(ev.packets_in_flight)
-            .with_snd_cwnd(snd_cwnd)
-            .with_snd_rate(ev.snd_rate_bps)
-            .with_bytes_pending(ev.grown_pkts.wrapping_sub(flow.grown_at_create));
-        flow.conn.load_primitives(prims);
+        flow.conn.load_primitives(primitives(ev, snd_cwnd, ev.grown_pkts.wrapping_sub(flow.grown_at_create)));
     }
     flow.conn.invoke()
+}
+
+/// An ACK's event as libccp's primitives (what they carry on this datapath: see invoke).
+pub(crate) fn primitives(ev: &Event, snd_cwnd: u32, grown_since_create: u32) -> Primitives {
+    Primitives::default()
+        .with_bytes_acked(ev.bytes_acked)
+        .with_packets_acked(ev.packets_acked)
+        .with_bytes_misordered(ev.reductions)
+        .with_packets_misordered(ev.packets_misordered)
+        .with_ecn_bytes(ev.undo_cwnd_bytes)
+        .with_ecn_packets(ev.ecn_packets)
+        .with_lost_pkts_sample(ev.lost_pkts_sample)
+        .with_was_timeout(ev.was_timeout != 0)
+        .with_rtt_sample_us(ev.rtt_sample_us as u64)
+        .with_rate_outgoing(ev.extra_acked_pkts as u64) // SIGNALS["extra_acked"]
+        .with_rate_incoming(ev.rate_incoming_bps)
+        .with_bytes_in_flight(ev.bytes_in_flight)
+        .with_packets_in_flight(ev.packets_in_flight)
+        .with_snd_cwnd(snd_cwnd)
+        .with_snd_rate(ev.snd_rate_bps)
+        .with_bytes_pending(grown_since_create)
 }
 
 impl Session {
@@ -311,12 +454,24 @@ impl Session {
         // by running the program on an empty ACK (no bytes, no losses: the flow's
         // last state), so a command reaches the kernel without waiting for traffic.
         let Some((kind, ccp_sid)) = msg_header(msg) else { return };
+        if kind == MSG_INSTALL_EXPR {
+            self.on_install(msg);
+            return;
+        }
         if kind != MSG_UPDATE_FIELDS && kind != MSG_CHANGE_PROG {
             return;
         }
         let Some(&sid) = self.by_ccp_sid.get(&ccp_sid) else { return };
         if let Some(flow) = self.flows.get_mut(&sid) {
             let before = flow.conn.ctl;
+            if kind == MSG_CHANGE_PROG && msg.len() >= 12 {
+                // libccp restarts the program's registers: so does the kernel's fold
+                flow.program_uid = u32::from_ne_bytes([msg[8], msg[9], msg[10], msg[11]]);
+                flow.kernel_folds = !self.per_ack_events && self.programs.get(&flow.program_uid) == Some(&true);
+                flow.folded_here = None;
+                self.fold_gen = self.fold_gen.wrapping_add(1).max(1);
+                flow.conn.ctl.fold_gen = if flow.kernel_folds { self.fold_gen } else { 0 };
+            }
             let taken = take_contract_registers(&mut flow.contract, &mut flow.conn.ctl, &control_updates(kind, msg));
             if flow.conn.ctl != before {
                 flow.conn.dirty = true;
@@ -348,15 +503,17 @@ impl Session {
             empty.undo_cwnd_bytes = 0;
             bump(&self.counters.ipc_applied_at_once);
             self.reported.set(false);
+            self.mute_reports.set(flow.kernel_folds);
             if invoke(flow, &empty).is_err() {
                 bump(&self.counters.invoke_errors);
             }
+            self.mute_reports.set(false);
             if self.reported.get() {
                 flow.reported_grown = flow.last.grown_pkts;
                 flow.reported_lost = flow.last.lost_total_pkts;
             }
-            if flow.conn.dirty && flow.conn.ctl.flags & CTL_HAS_CWND != 0 {
-                flow.conn.write(); // growth parameters alone changed
+            if flow.conn.dirty && (flow.conn.ctl.flags & CTL_HAS_CWND != 0 || flow.conn.ctl.fold_gen != before.fold_gen) {
+                flow.conn.write(); // growth parameters or the fold alone changed
             }
             // The agent's answer to an RTO or a loss ends the kernel's own response to it
             // (rto_hold, cut_hold in the BPF program), even a window it kept unchanged.
@@ -370,12 +527,34 @@ impl Session {
         }
     }
 
+    /// An installed program: the kernel folds it if it is the one it knows.
+    fn on_install(&mut self, msg: &[u8]) {
+        let Some((uid, fingerprint)) = install_fingerprint(msg) else { return };
+        let known = fingerprint == contract::NATIVE_FOLD_FINGERPRINT;
+        self.programs.insert(uid, known);
+        if self.per_ack_events {
+            eprintln!("intcc-datapath: program {uid}: an event per ACK, folded in libccp (--per-ack-events)");
+        } else if known {
+            eprintln!("intcc-datapath: program {uid}: folded in the kernel, reports only");
+        } else {
+            eprintln!(
+                "intcc-datapath: program {uid} (fingerprint {fingerprint:#x}) is not the one the kernel folds \
+                 ({:#x}, programs.REPORT_PER_RTT_AND_ON_LOSS): an event per ACK, folded in libccp",
+                contract::NATIVE_FOLD_FINGERPRINT
+            );
+        }
+    }
+
     pub fn flow_count(&self) -> usize {
         self.flows.len()
     }
 
     pub fn flows(&self) -> impl Iterator<Item = &FlowMeta> {
         self.flows.values().map(|f| &f.meta)
+    }
+
+    pub fn folding_flow_count(&self) -> usize {
+        self.flows.values().filter(|f| f.kernel_folds).count()
     }
 }
 

@@ -16,6 +16,7 @@ pub fn msg_header(msg: &[u8]) -> Option<(u16, u32)> {
     Some((u16::from_ne_bytes([msg[0], msg[1]]), u32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]])))
 }
 
+pub const MSG_INSTALL_EXPR: u16 = 2;
 pub const MSG_UPDATE_FIELDS: u16 = 3;
 pub const MSG_CHANGE_PROG: u16 = 4;
 

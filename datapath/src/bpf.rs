@@ -13,6 +13,12 @@ static BPF_OBJECT: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/
 pub const EV_CREATE: u32 = 1;
 pub const EV_MEASURE: u32 = 2;
 pub const EV_CLOSE: u32 = 3;
+/// the kernel folded the flow's ACKs (bpf/intcc_ccp_fold.h): the program's Report registers
+pub const EV_REPORT: u32 = 4;
+/// a command took effect on a flow the kernel folds (no per-ACK event shows it)
+pub const EV_APPLIED: u32 = 5;
+/// --check-fold: an ACK the kernel folded, for the daemon to fold too and compare
+pub const EV_FOLDED_ACK: u32 = 6;
 
 pub const CTL_HAS_CWND: u32 = 1;
 pub const CTL_HAS_RATE: u32 = 2;
@@ -61,6 +67,9 @@ pub struct Event {
     pub extra_acked_pkts: u32,
     /// packets marked lost so far (tp->lost, cumulative, wraps)
     pub lost_total_pkts: u32,
+    /// EV_REPORT: the program's Report registers in declaration order (the ACK fields are
+    /// the reporting ACK's); Report.grown is the kernel's grown_pkts, not yet relative
+    pub report_fields: [u64; crate::contract::REPORT_FIELDS],
 }
 
 impl Event {
@@ -114,6 +123,9 @@ pub struct Ctl {
     pub lost_base: u32,
     /// HyStart per ACK: slow start pauses for the round once its RTT reaches this (us; 0: off)
     pub ss_exit_rtt_us: u32,
+    /// 0: an event per ACK, libccp folds; else the kernel folds the shared program and
+    /// sends its reports (a new value starts a fresh fold)
+    pub fold_gen: u32,
 }
 
 #[repr(C)]
@@ -124,6 +136,8 @@ pub struct Cfg {
     pub epoch: u64,
     /// the contract version of the daemon that pinned the maps
     pub contract_version: u64,
+    /// the kernel also sends each ACK it folds (EV_FOLDED_ACK)
+    pub fold_check: u64,
 }
 
 #[repr(C)]
@@ -139,6 +153,8 @@ pub struct Stats {
     pub rto_hold_acks: u64,
     pub cut_hold_acks: u64,
     pub uncut_recovery_acks: u64,
+    pub folded_acks: u64,
+    pub kernel_reports: u64,
 }
 
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {

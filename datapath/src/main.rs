@@ -11,6 +11,7 @@ mod agent_msg;
 mod bpf;
 mod contract;
 mod flowctl;
+mod fold;
 mod host;
 
 use std::cell::RefCell;
@@ -28,7 +29,7 @@ use serde_json::json;
 
 use agent::{bump, monotonic_ns, AppliedLog, Counters, Session};
 use host::{bind_ipc, raise_dgram_qlen, write_atomic, Epoll, IPC_DIR};
-use bpf::{Cfg, Event, Maps, EV_CLOSE, EV_CREATE, EV_MEASURE};
+use bpf::{Cfg, Event, Maps, EV_APPLIED, EV_CLOSE, EV_CREATE, EV_FOLDED_ACK, EV_MEASURE, EV_REPORT};
 
 
 #[derive(Parser, Debug)]
@@ -58,6 +59,14 @@ struct Args {
     /// Write every cwnd command and when the kernel applied it (CSV), for latency figures
     #[arg(long)]
     applied_log: Option<PathBuf>,
+    /// Send every ACK to userspace and fold it in libccp, also for the program the kernel
+    /// folds itself (tracing; the fold's cost, compared)
+    #[arg(long)]
+    per_ack_events: bool,
+    /// The kernel also sends each ACK it folds; the daemon folds them too and counts the
+    /// reports that differ (stats.json: fold_checks, fold_mismatches; the first few logged)
+    #[arg(long, conflicts_with = "per_ack_events")]
+    check_fold: bool,
     /// Print agent sessions and flows as they come and go
     #[arg(short, long)]
     verbose: bool,
@@ -91,6 +100,9 @@ impl Daemon {
         };
         let Some(s) = self.session.as_mut() else { return };
         match ev.kind {
+            EV_REPORT => s.on_report(&ev),
+            EV_APPLIED => s.on_applied(&ev),
+            EV_FOLDED_ACK => s.on_folded_ack(&ev),
             EV_MEASURE => s.on_measure(&ev),
             EV_CREATE => {
                 s.on_create(&ev);
@@ -152,6 +164,7 @@ impl Daemon {
             agent_timeout_ns: self.args.agent_timeout_ms * 1_000_000,
             epoch: self.epoch,
             contract_version: contract::CONTRACT_VERSION as u64,
+            fold_check: self.args.check_fold as u64,
         };
         if let Err(e) = self.maps.write_cfg(&cfg) {
             eprintln!("intcc-datapath: {e}");
@@ -187,6 +200,7 @@ impl Daemon {
             self.maps.clone(),
             self.counters.clone(),
             self.applied.clone(),
+            self.args.per_ack_events,
         ) {
             Ok(s) => {
                 self.session = Some(s);
@@ -244,6 +258,7 @@ impl Daemon {
             "agent": self.agent_path,
             "epoch": self.epoch,
             "flows": self.session.as_ref().map(|s| s.flow_count()).unwrap_or(0),
+            "flows_folded_in_kernel": self.session.as_ref().map(|s| s.folding_flow_count()).unwrap_or(0),
             "daemon": {
                 "agent_sessions": c.agent_sessions.get(), "creates": c.creates.get(), "closes": c.closes.get(),
                 "measures": c.measures.get(), "measures_unknown_flow": c.measures_unknown_flow.get(),
@@ -254,6 +269,9 @@ impl Daemon {
                 "holds_answered": c.holds_answered.get(),
                 "cmd_write_errors": c.cmd_write_errors.get(), "invoke_errors": c.invoke_errors.get(),
                 "contract_mismatches": c.contract_mismatches.get(),
+                "kernel_reports": c.kernel_reports.get(), "kernel_reports_stale": c.kernel_reports_stale.get(),
+                "acks_folded_here": c.acks_folded_here.get(),
+                "fold_checks": c.fold_checks.get(), "fold_mismatches": c.fold_mismatches.get(),
             },
             "kernel": {
                 "flows_created": k.flows_created, "creates_sent": k.creates_sent, "events_lost": k.events_lost,
@@ -261,6 +279,7 @@ impl Daemon {
                 "undos": k.undos,
                 "rto_hold_acks": k.rto_hold_acks, "cut_hold_acks": k.cut_hold_acks,
                 "uncut_recovery_acks": k.uncut_recovery_acks,
+                "folded_acks": k.folded_acks, "kernel_reports": k.kernel_reports,
             },
             "cmd_apply_latency": lat,
         });
