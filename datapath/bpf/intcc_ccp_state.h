@@ -144,8 +144,10 @@ struct {
 	__type(value, struct intcc_ccp_cfg);
 } intcc_ccp_cfg SEC(".maps");
 
+/* Per CPU: one shared counter line, bumped on every ACK from both CPUs' softirqs, cost
+ * native-reno throughput (userspace sums the CPUs). */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct intcc_ccp_stats);

@@ -220,11 +220,18 @@ impl Maps {
         }
     }
 
+    /// The kernel's counters, summed over the CPUs (a per-CPU map: every field a u64).
     pub fn stats(&self) -> Stats {
-        match self.stats.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
-            Ok(Some(b)) => from_bytes(&b),
-            _ => Stats::default(),
+        let Ok(Some(per_cpu)) = self.stats.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) else {
+            return Stats::default();
+        };
+        let mut sum = [0u64; std::mem::size_of::<Stats>() / 8];
+        for cpu in &per_cpu {
+            for (total, field) in sum.iter_mut().zip(cpu.chunks_exact(8)) {
+                *total += u64::from_ne_bytes(field.try_into().unwrap_or([0; 8]));
+            }
         }
+        from_bytes(bytes_of(&sum))
     }
 }
 

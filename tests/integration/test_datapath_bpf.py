@@ -32,8 +32,10 @@ def map_update(name, key: bytes, value: bytes):
 
 
 def stats():
+    """The kernel's counters, summed over the CPUs (a per-CPU map)."""
     out = json.loads(sh("bpftool", "-j", "map", "dump", "id", map_id("intcc_ccp_stats")).stdout)
-    return out[0]["formatted"]["value"]   # -j gives raw bytes and the BTF-formatted value
+    per_cpu = [v["value"] for v in out[0]["formatted"]["values"]]   # -j: raw bytes and BTF-formatted
+    return {k: sum(v[k] for v in per_cpu) for k in per_cpu[0]}
 
 
 def iperf_gbps(seconds=2):
