@@ -81,6 +81,8 @@ class FlowBase:
         self.mss = datapath_info.mss or 1448
         self.ports = (getattr(datapath_info, "src_port", None), getattr(datapath_info, "dst_port", None))
         self.trace = alg.trace
+        # the last update sent: (window, registers, the report's grown_pkts and reductions)
+        self._sent: tuple | None = None
 
     def install(self, cwnd_bytes: int, registers: list[tuple[str, int]] = ()):
         """The program with the window, then the contract's handshake (contract.py: the
@@ -121,11 +123,19 @@ class FlowBase:
         # gave BBR a pacing rate and a target past them, and portus panicked)
         cwnd_bytes = min(max(int(cwnd_bytes), self.mss), REGISTER_MAX)
         now_ns = time.monotonic_ns()    # before the call: the latency benchmark starts here
-        if registers is None:
-            self.datapath.update_field("Cwnd", cwnd_bytes)
+        registers = None if registers is None else [(name, min(max(int(v), 0), REGISTER_MAX)) for name, v in registers]
+        if self._changes_nothing(cwnd_bytes, event, r, registers):
+            unsent = getattr(self.datapath, "unsent_update", None)    # the unit tests' mock keeps count
+            if unsent:
+                unsent(cwnd_bytes)
         else:
-            self.datapath.update_fields([("Cwnd", cwnd_bytes)]
-                                        + [(name, min(max(int(v), 0), REGISTER_MAX)) for name, v in registers])
+            if registers is None:
+                self.datapath.update_field("Cwnd", cwnd_bytes)
+            else:
+                self.datapath.update_fields([("Cwnd", cwnd_bytes)] + registers)
+            grown = r.grown_pkts if r is not None else None
+            kept = self._sent[1] if self._sent is not None and registers is None else registers
+            self._sent = None if grown is None else (cwnd_bytes, kept, grown, r.reductions)
         if event != "report" or log.isEnabledFor(logging.DEBUG):
             log.log(logging.DEBUG if event == "report" else logging.INFO, "flow %s %s: cwnd %d B (%s)",
                     self.sid, event, cwnd_bytes, reason)
@@ -135,6 +145,22 @@ class FlowBase:
                        inflight_pkts=r.inflight if r else None, reason=reason,
                        cwnd_before_bytes=None if cwnd_before_bytes is None else int(cwnd_before_bytes))
         return cwnd_bytes
+
+
+    def _changes_nothing(self, cwnd_bytes: int, event: str, r: Report | None, registers) -> bool:
+        """An update the intcc datapath would take as no command (agent.rs, set_cwnd): on a
+        report without a loss, a timeout, an undo or a new reduction (whose answers the
+        kernel waits for), the window is the last one sent plus the kernel's growth since,
+        and the registers are the same. Not sent: under Reno in congestion avoidance nearly
+        every report's update was one, half the daemon's wakeups on a fast path."""
+        if event != "report" or r is None or self._sent is None or r.grown_pkts is None:
+            return False
+        if r.loss or r.timeout or r.undo_bytes:
+            return False
+        sent_cwnd, sent_registers, sent_grown, sent_reductions = self._sent
+        if r.reductions != sent_reductions or (registers is not None and registers != sent_registers):
+            return False
+        return cwnd_bytes == sent_cwnd + (r.grown_pkts - sent_grown) % 2 ** 32 * self.mss
 
 
 class WindowFlow(FlowBase):

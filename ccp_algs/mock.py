@@ -22,6 +22,7 @@ class MockDatapath:
         self.contract = False                   # the handshake passed (the daemon takes the registers)
         self.programs = []
         self.updates = 0
+        self.unsent = 0                         # updates the agent knew would change nothing
 
     @property
     def fields(self) -> dict[str, int]:
@@ -66,6 +67,13 @@ class MockDatapath:
     def update_fields(self, fields):
         for name, value in fields:
             self.update_field(name, value)
+
+    def unsent_update(self, cwnd_bytes):
+        """The agent did not send an update that would change nothing (base.py,
+        _changes_nothing): its window is the last one sent plus the kernel's growth since,
+        which is what the daemon keeps in force; here it becomes ``cwnd``."""
+        self.cwnd = cwnd_bytes
+        self.unsent += 1
 
 
 def datapath_info(sock_id=1, mss=1448, init_cwnd_pkts=10, src_ip=1, src_port=40000, dst_ip=2, dst_port=5201):

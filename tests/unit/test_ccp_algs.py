@@ -665,6 +665,22 @@ def test_window_takes_the_datapaths_per_ack_growth_once():
     assert dp.cwnd == 30 * MSS                            # the agent's own slow start
 
 
+def test_an_update_that_would_change_nothing_is_not_sent():
+    """The kernel grows the window per ACK: a report that tells only of that growth needs no
+    update (the daemon would take it as no command). A loss, whose answer the kernel waits
+    for, is always answered; so is a report after which a register changes."""
+    flow, dp = start(Reno())
+    flow.on_report(report(acked=10 * MSS, delivered=10, inflight=20, grown=10))
+    sent = dp.updates
+    flow.on_report(report(acked=5 * MSS, delivered=5, inflight=25, grown=15))
+    assert (dp.updates, dp.unsent, dp.cwnd) == (sent, 1, 25 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=25, grown=15))
+    assert dp.updates > sent and dp.unsent == 1 and dp.ss_until == 0      # the cut, sent
+    sent = dp.updates
+    flow.on_report(report(acked=5 * MSS, delivered=5, inflight=12))      # a datapath without the counter
+    assert dp.updates > sent and dp.unsent == 1
+
+
 def test_cubic_hands_congestion_avoidance_to_the_datapath_with_a_new_epoch_per_cut():
     flow, dp = start(Cubic())
     assert dp.fields["reno_scale"] == RENO_FRIENDLY_SCALE and dp.fields["ca_cnt_max"] == 20   # no loss yet
