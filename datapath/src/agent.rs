@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use libccp::{Connection, Datapath, DatapathBuilder, DatapathOps, FlowInfo, Primitives};
 
@@ -143,6 +144,36 @@ struct Flow {
     check: Option<Fold>,
 }
 
+/// A fold generation no flow has had in this daemon's life (agents come and go; the
+/// kernel's fold state outlives a session).
+fn next_fold_gen() -> u32 {
+    static LAST: AtomicU32 = AtomicU32::new(0);
+    loop {
+        let gen = LAST.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        if gen != 0 {
+            return gen;
+        }
+    }
+}
+
+impl Flow {
+    /// The kernel's state on the ACK of this event; true when it carries a new hold.
+    fn take_state(&mut self, ev: &Event) -> bool {
+        self.conn.kernel_rate_bps = ev.snd_rate_bps;
+        if self.conn.has_pending() {
+            self.conn.saw_applied(ev.applied_seq, ev.ts_ns);
+        }
+        let new_hold = ev.hold_id != self.last.hold_id;
+        self.last = *ev;
+        self.conn.mss = ev.mss.max(1);
+        self.conn.grown_now = ev.grown_pkts;
+        self.conn.grown_basis = ev.grown_pkts;
+        self.conn.lost_now = ev.lost_total_pkts;
+        self.conn.lost_basis = ev.lost_total_pkts;
+        new_hold
+    }
+}
+
 /// One connected agent: libccp state and its flows.
 pub struct Session {
     flows: HashMap<u32, Flow>,
@@ -150,7 +181,6 @@ pub struct Session {
     programs: HashMap<u32, bool>,
     /// fold in libccp on an event per ACK, whatever the program (tracing, comparisons)
     per_ack_events: bool,
-    fold_gen: u32,
     tx: Rc<AgentTx>,
     mute_reports: Rc<Cell<bool>>,
     /// libccp socket id -> our BPF socket id (agent messages name the former)
@@ -195,7 +225,6 @@ impl Session {
             flows: HashMap::new(),
             programs: HashMap::new(),
             per_ack_events,
-            fold_gen: 0,
             tx,
             mute_reports,
             by_ccp_sid: HashMap::new(),
@@ -257,17 +286,7 @@ impl Session {
             bump(&self.counters.measures_unknown_flow);
             return;
         };
-        flow.conn.kernel_rate_bps = ev.snd_rate_bps;
-        if flow.conn.has_pending() {
-            flow.conn.saw_applied(ev.applied_seq, ev.ts_ns);
-        }
-        let new_hold = ev.hold_id != flow.last.hold_id;
-        flow.last = *ev;
-        flow.conn.mss = ev.mss.max(1);
-        flow.conn.grown_now = ev.grown_pkts;
-        flow.conn.grown_basis = ev.grown_pkts;
-        flow.conn.lost_now = ev.lost_total_pkts;
-        flow.conn.lost_basis = ev.lost_total_pkts;
+        let new_hold = flow.take_state(ev);
         if flow.kernel_folds {
             // sent before the kernel saw the command to fold: it goes into the next report,
             // or at once on a loss, a timeout or an undo, as the program would
@@ -308,17 +327,7 @@ impl Session {
             bump(&self.counters.kernel_reports_stale);
             return;
         }
-        flow.conn.kernel_rate_bps = ev.snd_rate_bps;
-        if flow.conn.has_pending() {
-            flow.conn.saw_applied(ev.applied_seq, ev.ts_ns);
-        }
-        let new_hold = ev.hold_id != flow.last.hold_id;
-        flow.last = *ev;
-        flow.conn.mss = ev.mss.max(1);
-        flow.conn.grown_now = ev.grown_pkts;
-        flow.conn.grown_basis = ev.grown_pkts;
-        flow.conn.lost_now = ev.lost_total_pkts;
-        flow.conn.lost_basis = ev.lost_total_pkts;
+        let new_hold = flow.take_state(ev);
         if let Some(check) = flow.check.take() {
             compare_folds(&self.counters, &check, ev);
         }
@@ -469,8 +478,7 @@ impl Session {
                 flow.program_uid = u32::from_ne_bytes([msg[8], msg[9], msg[10], msg[11]]);
                 flow.kernel_folds = !self.per_ack_events && self.programs.get(&flow.program_uid) == Some(&true);
                 flow.folded_here = None;
-                self.fold_gen = self.fold_gen.wrapping_add(1).max(1);
-                flow.conn.ctl.fold_gen = if flow.kernel_folds { self.fold_gen } else { 0 };
+                flow.conn.ctl.fold_gen = if flow.kernel_folds { next_fold_gen() } else { 0 };
             }
             let taken = take_contract_registers(&mut flow.contract, &mut flow.conn.ctl, &control_updates(kind, msg));
             if flow.conn.ctl != before {
