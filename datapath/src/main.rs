@@ -1,10 +1,12 @@
 //! intcc-datapath: the CCP datapath for stock Linux.
 //!
 //! Registers the BPF struct_ops congestion control "ccp" (every network
-//! namespace sees it), turns its ring-buffer events into libccp calls, and talks
-//! to a CCP agent (portus / pyportus) over portus's unix datagram IPC in
-//! /tmp/ccp. While an agent answers, a heartbeat in the BPF config map tells the
-//! kernel side to obey the agent; without one, flows run the BPF Reno fallback.
+//! namespace sees it), which folds the agent's datapath program per ACK in the
+//! kernel when it is the shared one (bpf/intcc_ccp_fold.h; src/fold.rs), sends its
+//! reports on, runs any other program in libccp on per-ACK events, and talks to a
+//! CCP agent (portus / pyportus) over portus's unix datagram IPC in /tmp/ccp.
+//! While an agent answers, a heartbeat in the BPF config map tells the kernel side
+//! to obey the agent; without one, flows run the BPF Reno fallback.
 
 mod agent;
 mod agent_msg;
@@ -35,7 +37,8 @@ use bpf::{Cfg, Event, Maps, EV_APPLIED, EV_CLOSE, EV_CREATE, EV_FOLDED_ACK, EV_M
 #[derive(Parser, Debug)]
 #[command(
     name = "intcc-datapath",
-    about = "CCP datapath for stock Linux: BPF struct_ops congestion control 'ccp' + libccp + portus unix IPC",
+    about = "CCP datapath for stock Linux: BPF struct_ops congestion control 'ccp' (the agent's program folded \
+             per ACK in the kernel) + libccp + portus unix IPC",
     after_help = "Flows opt in with the congestion control 'ccp' (sysctl net.ipv4.tcp_congestion_control, \
                   setsockopt TCP_CONGESTION, iperf3 -C ccp). Start an agent with 'intcc alg run NAME'.\n\
                   SIGTERM/SIGINT unregister 'ccp' and remove the socket and state files."

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 from experiments.nodeconf import INT_HEADROOM_BYTES
 from experiments.testbed import Testbed
@@ -74,3 +75,35 @@ def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, 
             rx.kill()
             rx.wait()
     return {"sent": sent, "received": received, "loss_fraction": 1 - received / sent if sent else 0.0}
+
+
+def fresh_datapath_stats(dp) -> dict:
+    """The daemon's stats.json as written after now (it rewrites it every second)."""
+    uptime_s = dp.stats()["uptime_s"]
+    deadline = time.monotonic() + 5
+    while dp.stats()["uptime_s"] <= uptime_s and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return dp.stats()
+
+
+def ccp_flow_with_a_blackout(tb: Testbed, port: int, seconds: float, dark_at_s: float, dark_s: float,
+                             loss_pct: float = 0):
+    """A sta1 -> sta2 iperf3 flow with congestion control ccp, the wireless hop dark (100 %
+    loss) from dark_at_s for dark_s and at loss_pct otherwise; the loss back at 0 after."""
+    from experiments.linkctl import set_loss
+    set_loss(tb, loss_pct)
+    srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    try:
+        tb.wait_listening("sta2", port)
+        cli = tb.popen("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-p", str(port), "-t", str(seconds),
+                                "-C", "ccp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(dark_at_s)
+        set_loss(tb, 100)
+        time.sleep(dark_s)
+        set_loss(tb, loss_pct)
+        cli.wait(timeout=30)
+    finally:
+        set_loss(tb, 0)
+        srv.kill()
+        srv.wait()

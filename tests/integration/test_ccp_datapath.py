@@ -14,7 +14,8 @@ from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
 from experiments.linkctl import set_loss
 from experiments.traffic import tcp_counters
 from int_node import ioam
-from tests.integration.tbutil import iperf3, ping_rtts_ms, require_ccp_free, start_testbed
+from tests.integration.tbutil import (ccp_flow_with_a_blackout, fresh_datapath_stats, iperf3, ping_rtts_ms,
+                                     require_ccp_free, start_testbed)
 
 DELAY_MS = 10.0
 INT_BYTES = ioam.Inserter(2).size     # 2 hops: 160 bytes
@@ -235,21 +236,9 @@ def test_every_rto_reaches_the_agent_once(tb, dp, agent_factory, tmp_path):
     counters = tcp_counters(tb, "sta1")
     before = counters.get("TcpExt.TCPTimeouts", 0)
     undos_before = sum(counters.get(k, 0) for k in undo_keys)
-    srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-p", "5210"], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
     try:
-        tb.wait_listening("sta2", 5210)
-        cli = tb.popen("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-p", "5210", "-t", "7", "-C", "ccp"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(2.0)
-        set_loss(tb, 100)
-        time.sleep(1.2)
-        set_loss(tb, 0)
-        cli.wait(timeout=30)
+        ccp_flow_with_a_blackout(tb, 5210, seconds=7, dark_at_s=2.0, dark_s=1.2)
     finally:
-        set_loss(tb, 0)
-        srv.kill()
-        srv.wait()
         set_rate(tb, 100)
     counters = tcp_counters(tb, "sta1")
     rtos = counters.get("TcpExt.TCPTimeouts", 0) - before
@@ -297,12 +286,8 @@ def recovery_windows(rows: list[dict]) -> list[list[int]]:
 
 
 def fresh_kernel_stats(dp) -> dict:
-    """The kernel counters from a stats.json written after now (rewritten every second)."""
-    now_uptime_s = dp.stats()["uptime_s"]
-    deadline = time.monotonic() + 5
-    while dp.stats()["uptime_s"] <= now_uptime_s and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return dp.stats()["kernel"]
+    """The kernel counters from a stats.json written after now."""
+    return fresh_datapath_stats(dp)["kernel"]
 
 
 def test_the_kernels_response_to_a_loss_lasts_until_the_agent_answers(tb, dp, agent_factory):

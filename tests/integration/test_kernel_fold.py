@@ -4,15 +4,13 @@ also sends each ACK it folds, the daemon folds them as the program does and comp
 report field by field); a program the kernel does not know goes per ACK through libccp."""
 import csv
 import json
-import subprocess
-import time
 
 import pytest
 
 from ccp_agent.datapath import AgentProcess, DatapathProcess
 from ccp_algs.contract import CONTRACT_VERSION
-from experiments.linkctl import set_loss
-from tests.integration.tbutil import iperf3, require_ccp_free, start_testbed
+from tests.integration.tbutil import (ccp_flow_with_a_blackout, fresh_datapath_stats, iperf3, require_ccp_free,
+                                     start_testbed)
 
 
 @pytest.fixture(scope="module")
@@ -31,22 +29,13 @@ def tb(dp):
     t.down()
 
 
-def fresh_stats(dp) -> dict:
-    """stats.json written after now (the daemon rewrites it every second)."""
-    uptime_s = dp.stats()["uptime_s"]
-    deadline = time.monotonic() + 5
-    while dp.stats()["uptime_s"] <= uptime_s and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return dp.stats()
-
-
 def run_agent(dp, name, options, log_path, flow):
     agent = AgentProcess(name, options, log_path=log_path).start()
     try:
         dp.wait_agent(True)
-        before = fresh_stats(dp)
+        before = fresh_datapath_stats(dp)
         flow()
-        after = fresh_stats(dp)
+        after = fresh_datapath_stats(dp)
     finally:
         agent.stop()
         dp.wait_agent(False)
@@ -60,26 +49,8 @@ def test_the_kernels_fold_reports_what_the_program_would(tb, dp, tmp_path):
     """2 % loss and a 1.2 s blackout: reports on losses and a timeout as well as per round,
     each equal, field by field, to the program's fold of the same ACKs."""
     trace = tmp_path / "cubic.csv"
-
-    def lossy_flow_with_a_blackout():
-        set_loss(tb, 2)
-        srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-p", "5230"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        try:
-            tb.wait_listening("sta2", 5230)
-            cli = tb.popen("sta1", ["iperf3", "-6", "-c", tb.addr("sta2"), "-p", "5230", "-t", "8", "-C", "ccp"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(3)
-            set_loss(tb, 100)
-            time.sleep(1.2)
-            set_loss(tb, 2)
-            cli.wait(timeout=30)
-        finally:
-            set_loss(tb, 0)
-            srv.kill()
-            srv.wait()
-
-    delta = run_agent(dp, "cubic", ["--trace", str(trace)], str(tmp_path / "agent.log"), lossy_flow_with_a_blackout)
+    delta = run_agent(dp, "cubic", ["--trace", str(trace)], str(tmp_path / "agent.log"),
+                      lambda: ccp_flow_with_a_blackout(tb, 5230, seconds=8, dark_at_s=3, dark_s=1.2, loss_pct=2))
     daemon, kernel = delta["daemon"], delta["kernel"]
     log = open(dp.log_path).read()
     assert daemon["fold_mismatches"] == 0, [line for line in log.splitlines() if "differs" in line][:5]

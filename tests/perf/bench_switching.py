@@ -73,7 +73,7 @@ def scripted_agent(trace: str, period_s: float = 0.5):
     start(Adaptive({"cubic": Cubic(), "bbr": Bbr()}, "cubic", policy, ScriptedVerdicts(period_s), trace=trace), "unix")
 
 
-def testbed_iperf(tb, flows: int, seconds: float):
+def iperf_on_testbed(tb, flows: int, seconds: float):
     srv = tb.popen("r1", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         tb.wait_listening("r1", 5201)
@@ -233,7 +233,7 @@ def main():
             try:
                 for n in (1, 10):
                     latency_case(dp, tmp, applied, n, "dumbbell, RTT 40 ms",
-                                 lambda: testbed_iperf(tb, n, 2 * SECONDS))
+                                 lambda: iperf_on_testbed(tb, n, 2 * SECONDS))
             finally:
                 tb.down()
             print("agent CPU with the real estimator (intcc alg run adaptive, Table I model):")
@@ -243,7 +243,7 @@ def main():
                          "swbt").up(exporter="none")
             try:
                 for n in (1, 10, 50):
-                    cpu_case(dp, tmp, n, "dumbbell, 10 Mbit/s", lambda: testbed_iperf(tb, n, 2 * SECONDS))
+                    cpu_case(dp, tmp, n, "dumbbell, 10 Mbit/s", lambda: iperf_on_testbed(tb, n, 2 * SECONDS))
             finally:
                 tb.down()
     finally:
