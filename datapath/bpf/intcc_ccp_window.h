@@ -78,18 +78,22 @@ static __always_inline __u32 grown_since(struct ccp_priv *p, struct intcc_ccp_ct
 
 /* tcp_cubic's HyStart delay detection on this ACK (hystart_update), with the agent's
  * threshold (ss_exit_rtt_us: the smallest RTT ever plus clamp(min/8, 4, 16 ms)): true when
- * the round's smallest RTT over at least 8 samples has reached it. Slow start then pauses
+ * the round's smallest RTT, over more than 8 samples, is above it. Slow start then pauses
  * until the round ends; the agent, deciding once per round, ends it at its next report.
  * Decided only in the agent, the exit came a round late: the window had doubled past the
- * point the kernel stops at (ccp cubic at 4 BDP where kernel cubic left slow start at ~2). */
+ * point the kernel stops at (ccp cubic at 4 BDP where kernel cubic left slow start at ~2).
+ * Rounds are counted from the flow's first ACK in slow start, as tcp_cubic's from its init,
+ * whatever the window: a round is then a flight, whose first ACKs see the queue its last
+ * ones built. Counted from the first ACK at 16 segments (mid-flight), a round's first 8
+ * samples were a flight's tail, and beside a kernel CUBIC flow ccp cubic stopped at 107
+ * segments a round before its competitor stopped at 168. */
 static __always_inline int hystart_delay_exit(struct sock *sk, struct intcc_ccp_ctl *ctl,
 					      const struct rate_sample *rs, __u32 cwnd)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct intcc_ccp_hystart *hs;
+	__u32 rtt_us;
 
-	if (!ctl->ss_exit_rtt_us || cwnd < HYSTART_LOW_WINDOW_PKTS)
-		return 0;
 	hs = bpf_sk_storage_get(&intcc_ccp_hystart, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!hs)
 		return 0;
@@ -100,13 +104,16 @@ static __always_inline int hystart_delay_exit(struct sock *sk, struct intcc_ccp_
 		hs->curr_rtt_us = ~0U;
 		hs->samples = 0;
 	}
-	if (rs->rtt_us > 0) {
-		if ((__u32)rs->rtt_us < hs->curr_rtt_us)
-			hs->curr_rtt_us = rs->rtt_us;
-		if (hs->samples < HYSTART_MIN_SAMPLES)
-			hs->samples++;
+	if (cwnd < HYSTART_LOW_WINDOW_PKTS || rs->rtt_us <= 0)
+		return 0;
+	rtt_us = rs->rtt_us;
+	if (rtt_us < hs->curr_rtt_us)
+		hs->curr_rtt_us = rtt_us;
+	if (hs->samples < HYSTART_MIN_SAMPLES) {
+		hs->samples++;
+		return 0;
 	}
-	return hs->samples >= HYSTART_MIN_SAMPLES && hs->curr_rtt_us >= ctl->ss_exit_rtt_us;
+	return ctl->ss_exit_rtt_us && hs->curr_rtt_us > ctl->ss_exit_rtt_us;
 }
 
 /* Window growth on the ACK that earns it, as the kernel's, with the agent's parameters
@@ -128,7 +135,11 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 	__u32 before = tp->snd_cwnd, cwnd = before, until, target;
 	__u32 acked;
 	__u64 now;
+	int hystart_pause;
 
+	/* HyStart sees every ACK of a slow start, as tcp_cubic's pkts_acked hook */
+	until = ctl->ss_until_bytes / mss;
+	hystart_pause = cwnd < until && hystart_delay_exit(sk, ctl, rs, cwnd);
 	/* tcp_bbr (own_recovery) grows on every ACK that delivers, SACKs included, recoveries
 	 * included; the others as the kernel's slow start: ACKs that advance snd_una, never
 	 * in a recovery (PRR's) */
@@ -137,12 +148,11 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 	if (!ctl->own_recovery && (!(flag & FLAG_DATA_ACKED) || state == TCP_CA_Recovery || state == TCP_CA_CWR))
 		return;
 	acked = rs->acked_sacked;
-	until = ctl->ss_until_bytes / mss;
 	/* tcp_is_cwnd_limited, with the agent's slow start: the kernel grows only a window
 	 * the flow has been using. */
 	if (!BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited) && !(cwnd < until && cwnd < 2 * tp->max_packets_out))
 		return;
-	if (cwnd < until && hystart_delay_exit(sk, ctl, rs, cwnd))
+	if (hystart_pause)
 		until = cwnd;
 	if (cwnd < until) {
 		__u32 n = until - cwnd < acked ? until - cwnd : acked;
