@@ -67,9 +67,10 @@ CONTROL_REGISTERS = (
              "the per-ACK growth up to ss_until goes on in recoveries; 0: PRR steps a recovery towards "
              "the agent's window"),
     Register("ss_exit_rtt", 0, "ss_exit_rtt_us",
-             "HyStart per ACK, as tcp_cubic's delay detection: from a window of 16 segments on, the "
-             "per-ACK slow start stops for the rest of a round once the round's smallest RTT over at "
-             "least 8 samples reaches this (us; 0: off). The agent ends slow start at its next report"),
+             "HyStart per ACK, as tcp_cubic's delay detection: rounds from the first slow-start ACK, "
+             "samples from a window of 16 segments on; the per-ACK slow start stops for the rest of a "
+             "round once the round's smallest RTT over more than 8 samples is above this (us; 0: off). "
+             "The agent ends slow start at its next report"),
 )
 REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
 GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch", "ss_exit_rtt")

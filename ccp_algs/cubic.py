@@ -21,8 +21,8 @@ or else an RTT) and at once on a loss, a timeout or an undo by the kernel.
   Linux tcp_cubic: from a window of 16 segments on, slow start ends (ssthresh =
   cwnd, no cut) when a round's smallest RTT exceeds the smallest RTT ever by
   clamp(min_rtt / 8, 4 ms, 16 ms). The intcc datapath checks the threshold per ACK,
-  as Linux (register ss_exit_rtt: slow start pauses for the round once 8 samples are
-  above it), and the agent ends slow start at the next report, whose smallest RTT is
+  as Linux (register ss_exit_rtt: slow start pauses for the round once more than 8
+  samples are above it; rounds are flights, from the first ACK), and the agent ends slow start at the next report, whose smallest RTT is
   folded per ACK in the datapath program. Decided only at reports, the exit came a
   round late, at twice kernel cubic's window. Linux's ACK-train detection is not in: a
   report does not carry ACK spacing. Without HyStart, slow start ends at the first loss.
