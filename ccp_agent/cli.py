@@ -260,11 +260,15 @@ def datapath_status(state_dir, as_json):
     k, d = stats["kernel"], stats["daemon"]
     click.echo(f"daemon pid {stats['pid']}: {'running' if alive else 'NOT running (stale state)'}; "
                f"agent {'connected' if stats['agent_connected'] else 'absent'} (epoch {stats['epoch']}); "
-               f"{stats['flows']} flows controlled")
+               f"{stats['flows']} flows controlled, {stats.get('flows_folded_in_kernel', 0)} of them folded in the kernel")
     click.echo(f"kernel: {k['flows_created']} flows seen, ACKs {k['controlled_acks']} controlled / "
-               f"{k['fallback_acks']} fallback, {k['events_lost']} events lost")
-    click.echo(f"daemon: {d['measures']} measurements, {d['cmds_written']} commands, "
+               f"{k['fallback_acks']} fallback, {k.get('folded_acks', 0)} folded into {k.get('kernel_reports', 0)} "
+               f"reports, {k['events_lost']} events lost")
+    click.echo(f"daemon: {d['measures']} per-ACK events, {d['cmds_written']} commands, "
                f"IPC {d['ipc_sent']} sent / {d['ipc_received']} received")
+    if d.get("fold_mismatches"):
+        click.echo(f"daemon: {d['fold_mismatches']} of {d['fold_checks']} kernel reports differ from the daemon's "
+                   f"fold (--check-fold; the daemon's log shows the first)")
     if d.get("contract_mismatches"):
         click.echo(f"daemon: {d['contract_mismatches']} agent messages of another contract version (the daemon's "
                    f"log names it): rebuild with 'make setup' and restart agent and daemon")

@@ -115,3 +115,20 @@ def test_the_adaptive_agent_with_an_int_model_needs_the_broker():
     model = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int.joblib")
     r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", model])
     assert r.exit_code == 1 and "uses INT features" in r.output and "--broker" in r.output, r.output
+
+
+def test_datapath_status_reads_the_daemons_state_and_names_a_stale_one(tmp_path):
+    """`intcc datapath status` on a state directory whose daemon is gone: the figures it
+    left, the kernel fold's among them, marked stale; no directory: one clear line."""
+    stats = {"pid": 2 ** 22 + 1, "agent_connected": True, "epoch": 3, "flows": 2, "flows_folded_in_kernel": 2,
+             "kernel": {"flows_created": 2, "controlled_acks": 5000, "fallback_acks": 10, "folded_acks": 4990,
+                        "kernel_reports": 120, "events_lost": 0},
+             "daemon": {"measures": 10, "cmds_written": 40, "ipc_sent": 122, "ipc_received": 60,
+                        "fold_checks": 120, "fold_mismatches": 1}}
+    (tmp_path / "stats.json").write_text(json.dumps(stats))
+    r = CliRunner().invoke(main, ["datapath", "status", "--state-dir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "NOT running (stale state)" in r.output and "2 of them folded in the kernel" in r.output
+    assert "4990 folded into 120 reports" in r.output and "1 of 120 kernel reports differ" in r.output
+    r = CliRunner().invoke(main, ["datapath", "status", "--state-dir", str(tmp_path / "none")])
+    assert r.exit_code == 1 and "no daemon state" in r.output and "Traceback" not in r.output
