@@ -128,7 +128,8 @@ def exp_group():
               "(default: results/<scenario>-<time>)")
 @click.option("--quick", is_flag=True, help="the scenario's [quick] settings: fewer, shorter runs")
 @click.option("--kernel-trace", is_flag=True, help="record the sender's kernel cwnd, ssthresh and CA state "
-              "per ACK (tracefs) in runs/*/kernel_trace.csv, summarised in each record")
+              "per ACK (tracefs) in runs/*/kernel_trace.csv, summarised in each record; with "
+              "competitors, theirs too (column dport; kernel_trace_competitors)")
 @click.option("--seed", type=click.IntRange(min=0), help="seed of the link-loss draws (default: the "
               "scenario's 'seed', else a random one; recorded in summary.json). Within a run of a "
               "scenario every algorithm of a repeat meets the same draws")

@@ -26,7 +26,7 @@ TRACEFS = "/sys/kernel/tracing"
 EVENTS = ("tcp/tcp_probe", "tcp/tcp_cong_state_set", "tcp/tcp_retransmit_skb")
 CA_STATES = ("open", "disorder", "cwr", "recovery", "loss")
 BUFFER_KB_PER_CPU = 16384     # ~80 k events per CPU: a 60 s run at 10 Mbit/s needs ~30 k
-FIELDS = ["t_s", "event", "sport", "cwnd_pkts", "ssthresh_pkts", "srtt_us", "snd_una", "snd_nxt", "ca_state"]
+FIELDS = ["t_s", "event", "sport", "dport", "cwnd_pkts", "ssthresh_pkts", "srtt_us", "snd_una", "snd_nxt", "ca_state"]
 
 _LINE = re.compile(r"\s(\d+\.\d+): (tcp_probe|tcp_cong_state_set|tcp_retransmit_skb): (.*)$")
 _KV = re.compile(r"(\w+)=(\S+)")
@@ -45,11 +45,13 @@ def _write(path: str, text: str):
 
 class KernelTcpTrace:
     """Record the tracepoints above for sockets talking to ``port`` (the sender's side:
-    its dport) while the ``with`` block runs; ``rows`` afterwards, ``lost_events`` the
-    ring buffer's overruns (0 unless the buffer was too small)."""
+    its dport), and to ``more_ports`` (competing flows), while the ``with`` block runs;
+    ``rows`` afterwards (``dport`` tells the flows apart), ``lost_events`` the ring
+    buffer's overruns (0 unless the buffer was too small)."""
 
-    def __init__(self, port: int = 5201, buffer_kb_per_cpu: int = BUFFER_KB_PER_CPU):
+    def __init__(self, port: int = 5201, buffer_kb_per_cpu: int = BUFFER_KB_PER_CPU, more_ports=()):
         self.port = port
+        self.ports = [port, *more_ports]
         self.buffer_kb = buffer_kb_per_cpu
         self.instance = os.path.join(TRACEFS, "instances", f"intcc-{os.getpid()}-{next(_seq)}")
         self.rows: list[dict] = []
@@ -70,7 +72,7 @@ class KernelTcpTrace:
                 d = os.path.join(self.instance, "events", ev)
                 if not os.path.isdir(d):
                     raise TraceError(f"this kernel has no tracepoint {ev.replace('/', ':')}")
-                _write(os.path.join(d, "filter"), f"dport == {self.port}")
+                _write(os.path.join(d, "filter"), " || ".join(f"dport == {p}" for p in self.ports))
                 _write(os.path.join(d, "enable"), "1")
         except BaseException:
             self._remove()
@@ -115,7 +117,8 @@ def parse(lines) -> list[dict]:
         kv = dict(_KV.findall(rest))
         # the sender's port names the socket (tcp_cong_state_set prints no socket address)
         sport = kv["src"].rsplit(":", 1)[-1] if event == "tcp_probe" else kv.get("sport", "")
-        row = {"t_s": f"{t_s:.6f}", "event": event, "sport": sport}
+        dport = kv["dest"].rsplit(":", 1)[-1] if event == "tcp_probe" and "dest" in kv else kv.get("dport", "")
+        row = {"t_s": f"{t_s:.6f}", "event": event, "sport": sport, "dport": dport}
         if event == "tcp_probe":
             row.update(cwnd_pkts=int(kv["snd_cwnd"]), ssthresh_pkts=int(kv["ssthresh"]),
                        srtt_us=int(kv["srtt"]) if kv.get("srtt") else "",
@@ -129,22 +132,22 @@ def parse(lines) -> list[dict]:
     return out
 
 
-def data_port(rows: list[dict]) -> str | None:
+def data_port(rows: list[dict], dport: int | None = None) -> str | None:
     """The sender port of the socket with most ACKs: the data flow (iperf3's control
-    connection goes to the same port)."""
+    connection goes to the same port); of the flows to ``dport`` if given."""
     counts: dict[str, int] = {}
     for r in rows:
-        if r["event"] == "tcp_probe":
+        if r["event"] == "tcp_probe" and (dport is None or r.get("dport") == str(dport)):
             counts[r["sport"]] = counts.get(r["sport"], 0) + 1
     return max(counts, key=counts.get) if counts else None
 
 
-def summarize(rows: list[dict]) -> dict | None:
-    """Time-weighted window and state figures of the busiest socket: each tcp_probe's
+def summarize(rows: list[dict], dport: int | None = None) -> dict | None:
+    """Time-weighted window and state figures of the busiest socket (to ``dport`` if given): each tcp_probe's
     cwnd holds until the next one (as the window the ACK found); the time of each CA
     state until the next change; counts of Loss entries (RTOs) and retransmissions (sent
     skbs: a run of lost segments may go out again as one, which TCP_INFO counts per segment)."""
-    sport = data_port(rows)
+    sport = data_port(rows, dport)
     probes = [r for r in rows if r["event"] == "tcp_probe" and r["sport"] == sport]
     if len(probes) < 2:
         return None

@@ -348,11 +348,14 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
             competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor,
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=port + 1 + k,
                                           start_delay_s=alg.competitor_delay_s) for k in range(alg.competitors)]
-        with (KernelTcpTrace(port=port) if sc.kernel_trace else nullcontext()) as ktrace:
+        competitor_ports = [port + 1 + k for k in range(alg.competitors)] if alg.competitor else []
+        with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace:
             out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port)
         if ktrace is not None:
             ktrace.write_csv(os.path.join(spec.run_dir, "kernel_trace.csv"))
-            extra["kernel_trace"] = summarize_kernel_trace(ktrace.rows)
+            extra["kernel_trace"] = summarize_kernel_trace(ktrace.rows, port)
+            if competitor_ports:     # the competitors' senders, traced beside flow 1's
+                extra["kernel_trace_competitors"] = [summarize_kernel_trace(ktrace.rows, p) for p in competitor_ports]
             if ktrace.lost_events:
                 extra["kernel_trace"] = {**(extra["kernel_trace"] or {}), "lost_events": ktrace.lost_events}
     finally:

@@ -2,9 +2,9 @@
 from experiments.kernel_trace import parse, summarize
 
 
-def probe(t, cwnd, una, nxt, port=40000, ssthresh=2147483647, srtt=21000):
+def probe(t, cwnd, una, nxt, port=40000, ssthresh=2147483647, srtt=21000, dport=5201):
     return (f" iperf3-123 [001] ..s1. {t:.6f}: tcp_probe: family=AF_INET src=10.0.0.1:{port} "
-            f"dest=10.0.0.2:5201 mark=0x0 data_len=0 snd_nxt={nxt:#x} snd_una={una:#x} snd_cwnd={cwnd} "
+            f"dest=10.0.0.2:{dport} mark=0x0 data_len=0 snd_nxt={nxt:#x} snd_una={una:#x} snd_cwnd={cwnd} "
             f"ssthresh={ssthresh} snd_wnd=64000 srtt={srtt} rcv_wnd=64000 sock_cookie=1a skbaddr=0000 skaddr=0000")
 
 
@@ -42,3 +42,14 @@ def test_summary_weights_windows_by_time_and_picks_the_busiest_socket():
 
 def test_summary_of_too_little_is_none():
     assert summarize(parse([probe(0.0, 1, 0, 1)])) is None
+
+
+def test_a_competitor_traced_beside_flow_1_is_summarised_apart():
+    """One trace of both senders (KernelTcpTrace's more_ports): rows carry the server port,
+    and each flow's summary is of its own socket."""
+    lines = [probe(0.0, 10, 0, 1), probe(1.0, 10, 1, 2), probe(2.0, 10, 2, 3),
+             probe(0.0, 40, 0, 1, port=50000, dport=5202), probe(2.0, 40, 1, 2, port=50000, dport=5202)]
+    rows = parse(lines)
+    assert {r["dport"] for r in rows} == {"5201", "5202"}
+    assert summarize(rows, 5201)["mean_cwnd_pkts"] == 10 and summarize(rows, 5202)["mean_cwnd_pkts"] == 40
+    assert summarize(rows)["acks"] == 3         # without a port: the busiest socket, as before
