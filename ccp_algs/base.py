@@ -146,7 +146,6 @@ class FlowBase:
                        cwnd_before_bytes=None if cwnd_before_bytes is None else int(cwnd_before_bytes))
         return cwnd_bytes
 
-
     def _changes_nothing(self, cwnd_bytes: int, event: str, r: Report | None, registers) -> bool:
         """An update the intcc datapath would take as no command (agent.rs, set_cwnd): on a
         report without a loss, a timeout, an undo or a new reduction (whose answers the

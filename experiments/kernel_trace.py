@@ -50,7 +50,6 @@ class KernelTcpTrace:
     buffer's overruns (0 unless the buffer was too small)."""
 
     def __init__(self, port: int = 5201, buffer_kb_per_cpu: int = BUFFER_KB_PER_CPU, more_ports=()):
-        self.port = port
         self.ports = [port, *more_ports]
         self.buffer_kb = buffer_kb_per_cpu
         self.instance = os.path.join(TRACEFS, "instances", f"intcc-{os.getpid()}-{next(_seq)}")

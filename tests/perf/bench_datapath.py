@@ -32,6 +32,7 @@ import time
 
 from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
 
+from tests.integration.tbutil import fresh_datapath_stats
 from tests.perf.veth import VethPair
 
 VETH = VethPair("dpb", "10.98.0")
@@ -128,8 +129,7 @@ def ccp_round(tmp: str, per_ack_events: bool) -> tuple[dict, dict]:
         with AgentProcess("reno", log_path=os.path.join(tmp, f"agent-{tag}.log")) as agent:
             dp.wait_agent(True)
             run = iperf("ccp", [dp.proc.pid, agent.proc.pid])
-            time.sleep(1.2)    # the daemon writes its stats once a second
-            stats = dp.stats()
+            stats = fresh_datapath_stats(dp)
         run["cca"] = f"ccp, {'per-ACK events' if per_ack_events else 'kernel fold'}"
         return run, stats
 
