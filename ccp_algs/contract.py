@@ -27,9 +27,9 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-CONTRACT_VERSION = 6     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
+CONTRACT_VERSION = 7     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
                         # 3: no own_recovery, no per-ACK loss accounting; 4: no HyStart per ACK;
-                        # 5: no fold in the kernel
+                        # 5: no fold in the kernel; 6: no cubic curve in the kernel
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,18 @@ CONTROL_REGISTERS = (
              "samples from a window of 16 segments on; the per-ACK slow start stops for the rest of a "
              "round once the round's smallest RTT over more than 8 samples is above this (us; 0: off). "
              "The agent ends slow start at its next report"),
+    Register("ca_w_max", 0, "ca_w_max_bytes",
+             "with ca_ahead: tcp_cubic's last_max_cwnd (bytes; 0: no loss yet), the plateau of the "
+             "cubic curve the kernel follows per ACK"),
+    Register("ca_ahead", 0, "ca_ahead_us",
+             "the kernel computes the congestion-avoidance target per ACK as tcp_cubic's bictcp_update "
+             "(the epoch starts at the first such ACK after ca_epoch changed; K and the origin from the "
+             "window there and ca_w_max), this far ahead on the curve (tcp_cubic's delay_min, us; 0: off, "
+             "ca_target is the target)"),
 )
 REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
-GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch", "ss_exit_rtt")
+GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch", "ss_exit_rtt",
+                         "ca_w_max", "ca_ahead")
 
 # libccp primitives the intcc datapath gives another meaning (libccp has no field for them).
 # On ccp-kernel they keep libccp's: an algorithm reads them only where the capability says so.
@@ -172,7 +181,7 @@ def read_datapath_contract(state_dir) -> DatapathCapabilities | None:
 # the fingerprint of portus's compiled form (FNV-1a 64 of the install message after its
 # program uid; the daemon logs it with -v): programs.REPORT_PER_RTT_AND_ON_LOSS. Another
 # program, or this one changed, runs in libccp on per-ACK events, as before.
-NATIVE_FOLD_FINGERPRINT = 0x5070e0e6c3c23a72
+NATIVE_FOLD_FINGERPRINT = 0xa27c3176214659b2
 REPORT_FIELDS = 16      # the program's Report registers, in declaration order
 
 _C_TYPES = {"u8": (1, "__u8"), "u16": (2, "__u16"), "u32": (4, "__u32"), "u64": (8, "__u64")}
@@ -196,7 +205,8 @@ STRUCTS = {
         ("answered_hold", "u32"), ("grown_base", "u32"), ("ss_until_bytes", "u32"),
         ("ca_target_bytes", "u32"), ("ca_cnt_max", "u32"), ("reno_scale", "u32"), ("ca_epoch", "u32"),
         ("loss_beta_1024", "u32"), ("bw_bytes_per_s", "u32"), ("own_recovery", "u32"),
-        ("lost_base", "u32"), ("ss_exit_rtt_us", "u32"), ("fold_gen", "u32"),
+        ("lost_base", "u32"), ("ss_exit_rtt_us", "u32"), ("fold_gen", "u32"), ("ca_w_max_bytes", "u32"),
+        ("ca_ahead_us", "u32"),
     ]),
     "intcc_ccp_cfg": ("Cfg", [
         ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),

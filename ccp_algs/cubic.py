@@ -85,10 +85,16 @@ class CubicFlow(WindowFlow):
 
     # -- the datapath's per-ACK growth ----------------------------------------------
     def growth_registers(self) -> list[tuple[str, int]]:
-        """Slow start to ssthresh, then congestion avoidance towards the curve's target with
-        W_est (Linux's per-ACK arithmetic, kept in the datapath), until the next report. In
-        slow start the target is ssthresh: the ACK that ends it grows by the rest as the
-        first of a new epoch, as bictcp_cong_avoid."""
+        """Slow start to ssthresh, then congestion avoidance with W_est (Linux's per-ACK
+        arithmetic, kept in the datapath) towards the cubic curve, which the intcc datapath
+        computes per ACK from W_max (ca_w_max, Linux's last_max_cwnd) delay_min ahead
+        (ca_ahead), its epoch from the first congestion-avoidance ACK after a new ca_epoch,
+        as tcp_cubic. ca_target, the curve one delay_min past this report, is the target
+        where the datapath has no curve of its own. Fixed once per report, it stood still
+        for an RTT: in deep buffers (RTTs of seconds) ccp cubic's epochs began a whole RTT
+        after kernel cubic's and its window fell to 0.6 of a kernel competitor's. In slow
+        start the target is ssthresh: the ACK that ends it grows by the rest as the first of
+        a new epoch, as bictcp_cong_avoid."""
         ss_until = self.slow_start_in_datapath()
         if self.cwnd < self.ssthresh:
             target = ss_until if self.ssthresh != float("inf") else 0
@@ -97,7 +103,8 @@ class CubicFlow(WindowFlow):
         return [("ss_until", ss_until), ("ca_target", target),
                 ("ca_cnt_max", 20 if self.w_max_from_loss == 0 else 0),
                 ("reno_scale", RENO_FRIENDLY_SCALE), ("ca_epoch", self.ca_epoch),
-                ("ss_exit_rtt", self.hystart_exit_rtt_us() if ss_until else 0)]
+                ("ss_exit_rtt", self.hystart_exit_rtt_us() if ss_until else 0),
+                ("ca_w_max", int(self.w_max_from_loss)), ("ca_ahead", self.delay_min_us or 1)]
 
     def hystart_exit_rtt_us(self) -> int:
         """The RTT at which HyStart ends slow start (0: not now): the datapath checks it per
@@ -184,7 +191,7 @@ class CubicFlow(WindowFlow):
         ahead_s = (self.delay_min_us or r.rtt_us or 1) / 1e6
         target_pkts = int(self._w_cubic(now_s - self.epoch_start_s + ahead_s) // mss)
         self.ca_target = float(target_pkts * mss)
-        if self.grew_in_datapath(r, "ca_target"):
+        if self.grew_in_datapath(r, "ca_target") or self.grew_in_datapath(r, "ca_ahead"):
             return f"congestion avoidance (datapath, towards {target_pkts} segments)"
         self.acked_carry += r.growth_bytes(mss) / mss
         segments = int(self.acked_carry)

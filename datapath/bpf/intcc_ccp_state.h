@@ -96,6 +96,8 @@ struct intcc_ccp_ctl {
 	__u32 ss_exit_rtt_us;    /* HyStart per ACK: slow start pauses for the round at this RTT (us; 0: off) */
 	__u32 fold_gen;          /* 0: an event per ACK, libccp folds; else the kernel folds the shared
 	                          * program and sends its reports (a new value starts a fresh fold) */
+	__u32 ca_w_max_bytes;    /* with ca_ahead_us: tcp_cubic's last_max_cwnd (0: no loss yet) */
+	__u32 ca_ahead_us;       /* the cubic curve per ACK, this far ahead (delay_min; 0: ca_target) */
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */
@@ -153,20 +155,25 @@ struct {
 	__type(value, struct intcc_ccp_stats);
 } intcc_ccp_stats SEC(".maps");
 
-/* HyStart's round (tcp_cubic's end_seq, curr_rtt, sample_cnt) for the per-ACK slow start
- * (register ss_exit_rtt): socket storage, as icsk_ca_priv is full. */
-struct intcc_ccp_hystart {
+/* tcp_cubic's state beyond icsk_ca_priv (full): HyStart's round (end_seq, curr_rtt,
+ * sample_cnt) for the per-ACK slow start (register ss_exit_rtt), and the cubic curve's
+ * epoch (epoch_start, bic_K, bic_origin_point) for the per-ACK target (register ca_ahead). */
+struct intcc_ccp_cubic {
 	__u32 end_seq;           /* the round ends when snd_una passes this */
 	__u32 curr_rtt_us;       /* the round's smallest RTT sample */
 	__u32 samples;           /* samples taken this round */
+	__u32 curve_epoch;       /* the ctl ca_epoch the curve below began for (0: none yet) */
+	__u64 epoch_start_ns;    /* the epoch's first ACK */
+	__u32 k_1024;            /* K, in 1/1024 s (tcp_cubic's bic_K) */
+	__u32 origin_pkts;       /* the curve's plateau: W_max, or the window if above it */
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct intcc_ccp_hystart);
-} intcc_ccp_hystart SEC(".maps");
+	__type(value, struct intcc_ccp_cubic);
+} intcc_ccp_cubic SEC(".maps");
 
 /* Per-socket state in icsk_ca_priv (at most 104 bytes). */
 struct ccp_priv {

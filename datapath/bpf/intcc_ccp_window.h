@@ -91,10 +91,10 @@ static __always_inline int hystart_delay_exit(struct sock *sk, struct intcc_ccp_
 					      const struct rate_sample *rs, __u32 cwnd)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct intcc_ccp_hystart *hs;
+	struct intcc_ccp_cubic *hs;
 	__u32 rtt_us;
 
-	hs = bpf_sk_storage_get(&intcc_ccp_hystart, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	hs = bpf_sk_storage_get(&intcc_ccp_cubic, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!hs)
 		return 0;
 	/* a new round; or the first (fresh storage is zeroed, and an end_seq of 0 is "after"
@@ -116,10 +116,67 @@ static __always_inline int hystart_delay_exit(struct sock *sk, struct intcc_ccp_
 	return ctl->ss_exit_rtt_us && hs->curr_rtt_us > ctl->ss_exit_rtt_us;
 }
 
+#define CUBE_RTT_SCALE 410                          /* tcp_cubic's bic_scale * 10: C = 0.4 */
+#define CUBE_FACTOR ((1ULL << 40) / CUBE_RTT_SCALE)  /* K = cbrt(cube_factor * (W_max - cwnd)), 1/1024 s */
+#define CURVE_MAX_OFFS_1024 (1U << 18)               /* |t - K| at most 256 s: offs^3 * 410 fits 64 bits */
+
+/* The largest x with x^3 <= a (a < 2^63): tcp_cubic's cubic_root, exactly. A binary
+ * search without branches (the bound moves by arithmetic on the comparison's sign) in a
+ * global function, verified once on its own: with branches the verifier walked every
+ * path of the search through cong_control and gave up at a million instructions. */
+__attribute__((noinline)) __u32 intcc_cube_root(__u64 a)
+{
+	__u64 lo = 0, hi = 1U << 21, mid, fits;
+	int i;
+
+	for (i = 0; i < 22; i++) {
+		mid = (lo + hi + 1) / 2;
+		/* 1 if mid^3 <= a: both below 2^63, so the difference's sign tells */
+		fits = 1 - ((a - mid * mid * mid) >> 63);
+		lo += fits * (mid - lo);
+		hi = mid - 1 + fits * (hi - mid + 1);
+	}
+	return lo;
+}
+
+/* The cubic curve's target (segments) on this ACK, as tcp_cubic's bictcp_update: the
+ * epoch begins on its first congestion-avoidance ACK (after a cut's recovery, an undo, an
+ * RTO's slow start, the agent's new ca_epoch), with K and the origin from the window there
+ * and W_max; the target is the curve delay_min ahead. Fixed by the agent once per report,
+ * the target stood still for an RTT: beside a kernel CUBIC in a deep buffer (RTT 6 s) ccp
+ * cubic's epoch after a recovery began a whole RTT late and its window stayed 0.6 of its
+ * competitor's. */
+static __always_inline __u32 curve_target(struct intcc_ccp_cubic *cs, struct intcc_ccp_ctl *ctl,
+					  __u32 cwnd, __u32 mss, __u64 now)
+{
+	__u64 t, offs, delta;
+	__u32 w_max = ctl->ca_w_max_bytes / mss;
+
+	if (cs->curve_epoch != ctl->ca_epoch || !cs->epoch_start_ns) {
+		cs->curve_epoch = ctl->ca_epoch;
+		cs->epoch_start_ns = now;
+		if (w_max <= cwnd) {
+			cs->k_1024 = 0;
+			cs->origin_pkts = cwnd;
+		} else {
+			cs->k_1024 = intcc_cube_root(CUBE_FACTOR * (w_max - cwnd));
+			cs->origin_pkts = w_max;
+		}
+	}
+	t = ((now - cs->epoch_start_ns) + (__u64)ctl->ca_ahead_us * 1000) * 1024 / 1000000000ULL;
+	offs = t < cs->k_1024 ? cs->k_1024 - t : t - cs->k_1024;
+	if (offs > CURVE_MAX_OFFS_1024)
+		offs = CURVE_MAX_OFFS_1024;
+	delta = (CUBE_RTT_SCALE * offs * offs * offs) >> 40;
+	if (t >= cs->k_1024)
+		return cs->origin_pkts + delta;
+	return delta < cs->origin_pkts ? cs->origin_pkts - delta : 0;
+}
+
 /* Window growth on the ACK that earns it, as the kernel's, with the agent's parameters
  * (intcc_ccp_ctl; the agent decides once per round): slow start up to ss_until
  * (tcp_slow_start), then congestion avoidance as tcp_cubic's bictcp_cong_avoid towards
- * the agent's target (its cubic curve one RTT ahead), with the Reno-friendly W_est
+ * the cubic curve (curve_target, from the agent's W_max) or the agent's fixed target, with the Reno-friendly W_est
  * counted here per ACK, and tcp_cong_avoid_ai's credit in snd_cwnd_cnt. Only on ACKs
  * that ack new data (tcp_may_raise_cwnd), not in a recovery (PRR runs there).
  * Growth decided in the agent reached the kernel an ACK later: the segment it released
@@ -160,8 +217,7 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 		cwnd += n;
 		acked -= n;
 	}
-	if (acked && ctl->ca_target_bytes) {
-		target = ctl->ca_target_bytes / mss;
+	if (acked && (ctl->ca_target_bytes || ctl->ca_ahead_us)) {
 		now = bpf_ktime_get_ns();
 		if (p->ca_epoch != ctl->ca_epoch) {    /* a new epoch: W_est starts at the window */
 			p->ca_epoch = ctl->ca_epoch;
@@ -171,7 +227,17 @@ static __always_inline void grow_per_ack(struct sock *sk, struct intcc_ccp_ctl *
 		}
 		p->est_acked += acked;
 		if (p->last_cwnd != cwnd || now - p->last_time_ns > CUBIC_RECALC_NS) {
-			__u32 cnt = target > cwnd ? cwnd / (target - cwnd) : 100 * cwnd;
+			__u32 cnt;
+
+			target = ctl->ca_target_bytes / mss;
+			if (ctl->ca_ahead_us) {
+				struct intcc_ccp_cubic *cs;
+
+				cs = bpf_sk_storage_get(&intcc_ccp_cubic, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+				if (cs)
+					target = curve_target(cs, ctl, cwnd, mss, now);
+			}
+			cnt = target > cwnd ? cwnd / (target - cwnd) : 100 * cwnd;
 
 			p->last_cwnd = cwnd;
 			p->last_time_ns = now;

@@ -126,6 +126,10 @@ pub struct Ctl {
     /// 0: an event per ACK, libccp folds; else the kernel folds the shared program and
     /// sends its reports (a new value starts a fresh fold)
     pub fold_gen: u32,
+    /// with ca_ahead_us: tcp_cubic's last_max_cwnd, the plateau of the curve the kernel follows
+    pub ca_w_max_bytes: u32,
+    /// the cubic curve per ACK in the kernel, this far ahead (delay_min, us; 0: ca_target_bytes)
+    pub ca_ahead_us: u32,
 }
 
 #[repr(C)]

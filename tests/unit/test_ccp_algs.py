@@ -701,6 +701,34 @@ def test_cubic_hands_congestion_avoidance_to_the_datapath_with_a_new_epoch_per_c
     assert dp.cwnd == 16 * MSS                            # the datapath's growth, taken once
 
 
+def test_cubic_gives_the_datapath_the_curve_to_follow_per_ack():
+    """The intcc datapath computes the cubic curve per ACK (tcp_cubic's bictcp_update) from
+    W_max (Linux's last_max_cwnd: 0 before any loss) delay_min ahead: the agent's per-report
+    target stood still for an RTT, seconds in a deep buffer."""
+    flow, dp = start(Cubic())
+    assert dp.fields["ca_w_max"] == 0 and dp.fields["ca_ahead"] == 1     # no loss, no RTT yet: on, 0 ahead
+    flow.on_report(report(acked=10 * MSS, delivered=10, inflight=20, grown=10, minrtt=30_000))
+    assert dp.fields["ca_ahead"] == 30_000
+    flow.on_report(report(acked=MSS, loss=1, inflight=20, grown=10))
+    assert dp.fields["ca_w_max"] == 20 * MSS and dp.cwnd == 14 * MSS
+    flow.on_report(report(acked=30 * MSS, delivered=30, inflight=14, grown=10))     # recovery over
+    grow_to(flow, 18 * MSS)
+    flow.on_report(report(acked=MSS, loss=1, inflight=18, grown=10))
+    # fast convergence: a loss below the last W_max lowers it to (1 + 0.7) / 2 of the window
+    assert dp.fields["ca_w_max"] == int(18 * 1.7 / 2) * MSS
+
+
+def test_cubic_takes_the_datapaths_curve_growth_once_also_right_after_hystart():
+    """After HyStart's exit (ssthresh was infinite: no fixed target went out) the datapath
+    already grows on its curve: the agent takes that growth and adds none of its own."""
+    flow, dp = start(Cubic())
+    for rtt, grown in [(20_000, 16), (20_500, 32), (24_100, 48)]:
+        flow.on_report(report(acked=16 * MSS, delivered=16, rtt_us=rtt, minrtt=rtt, inflight=100, grown=grown))
+    assert flow.ssthresh == dp.cwnd == 58 * MSS and dp.fields["ca_target"] == 0
+    flow.on_report(report(acked=58 * MSS, delivered=58, rtt_us=24_000, minrtt=24_000, inflight=58, grown=50))
+    assert dp.cwnd == 60 * MSS                            # the datapath's 2 segments, not more
+
+
 def test_cubic_begins_its_curve_at_the_cut_window_when_the_recovery_ends():
     """Linux starts the epoch on the ACK that ends the recovery, at the cut window. The
     datapath grows from there before the agent's next report; a curve begun at that grown
