@@ -24,6 +24,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -344,13 +345,21 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     extra = {}
     seed_losses(tb, spec.loss_seed)      # last thing before the flows: nothing else draws
     try:
-        if alg.competitor:
-            competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor,
-                                          sc.seconds - alg.competitor_delay_s, sc.interval_s, port=port + 1 + k,
-                                          start_delay_s=alg.competitor_delay_s) for k in range(alg.competitors)]
         competitor_ports = [port + 1 + k for k in range(alg.competitors)] if alg.competitor else []
+        # flows of the same start go together: none a round ahead of the others in slow start
+        together = threading.Barrier(1 + len(competitor_ports)) if competitor_ports and not alg.competitor_delay_s else None
         with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace:
-            out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port)
+            competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor,
+                                          sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
+                                          start_delay_s=alg.competitor_delay_s, start_together=together)
+                           for p in competitor_ports]
+            try:
+                out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port,
+                            start_together=together)
+            except BaseException:
+                if together is not None:
+                    together.abort()
+                raise
         if ktrace is not None:
             ktrace.write_csv(os.path.join(spec.run_dir, "kernel_trace.csv"))
             extra["kernel_trace"] = summarize_kernel_trace(ktrace.rows, port)

@@ -40,12 +40,27 @@ def tcp_counters(tb: Testbed, host: str) -> dict[str, int]:
     return out
 
 
+#: How long flows started together wait for each other's servers.
+START_TOGETHER_TIMEOUT_S = 30
+
+
 def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-          port: int = 5201) -> dict:
+          port: int = 5201, start_together: threading.Barrier | None = None) -> dict:
+    """One iperf3 flow, client -> server, its JSON output. ``start_together``: the clients
+    of flows sharing it start at once, when every server listens. Each started as soon as
+    its own server listened, the competitor (its thread started first) led flow 1 by up to
+    an RTT: in slow start beside it, flow 1 met the queue the competitor's first rounds
+    built and left slow start at 0.75 of its window."""
     srv = tb.popen(server, ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     try:
         tb.wait_listening(server, port)
+        if start_together is not None:
+            try:
+                start_together.wait(START_TOGETHER_TIMEOUT_S)
+            except threading.BrokenBarrierError:
+                raise RunFailed(f"iperf3 {client} -> {server}: the flows to start with it did not get ready "
+                                f"within {START_TOGETHER_TIMEOUT_S} s") from None
         try:
             res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
                                   "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
@@ -71,20 +86,22 @@ class BackgroundFlow:
     of several flows started together. ``join()`` returns its output or raises its error."""
 
     def __init__(self, tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-                 port: int, start_delay_s: float = 0.0):
+                 port: int, start_delay_s: float = 0.0, start_together: threading.Barrier | None = None):
         self.out: dict | None = None
         self.error: BaseException | None = None
         args = (tb, client, server, cca, seconds, interval_s)
-        self._thread = threading.Thread(target=self._run, args=(args, port, start_delay_s),
+        self._thread = threading.Thread(target=self._run, args=(args, port, start_delay_s, start_together),
                                         name=f"iperf-{client}-{port}", daemon=True)
         self._thread.start()
 
-    def _run(self, args, port, start_delay_s):
+    def _run(self, args, port, start_delay_s, start_together):
         try:
             time.sleep(start_delay_s)
-            self.out = iperf(*args, port=port)
+            self.out = iperf(*args, port=port, start_together=start_together)
         except BaseException as e:     # raised in join(), in the caller's thread
             self.error = e
+            if start_together is not None:
+                start_together.abort()     # the others go on alone, not after a timeout
 
     @property
     def running(self) -> bool:
