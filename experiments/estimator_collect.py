@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -104,12 +105,16 @@ def _check_vegas_agent(workdir: str):
 
 def start_flows(tb, plan: dict, seconds: float) -> list:
     """Flow 1 (s1 -> r1, port 5201, cca1) now and the competitor (s2 -> r2, ports 5202..,
-    cca2: comp_flows flows from comp_start_s on), each an iperf3 in a thread."""
-    flows = [BackgroundFlow(tb, "s1", "r1", _iperf_cca(plan["cca1"]), seconds, seconds, port=5201)]
+    cca2: comp_flows flows from comp_start_s on), each an iperf3 in a thread. Flows of
+    the same start go together (traffic.iperf: otherwise the thread started first leads)."""
     later = plan.get("comp_start_s", 0.0)
+    n_comp = plan.get("comp_flows", 1)
+    together = threading.Barrier(1 + n_comp) if not later else None
+    flows = [BackgroundFlow(tb, "s1", "r1", _iperf_cca(plan["cca1"]), seconds, seconds, port=5201,
+                            start_together=together)]
     flows += [BackgroundFlow(tb, "s2", "r2", _iperf_cca(plan["cca2"]), seconds - later, seconds - later, 5202 + k,
-                             start_delay_s=later)
-              for k in range(plan.get("comp_flows", 1))]
+                             start_delay_s=later, start_together=together)
+              for k in range(n_comp)]
     return flows
 
 
