@@ -353,13 +353,8 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
                                           start_delay_s=alg.competitor_delay_s, start_together=together)
                            for p in competitor_ports]
-            try:
-                out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port,
-                            start_together=together)
-            except BaseException:
-                if together is not None:
-                    together.abort()
-                raise
+            out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port,
+                        start_together=together)
         if ktrace is not None:
             ktrace.write_csv(os.path.join(spec.run_dir, "kernel_trace.csv"))
             extra["kernel_trace"] = summarize_kernel_trace(ktrace.rows, port)

@@ -54,13 +54,17 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
     srv = tb.popen(server, ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     try:
-        tb.wait_listening(server, port)
-        if start_together is not None:
-            try:
+        try:
+            tb.wait_listening(server, port)
+            if start_together is not None:
                 start_together.wait(START_TOGETHER_TIMEOUT_S)
-            except threading.BrokenBarrierError:
-                raise RunFailed(f"iperf3 {client} -> {server}: the flows to start with it did not get ready "
-                                f"within {START_TOGETHER_TIMEOUT_S} s") from None
+        except threading.BrokenBarrierError:
+            raise RunFailed(f"iperf3 {client} -> {server}: the flows to start with it did not get ready "
+                            f"within {START_TOGETHER_TIMEOUT_S} s") from None
+        except BaseException:
+            if start_together is not None:
+                start_together.abort()     # the others go on to fail at once, not after the timeout
+            raise
         try:
             res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
                                   "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
@@ -100,8 +104,6 @@ class BackgroundFlow:
             self.out = iperf(*args, port=port, start_together=start_together)
         except BaseException as e:     # raised in join(), in the caller's thread
             self.error = e
-            if start_together is not None:
-                start_together.abort()     # the others go on alone, not after a timeout
 
     @property
     def running(self) -> bool:
