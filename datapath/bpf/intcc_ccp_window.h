@@ -176,8 +176,9 @@ static __always_inline __u32 curve_target(struct intcc_ccp_cubic *cs, struct int
 /* Window growth on the ACK that earns it, as the kernel's, with the agent's parameters
  * (intcc_ccp_ctl; the agent decides once per round): slow start up to ss_until
  * (tcp_slow_start), then congestion avoidance as tcp_cubic's bictcp_cong_avoid towards
- * the cubic curve (curve_target, from the agent's W_max) or the agent's fixed target, with the Reno-friendly W_est
- * counted here per ACK, and tcp_cong_avoid_ai's credit in snd_cwnd_cnt. Only on ACKs
+ * the cubic curve (curve_target, from the agent's W_max) or else the agent's fixed
+ * target, with the Reno-friendly W_est counted here per ACK, and tcp_cong_avoid_ai's
+ * credit in snd_cwnd_cnt. Only on ACKs
  * that ack new data (tcp_may_raise_cwnd), not in a recovery (PRR runs there).
  * Growth decided in the agent reached the kernel an ACK later: the segment it released
  * went out with the next ACK, at 2-3 segment windows often an RTT later (ccp cubic 7 %
