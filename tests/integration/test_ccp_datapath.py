@@ -390,22 +390,48 @@ def test_slow_start_grows_the_window_on_the_ack_that_earns_it_as_the_kernels(tb,
     assert on_time >= 0.9 * len(before_cut), list(zip(delivered, grown))
 
 
+def slow_start_exit(rows) -> tuple[int, str]:
+    """The window at which slow start ended (the first ACK after which the window grew
+    less than 10 % in a base RTT: slow start grows it a packet per ACK, ~17 per RTT on
+    this hop, cubic before its first loss 5 % per RTT), or 0 when a loss ended it; and
+    the first 0.3 s of the window as text, for a failure's message."""
+    from experiments.kernel_trace import data_port
+    port = data_port(rows)
+    ours = [r for r in rows if r["sport"] == port]
+    probes = [(float(r["t_s"]), r["cwnd_pkts"], r["srtt_us"]) for r in ours if r["event"] == "tcp_probe"]
+    t0 = probes[0][0]                     # (tracefs text: the times are strings)
+    window_text = " ".join(f"{t - t0:.3f}:{w}" for t, w, _ in probes if t - t0 < 0.3)
+    look_ahead_s = min(srtt for _, _, srtt in probes) / 1e6
+    for i, (t, w, _) in enumerate(probes):
+        later = next((w2 for t2, w2, _ in probes[i:] if t2 >= t + look_ahead_s), None)
+        if later is None:
+            break
+        if w > 10 and later < 1.1 * w:         # (10: the first round, iperf3's cookie alone)
+            lost = any(r["event"] == "tcp_cong_state_set" and r["ca_state"] in ("recovery", "loss")
+                       and float(r["t_s"]) <= t + look_ahead_s for r in ours)
+            return (0 if lost else w), window_text
+    return 0, window_text
+
+
 def test_hystart_ends_slow_start_at_the_kernels_window(tb, dp, agent_factory):
     """HyStart's delay detection per ACK in the datapath (register ss_exit_rtt), as
     tcp_cubic: slow start ends in the round the queue shows, at kernel cubic's window.
-    Decided only at the agent's reports it ended a round late, at twice the window."""
-    from experiments.kernel_trace import data_port
-
-    def slow_start_peak(rows):
-        port = data_port(rows)
-        probes = [r for r in rows if r["sport"] == port and r["event"] == "tcp_probe"]
-        t0 = float(probes[0]["t_s"])            # (tracefs text: the times are strings)
-        return max(r["cwnd_pkts"] for r in probes if float(r["t_s"]) - t0 < 0.6)   # ~25 RTTs: slow start and a bit
-
-    kernel = slow_start_peak(traced_lossy_ccp_flow(tb, port=5217, seconds=2, loss_pct=0, cca="cubic")[0])
+    Decided only at the agent's reports it ended a round late, at twice the window.
+    On this hop both kernel cubic and ccp cubic end slow start at ~50 packets or, when
+    the first samples of that round miss the queue, a round later at ~100: a pair that
+    disagrees is tried again (twice), a round-late ccp disagrees every time."""
     agent_factory("cubic")
-    ccp = slow_start_peak(traced_lossy_ccp_flow(tb, port=5218, seconds=2, loss_pct=0)[0])
-    assert kernel < 100 and 0.75 * kernel <= ccp <= 1.35 * kernel, (kernel, ccp)
+    pairs = []
+    for attempt in range(3):
+        kernel = slow_start_exit(traced_lossy_ccp_flow(tb, port=5217 + 2 * attempt, seconds=1,
+                                                       loss_pct=0, cca="cubic")[0])
+        ccp = slow_start_exit(traced_lossy_ccp_flow(tb, port=5218 + 2 * attempt, seconds=1, loss_pct=0)[0])
+        pairs.append((kernel, ccp))
+        if kernel[0] and 0.75 * kernel[0] <= ccp[0] <= 1.35 * kernel[0]:
+            return
+    pytest.fail("slow start's end, (kernel, ccp) windows (0: a loss ended it): "
+                f"{[(k[0], c[0]) for k, c in pairs]}; last pair's windows:\nkernel {pairs[-1][0][1]}\n"
+                f"ccp {pairs[-1][1][1]}")
 
 
 def test_a_restarted_datapath_takes_back_the_flows_of_the_one_that_died(tb, dp, agent_factory):

@@ -106,19 +106,34 @@ def test_int_is_on_the_wireless_hop_and_gone_at_the_receiver(tb, tmp_path):
     assert nxt and all(x == "58" for x in nxt)   # ICMPv6 right after the IPv6 header
 
 
+# Where else a packet of a flow can be lost on the way, each counted: the nodes' packet
+# sockets (ring full), queues, sends; the receiving host's UDP socket buffer.
+OTHER_DROP_COUNTERS = ("kernel_drops", "drops", "send_drops")
+
+
+def other_drops(tb) -> int:
+    nodes = sum(c.get(name, 0) for node in ("ap1", "ap2") for c in tb.counters(node).values()
+                for name in OTHER_DROP_COUNTERS)
+    snmp = tb.run("sta2", ["cat", "/proc/net/snmp6"]).stdout.split()
+    receiver = int(snmp[snmp.index("Udp6RcvbufErrors") + 1])
+    return nodes + receiver
+
+
 def test_configured_loss_is_measured_within_one_point(tb):
     tb.write("ap1", "wl1", "loss", "5%")
     try:
-        before = tb.counters("ap1")["wl1"]
+        before, other_before = tb.counters("ap1")["wl1"], other_drops(tb)
         out = udp_flow(tb, "sta1", "sta2", rate_mbps=4, seconds=5, port=5202, length=200)
-        after = tb.counters("ap1")["wl1"]
+        after, other = tb.counters("ap1")["wl1"], other_drops(tb) - other_before
     finally:
         tb.write("ap1", "wl1", "loss", "0")
     lost = after["link_losses"] - before["link_losses"]
     sent = lost + after["passed"] - before["passed"]
-    assert sent >= 10000
+    assert sent >= 5000, sent            # 1 point is 3 sigma at 5000 (12500 sent; a loaded node reads fewer)
     assert abs(lost / sent - 0.05) <= 0.01, (lost, sent)
-    assert abs(out["loss_fraction"] - 0.05) <= 0.01, out   # what the receiver saw agrees
+    # what the receiver saw agrees: the link's losses and, on a loaded machine, the other
+    # counted drops (a node late to read its ring: 6.2 % seen once in CI)
+    assert abs(out["loss_fraction"] - (lost + other) / out["sent"]) <= 0.01, (out, lost, other)
 
 
 def _raw_send(tb, host, frames):
