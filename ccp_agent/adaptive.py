@@ -1,6 +1,7 @@
 """``intcc alg run adaptive``: every ``ccp`` flow starts on one algorithm and moves to
 another when the estimator's verdict on its competitor says so (switching.py), live,
-with its state carried over (ccp_algs/handover.py).
+with its state carried over (ccp_algs/handover.py), and, where the estimator reads the
+sink's telemetry, at the competitor's rate at the bottleneck (``match_rate``).
 
 The estimator runs in a child process (estimation.py); the agent reads its verdicts at
 each report without waiting. Every switch goes to the trace (event ``switch``), to the
@@ -47,7 +48,8 @@ class AdaptiveFlow(HostedFlow):
             return
         before = self.current
         why = f"verdict {v.estimate} ({v.confidence:.0%} of {sum(v.votes.values())}), {self.host.policy.policy}"
-        self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None)
+        ratio = v.competitor_rate_ratio if self.host.match_rate else None
+        self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None, rate_ratio=ratio)
         self.in_control_since = time.monotonic()
         log.info("flow %s: %s -> %s on %s", self.sid, before, target, why)
         self.host.announce_switch(self, before, target, v)
@@ -57,9 +59,11 @@ class Adaptive(Host):
     name = "adaptive"
     summary = "Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."
 
-    def __init__(self, algorithms, initial: str, policy: SwitchPolicy, estimation=None, trace=None, **kwargs):
+    def __init__(self, algorithms, initial: str, policy: SwitchPolicy, estimation=None, match_rate: bool = False,
+                 trace=None, **kwargs):
         super().__init__(algorithms, initial, trace=trace, **kwargs)
         self.policy = policy
+        self.match_rate = match_rate            # a switch takes the verdict's competitor rate (INT)
         self.estimation = estimation            # EstimatorProcess (None: no verdicts, no switches)
         self.flows = weakref.WeakValueDictionary()   # sid -> AdaptiveFlow, while portus keeps it
         self.failed: set = set()                # flows whose estimation failed (logged once each)

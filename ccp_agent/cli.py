@@ -160,13 +160,17 @@ for _name in ALGORITHMS:
               help="no estimates in a flow's first seconds, or a new algorithm's (out of the model's training)")
 @click.option("--min-votes", type=click.IntRange(min=1), default=10, show_default=True,
               help="a verdict from fewer estimates (a vote just begun) changes nothing")
+@click.option("--match-rate/--no-match-rate", default=True, show_default=True,
+              help="a switch also brings the flow to its competitor's rate at the bottleneck (INT models: the "
+                   "sink's hop records): the new CCA goes on from the window the competitor has, not the gap "
+                   "the old one left")
 @click.option("--broker", "broker_url",
               help="publish verdicts and switches on intcc/v1/estimate/<flow-id>; a model trained with INT "
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
-                 min_confidence, warmup_s, min_votes, broker_url, ipc, trace, verbose, state_dir, decisions_url,
-                 pins=()):
+                 min_confidence, warmup_s, min_votes, match_rate, broker_url, ipc, trace, verbose, state_dir,
+                 decisions_url, pins=()):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
     from ccp_algs.handover import HandoverError
     from ccp_algs.registry import UnknownAlgorithm
@@ -205,7 +209,8 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
     try:
         def make(caps):
             try:
-                return Adaptive(hosted, initial, switch_policy, estimation, trace=trace, capabilities=caps)
+                return Adaptive(hosted, initial, switch_policy, estimation, match_rate=match_rate, trace=trace,
+                                capabilities=caps)
             except HandoverError as e:
                 raise click.ClickException(str(e))
         _run(make, ipc, verbose, state_dir, decisions_url or broker_url, pins)

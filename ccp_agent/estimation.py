@@ -49,6 +49,7 @@ class Verdict:
     votes: dict
     t_s: float                   # since the flow's estimation (re)started
     sent_mono_ns: int = 0        # CLOCK_MONOTONIC when the child sent it (latency figures)
+    competitor_rate_ratio: float | None = None    # estimator.online.Step's (INT models)
 
 
 class _Watched:
@@ -134,10 +135,9 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
         publisher = Publisher(broker_url)
         if _uses_int(model):
             from broker.subscriber import TelemetryView
-            from estimator.int_features import uses_flows
             from telemetry.schema import FLOW_TOPIC, HOP_TOPIC, FlowRecord, HopRecord
-            topics = (FLOW_TOPIC.format(flow_id="+"),) + ((HOP_TOPIC.format(node_id="+"),)
-                                                          if uses_flows(model.feature_names) else ())
+            # hop records for every INT model: the competitors' rates a switch matches
+            topics = (FLOW_TOPIC.format(flow_id="+"), HOP_TOPIC.format(node_id="+"))
             view = TelemetryView(broker_url, topics=topics)
             view.on_record(lambda rec, topic: records.append(rec) if isinstance(rec, (FlowRecord, HopRecord))
                            else None)
@@ -202,7 +202,7 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
                     continue
                 v = step.verdict
                 conn.send(("verdict", sid, Verdict(sid, step.flow_id, v.estimate, v.confidence, v.votes, step.t_s,
-                                                    time.monotonic_ns())))
+                                                    time.monotonic_ns(), step.competitor_rate_ratio)))
                 if publisher is not None:
                     publisher.publish(w.est.record(step))
     except BrokenPipeError:

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+#: how far a switch moves a flow's rate towards its competitor's (clamped: a ratio from a
+#: flow with a handful of packets at the bottleneck says little)
+RATE_RATIO_RANGE = (1 / 16, 16.0)
 
 
 @dataclass
@@ -24,3 +28,18 @@ class FlowState:
         """An algorithm that must have an ssthresh gets the window when there is none: it
         goes on in congestion avoidance, never slow-starts from a full window."""
         return self.cwnd_bytes if math.isinf(self.ssthresh_bytes) else self.ssthresh_bytes
+
+    def at_rate_ratio(self, ratio: float, min_cwnd_bytes: float = 0.0) -> "FlowState":
+        """The state of this flow at ``ratio`` times its rate (a competitor's, measured at
+        the bottleneck), so that two flows of one CCA go on from equal windows, as they
+        would had they started together: a switch leaves the gap the flow's earlier CCA
+        built, and AIMD in a deep buffer closes it over minutes. Down: the window and
+        ssthresh scaled at once. Up: reached by slow start (ssthresh), not sent as one
+        burst into the queue. The bandwidth estimate (BBR's) scales alike."""
+        ratio = min(max(ratio, RATE_RATIO_RANGE[0]), RATE_RATIO_RANGE[1])
+        if ratio < 1:
+            cwnd = max(self.cwnd_bytes * ratio, min(min_cwnd_bytes, self.cwnd_bytes))
+            ssthresh = self.ssthresh_bytes if math.isinf(self.ssthresh_bytes) else cwnd
+        else:
+            cwnd, ssthresh = self.cwnd_bytes, self.cwnd_bytes * ratio
+        return replace(self, cwnd_bytes=cwnd, ssthresh_bytes=ssthresh, bw_bytes_per_s=self.bw_bytes_per_s * ratio)

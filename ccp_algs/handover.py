@@ -75,13 +75,19 @@ class HostedFlow:
         s.loss_seen = self.loss_seen
         return s
 
-    def switch(self, name: str, why: str = "", cause_mono_ns: int | None = None) -> FlowState:
-        """Hand the flow to algorithm ``name`` (one of the host's); returns the state carried."""
+    def switch(self, name: str, why: str = "", cause_mono_ns: int | None = None,
+               rate_ratio: float | None = None) -> FlowState:
+        """Hand the flow to algorithm ``name`` (one of the host's); returns the state carried.
+        ``rate_ratio``: the new algorithm starts at that times the flow's rate (a competitor's
+        over this flow's: FlowState.at_rate_ratio)."""
         if name not in self.host.algorithms:
             raise HandoverError(f"no algorithm {name!r} in this agent: {', '.join(self.host.algorithms)}")
         if name == self.current:
             return self.state()
         state = self.state()
+        if rate_ratio is not None:
+            state = state.at_rate_ratio(rate_ratio, min_cwnd_bytes=2 * self.flow.mss)
+            why = (why + ", " if why else "") + f"the competitor's rate: x{rate_ratio:.3g}"
         new = self.host.algorithms[name].new_flow(_Quiet(), self.info)
         new.datapath = self.datapath
         new.adopt(state)

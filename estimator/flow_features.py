@@ -56,6 +56,7 @@ import numpy as np
 WINDOW_S = 30.0
 TOP_BIN_S = 0.2
 MIN_FLOW_SHARE = 0.1
+RATE_WINDOW_S = 2.0              # competitor_rate_ratio: some RTTs, a sawtooth or BBR's gain cycle
 AC_LAGS_RTTS = (2, 4, 6, 8, 10)
 FLOW_FEATURES = ("tf_flows_x", "tf_rate_x", "tf_top_share_x", "tf_top_p10_x", "tf_top_cv_x") \
     + tuple(f"tf_top_ac{lag}_x" for lag in AC_LAGS_RTTS)
@@ -284,3 +285,27 @@ class HopFlows:
             for k, fid in enumerate(ids):
                 packets[k, j] = flows.get(fid, 0)
         return CompetitorSeries([r[0] for r in rows], [r[1] for r in rows], packets)
+
+    def competitor_rate_ratio(self, node_id: int | None, own_flow_id: str | None,
+                              window_s: float = RATE_WINDOW_S) -> float | None:
+        """The mean competitor's packet rate over this flow's at ``node_id``, over the last
+        ``window_s`` of hop records: the competitors are the flows that carried at least
+        MIN_FLOW_SHARE of the others' packets (not iperf3's control connections). None
+        without records covering half the window, without a competitor, or without a
+        packet of this flow (it has no rate to scale)."""
+        rows = list(self._nodes.get(node_id, ()))
+        if not rows or own_flow_id is None:
+            return None
+        recent = [r for r in rows if r[0] > rows[-1][0] - window_s]
+        if sum(span for _, span, _ in recent) < window_s / 2:
+            return None
+        totals: dict = {}
+        for _, _, flows in recent:
+            for fid, k in flows.items():
+                totals[fid] = totals.get(fid, 0) + k
+        own = totals.pop(own_flow_id, 0)
+        others = sum(totals.values())
+        competitors = [k for k in totals.values() if k >= MIN_FLOW_SHARE * others]
+        if own <= 0 or not competitors:
+            return None
+        return sum(competitors) / len(competitors) / own

@@ -34,6 +34,9 @@ class Step:
     flow_id: str | None
     estimate: str | None       # this step's raw estimate
     verdict: Verdict
+    # the mean competitor's packet rate over this flow's at the bottleneck, last 2 s (INT
+    # models, from the sink's hop records; None otherwise): what a switch can match
+    competitor_rate_ratio: float | None = None
 
 
 class OnlineEstimator:
@@ -111,7 +114,9 @@ class OnlineEstimator:
         self.estimates += 1
         tup = self.observer.flow_tuple()
         fid = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3]) if tup else None
-        return Step(time.monotonic() - self.t0, fid, est, self.vote.update(est))
+        ratio = self.hop_flows.competitor_rate_ratio(self.telemetry.bottleneck_node(), self.telemetry.flow_id) \
+            if self.uses_int else None
+        return Step(time.monotonic() - self.t0, fid, est, self.vote.update(est), ratio)
 
     def record(self, step: Step) -> EstimateRecord:
         v = step.verdict

@@ -39,11 +39,12 @@ class ScriptedEstimation:
         return out
 
 
-def adaptive(min_dwell_s=0.0, trace=None):
+def adaptive(min_dwell_s=0.0, trace=None, match_rate=False):
     est = ScriptedEstimation()
     policy = SwitchPolicy("mirror", ("bbr", "cubic", "reno"), ("bbr", "cubic", "reno", "vegas"),
                           min_dwell_s=min_dwell_s, min_confidence=0.6)
-    alg = Adaptive({"cubic": Cubic(), "bbr": Bbr(seed=1), "reno": Reno()}, "cubic", policy, est, trace=trace)
+    alg = Adaptive({"cubic": Cubic(), "bbr": Bbr(seed=1), "reno": Reno()}, "cubic", policy, est,
+                   match_rate=match_rate, trace=trace)
     dp = MockDatapath(alg.datapath_programs())
     return alg.new_flow(dp, datapath_info(mss=MSS)), dp, est
 
@@ -54,9 +55,10 @@ def tick(flow):
     flow.on_report(r)
 
 
-def verdict(estimate, confidence, n=50):
+def verdict(estimate, confidence, n=50, competitor_rate_ratio=None):
     top = round(n * confidence)
-    return Verdict(1, FID, estimate, confidence, {estimate: top, "vegas": n - top}, 10.0)
+    return Verdict(1, FID, estimate, confidence, {estimate: top, "vegas": n - top}, 10.0,
+                   competitor_rate_ratio=competitor_rate_ratio)
 
 
 def test_a_stable_verdict_switches_the_flow_and_is_announced(tmp_path):
@@ -73,6 +75,17 @@ def test_a_stable_verdict_switches_the_flow_and_is_announced(tmp_path):
     assert isinstance(rec, SwitchRecord) and (rec.from_cca, rec.to_cca, rec.verdict) == ("cubic", "bbr", "bbr")
     assert "cubic -> bbr: verdict bbr (90% of 50), mirror" in (tmp_path / "t.csv").read_text()
     assert any(",verdict," in row and ",bbr (90% of 50)," in row for row in (tmp_path / "t.csv").read_text().splitlines())
+
+
+def test_a_switch_matches_the_competitors_rate_where_asked_and_measured():
+    for match_rate, ratio, cwnd_after in ((True, 0.5, 10 * MSS), (False, 0.5, 20 * MSS), (True, None, 20 * MSS)):
+        flow, dp, est = adaptive(match_rate=match_rate)
+        flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
+        flow.loss_seen = True
+        tick(flow)
+        est.inbox.append(("verdict", 1, verdict("reno", 0.9, competitor_rate_ratio=ratio)))
+        tick(flow)
+        assert flow.current == "reno" and dp.cwnd == cwnd_after, (match_rate, ratio)
 
 
 def test_no_switch_on_a_weak_verdict_or_within_the_dwell_time():

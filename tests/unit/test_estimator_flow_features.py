@@ -168,3 +168,29 @@ def test_live_hop_records_give_the_offline_dips():
     at = np.array([T0 + 12.0, T0 + 29.99])
     np.testing.assert_allclose(flow_dips(live.competitors(1, own), at),
                                flow_dips(CompetitorSeries.from_bins(c, T0), at), atol=0.01)
+
+
+def _hop_records(per_10ms: dict, seconds: float, node_id: int = 1, t0_s: float = T0) -> HopFlows:
+    live = HopFlows()
+    for k in range(int(seconds * 100)):
+        live.add(HopRecord(node_id=node_id, ts_ns=int(round((t0_s + (k + 1) * 0.01) * 1e9)), queue_depth_bytes=0,
+                           queue_depth_pkts=0, queue_capacity_bytes=0, queue_drops=0, link_losses=0,
+                           data_rate_kbps=0, arrival_rate_pps=0, flow_count=len(per_10ms), interval_ms=10.0,
+                           top_flows=[[fid, k] for fid, k in per_10ms.items() if k]))
+    return live
+
+
+def test_the_competitors_rate_ratio_is_read_from_their_own_packets_at_the_node():
+    own = "00000000000000a1"
+    # one competitor at 3x this flow's rate, and a control connection that barely sends
+    live = _hop_records({own: 2, "00000000000000b1": 6, "00000000000000c1": 0}, seconds=3)
+    assert live.competitor_rate_ratio(1, own) == pytest.approx(3.0)
+    # two competitors, 1x and 3x: their mean, 2x; the control connection (1 % of theirs) left out
+    live = _hop_records({own: 4, "00000000000000b1": 4, "00000000000000b2": 12, "00000000000000c1": 1}, seconds=3)
+    assert live.competitor_rate_ratio(1, own) == pytest.approx(2.0)
+    # none where the node has no records of it, no competitor, or too short a record
+    assert live.competitor_rate_ratio(2, own) is None
+    assert _hop_records({own: 5}, seconds=3).competitor_rate_ratio(1, own) is None
+    assert _hop_records({own: 2, "00000000000000b1": 6}, seconds=0.5).competitor_rate_ratio(1, own) is None
+    # a starved flow (none of its packets in the window) has no rate to scale
+    assert _hop_records({own: 0, "00000000000000b1": 6}, seconds=3).competitor_rate_ratio(1, own) is None

@@ -172,3 +172,28 @@ def test_an_unknown_target_is_named():
         flow.switch("bbr-v3")
     with pytest.raises(HandoverError, match="initial algorithm 'bbr2'"):
         Host({"cubic": Cubic()}, initial="bbr2")
+
+
+def test_a_switch_at_the_competitors_rate_goes_on_from_its_window():
+    """rate_ratio: the competitor's rate over the flow's at the bottleneck. Down at once
+    (window, ssthresh, bandwidth); up by slow start to the competitor's window, never as
+    one burst; clamped to 1/16..16; CUBIC's curve plateaus at the window it grows to."""
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 80.0 * MSS
+    grow(flow)
+    flow.loss_seen = True
+    flow.switch("reno", rate_ratio=0.25)
+    assert dp.cwnd == 20 * MSS and flow.flow.ssthresh == 20 * MSS
+    flow.switch("bbr", rate_ratio=0.5)
+    assert flow.flow.bw == pytest.approx(1_250_000 * 0.5) and dp.cwnd == 10 * MSS
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
+    grow(flow)
+    flow.loss_seen = True
+    flow.switch("reno", rate_ratio=3.0)
+    assert dp.cwnd == 20 * MSS and flow.flow.ssthresh == 60 * MSS and dp.fields["ss_until"] == 60 * MSS
+    flow.switch("cubic", rate_ratio=1.5)
+    assert dp.cwnd == 20 * MSS and flow.flow.ssthresh == 30 * MSS and flow.flow.w_max == 30 * MSS
+    flow.switch("reno", rate_ratio=1e-6)
+    assert dp.cwnd == 2 * MSS                              # 1/16 of 20 segments: at least 2
+    assert "the competitor's rate: x1e-06" in flow.switches[-1]["why"]
