@@ -84,8 +84,9 @@ class Adaptive(Host):
                 flow = self.flows.get(sid)
                 if flow is not None:
                     flow.consider(body)
-                log.debug("flow %s: verdict %s (%.0f%% of %d)", sid, body.estimate, 100 * body.confidence,
-                          sum(body.votes.values()))
+                log.debug("flow %s: verdict %s (%.0f%% of %d), competitor's rate x%s", sid, body.estimate,
+                          100 * body.confidence, sum(body.votes.values()),
+                          "?" if body.competitor_rate_ratio is None else f"{body.competitor_rate_ratio:.3g}")
             elif sid not in self.failed:
                 self.failed.add(sid)
                 who = f"flow {sid}" if sid is not None else "every flow"

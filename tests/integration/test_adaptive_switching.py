@@ -101,9 +101,12 @@ def run_adaptive(bench, tmp_path, competitor: str, seconds: int = 25):
 def test_the_int_estimator_in_the_agent_votes_on_the_live_flow(bench, tmp_path):
     """The mechanism, whatever the verdicts say: telemetry reaches the child's estimator
     (an INT model makes no estimate without it), a verdict per interval after the
-    warm-up, every switch in the trace made from a verdict, and the flow never stalls."""
+    warm-up, with the competitor's rate from the sink's hop records (what a switch
+    matches), every switch in the trace made from a verdict, and the flow never stalls."""
     switches, goodputs, log = run_adaptive(bench, tmp_path, "bbr", seconds=20)
-    assert all("verdict" in why for _, why in switches), switches
+    rates = [line.rsplit(" x", 1)[1] for line in log.splitlines() if ": verdict " in line]
+    assert sum(r != "?" for r in rates) >= 0.8 * len(rates), rates
+    assert all("verdict" in why and "the competitor's rate" in why for _, why in switches), switches
     assert min(goodputs) > 0, goodputs
 
 
