@@ -33,7 +33,6 @@ Subclasses (cubic_int.py) change two decisions: the backoff on a loss
 from __future__ import annotations
 
 import math
-
 import time
 
 from .base import Algorithm, Report, WindowFlow
