@@ -32,7 +32,6 @@ Subclasses (cubic_int.py) change two decisions: the backoff on a loss
 """
 from __future__ import annotations
 
-import math
 import time
 
 from .base import Algorithm, Report, WindowFlow
@@ -70,7 +69,7 @@ class CubicFlow(WindowFlow):
         """A curve from the window taken over (W_max there: the plateau, then probing), or
         from the ssthresh it is to slow-start to (a switch to a competitor's larger rate), a
         new epoch on the next congestion-avoidance ACK; HyStart's minimum RTT carried."""
-        self.w_max = float(max(state.cwnd_bytes, 0 if math.isinf(state.ssthresh_bytes) else state.ssthresh_bytes))
+        self.w_max = float(max(state.cwnd_bytes, state.ssthresh_or_window))
         self.delay_min_us = int(state.min_rtt_us) if state.min_rtt_us else None
         self.epoch_start_s = None
         self.epoch_end_pkts = int(state.cwnd_bytes // self.mss)
