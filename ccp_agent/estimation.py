@@ -30,7 +30,7 @@ from types import SimpleNamespace
 
 from .child import fork_child, stop_child
 
-from .flows import FlowDirectory, LocateError, locate_socket
+from .flows import FlowDirectory, LocateError, locate_socket, socket_min_rtt_s
 
 SWEEP_S = 2.0          # how often the child drops flows the datapath no longer lists
 #: Telemetry kept for flows whose capture has not started yet: a flow's estimator reads
@@ -77,6 +77,7 @@ class _Watched:
             raise LocateError(f"flow {self.sid} is not in the datapath's flows.json")
         ns, iface = locate_socket(entry["src"], entry["sport"], entry["dst"], entry["dport"])
         self.est.expect_flow(entry["src"], entry["dst"], entry["sport"], entry["dport"])
+        self.est.base_rtt_hint_s = socket_min_rtt_s(ns, entry["sport"], entry["dport"])
         self.est.observer.sender = ipaddress.ip_address(entry["src"]).packed
         fd, self.pcap = tempfile.mkstemp(prefix=f"intcc-adaptive-{self.sid}-", suffix=".pcap")
         os.close(fd)

@@ -28,6 +28,12 @@ from .model import CCAEstimator
 from .vote import MajorityVote, Verdict, first_stable_correct
 
 
+#: The capture's busiest flow is taken as the observed one once it has sent this much
+#: payload: ten full segments, more than iperf3's control connection ever carries.
+OBSERVED_FLOW_MIN_BYTES = 14_480
+EARLY_RECORDS_MAX = 20_000
+
+
 @dataclass
 class Step:
     t_s: float                 # since observation started
@@ -53,6 +59,14 @@ class OnlineEstimator:
         self.telemetry = IntSeries()
         self._first_record_ns = None
         self._early_hops: deque = deque(maxlen=1000)
+        # FlowRecords that came before the capture showed which flow is observed (iperf3's
+        # control connection carries the first payload; latching onto it kept a flow's
+        # records out for the whole run); more than this are counted and left out
+        self._early_records: deque = deque()
+        self.early_records_dropped = 0
+        # the flow's min RTT from before the capture began (the kernel's, for a flow found
+        # running): the base RTT the INT features scale by is the smaller of it and the capture's
+        self.base_rtt_hint_s: float | None = None
 
     def expect_flow(self, src: str, dst: str, sport: int, dport: int):
         """The observed flow's tuple, known before its capture has seen a packet (the
@@ -60,12 +74,30 @@ class OnlineEstimator:
         self.telemetry.flow_id = flow_id(src, dst, PROTO_TCP, int(sport), int(dport))
 
     def add_telemetry(self, rec) -> bool:
-        """A FlowRecord from the sink; kept if it is the observed flow's."""
-        if self.telemetry.flow_id is None:
-            tup = self.observer.flow_tuple()
-            if tup is None:
-                return False
-            self.telemetry.flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
+        """A FlowRecord from the sink; kept if it is the observed flow's. Without
+        ``expect_flow`` the observed flow is the capture's busiest once it has sent
+        OBSERVED_FLOW_MIN_BYTES; records before then wait, and are sorted then."""
+        if self.telemetry.flow_id is None and not self._resolve_flow():
+            if len(self._early_records) < EARLY_RECORDS_MAX:
+                self._early_records.append(rec)
+            else:
+                self.early_records_dropped += 1
+            return False
+        return self._keep(rec)
+
+    def _resolve_flow(self) -> bool:
+        """Name the observed flow from the capture, if it can yet, and replay the records
+        that waited for it."""
+        key, f = self.observer.busiest()
+        if key is None or f.payload < OBSERVED_FLOW_MIN_BYTES:
+            return False
+        tup = self.observer.flow_tuple()
+        self.telemetry.flow_id = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3])
+        while self._early_records:
+            self._keep(self._early_records.popleft())
+        return True
+
+    def _keep(self, rec) -> bool:
         if not self.telemetry.add(rec):
             return False
         if self._first_record_ns is None:
@@ -97,10 +129,12 @@ class OnlineEstimator:
             trace = self.observer.trace()
             x = features(trace)[-1:]
             if self.uses_int:
+                if self.telemetry.flow_id is None:
+                    self._resolve_flow()
                 series = self.telemetry.array()
                 if series is None or len(series) < 2:
                     return None
-                at, base = trace.ack_t[-1:], float(np.min(trace.rtt_s))
+                at, base = trace.ack_t[-1:], self.base_rtt_s(trace)
                 parts = [x, int_features(series, at, base)]
                 if self.uses_flows:
                     comp = self.hop_flows.competitors(self.telemetry.bottleneck_node(), self.telemetry.flow_id)
@@ -117,6 +151,11 @@ class OnlineEstimator:
         ratio = self.hop_flows.competitor_rate_ratio(self.telemetry.bottleneck_node(), self.telemetry.flow_id) \
             if self.uses_int else None
         return Step(time.monotonic() - self.t0, fid, est, self.vote.update(est), ratio)
+
+    def base_rtt_s(self, trace) -> float:
+        """The flow's base RTT: the capture's smallest sample, or the hint if smaller."""
+        seen = float(np.min(trace.rtt_s))
+        return min(seen, self.base_rtt_hint_s) if self.base_rtt_hint_s else seen
 
     def record(self, step: Step) -> EstimateRecord:
         v = step.verdict

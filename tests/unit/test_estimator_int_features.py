@@ -3,6 +3,8 @@ window statistics checked against a plain loop, and datasets with and without th
 import json
 import os
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -181,6 +183,9 @@ class FakeObserver:
     def flow_tuple(self):
         return ("fd00::1", "fd00::2", 4000, 5201)
 
+    def busiest(self):
+        return self.flow_tuple(), SimpleNamespace(payload=500 * 1428)
+
 
 def flow_record(fid, ts_s, depth):
     from telemetry.schema import FlowRecord, HopState
@@ -215,6 +220,60 @@ def test_online_estimates_with_int_features_wait_for_the_flows_telemetry():
     foreign = CCAEstimator(feature_names=("a", "b"))
     with pytest.raises(TraceError, match="not ones this intcc computes"):
         OnlineEstimator(foreign, "cubic")
+
+
+def test_the_observed_flow_is_the_data_connection_not_iperf3s_control_connection():
+    """Without expect_flow the flow is the capture's busiest; iperf3's control connection
+    carries the first payload, and records that came then wait until the data connection
+    has sent enough to be named (latched onto the control connection, a live run kept 5
+    of ~3,000 records, and the INT model estimated from them)."""
+    import ipaddress
+    from telemetry.flowid import PROTO_TCP, flow_id
+    from estimator.model import CCAEstimator
+    from estimator.online import OBSERVED_FLOW_MIN_BYTES, OnlineEstimator
+    names = FEATURES + INT_FEATURES
+    model = CCAEstimator(grid={"n_estimators": [5], "max_depth": [3]}, folds=2, feature_names=names)
+    model.fit(np.zeros((20, len(names))), np.array(["bbr", "vegas"] * 10), ["cubic"] * 20, np.arange(20) // 5)
+    est = OnlineEstimator(model, "cubic", sender="fd00::1")
+    a, b = ipaddress.ip_address("fd00::1").packed, ipaddress.ip_address("fd00::2").packed
+    control = flow_id("fd00::1", "fd00::2", PROTO_TCP, 40000, 5201)
+    data = flow_id("fd00::1", "fd00::2", PROTO_TCP, 40002, 5201)
+    est.observer.add(100.0, (a, b, 40000, 5201, 1, 0, 0x18, 300))          # the control connection's parameters
+    assert not est.add_telemetry(flow_record(control, 100.01, 0))
+    assert not est.add_telemetry(flow_record(data, 100.02, 0))            # waits: the busiest has sent 300 B
+    assert est.telemetry.flow_id is None
+    for k in range(OBSERVED_FLOW_MIN_BYTES // 1448 + 1):
+        est.observer.add(100.03 + k * 1e-3, (a, b, 40002, 5201, 1 + k * 1448, 0, 0x10, 1448))
+    assert est.add_telemetry(flow_record(data, 100.05, 0))                # named now: the waiting ones sorted
+    assert est.telemetry.flow_id == data and est.telemetry.records == 2
+    assert not est.add_telemetry(flow_record(control, 100.06, 0))
+
+
+def test_the_base_rtt_is_the_kernels_min_rtt_when_the_capture_began_late(monkeypatch):
+    """The agent's child captures a flow from ~1 s in, when slow start has filled the queue:
+    the kernel's min RTT of the socket (ss minrtt) is the path's, and the smaller wins."""
+    import subprocess
+    from ccp_agent.flows import socket_min_rtt_s
+    from estimator.model import CCAEstimator
+    from estimator.online import OnlineEstimator
+    names = FEATURES + INT_FEATURES
+    model = CCAEstimator(grid={"n_estimators": [5], "max_depth": [3]}, folds=2, feature_names=names)
+    model.fit(np.zeros((20, len(names))), np.array(["bbr", "vegas"] * 10), ["cubic"] * 20, np.arange(20) // 5)
+    est = OnlineEstimator(model, "cubic")
+    trace = FakeObserver().trace()                         # every sample 30 ms
+    assert est.base_rtt_s(trace) == pytest.approx(0.03)
+    est.base_rtt_hint_s = 0.012
+    assert est.base_rtt_s(trace) == pytest.approx(0.012)
+    est.base_rtt_hint_s = 0.05                            # a hint can only lower it
+    assert est.base_rtt_s(trace) == pytest.approx(0.03)
+    line = ("ESTAB 0 0 [fd00::1]:41944 [fd00::2]:5201\n\t cubic wscale:7,7 rto:240 rtt:131.1/2.5 "
+            "ato:40 mss:1428 minrtt:41.872 snd_wnd:65536\n")
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: calls.append(argv) or SimpleNamespace(stdout=line))
+    assert socket_min_rtt_s("intcc-exp-s1", 41944, 5201) == pytest.approx(0.041872)
+    assert calls[0][:4] == ["ip", "netns", "exec", "intcc-exp-s1"] and "sport = :41944" in calls[0][-1]
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: SimpleNamespace(stdout=""))
+    assert socket_min_rtt_s(None, 41944, 5201) is None      # the socket is gone: no hint
 
 
 def hop_record(ts_s, top_flows, node_id=1):
