@@ -282,6 +282,7 @@ def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, 
 def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s, broker_url, telemetry_url,
             seconds, as_json):
     """Estimate online for a live flow (root): capture, features, forest, vote, publish."""
+    import collections
     import tempfile
     import time as _time
     from .capture import Capture, PcapTail
@@ -293,6 +294,7 @@ def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s,
     except (ModelError, TraceError) as e:
         raise click.ClickException(str(e))
     view = None
+    records: collections.deque = collections.deque(maxlen=200_000)
     if est.uses_int:
         from telemetry.schema import FlowRecord, HopRecord
         from broker.subscriber import TelemetryView
@@ -301,8 +303,8 @@ def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s,
             raise click.ClickException(f"{model_path} uses INT features: give --telemetry (or --broker) "
                                        f"where the sink publishes")
         view = TelemetryView(url).start()
-        view.on_record(lambda rec, topic: est.add_telemetry(rec) if isinstance(rec, FlowRecord)
-                       else est.add_hop(rec) if isinstance(rec, HopRecord) else None)
+        # records arrive on paho's thread and wait for this loop: one thread touches the estimator
+        view.on_record(lambda rec, topic: records.append(rec) if isinstance(rec, (FlowRecord, HopRecord)) else None)
     pcap = tempfile.mktemp(prefix="intcc-est-", suffix=".pcap")
     pub = Publisher(broker_url) if broker_url else None
     try:
@@ -312,6 +314,9 @@ def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s,
             while t_end is None or _time.monotonic() < t_end:
                 _time.sleep(interval_s)
                 est.feed_pcap(tail)
+                while records:
+                    rec = records.popleft()
+                    (est.add_hop if rec.type == "hop" else est.add_telemetry)(rec)
                 step = est.step()
                 if step is None or step.flow_id is None:
                     continue
