@@ -100,11 +100,10 @@ def socket_min_rtt_s(ns: str | None, sport: int, dport: int) -> float | None:
     """The kernel's minimum RTT of a flow's socket (tcp_info min_rtt: the windowed minimum
     since the flow began, tcp_min_rtt_wlen = 300 s), in seconds; None if ss does not show
     it. A capture that starts once the flow is found, ~1 s in, has missed the empty queue
-    of the start and sees a min RTT 2-5x the path's: every feature scaled by the base RTT
+    of the start and sees a min RTT ~3x the path's (up to 12x): every feature scaled by the base RTT
     would be off for the whole run (the queue of two loss-based flows never drains)."""
     prefix = ["ip", "netns", "exec", ns] if ns else []
     out = subprocess.run(prefix + ["ss", "-tinH", f"( sport = :{sport} and dport = :{dport} )"],
                          capture_output=True, text=True).stdout
     m = re.search(r"\bminrtt:([0-9.]+)", out)
     return float(m.group(1)) / 1e3 if m else None
-
