@@ -88,7 +88,7 @@ class _Watched:
         self.started = True
 
     def add_record(self, rec):
-        (self.est.add_hop if rec.type == "hop" else self.est.add_telemetry)(rec)
+        self.est.add_record(rec)
 
     def local_changed(self, cca: str):
         """A new local algorithm: the model for it (the features go on over the whole

@@ -315,8 +315,7 @@ def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s,
                 _time.sleep(interval_s)
                 est.feed_pcap(tail)
                 while records:
-                    rec = records.popleft()
-                    (est.add_hop if rec.type == "hop" else est.add_telemetry)(rec)
+                    est.add_record(records.popleft())
                 step = est.step()
                 if step is None or step.flow_id is None:
                     continue

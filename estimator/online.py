@@ -106,6 +106,10 @@ class OnlineEstimator:
                 self.add_hop(self._early_hops.popleft())
         return True
 
+    def add_record(self, rec) -> bool:
+        """A FlowRecord or HopRecord from the sink, to add_telemetry or add_hop."""
+        return (self.add_hop if rec.type == "hop" else self.add_telemetry)(rec)
+
     def add_hop(self, rec) -> bool:
         """A telemetry.schema.HopRecord (its top flows: the competitors at each node);
         none from before the flow's first FlowRecord (the training series start there)."""

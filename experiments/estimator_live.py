@@ -58,8 +58,7 @@ def live_run(plan: dict, model, seconds: float, window: int, interval_s: float, 
                 next_t += interval_s
                 est.feed_pcap(tail)
                 while records:
-                    rec = records.popleft()
-                    (est.add_hop if rec.type == "hop" else est.add_telemetry)(rec)
+                    est.add_record(records.popleft())
                 step = est.step()
                 if step is not None:
                     steps.append((time.monotonic() - t0, step.estimate, step.verdict.estimate,
