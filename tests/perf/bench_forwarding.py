@@ -124,14 +124,16 @@ def _kernel_forwarding(tb):
 
 
 # Node variants, each measured with kernel forwarding interleaved under the same
-# conditions: the interpreter (CPython, PyPy) and whether the node's core polls when
-# idle (PM QoS; int_node/runtime.py) instead of halting.
-VARIANTS = (("CPython", "cpython", False), ("PyPy", "pypy", False), ("PyPy, polling core", "pypy", True))
+# conditions: the interpreter (CPython, PyPy), whether the node's core polls when
+# idle (PM QoS; int_node/runtime.py) instead of halting, and whether its ToDevices send
+# through the transmit ring (a system call per round) or a system call per frame.
+VARIANTS = (("CPython", "cpython", False, True), ("CPython, a send per frame", "cpython", False, False),
+            ("PyPy", "pypy", False, True), ("PyPy, polling core", "pypy", True, True))
 
 
-def _variant_testbed(python: str, poll_idle: bool) -> Testbed:
+def _variant_testbed(python: str, poll_idle: bool, tx_ring: bool = True) -> Testbed:
     topo = load_topo(TOPO)
-    topo.nodes["n1"].update(cpu=NODE_CPU, python=python, poll_idle=poll_idle)
+    topo.nodes["n1"].update(cpu=NODE_CPU, python=python, poll_idle=poll_idle, tx_ring=tx_ring)
     tb = Testbed(topo, "bench").up(exporter="none")
     # h2 receives INT-carrying packets (no sink on this path): give it the headroom.
     tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1788"])
@@ -149,9 +151,9 @@ def run_benchmark(variants=VARIANTS) -> dict:
         _kernel_forwarding(kt)
         print("forwarding rate: kernel", flush=True)
         results["kernel"] = measure_rate(kt, "kernel forwarding")
-        for label, python, poll_idle in variants:
+        for label, python, poll_idle, tx_ring in variants:
             try:
-                tb = _variant_testbed(python, poll_idle)
+                tb = _variant_testbed(python, poll_idle, tx_ring)
             except TestbedError as exc:
                 print(f"{label}: skipped ({exc})", flush=True)
                 continue
