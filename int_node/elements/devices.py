@@ -92,6 +92,21 @@ def _rx_packets(devstats, dev: str):
     return None
 
 
+def _map_ring(sock, option: int, frame_min_bytes: int, frames: int):
+    """A TPACKET_V2 ring (PACKET_RX_RING or PACKET_TX_RING) of at least ``frames`` frames
+    of at least ``frame_min_bytes``, mapped: (mmap, frame size, frame count)."""
+    frame = 2048
+    while frame < frame_min_bytes:
+        frame *= 2
+    block = max(frame, 1 << 16)
+    per_block = block // frame
+    blocks = max(1, -(-frames // per_block))
+    sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+    sock.setsockopt(SOL_PACKET, option, struct.pack("IIII", block, blocks, frame, blocks * per_block))
+    mm = mmap.mmap(sock.fileno(), block * blocks, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    return mm, frame, blocks * per_block
+
+
 def _proto(text: str) -> int:
     t = text.strip().lower()
     if t == "ipv6":
@@ -180,19 +195,9 @@ class FromDevice(Element):
         return super().counters()
 
     def _setup_ring(self):
-        need = self.mtu + ETH_HDR_BYTES + 96
-        frame = 2048
-        while frame < need:
-            frame *= 2
-        block = max(frame, 1 << 16)
-        per_block = block // frame
-        blocks = max(1, -(-self.ring_frames // per_block))
-        self.sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
-        self.sock.setsockopt(SOL_PACKET, PACKET_RX_RING, struct.pack("IIII", block, blocks, frame,
-                                                                     blocks * per_block))
-        self._frame_size, self._nframes, self._idx = frame, blocks * per_block, 0
-        self._mm = mmap.mmap(self.sock.fileno(), block * blocks, mmap.MAP_SHARED,
-                             mmap.PROT_READ | mmap.PROT_WRITE)
+        self._mm, self._frame_size, self._nframes = _map_ring(
+            self.sock, PACKET_RX_RING, self.mtu + ETH_HDR_BYTES + 96, self.ring_frames)
+        self._idx = 0
         self._mv = memoryview(self._mm)
 
     def _deliver(self, pkt):
@@ -311,21 +316,12 @@ class ToDevice(Element):
             self._task = self.router.loop.timer(self._drain)
 
     def _setup_tx_ring(self):
-        frame = 2048
-        while frame < TX_DATA_OFF + self._max_frame:
-            frame *= 2
-        block = max(frame, 1 << 16)
-        per_block = block // frame
-        blocks = max(1, -(-self.tx_ring_frames // per_block))
-        self.sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
         # a frame the kernel finds malformed is skipped, not left to stop the ring
         # (this element sends none: it checks the length first)
         self.sock.setsockopt(SOL_PACKET, PACKET_LOSS, 1)
-        self.sock.setsockopt(SOL_PACKET, PACKET_TX_RING, struct.pack("IIII", block, blocks, frame,
-                                                                     blocks * per_block))
-        self._tx_frame, self._tx_nframes, self._tx_idx = frame, blocks * per_block, 0
-        self._tx_mm = mmap.mmap(self.sock.fileno(), block * blocks, mmap.MAP_SHARED,
-                                mmap.PROT_READ | mmap.PROT_WRITE)
+        self._tx_mm, self._tx_frame, self._tx_nframes = _map_ring(
+            self.sock, PACKET_TX_RING, TX_DATA_OFF + self._max_frame, self.tx_ring_frames)
+        self._tx_idx = 0
         self._tx_mv = memoryview(self._tx_mm)
         self._flush_due = False
         self._retry = self.router.loop.timer(self._flush)
