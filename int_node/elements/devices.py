@@ -360,16 +360,25 @@ class ToDevice(Element):
         except OSError as exc:
             # The frames stay in the ring for the next flush: no send buffer left (the
             # kernel still holds earlier frames), or the interface is down.
-            self.send_retries += 1
             if exc.errno not in (errno.EAGAIN, errno.ENOBUFS, errno.ENOMEM) and self._err_logged < 5:
                 self._err_logged += 1
                 log.warning("%s: the kernel refused the transmit ring's frames (%s); retrying (counted)",
                             self.name, exc.strerror)
-            if not self._retry.scheduled:
-                self._retry.schedule_after(self._retry_ns)
-                self._retry_ns = min(2 * self._retry_ns, TX_RETRY_NS[1])
+            self._retry_later()
+            return
+        # The kernel also stops early, and says nothing, when the send buffer runs out:
+        # the last frame written still waiting means some were not taken.
+        last = (self._tx_idx - 1) % self._tx_nframes
+        if _U32.unpack_from(self._tx_mv, last * self._tx_frame)[0] == TP_STATUS_SEND_REQUEST:
+            self._retry_later()
             return
         self._retry_ns = TX_RETRY_NS[0]
+
+    def _retry_later(self):
+        self.send_retries += 1
+        if not self._retry.scheduled:
+            self._retry.schedule_after(self._retry_ns)
+            self._retry_ns = min(2 * self._retry_ns, TX_RETRY_NS[1])
 
     def _send(self, data):
         if len(data) > self._max_frame:
