@@ -81,7 +81,7 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         from_host = topo.is_host(f.peer)
         lines += ["", f"// interface {i}: {f.ifname} <-> {f.peer}"]
         lines.append(f"in{i} :: FromDevice({f.ifname});")
-        lines.append(f"out{i} :: ToDevice({f.ifname});")
+        lines.append(f"out{i} :: ToDevice({f.ifname}{'' if info.get('tx_ring', True) else ', tx_ring false'});")
         lines.append(f"in{i} -> EtherFilter({f.mac}) -> cls{i} :: Classifier(ipv6, -);")
         lines.append(f"cls{i}[1] -> Discard;")
         ingress = [f"cls{i}"]

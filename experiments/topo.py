@@ -220,8 +220,11 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
                                 f"(cpython, pypy or a path), not {python!r}")
         if n.get("poll_idle") and n.get("cpu") is None:
             raise TopologyError(f"{path}: node {n.get('name')}: poll_idle needs cpu (the core kept polling)")
+        if not isinstance(n.get("tx_ring", True), bool):
+            raise TopologyError(f"{path}: node {n.get('name')}: tx_ring must be true or false")
         nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles),
-                            "cpu": n.get("cpu"), "python": python, "poll_idle": bool(n.get("poll_idle", False))}
+                            "cpu": n.get("cpu"), "python": python, "poll_idle": bool(n.get("poll_idle", False)),
+                            "tx_ring": n.get("tx_ring", True)}
     for nm in hosts + list(nodes):
         if not NAME_RE.match(nm):
             raise TopologyError(f"{path}: name {nm!r} must be 1-9 lowercase letters/digits, starting with a letter")

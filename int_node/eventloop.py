@@ -5,7 +5,9 @@ emulated delay that must be accurate to well under a millisecond, so timers are
 kept in a heap and the earliest deadline arms a timerfd (CLOCK_MONOTONIC,
 absolute, nanoseconds). Timer slack is reduced to 1 ns for the same reason.
 Signals reach the loop through ``signal.set_wakeup_fd`` so SIGTERM ends a
-blocking wait at once.
+blocking wait at once. ``defer`` runs a callback once after the current round of
+socket and timer callbacks, before the loop waits again: a ToDevice hands the kernel
+every frame of a receive burst with one system call.
 """
 from __future__ import annotations
 
@@ -72,6 +74,7 @@ class EventLoop:
         self._lead_ns = 0
         self._ep.register(self._tfd, select.EPOLLIN)
         self._running = False
+        self._deferred: list = []
         self._sig_r, self._sig_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._ep.register(self._sig_r, select.EPOLLIN)
         self.stop_signal: Optional[int] = None
@@ -88,6 +91,19 @@ class EventLoop:
                 self._ep.unregister(fd)
             except (OSError, ValueError):
                 pass
+
+    def defer(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once, after this round's socket and timer callbacks."""
+        self._deferred.append(callback)
+
+    def run_deferred(self) -> None:
+        # a deferred callback may defer another (it then runs in this round too)
+        deferred = self._deferred
+        while deferred:
+            self._deferred = []
+            for cb in deferred:
+                cb()
+            deferred = self._deferred
 
     # -- timers ----------------------------------------------------------
     def timer(self, callback: Callable[[], None]) -> Timer:
@@ -160,6 +176,8 @@ class EventLoop:
                 if self._heap and (self._heap[0][0] - self._lead_ns <= time.monotonic_ns()
                                    or self._heap[0][0] - self._lead_ns != self._armed_ns):
                     self._run_timers()
+                if self._deferred:
+                    self.run_deferred()
         finally:
             signal.set_wakeup_fd(old_fd)
             for s, h in old.items():

@@ -5,6 +5,11 @@ up to ``burst`` frames without a system call per frame, and the kernel's receive
 timestamp becomes the packet's arrival time. It ignores frames this host sends
 (PACKET_IGNORE_OUTGOING), so a ToDevice on the same interface is not looped back.
 
+ToDevice writes frames into a PACKET_TX_RING and hands the kernel all it holds with
+one system call after the node's current round of work (``EventLoop.defer``): a
+receive burst of 100 frames leaves in one ``send`` instead of 100. A frame finding the
+ring full (the kernel still sending every slot) is counted in ``send_drops``.
+
 No frame is lost uncounted: the kernel's own count of frames its ring (or receive
 buffer) had no room for (PACKET_STATISTICS) is read every 100 ms into
 ``kernel_drops``; frames the kernel refuses before the ring — another ethertype when
@@ -36,9 +41,15 @@ PACKET_VERSION = 10
 PACKET_QDISC_BYPASS = 20
 PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
+PACKET_TX_RING = 13
+PACKET_LOSS = 14
 SO_ATTACH_FILTER = 26
 TPACKET_V2 = 1
 TP_STATUS_USER = 1
+TP_STATUS_AVAILABLE = 0
+TP_STATUS_SEND_REQUEST = 1
+TX_DATA_OFF = 32            # TPACKET_ALIGN(sizeof(struct tpacket2_hdr)): a TX frame's data
+TX_RETRY_NS = (200_000, 100_000_000)   # a flush the kernel refused is tried again: first, longest wait
 ETH_P_ALL = 0x0003
 _TP2_HDR = struct.Struct("=IIIHHII")   # status, len, snaplen, mac, net, sec, nsec
 _U32 = struct.Struct("=I")
@@ -79,6 +90,21 @@ def _rx_packets(devstats, dev: str):
         if name.strip() == dev:
             return int(rest.split()[1])
     return None
+
+
+def _map_ring(sock, option: int, frame_min_bytes: int, frames: int):
+    """A TPACKET_V2 ring (PACKET_RX_RING or PACKET_TX_RING) of at least ``frames`` frames
+    of at least ``frame_min_bytes``, mapped: (mmap, frame size, frame count)."""
+    frame = 2048
+    while frame < frame_min_bytes:
+        frame *= 2
+    block = max(frame, 1 << 16)
+    per_block = block // frame
+    blocks = max(1, -(-frames // per_block))
+    sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+    sock.setsockopt(SOL_PACKET, option, struct.pack("IIII", block, blocks, frame, blocks * per_block))
+    mm = mmap.mmap(sock.fileno(), block * blocks, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    return mm, frame, blocks * per_block
 
 
 def _proto(text: str) -> int:
@@ -169,19 +195,9 @@ class FromDevice(Element):
         return super().counters()
 
     def _setup_ring(self):
-        need = self.mtu + ETH_HDR_BYTES + 96
-        frame = 2048
-        while frame < need:
-            frame *= 2
-        block = max(frame, 1 << 16)
-        per_block = block // frame
-        blocks = max(1, -(-self.ring_frames // per_block))
-        self.sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
-        self.sock.setsockopt(SOL_PACKET, PACKET_RX_RING, struct.pack("IIII", block, blocks, frame,
-                                                                     blocks * per_block))
-        self._frame_size, self._nframes, self._idx = frame, blocks * per_block, 0
-        self._mm = mmap.mmap(self.sock.fileno(), block * blocks, mmap.MAP_SHARED,
-                             mmap.PROT_READ | mmap.PROT_WRITE)
+        self._mm, self._frame_size, self._nframes = _map_ring(
+            self.sock, PACKET_RX_RING, self.mtu + ETH_HDR_BYTES + 96, self.ring_frames)
+        self._idx = 0
         self._mv = memoryview(self._mm)
 
     def _deliver(self, pkt):
@@ -272,11 +288,14 @@ class ToDevice(Element):
     """``ToDevice(eth1)`` sends frames out of an interface. Push input, or pull
     input behind a Queue (then it drains up to ``burst`` frames per wakeup).
     Frames larger than the interface MTU are dropped and counted (``too_big``);
-    a full device backlog is counted in ``send_drops``."""
+    a full device backlog or transmit ring is counted in ``send_drops``, frames shorter
+    than an Ethernet header in ``runts``. ``tx_ring false`` sends each frame with a
+    system call of its own (``tx_ring_frames``: the ring's size)."""
     n_outputs = (0, 0)
     input_kind = AGNOSTIC
-    ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 64), Arg("qdisc_bypass", parse_bool, False))
-    counter_names = ("packets", "bytes", "too_big", "send_drops")
+    ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 64), Arg("qdisc_bypass", parse_bool, False),
+            Arg("tx_ring", parse_bool, True), Arg("tx_ring_frames", parse_pos_int, 1024))
+    counter_names = ("packets", "bytes", "too_big", "runts", "send_drops", "send_retries")
 
     def initialize(self):
         self.sock, self.ifindex = _open_packet_socket(self.devname, 0, self.router.netns)
@@ -287,14 +306,86 @@ class ToDevice(Element):
         self.mtu = interface_mtu(self.sock, self.devname)
         self.mac = self.sock.getsockname()[4]
         self._max_frame = self.mtu + ETH_HDR_BYTES
+        self._tx_mm = None
+        if self.tx_ring:
+            self._setup_tx_ring()
+            self._send = self._send_ring
         if self.resolved_in_kind == PULL:
             for q in find_upstream_queues(self):
                 q.add_listener(self._wake)
             self._task = self.router.loop.timer(self._drain)
 
+    def _setup_tx_ring(self):
+        # a frame the kernel finds malformed is skipped, not left to stop the ring
+        # (this element sends none: it checks the length first)
+        self.sock.setsockopt(SOL_PACKET, PACKET_LOSS, 1)
+        self._tx_mm, self._tx_frame, self._tx_nframes = _map_ring(
+            self.sock, PACKET_TX_RING, TX_DATA_OFF + self._max_frame, self.tx_ring_frames)
+        self._tx_idx = 0
+        self._tx_mv = memoryview(self._tx_mm)
+        self._flush_due = False
+        self._retry = self.router.loop.timer(self._flush)
+        self._retry_ns = TX_RETRY_NS[0]
+        self._err_logged = 0
+
+    def _send_ring(self, data):
+        n = len(data)
+        if n > self._max_frame or n < ETH_HDR_BYTES:
+            if n < ETH_HDR_BYTES:
+                self.runts += 1
+            else:
+                self.too_big += 1
+            return
+        mv, off = self._tx_mv, self._tx_idx * self._tx_frame
+        if _U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
+            self._flush()       # the kernel frees the slots of frames it has sent
+            if _U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
+                self.send_drops += 1
+                return
+        mv[off + TX_DATA_OFF:off + TX_DATA_OFF + n] = data
+        _U32.pack_into(mv, off + 4, n)                        # tp_len
+        _U32.pack_into(mv, off, TP_STATUS_SEND_REQUEST)       # the frame is the kernel's now
+        self._tx_idx = self._tx_idx + 1 if self._tx_idx + 1 < self._tx_nframes else 0
+        self.packets += 1
+        self.bytes += n
+        if not self._flush_due:
+            self._flush_due = True
+            self.router.loop.defer(self._flush)
+
+    def _flush(self):
+        """Hand the kernel every frame written to the ring since the last flush."""
+        self._flush_due = False
+        try:
+            self.sock.send(b"")
+        except OSError as exc:
+            # The frames stay in the ring for the next flush: no send buffer left (the
+            # kernel still holds earlier frames), or the interface is down.
+            if exc.errno not in (errno.EAGAIN, errno.ENOBUFS, errno.ENOMEM) and self._err_logged < 5:
+                self._err_logged += 1
+                log.warning("%s: the kernel refused the transmit ring's frames (%s); retrying (counted)",
+                            self.name, exc.strerror)
+            self._retry_later()
+            return
+        # The kernel also stops early, and says nothing, when the send buffer runs out:
+        # the last frame written still waiting means some were not taken.
+        last = (self._tx_idx - 1) % self._tx_nframes
+        if _U32.unpack_from(self._tx_mv, last * self._tx_frame)[0] == TP_STATUS_SEND_REQUEST:
+            self._retry_later()
+            return
+        self._retry_ns = TX_RETRY_NS[0]
+
+    def _retry_later(self):
+        self.send_retries += 1
+        if not self._retry.scheduled:
+            self._retry.schedule_after(self._retry_ns)
+            self._retry_ns = min(2 * self._retry_ns, TX_RETRY_NS[1])
+
     def _send(self, data):
         if len(data) > self._max_frame:
             self.too_big += 1
+            return
+        if len(data) < ETH_HDR_BYTES:
+            self.runts += 1
             return
         try:
             self.sock.send(data)
@@ -327,5 +418,10 @@ class ToDevice(Element):
 
     def cleanup(self):
         if getattr(self, "sock", None) is not None:
+            if self._tx_mm is not None:
+                self._flush()           # nothing written is left unsent
+                self._retry.cancel()
+                self._tx_mv.release()
+                self._tx_mm.close()
             self.sock.close()
             self.sock = None

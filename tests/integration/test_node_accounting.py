@@ -17,7 +17,7 @@ from tests.integration.tbutil import start_line_without_sink
 UDPGEN = os.path.join(os.path.dirname(__file__), "udpgen.py")
 #: Counters of frames an element did not pass on (each frame is counted by one of them).
 DROP_COUNTERS = ("kernel_drops", "refused", "truncated", "element_errors", "other_dst", "unmatched", "no_route",
-                 "expired", "dropped", "link_losses", "drops", "too_big", "send_drops")
+                 "expired", "dropped", "link_losses", "drops", "too_big", "runts", "send_drops")
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ import time
 import pytest
 
 from int_node.element import ConfigError
+from int_node.eventloop import EventLoop
 from int_node.elements.wireless import MCS_TABLE, mcs_for_rssi, per_for
 from int_node.packet import IP6_HLIM_OFF, Packet
 from tests.helpers import MAC_A, ipv6_frame, push, router
@@ -231,3 +232,23 @@ def test_int_namespace_is_private_use_and_foreign_traces_are_left_alone():
     r = router("Idle -> t :: INTTransit(node_id 1, namespace_id 0x9000) -> Discard;")
     trace = _stamped(r, ipv6_frame(100), time.time_ns())     # a trace of the default namespace
     assert trace.nodes == [] and r.elements["t"].foreign_namespace == 1
+
+
+def test_deferred_callbacks_run_once_after_the_rounds_work_and_may_defer_more():
+    loop = EventLoop()
+    order = []
+
+    def timer_work(tag):
+        order.append(tag)
+        if not order.count("flush-due"):
+            order.append("flush-due")
+            loop.defer(lambda: (order.append("flush"), loop.defer(lambda: order.append("after flush"))))
+
+    due_ns = time.monotonic_ns() + 1_000_000
+    for tag in ("t1", "t2"):
+        loop.timer(lambda tag=tag: timer_work(tag)).schedule_at(due_ns)
+    loop.call_later(50_000_000, loop.stop)
+    loop.run(handle_signals=())
+    # both timers of the round ran before the one deferred flush, which deferred one more
+    assert order == ["t1", "flush-due", "t2", "flush", "after flush"], order
+    loop.close()

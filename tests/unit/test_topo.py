@@ -45,6 +45,7 @@ def test_shipped_topologies_load_with_paper_parameters():
     ({"nodes": [{"name": "n", "int": ["spy"]}]}, "unknown INT role"),
     ({"nodes": [{"name": "n", "poll_idle": True}]}, "poll_idle needs cpu"),
     ({"nodes": [{"name": "n", "python": 3}]}, "python must be a string"),
+    ({"nodes": [{"name": "n", "tx_ring": "no"}]}, "tx_ring must be true or false"),
     ({"nodes": [{"name": "n"}], "hosts": [{"name": "h"}], "links": [{"ends": ["h", "n"], "rate": 1}]},
      "unknown key"),
 ])
@@ -77,6 +78,15 @@ def _configs(topo):
                   for i, link in enumerate(topo.links_of(node))]
         out[node] = Router(node_config(topo, node, ifaces, "none"))
     return out
+
+
+def test_a_node_may_send_a_frame_per_system_call_instead_of_through_the_ring():
+    topo = load_topo(os.path.join(TOPO_DIR, "line.toml"))
+    ring = [e for e in _configs(topo)["n1"].elements.values() if type(e).__name__ == "ToDevice"]
+    topo.nodes["n1"]["tx_ring"] = False
+    plain = [e for e in _configs(topo)["n1"].elements.values() if type(e).__name__ == "ToDevice"]
+    assert len(ring) == len(plain) == 2
+    assert all(e.tx_ring for e in ring) and not any(e.tx_ring for e in plain)
 
 
 def test_a_link_built_at_zero_loss_still_has_its_loss_element():
