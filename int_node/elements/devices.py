@@ -328,13 +328,20 @@ class ToDevice(Element):
         self._retry_ns = TX_RETRY_NS[0]
         self._err_logged = 0
 
+    def _unsendable(self, n: int) -> bool:
+        """Counts a frame of ``n`` bytes no interface would send."""
+        if n > self._max_frame:
+            self.too_big += 1
+        elif n < ETH_HDR_BYTES:
+            self.runts += 1
+        else:
+            return False
+        return True
+
     def _send_ring(self, data):
         n = len(data)
         if n > self._max_frame or n < ETH_HDR_BYTES:
-            if n < ETH_HDR_BYTES:
-                self.runts += 1
-            else:
-                self.too_big += 1
+            self._unsendable(n)
             return
         mv, off = self._tx_mv, self._tx_idx * self._tx_frame
         if _U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
@@ -381,11 +388,7 @@ class ToDevice(Element):
             self._retry_ns = min(2 * self._retry_ns, TX_RETRY_NS[1])
 
     def _send(self, data):
-        if len(data) > self._max_frame:
-            self.too_big += 1
-            return
-        if len(data) < ETH_HDR_BYTES:
-            self.runts += 1
+        if self._unsendable(len(data)):
             return
         try:
             self.sock.send(data)
