@@ -329,7 +329,8 @@ class ToDevice(Element):
         self._err_logged = 0
 
     def _unsendable(self, n: int) -> bool:
-        """Counts a frame of ``n`` bytes no interface would send."""
+        """Counts a frame of ``n`` bytes no interface would send (the callers test the
+        bounds inline first: no call per frame on the hot path)."""
         if n > self._max_frame:
             self.too_big += 1
         elif n < ETH_HDR_BYTES:
@@ -340,8 +341,7 @@ class ToDevice(Element):
 
     def _send_ring(self, data):
         n = len(data)
-        if n > self._max_frame or n < ETH_HDR_BYTES:
-            self._unsendable(n)
+        if (n > self._max_frame or n < ETH_HDR_BYTES) and self._unsendable(n):
             return
         mv, off = self._tx_mv, self._tx_idx * self._tx_frame
         if _U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
@@ -388,7 +388,8 @@ class ToDevice(Element):
             self._retry_ns = min(2 * self._retry_ns, TX_RETRY_NS[1])
 
     def _send(self, data):
-        if self._unsendable(len(data)):
+        n = len(data)
+        if (n > self._max_frame or n < ETH_HDR_BYTES) and self._unsendable(n):
             return
         try:
             self.sock.send(data)

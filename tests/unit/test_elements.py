@@ -238,11 +238,15 @@ def test_deferred_callbacks_run_once_after_the_rounds_work_and_may_defer_more():
     loop = EventLoop()
     order = []
 
+    def flush():
+        order.append("flush")
+        loop.defer(lambda: order.append("after flush"))
+
     def timer_work(tag):
         order.append(tag)
-        if not order.count("flush-due"):
+        if "flush-due" not in order:
             order.append("flush-due")
-            loop.defer(lambda: (order.append("flush"), loop.defer(lambda: order.append("after flush"))))
+            loop.defer(flush)
 
     due_ns = time.monotonic_ns() + 1_000_000
     for tag in ("t1", "t2"):
