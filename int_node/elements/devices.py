@@ -7,8 +7,11 @@ timestamp becomes the packet's arrival time. It ignores frames this host sends
 
 ToDevice writes frames into a PACKET_TX_RING and hands the kernel all it holds with
 one system call after the node's current round of work (``EventLoop.defer``): a
-receive burst of 100 frames leaves in one ``send`` instead of 100. A frame finding the
-ring full (the kernel still sending every slot) is counted in ``send_drops``.
+receive burst of 100 frames leaves in one ``send`` instead of 100. A round's first
+frame, with nothing waiting in the ring, leaves at once through a second, plain socket:
+at low load a frame does not wait for the round's end (the order holds: the ring's
+earlier frames are all with the kernel by then). A frame finding the ring full (the
+kernel still sending every slot) is counted in ``send_drops``.
 
 No frame is lost uncounted: the kernel's own count of frames its ring (or receive
 buffer) had no room for (PACKET_STATISTICS) is read every 100 ms into
@@ -289,13 +292,14 @@ class ToDevice(Element):
     input behind a Queue (then it drains up to ``burst`` frames per wakeup).
     Frames larger than the interface MTU are dropped and counted (``too_big``);
     a full device backlog or transmit ring is counted in ``send_drops``, frames shorter
-    than an Ethernet header in ``runts``. ``tx_ring false`` sends each frame with a
+    than an Ethernet header in ``runts``; ``sent_at_once``: frames that began a round
+    and left through the plain socket (of ``packets``). ``tx_ring false`` sends each frame with a
     system call of its own (``tx_ring_frames``: the ring's size)."""
     n_outputs = (0, 0)
     input_kind = AGNOSTIC
     ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 64), Arg("qdisc_bypass", parse_bool, False),
             Arg("tx_ring", parse_bool, True), Arg("tx_ring_frames", parse_pos_int, 1024))
-    counter_names = ("packets", "bytes", "too_big", "runts", "send_drops", "send_retries")
+    counter_names = ("packets", "bytes", "too_big", "runts", "send_drops", "send_retries", "sent_at_once")
 
     def initialize(self):
         self.sock, self.ifindex = _open_packet_socket(self.devname, 0, self.router.netns)
@@ -323,7 +327,13 @@ class ToDevice(Element):
             self.sock, PACKET_TX_RING, TX_DATA_OFF + self._max_frame, self.tx_ring_frames)
         self._tx_idx = 0
         self._tx_mv = memoryview(self._tx_mm)
-        self._flush_due = False
+        # a socket with a ring sends only from it: the round's first frame needs another
+        self._direct, _ = _open_packet_socket(self.devname, 0, self.router.netns)
+        if self.qdisc_bypass:
+            self._direct.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 1)
+        self._direct.setblocking(False)
+        self._round_open = False         # a frame went this round: the ring is flushed at its end
+        self._ring_written = 0           # frames in the ring since the last flush
         self._retry = self.router.loop.timer(self._flush)
         self._retry_ns = TX_RETRY_NS[0]
         self._err_logged = 0
@@ -343,6 +353,19 @@ class ToDevice(Element):
         n = len(data)
         if (n > self._max_frame or n < ETH_HDR_BYTES) and self._unsendable(n):
             return
+        if not self._round_open:
+            self._round_open = True
+            self.router.loop.defer(self._end_round)
+            if not self._retry.scheduled:
+                try:
+                    self._direct.send(data)
+                except OSError:
+                    pass                # no room now: the ring keeps it for the round's flush
+                else:
+                    self.sent_at_once += 1
+                    self.packets += 1
+                    self.bytes += n
+                    return
         mv, off = self._tx_mv, self._tx_idx * self._tx_frame
         if _U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
             self._flush()       # the kernel frees the slots of frames it has sent
@@ -353,15 +376,18 @@ class ToDevice(Element):
         _U32.pack_into(mv, off + 4, n)                        # tp_len
         _U32.pack_into(mv, off, TP_STATUS_SEND_REQUEST)       # the frame is the kernel's now
         self._tx_idx = self._tx_idx + 1 if self._tx_idx + 1 < self._tx_nframes else 0
+        self._ring_written += 1
         self.packets += 1
         self.bytes += n
-        if not self._flush_due:
-            self._flush_due = True
-            self.router.loop.defer(self._flush)
+
+    def _end_round(self):
+        self._round_open = False
+        if self._ring_written:
+            self._flush()
 
     def _flush(self):
         """Hand the kernel every frame written to the ring since the last flush."""
-        self._flush_due = False
+        self._ring_written = 0
         try:
             self.sock.send(b"")
         except OSError as exc:
@@ -427,5 +453,6 @@ class ToDevice(Element):
                 self._retry.cancel()
                 self._tx_mv.release()
                 self._tx_mm.close()
+                self._direct.close()
             self.sock.close()
             self.sock = None

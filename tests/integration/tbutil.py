@@ -60,7 +60,8 @@ def iperf3(tb: Testbed, client: str, server: str, seconds: float = 5, extra=(), 
 
 def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, port: int = 5201,
              length: int = 1200) -> dict:
-    """Paced UDP from src to dst (tests/integration/udpgen.py); returns sent, received, loss_fraction."""
+    """Paced UDP from src to dst (tests/integration/udpgen.py); returns sent, received,
+    loss_fraction and out_of_order (datagrams that arrived behind a later one)."""
     rx = tb.popen(dst, [sys.executable, UDPGEN, "recv", str(port), "1.0"], stdout=subprocess.PIPE, text=True)
     try:
         assert rx.stdout.readline().strip() == "ready", "udpgen receiver did not start"
@@ -69,12 +70,14 @@ def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, 
         assert res.returncode == 0, res.stderr
         sent = json.loads(res.stdout)["sent"]
         out, _ = rx.communicate(timeout=10)   # the receiver stops after 1 s of silence
-        received = json.loads(out)["received"]
+        got = json.loads(out)
     finally:
         if rx.poll() is None:
             rx.kill()
             rx.wait()
-    return {"sent": sent, "received": received, "loss_fraction": 1 - received / sent if sent else 0.0}
+    received = got["received"]
+    return {"sent": sent, "received": received, "loss_fraction": 1 - received / sent if sent else 0.0,
+            "out_of_order": got["out_of_order"]}
 
 
 def fresh_datapath_stats(dp) -> dict:

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.helpers import ipv6_frame
-from tests.integration.tbutil import start_line_without_sink
+from tests.integration.tbutil import start_line_without_sink, udp_flow
 
 UDPGEN = os.path.join(os.path.dirname(__file__), "udpgen.py")
 #: Counters of frames an element did not pass on (each frame is counted by one of them).
@@ -82,3 +82,17 @@ def test_vlan_tagged_frames_are_refused_and_counted_not_forwarded_untagged(tb):
         time.sleep(0.05)
     assert after["in0"]["refused"] - before["in0"]["refused"] >= 20
     assert after["in0"]["packets"] == before["in0"]["packets"]     # none reached the elements
+
+
+def test_frames_leave_in_the_order_they_came(tb):
+    """At 25k frames/s a node's rounds hold several frames: the first leaves through
+    ToDevice's plain socket at once, the rest through its transmit ring at the round's
+    end. No frame may overtake an earlier one."""
+    before = tb.counters("n1")
+    out = udp_flow(tb, "h1", "h2", rate_mbps=40, seconds=2, port=5401, length=200)
+    after = tb.counters("n1")
+    at_once = sum(c.get("sent_at_once", 0) for c in after.values()) \
+        - sum(c.get("sent_at_once", 0) for c in before.values())
+    assert out["received"] > 10000, out
+    assert 0 < at_once < 0.9 * out["received"], (at_once, out)     # both ways out were taken
+    assert out["out_of_order"] == 0, out

@@ -4,15 +4,21 @@ Tests use this instead of `iperf3 -u`: iperf3 sets up a UDP stream with one data
 way and no retransmission, so on a lossy link a lost one either fails the test or hangs the
 client (esnet/iperf#862). Here nothing is exchanged before the data: the sender just sends.
 
-    python3 udpgen.py recv PORT IDLE_S        prints "ready", then {"received": n, "bytes": b}
+    python3 udpgen.py recv PORT IDLE_S        prints "ready", then {"received": n, "bytes": b,
+                                              "out_of_order": datagrams behind a later one}
     python3 udpgen.py send ADDR PORT MBPS SECONDS LENGTH   prints {"sent": n, "bytes": b}
+
+Each datagram starts with its sequence number (8 bytes, network order).
 
 Standalone on purpose (stdlib only): it runs under `ip netns exec` with no project path.
 """
 import json
 import socket
+import struct
 import sys
 import time
+
+SEQ = struct.Struct("!Q")
 
 
 def receive(port: int, idle_s: float) -> dict:
@@ -20,7 +26,8 @@ def receive(port: int, idle_s: float) -> dict:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     sock.bind(("::", port))
     print("ready", flush=True)
-    received = nbytes = 0
+    received = nbytes = out_of_order = 0
+    highest = -1
     sock.settimeout(None)               # wait as long as it takes for the first datagram
     while True:
         try:
@@ -29,13 +36,17 @@ def receive(port: int, idle_s: float) -> dict:
             break
         received += 1
         nbytes += len(data)
+        if len(data) >= SEQ.size:
+            seq = SEQ.unpack_from(data)[0]
+            out_of_order += seq < highest
+            highest = max(highest, seq)
         sock.settimeout(idle_s)         # then stop after idle_s of silence
-    return {"received": received, "bytes": nbytes}
+    return {"received": received, "bytes": nbytes, "out_of_order": out_of_order}
 
 
 def send(addr: str, port: int, rate_mbps: float, seconds: float, length: int) -> dict:
     sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    payload = bytes(length)
+    payload = bytearray(max(length, SEQ.size))
     interval_s = length * 8 / (rate_mbps * 1e6)
     start = time.monotonic()
     sent = 0
@@ -46,6 +57,7 @@ def send(addr: str, port: int, rate_mbps: float, seconds: float, length: int) ->
         delay = due - time.monotonic()
         if delay > 0:
             time.sleep(delay)
+        SEQ.pack_into(payload, 0, sent)
         try:
             sock.sendto(payload, (addr, port))
         except OSError:
