@@ -1,18 +1,23 @@
 """Live CCA switching on real flows (real datapath, real portus agent, real broker and
-sink, dumbbell 10 Mbit/s, 20 ms, 2 BDP with a kernel competitor): a flow switched between
+sink, dumbbell 10 Mbit/s, 20 ms, 5 BDP with a kernel competitor): a flow switched between
 cubic and bbr every second keeps moving; the adaptive agent's estimator (the shipped INT
 model, fed by the sink over MQTT, in the agent's child) finds the flow and votes on it.
 
 Whether the verdicts move the flow the right way — to bbr beside kernel bbr within 15 s,
-not away from cubic beside kernel cubic — is the estimator's accuracy on this path. The
-shipped models do not hold it yet (the same flows' per-packet telemetry, offline, gives
-the same wrong verdicts: issue 28), so those two tests carry the ``accuracy`` marker and
-run with ``make test-accuracy``, not in CI.
+not away from cubic beside kernel cubic — is the estimator's accuracy on this path, a
+statistical property (session 35: 3 of 3 and 6 of 7 runs), so those two tests carry the
+``accuracy`` marker and run with ``make test-accuracy``, not in CI. The network is the
+issue's BBR-coexistence setting (5 BDP); both flows start together, as in the
+estimator's training runs (a competitor ahead by a few hundred ms made a kernel cubic
+read as bbr or reno in 4 of 11 runs). In a 2 BDP buffer, where kernel BBR and CUBIC
+settle near an even split with a full queue, BBR shows itself only from its first
+ProbeRTT (~10 s): the shipped model does not switch within 25 s there (docs/datapath.md).
 """
 import csv
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -35,7 +40,7 @@ def bench(tmp_path_factory):
     with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS) as broker:
         url = f"{broker.url}?credentials={CREDS}"
         tb = start_testbed("dumbbell", "adap", exporter=url, bottleneck_mbps=10.0, bottleneck_delay_ms=20.0,
-                           buffer_bdp=2.0)
+                           buffer_bdp=5.0)
         try:
             with DatapathProcess(state_dir=str(state / "dp")) as dp:
                 dp.broker_url = url
@@ -85,8 +90,9 @@ def run_adaptive(bench, tmp_path, competitor: str, seconds: int = 25):
                          log_path=str(tmp_path / "agent.log")).start()
     try:
         dp.wait_agent(True)
-        other = BackgroundFlow(tb, "s2", "r2", competitor, seconds, 1.0, port=5202)
-        out = iperf(tb, "s1", "r1", "ccp", seconds, 1.0, port=5201)
+        together = threading.Barrier(2)      # as the estimator's training runs start them
+        other = BackgroundFlow(tb, "s2", "r2", competitor, seconds, 1.0, port=5202, start_together=together)
+        out = iperf(tb, "s1", "r1", "ccp", seconds, 1.0, port=5201, start_together=together)
         other.join()
         assert not agent.failure(), agent.failure()
     finally:
