@@ -292,9 +292,9 @@ class ToDevice(Element):
     input behind a Queue (then it drains up to ``burst`` frames per wakeup).
     Frames larger than the interface MTU are dropped and counted (``too_big``);
     a full device backlog or transmit ring is counted in ``send_drops``, frames shorter
-    than an Ethernet header in ``runts``; ``sent_at_once``: frames that began a round
-    and left through the plain socket (of ``packets``). ``tx_ring false`` sends each frame with a
-    system call of its own (``tx_ring_frames``: the ring's size)."""
+    than an Ethernet header in ``runts``; ``sent_at_once`` (of ``packets``): frames that
+    began a round and left through the plain socket. ``tx_ring false`` sends each frame
+    with a system call of its own (``tx_ring_frames``: the ring's size)."""
     n_outputs = (0, 0)
     input_kind = AGNOSTIC
     ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 64), Arg("qdisc_bypass", parse_bool, False),
