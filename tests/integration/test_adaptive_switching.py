@@ -5,7 +5,7 @@ model, fed by the sink over MQTT, in the agent's child) finds the flow and votes
 
 Whether the verdicts move the flow the right way — to bbr beside kernel bbr within 15 s,
 not away from cubic beside kernel cubic — is the estimator's accuracy on this path, a
-statistical property (session 35: 3 of 3 and 6 of 7 runs), so those two tests carry the
+statistical property (session 35: 7 of 7 and 9 of 11 runs), so those two tests carry the
 ``accuracy`` marker and run with ``make test-accuracy``, not in CI. The network is the
 issue's BBR-coexistence setting (5 BDP); both flows start together, as in the
 estimator's training runs (a competitor ahead by a few hundred ms made a kernel cubic
