@@ -302,11 +302,8 @@ class ToDevice(Element):
     counter_names = ("packets", "bytes", "too_big", "runts", "send_drops", "send_retries", "sent_at_once")
 
     def initialize(self):
-        self.sock, self.ifindex = _open_packet_socket(self.devname, 0, self.router.netns)
-        if self.qdisc_bypass:
-            self.sock.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 1)
+        self.sock, self.ifindex = self._open_send_socket()
         self.sock.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)  # SO_SNDBUFFORCE
-        self.sock.setblocking(False)
         self.mtu = interface_mtu(self.sock, self.devname)
         self.mac = self.sock.getsockname()[4]
         self._max_frame = self.mtu + ETH_HDR_BYTES
@@ -319,6 +316,13 @@ class ToDevice(Element):
                 q.add_listener(self._wake)
             self._task = self.router.loop.timer(self._drain)
 
+    def _open_send_socket(self):
+        sock, ifindex = _open_packet_socket(self.devname, 0, self.router.netns)
+        if self.qdisc_bypass:
+            sock.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 1)
+        sock.setblocking(False)
+        return sock, ifindex
+
     def _setup_tx_ring(self):
         # a frame the kernel finds malformed is skipped, not left to stop the ring
         # (this element sends none: it checks the length first)
@@ -328,10 +332,7 @@ class ToDevice(Element):
         self._tx_idx = 0
         self._tx_mv = memoryview(self._tx_mm)
         # a socket with a ring sends only from it: the round's first frame needs another
-        self._direct, _ = _open_packet_socket(self.devname, 0, self.router.netns)
-        if self.qdisc_bypass:
-            self._direct.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 1)
-        self._direct.setblocking(False)
+        self._direct, _ = self._open_send_socket()
         self._round_open = False         # a frame went this round: the ring is flushed at its end
         self._ring_written = 0           # frames in the ring since the last flush
         self._retry = self.router.loop.timer(self._flush)
@@ -356,16 +357,8 @@ class ToDevice(Element):
         if not self._round_open:
             self._round_open = True
             self.router.loop.defer(self._end_round)
-            if not self._retry.scheduled:
-                try:
-                    self._direct.send(data)
-                except OSError:
-                    pass                # no room now: the ring keeps it for the round's flush
-                else:
-                    self.sent_at_once += 1
-                    self.packets += 1
-                    self.bytes += n
-                    return
+            if not self._retry.scheduled and self._sent_at_once(data, n):
+                return
         mv, off = self._tx_mv, self._tx_idx * self._tx_frame
         if _U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
             self._flush()       # the kernel frees the slots of frames it has sent
@@ -379,6 +372,18 @@ class ToDevice(Element):
         self._ring_written += 1
         self.packets += 1
         self.bytes += n
+
+    def _sent_at_once(self, data, n: int) -> bool:
+        """The round's first frame through the plain socket; False: no room there now (the
+        ring keeps it for the round's flush)."""
+        try:
+            self._direct.send(data)
+        except OSError:
+            return False
+        self.sent_at_once += 1
+        self.packets += 1
+        self.bytes += n
+        return True
 
     def _end_round(self):
         self._round_open = False
