@@ -190,6 +190,7 @@ class WindowFlow(FlowBase):
         self.recovery_bytes_left = 0.0                       # data in flight at the last cut, not yet acked
         self.rto_bytes_left = 0.0                            # data in flight at the last RTO, not yet acked
         self.prior_ssthresh = None                           # what an undo restores (kernel prior_ssthresh)
+        self.matched_cwnd = 0.0                              # a switch's matched window, not reached yet (cut_base)
         self.grown_seen = 0                                  # Report.grown_pkts taken into cwnd
         self.reductions_seen = 0                             # Report.reductions answered
         self.sent_registers: dict[str, int] = {}             # growth registers in force (last sent)
@@ -208,7 +209,8 @@ class WindowFlow(FlowBase):
     def export_state(self) -> FlowState:
         return FlowState(cwnd_bytes=self.cwnd, ssthresh_bytes=self.ssthresh,
                          recovery_bytes_left=self.recovery_bytes_left, rto_bytes_left=self.rto_bytes_left,
-                         grown_seen=self.grown_seen, reductions_seen=self.reductions_seen)
+                         grown_seen=self.grown_seen, reductions_seen=self.reductions_seen,
+                         matched_cwnd_bytes=self.matched_cwnd if self.matched_cwnd > self.cwnd else 0.0)
 
     def adopt(self, state: FlowState):
         self.cwnd = float(state.cwnd_bytes)
@@ -222,10 +224,25 @@ class WindowFlow(FlowBase):
         self.recovery_bytes_left, self.rto_bytes_left = state.recovery_bytes_left, state.rto_bytes_left
         self.grown_seen, self.reductions_seen = state.grown_seen, state.reductions_seen
         self.prior_ssthresh = None
+        self.matched_cwnd = state.matched_cwnd_bytes
         registers = self.growth_registers() if self.datapath_slow_start else []
         # Rate 0: no pacing of its own (the datapath drops a pacing rate the last one set)
         self.resume([("Rate", 0)] + registers, reason="took the flow over")
         self.sent_registers = dict(registers)
+
+    def cut_base(self, window_bytes: float, beta: float) -> tuple[float, float]:
+        """(the window a congestion cut by ``beta`` applies to, the ssthresh after it). The
+        flow's own, unless a switch matched it to a competitor's larger window it has not
+        reached yet: then the cut applies to that one, and slow start goes on to beta times
+        it. A loss on the way (the competitor's slow start filling the buffer, most often)
+        then cuts both flows from equal windows, as if they had started together; cut from
+        its own, a flow that switched to Reno at 1/10 of a kernel Reno's window stayed
+        there for the rest of the run in a deep buffer (RTTs of seconds, +1 MSS each)."""
+        base = window_bytes
+        if self.matched_cwnd > window_bytes:
+            base = self.matched_cwnd
+        self.matched_cwnd = base * beta if base > window_bytes else 0.0
+        return base, base * beta
 
     def on_timeout(self, r, new_episode: bool) -> str:
         if new_episode:
@@ -328,6 +345,7 @@ class WindowFlow(FlowBase):
             # TCP_CA_Loss until high_seq is acked): without this, the second cut took
             # ssthresh from 1 MSS to 2 MSS and slow start after every RTO ended at once.
             self.rto_bytes_left = max(self.cwnd, (r.inflight + r.loss) * self.mss)
+            self.matched_cwnd = 0.0         # a switch's match ends at a timeout: the path says less
             event, reason = "timeout", self.on_timeout(r, new_episode)
             if r.rto_acked > 0:
                 # The RTO came before the ACK that reports it: the kernel's window was one

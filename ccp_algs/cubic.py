@@ -264,9 +264,11 @@ class CubicFlow(WindowFlow):
                 # rounded down (a fraction carried over would leave ccp cubic up to a
                 # segment above kernel cubic after every cut; A7).
                 w = self._sent_window()
+                base, matched_ssthresh = self.cut_base(w, beta)
                 # fast convergence (RFC 9438 4.7): release bandwidth to newer flows
-                # (whole segments, as Linux's last_max_cwnd)
-                self.w_max = (w // self.mss * (1 + beta) / 2) // 1 * self.mss if w < self.w_max else w
+                # (whole segments, as Linux's last_max_cwnd); a switch's matched window
+                # not reached yet is W_max itself (cut_base)
+                self.w_max = (w // self.mss * (1 + beta) / 2) // 1 * self.mss if w < self.w_max and base == w else base
                 self.cwnd = max((w // self.mss * beta) // 1 * self.mss, 2 * self.mss)
             else:
                 # A loss that was not congestion (cubic_int's L2): the window gives up its
@@ -279,12 +281,17 @@ class CubicFlow(WindowFlow):
                 return reason
             self.w_max_from_loss = self.w_max
             self.ssthresh = self.congestion_ssthresh = self.cwnd
+            if base > w:
+                self.ssthresh = self.congestion_ssthresh = max(matched_ssthresh, self.cwnd)
+                reason += f", slow start on to {beta:g} of the matched window"
             self._end_epoch()             # snd_cwnd_cnt 0, as tcp_init_cwnd_reduction
             self.ca_target = self._new_epoch_target(r)
         return reason
 
     def hystart_applies(self) -> bool:
-        return self.alg.hystart
+        # Not on the way to a switch's matched window: the delay it would see is the
+        # competitor's queue, and the matched window is where this slow start ends.
+        return self.alg.hystart and self.matched_cwnd <= self.cwnd
 
     def _hystart_exit(self, r: Report) -> str | None:
         """HyStart's delay detection on this round; the reason if slow start ends."""

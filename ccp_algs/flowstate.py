@@ -22,6 +22,7 @@ class FlowState:
     rtt_us: float | None = None
     bw_bytes_per_s: float = 0.0           # max delivery rate of the last reports (0: none yet)
     loss_seen: bool = True                # the flow has lost a packet or timed out since it began
+    matched_cwnd_bytes: float = 0.0       # the window a switch matched it to, still to be reached (0: none)
 
     @property
     def ssthresh_or_window(self) -> float:
@@ -35,11 +36,16 @@ class FlowState:
         would had they started together: a switch leaves the gap the flow's earlier CCA
         built, and AIMD in a deep buffer closes it over minutes. Down: the window and
         ssthresh scaled at once. Up: reached by slow start (ssthresh), not sent as one
-        burst into the queue. The bandwidth estimate (BBR's) scales alike."""
+        burst into the queue; that window is kept as ``matched_cwnd_bytes`` until reached (a
+        loss on the way cuts from it: WindowFlow.cut_base). The bandwidth estimate (BBR's)
+        scales alike."""
         ratio = min(max(ratio, RATE_RATIO_RANGE[0]), RATE_RATIO_RANGE[1])
         if ratio < 1:
             cwnd = max(self.cwnd_bytes * ratio, min(min_cwnd_bytes, self.cwnd_bytes))
             ssthresh = self.ssthresh_bytes if math.isinf(self.ssthresh_bytes) else cwnd
+            matched = 0.0                   # a new measurement: an older match ends
         else:
             cwnd, ssthresh = self.cwnd_bytes, self.cwnd_bytes * ratio
-        return replace(self, cwnd_bytes=cwnd, ssthresh_bytes=ssthresh, bw_bytes_per_s=self.bw_bytes_per_s * ratio)
+            matched = ssthresh if ratio > 1 else 0.0
+        return replace(self, cwnd_bytes=cwnd, ssthresh_bytes=ssthresh, bw_bytes_per_s=self.bw_bytes_per_s * ratio,
+                       matched_cwnd_bytes=matched)

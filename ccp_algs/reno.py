@@ -9,8 +9,12 @@ from .base import Algorithm, WindowFlow
 
 class RenoFlow(WindowFlow):
     def on_loss(self, r) -> str:
-        self.cwnd = max(self.cwnd / 2, 2 * self.mss)
-        self.ssthresh = self.cwnd
+        window = self.cwnd
+        base, ssthresh = self.cut_base(window, 0.5)
+        self.cwnd = max(window / 2, 2 * self.mss)
+        self.ssthresh = max(ssthresh, self.cwnd)
+        if base > window:
+            return f"{r.loss} lost: halve, slow start on to half the matched window"
         return f"{r.loss} lost: halve"
 
     def on_ack(self, r) -> str:

@@ -197,3 +197,45 @@ def test_a_switch_at_the_competitors_rate_goes_on_from_its_window():
     flow.switch("reno", rate_ratio=1e-6)
     assert dp.cwnd == 2 * MSS                              # 1/16 of 20 segments: at least 2
     assert "the competitor's rate: x1e-06" in flow.switches[-1]["why"]
+
+
+@pytest.mark.parametrize("start, to, beta", [("cubic", "reno", 0.5), ("reno", "cubic", 0.7)])
+def test_a_loss_on_the_way_to_the_matched_window_cuts_from_it(start, to, beta):
+    """fairness_switching seed 2613, reno r10 and r13: a switch to Reno at 1/11 of a kernel
+    Reno's rate slow-started towards it, a loss (the competitor's slow start filling the
+    deep buffer) halved the flow's own small window, and +1 MSS per multi-second RTT kept
+    it there for the rest of the run (D -0.4 to -0.9). The cut now applies to the matched
+    window: slow start goes on to beta times it, and the match ends once reached."""
+    flow, dp = hosted(start)
+    flow.flow.cwnd = flow.flow.ssthresh = 10.0 * MSS
+    grow(flow)
+    flow.loss_seen = True
+    own = flow.flow.cwnd
+    flow.switch(to, rate_ratio=10.0)
+    assert flow.flow.matched_cwnd == pytest.approx(10 * own)
+    flow.on_report(report(acked=MSS, loss=1, inflight=9, reductions=1, grown=0))
+    assert dp.cwnd <= own * beta + MSS                          # its own window cut: no burst
+    assert flow.flow.ssthresh == pytest.approx(10 * own * beta, abs=MSS)    # slow start on to beta x matched
+    assert dp.fields["ss_until"] == 0                          # (not within the recovery)
+    # the flow reaches it: a later loss cuts its own window again, the match is over
+    flow.flow.recovery_bytes_left = 0.0
+    reached = flow.flow.cwnd = flow.flow.matched_cwnd + 20 * MSS
+    flow.on_report(report(acked=MSS, loss=1, inflight=int(reached / MSS), reductions=2, grown=0))
+    assert flow.flow.ssthresh == pytest.approx(reached * beta, abs=MSS) and flow.flow.matched_cwnd == 0
+
+
+def test_a_match_ends_at_a_timeout_and_without_a_match_the_cut_is_the_algorithms():
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 10.0 * MSS
+    grow(flow)
+    flow.loss_seen = True
+    flow.switch("reno", rate_ratio=10.0)
+    flow.on_report(report(acked=0, timeout=True, inflight=9, reductions=1, grown=0))
+    assert flow.flow.matched_cwnd == 0
+    flow, dp = hosted()
+    flow.flow.cwnd = flow.flow.ssthresh = 10.0 * MSS
+    grow(flow)
+    flow.loss_seen = True
+    flow.switch("reno", rate_ratio=0.5)                        # down: nothing to reach
+    flow.on_report(report(acked=MSS, loss=1, inflight=4, reductions=1, grown=0))
+    assert flow.flow.ssthresh == flow.flow.cwnd == 2.5 * MSS
