@@ -238,9 +238,7 @@ class WindowFlow(FlowBase):
         then cuts both flows from equal windows, as if they had started together; cut from
         its own, a flow that switched to Reno at 1/10 of a kernel Reno's window stayed
         there for the rest of the run in a deep buffer (RTTs of seconds, +1 MSS each)."""
-        base = window_bytes
-        if self.matched_cwnd > window_bytes:
-            base = self.matched_cwnd
+        base = max(window_bytes, self.matched_cwnd)
         self.matched_cwnd = base * beta if base > window_bytes else 0.0
         return base, base * beta
 
