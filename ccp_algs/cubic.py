@@ -265,10 +265,14 @@ class CubicFlow(WindowFlow):
                 # segment above kernel cubic after every cut; A7).
                 w = self._sent_window()
                 base, matched_ssthresh = self.cut_base(w, beta)
-                # fast convergence (RFC 9438 4.7): release bandwidth to newer flows
-                # (whole segments, as Linux's last_max_cwnd); a switch's matched window
-                # not reached yet is W_max itself (cut_base)
-                self.w_max = (w // self.mss * (1 + beta) / 2) // 1 * self.mss if w < self.w_max and base == w else base
+                if base > w:              # a switch's matched window not reached yet (cut_base)
+                    self.w_max = base
+                elif w < self.w_max:
+                    # fast convergence (RFC 9438 4.7): release bandwidth to newer flows
+                    # (whole segments, as Linux's last_max_cwnd)
+                    self.w_max = (w // self.mss * (1 + beta) / 2) // 1 * self.mss
+                else:
+                    self.w_max = w
                 self.cwnd = max((w // self.mss * beta) // 1 * self.mss, 2 * self.mss)
             else:
                 # A loss that was not congestion (cubic_int's L2): the window gives up its
