@@ -5,7 +5,8 @@ local algorithm; the child finds the flow's full tuple in the datapath's flows.j
 its sending socket's namespace and interface (flows.locate_socket), captures the flow
 there, and runs an OnlineEstimator (estimator/online.py) on it: one estimate every
 ``interval_s`` once the flow (or its new local algorithm) has run ``warmup_s`` (the
-training rows skip a run's first tenth too), a majority vote over ``window``, the verdict
+training rows skip a run's first tenth too) and, for INT models, a competitor has shared
+its path that long (none, none made), a majority vote over ``window``, the verdict
 published on the flow's estimate topic and sent to the agent, which never waits for it
 (``poll()``).
 
@@ -103,7 +104,15 @@ class _Watched:
 
     def step(self):
         self.est.feed_pcap(self.tail)
-        return self.est.step() if time.monotonic() >= self.vote_from else None
+        if time.monotonic() < self.vote_from:
+            return None
+        if self.est.uses_int:
+            # the warm-up counts from the competitor's arrival too (one that came 10 s
+            # late met a vote already full of a lone flow's estimates)
+            age = self.est.competitor_age_s()
+            if age is None or age < self.warmup_s:
+                return None
+        return self.est.step()
 
     def stop(self):
         if self.capture is not None:

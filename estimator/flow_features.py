@@ -56,6 +56,9 @@ import numpy as np
 WINDOW_S = 30.0
 TOP_BIN_S = 0.2
 MIN_FLOW_SHARE = 0.1
+#: A competitor's data flow has carried this many packets through a node (iperf3's control
+#: connection carries ~10 in a run; a starved Vegas flow still ~100 in a few seconds)
+COMPETITOR_MIN_PACKETS = 100
 RATE_WINDOW_S = 2.0              # competitor_rate_ratio: some RTTs, a sawtooth or BBR's gain cycle
 AC_LAGS_RTTS = (2, 4, 6, 8, 10)
 FLOW_FEATURES = ("tf_flows_x", "tf_rate_x", "tf_top_share_x", "tf_top_p10_x", "tf_top_cv_x") \
@@ -260,9 +263,13 @@ class HopFlows:
     competitors of one flow at one node as a CompetitorSeries."""
 
     KEEP_S = WINDOW_S + 5.0          # what the features' window can still reach
+    SEEN_MAX = 4096                  # flows tracked for arrival; beyond, the quiet ones are forgotten
 
     def __init__(self):
         self._nodes: dict = {}        # node id -> deque[(t_end_s, span_s, {flow id: packets})]
+        # (node id, flow id) -> [first seen s, packets since, last seen s]: arrivals, over the whole run
+        self._seen: dict = {}
+        self.latest_s: float | None = None
 
     def add(self, rec) -> bool:
         """A telemetry.schema.HopRecord; False without top flows (or a first record)."""
@@ -273,7 +280,26 @@ class HopFlows:
         rows.append((t, rec.interval_ms / 1e3, {fid: k for fid, k in rec.top_flows}))
         while rows and rows[0][0] < t - self.KEEP_S:
             rows.popleft()
+        self.latest_s = t if self.latest_s is None else max(self.latest_s, t)
+        for fid, k in rec.top_flows:
+            seen = self._seen.setdefault((rec.node_id, fid), [t, 0, t])
+            seen[1] += k
+            seen[2] = t
+        if len(self._seen) > self.SEEN_MAX:
+            self._seen = {key: v for key, v in self._seen.items()
+                          if v[1] >= COMPETITOR_MIN_PACKETS or v[2] >= t - self.KEEP_S}
         return True
+
+    def competitor_age_s(self, own_flow_id: str | None) -> float | None:
+        """How long another data flow has shared a node with this one (s, the records'
+        clock, from its first packet there): None while none has carried
+        COMPETITOR_MIN_PACKETS at any node. Alone, a flow's estimates name what its own
+        queue looks like (a lone flow reads as vegas), so none are made then."""
+        if own_flow_id is None:
+            return None
+        arrivals = [first for (node, fid), (first, packets, _) in self._seen.items()
+                    if fid != own_flow_id and packets >= COMPETITOR_MIN_PACKETS and (node, own_flow_id) in self._seen]
+        return self.latest_s - min(arrivals) if arrivals else None
 
     def competitors(self, node_id: int, own_flow_id: str | None) -> CompetitorSeries | None:
         rows = list(self._nodes.get(node_id, ()))

@@ -128,7 +128,8 @@ class OnlineEstimator:
         return n
 
     def step(self) -> Step | None:
-        """One estimate from the latest ACK's features; None until the flow has enough ACKs."""
+        """One estimate from the latest ACK's features; None until the flow has enough ACKs
+        (and, for INT models, its telemetry and a competitor on its path)."""
         try:
             trace = self.observer.trace()
             x = features(trace)[-1:]
@@ -136,7 +137,7 @@ class OnlineEstimator:
                 if self.telemetry.flow_id is None:
                     self._resolve_flow()
                 series = self.telemetry.array()
-                if series is None or len(series) < 2:
+                if series is None or len(series) < 2 or self.competitor_age_s() is None:
                     return None
                 at, base = trace.ack_t[-1:], self.base_rtt_s(trace)
                 parts = [x, int_features(series, at, base)]
@@ -155,6 +156,11 @@ class OnlineEstimator:
         ratio = self.hop_flows.competitor_rate_ratio(self.telemetry.bottleneck_node(), self.telemetry.flow_id) \
             if self.uses_int else None
         return Step(time.monotonic() - self.t0, fid, est, self.vote.update(est), ratio)
+
+    def competitor_age_s(self) -> float | None:
+        """How long a competing data flow has shared the path (s; INT models, from the
+        sink's hop records): None while there is none, and no estimate is made then."""
+        return self.hop_flows.competitor_age_s(self.telemetry.flow_id)
 
     def base_rtt_s(self, trace) -> float:
         """The flow's base RTT: the capture's smallest sample, or the hint if smaller."""

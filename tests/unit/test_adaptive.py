@@ -202,3 +202,25 @@ def test_the_vote_goes_on_across_a_switch():
     watched.local_changed("bbr")
     assert watched.est.local_cca == "bbr" and watched.est.vote.verdict().votes == {"bbr": 8, "cubic": 2}
     assert watched.vote_from > time.monotonic() + 4                 # the new CCA warms up first
+
+
+def test_an_int_models_warm_up_counts_from_the_competitors_arrival():
+    """A flow alone makes no estimate; once a competitor is on its path, none until the
+    competitor has been there warmup_s (as at a start together)."""
+    import os
+    from types import SimpleNamespace
+    import estimator
+    from ccp_agent.estimation import _Watched
+    from estimator.model import CCAEstimator
+    model = CCAEstimator.load(os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int_t2.joblib"))
+    watched = _Watched(1, ("10.0.0.1", 5201, "10.0.0.2", 40000), "cubic", model, 50, directory=None, warmup_s=5)
+    watched.vote_from = 0.0                                          # the flow's own warm-up is over
+    watched.tail = None
+    ages, made = [None, 4.9, 5.0], []
+    watched.est = SimpleNamespace(uses_int=True, feed_pcap=lambda tail: 0, competitor_age_s=lambda: ages[0],
+                                  step=lambda: made.append(ages[0]) or "step")
+    assert watched.step() is None                                    # alone
+    ages[0] = 4.9
+    assert watched.step() is None                                    # the competitor is still warming up
+    ages[0] = 5.0
+    assert watched.step() == "step" and made == [5.0]

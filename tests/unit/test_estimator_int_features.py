@@ -215,6 +215,8 @@ def test_online_estimates_with_int_features_wait_for_the_flows_telemetry():
     assert not est.add_telemetry(flow_record("0" * len(fid), 105.0, 1000))   # another flow's
     for i in range(20):
         assert est.add_telemetry(flow_record(fid, 100.0 + i * 0.5, 3000 * i))
+    assert est.step() is None                                  # no competitor on the path yet
+    est.add_hop(hop_record(109.6, [(fid, 50), ("b" * len(fid), 150)]))
     step = est.step()
     assert step is not None and step.estimate in ("bbr", "vegas") and step.flow_id == fid
     foreign = CCAEstimator(feature_names=("a", "b"))
@@ -388,3 +390,28 @@ def test_the_competitors_packets_are_counted_per_flow_per_10_ms(tmp_path):
 def test_the_cli_knows_every_feature_set():
     from estimator.cli import FEATURE_SET_NAMES
     assert FEATURE_SET_NAMES == list(FEATURE_SETS)
+
+
+def test_no_estimate_while_the_flow_is_alone_and_the_warm_up_counts_from_the_competitors_arrival():
+    """Alone, a flow's own queue reads as vegas: a competitor that came 10 s late met a
+    vote full of such estimates, and the flow switched to vegas just as a loss-based flow
+    arrived (seed 2615, 'mirror int w50 late', |D| 0.4-0.6). No estimate is made until
+    another data flow has carried COMPETITOR_MIN_PACKETS through a node of the flow's path
+    (iperf3's control connection does not count), and its age is from its first packet."""
+    from estimator.flow_features import COMPETITOR_MIN_PACKETS, HopFlows
+    own, control, data, elsewhere = "a" * 16, "c" * 16, "d" * 16, "e" * 16
+    hops = HopFlows()
+    for k in range(100):                                       # 10 s alone, a control connection's few packets
+        hops.add(hop_record(100.0 + k * 0.1, [(own, 80)] + ([(control, 2)] if k < 5 else [])))
+        hops.add(hop_record(100.0 + k * 0.1, [(elsewhere, 80)], node_id=7))   # a node this flow does not cross
+    assert hops.competitor_age_s(own) is None
+    assert hops.competitor_age_s(None) is None
+    for k in range(30):                                        # the data flow arrives at 110 s, a slow starter
+        hops.add(hop_record(110.0 + k * 0.1, [(own, 80), (data, 1 + k)]))
+    assert sum(1 + k for k in range(30)) >= COMPETITOR_MIN_PACKETS
+    assert hops.competitor_age_s(own) == pytest.approx(2.9)
+    # the flow's own packets never make a competitor
+    assert HopFlows().competitor_age_s(own) is None
+    alone = HopFlows()
+    alone.add(hop_record(100.0, [(own, 500)]))
+    assert alone.competitor_age_s(own) is None
