@@ -43,7 +43,8 @@ class AdaptiveFlow(HostedFlow):
         self.flow.trace.row(sid=self.flow.sid, event="verdict",
                             reason=f"{v.estimate} ({v.confidence:.0%} of {sum(v.votes.values())})")
         target = self.host.policy.decide(self.current, time.monotonic() - self.in_control_since, v.estimate,
-                                         v.confidence, sum(v.votes.values()), shares=v.votes)
+                                         v.confidence, sum(v.votes.values()), shares=v.votes,
+                                         switched=bool(self.switches))
         if target is None:
             return
         before = self.current
