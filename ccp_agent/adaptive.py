@@ -43,8 +43,7 @@ class AdaptiveFlow(HostedFlow):
         self.flow.trace.row(sid=self.flow.sid, event="verdict",
                             reason=f"{v.estimate} ({v.confidence:.0%} of {sum(v.votes.values())})")
         target = self.host.policy.decide(self.current, time.monotonic() - self.in_control_since, v.estimate,
-                                         v.confidence, sum(v.votes.values()), shares=v.votes,
-                                         switched=bool(self.switches))
+                                         v.confidence, sum(v.votes.values()), shares=v.votes)
         if target is None:
             return
         before = self.current

@@ -156,9 +156,6 @@ for _name in ALGORITHMS:
               help="a flow keeps an algorithm at least this long")
 @click.option("--min-confidence", type=click.FloatRange(min=0, max=1), default=0.6, show_default=True,
               help="a verdict whose share of the vote is lower changes nothing")
-@click.option("--min-confidence-to-leave", type=click.FloatRange(min=0, max=1),
-              help="once a flow has switched, a verdict whose share is lower does not move it again "
-                   "[default: --min-confidence]")
 @click.option("--warmup-s", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="no estimates in a flow's first seconds, or a new algorithm's (out of the model's training)")
 @click.option("--min-votes", type=click.IntRange(min=1), default=10, show_default=True,
@@ -172,7 +169,7 @@ for _name in ALGORITHMS:
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
-                 min_confidence, min_confidence_to_leave, warmup_s, min_votes, match_rate, broker_url, ipc, trace, verbose, state_dir,
+                 min_confidence, warmup_s, min_votes, match_rate, broker_url, ipc, trace, verbose, state_dir,
                  decisions_url, pins=()):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
     from ccp_algs.handover import HandoverError
@@ -203,8 +200,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
             raise SwitchingError(f"{model_path} uses INT features ({feature_set_of(model.feature_names)}): give "
                                  f"--broker, the MQTT broker the INT sink publishes to")
         table = GoodputTable.load(table_path) if table_path else None
-        switch_policy = SwitchPolicy(policy, names, tuple(named), min_dwell_s, min_confidence, table, min_votes,
-                                     min_confidence_to_leave)
+        switch_policy = SwitchPolicy(policy, names, tuple(named), min_dwell_s, min_confidence, table, min_votes)
         if initial is None:
             initial = switch_policy.before_any_verdict()
     except (ModelError, SwitchingError, UnknownAlgorithm) as e:

@@ -11,10 +11,7 @@ competitor (paper 002, Section IV).
 Hysteresis: a flow keeps an algorithm at least ``min_dwell_s``; a verdict from fewer than
 ``min_votes`` estimates (the first seconds of a flow, when the vote has just begun; the
 vote goes on across a switch), or whose top share is below ``min_confidence``, or
-"unknown", changes nothing. A flow that has switched once is on an algorithm a vote chose:
-leaving it may need a surer vote (``min_confidence_to_leave``; on seeds 2613 and 2615 the
-later switches at a 60 % vote were mostly wrong, 32 of 43, the estimate of the new local
-CCA's competitor drifting back).
+"unknown", changes nothing.
 """
 from __future__ import annotations
 
@@ -77,7 +74,6 @@ class SwitchPolicy:
     min_confidence: float = 0.6
     table: GoodputTable | None = None
     min_votes: int = 10
-    min_confidence_to_leave: float | None = None     # None: min_confidence
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -104,14 +100,10 @@ class SwitchPolicy:
         return self.target(self.competitor_ccas[0], dict.fromkeys(self.competitor_ccas, 1))
 
     def decide(self, current: str, in_control_s: float, estimate: str | None, confidence: float,
-               votes: int, shares: dict | None = None, switched: bool = False) -> str | None:
+               votes: int, shares: dict | None = None) -> str | None:
         """The algorithm to switch to now, or None (stay). ``votes``: estimates in the vote;
-        ``shares``: their count per label (best-response weighs by them); ``switched``: the
-        flow is on an algorithm a verdict chose."""
-        needed = self.min_confidence
-        if switched and self.min_confidence_to_leave is not None:
-            needed = self.min_confidence_to_leave
-        if estimate is None or estimate == "unknown" or confidence < needed or votes < self.min_votes:
+        ``shares``: their count per label (best-response weighs by them)."""
+        if estimate is None or estimate == "unknown" or confidence < self.min_confidence or votes < self.min_votes:
             return None
         if in_control_s < self.min_dwell_s:
             return None

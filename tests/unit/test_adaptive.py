@@ -102,20 +102,6 @@ def test_no_switch_on_a_weak_verdict_or_within_the_dwell_time():
     assert flow.current == "bbr"
 
 
-def test_a_switched_flow_leaves_only_on_a_surer_vote():
-    flow, dp, est = adaptive()
-    flow.host.policy.min_confidence_to_leave = 0.7
-    est.inbox.append(("verdict", 1, verdict("bbr", 0.62)))
-    tick(flow)
-    assert flow.current == "bbr"                       # the first switch at 0.6
-    est.inbox.append(("verdict", 1, verdict("cubic", 0.66)))
-    tick(flow)
-    assert flow.current == "bbr"                       # leaving needs 0.7
-    est.inbox.append(("verdict", 1, verdict("cubic", 0.72)))
-    tick(flow)
-    assert flow.current == "cubic"
-
-
 def test_an_estimation_failure_leaves_the_flow_with_one_log_line(caplog):
     flow, dp, est = adaptive()
     with caplog.at_level(logging.WARNING, logger="intcc.adaptive"):

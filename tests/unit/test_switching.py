@@ -32,15 +32,6 @@ def test_no_switch_before_the_dwell_time_or_on_a_weak_verdict():
     assert p.decide("cubic", 5.0, "bbr", 0.6, 50) == "bbr"
 
 
-def test_a_flow_that_has_switched_leaves_only_on_a_surer_vote():
-    p = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=5, min_confidence=0.6, min_confidence_to_leave=0.7)
-    assert p.decide("cubic", 60.0, "bbr", 0.6, 50) == "bbr"                   # the first switch: 0.6
-    assert p.decide("bbr", 60.0, "cubic", 0.69, 50, switched=True) is None    # leaving what a vote chose
-    assert p.decide("bbr", 60.0, "cubic", 0.7, 50, switched=True) == "cubic"
-    same = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=5, min_confidence=0.6)
-    assert same.decide("bbr", 60.0, "cubic", 0.6, 50, switched=True) == "cubic"   # unset: one threshold
-
-
 def table(pairs):
     return GoodputTable({(a, b): v for (a, b), v in pairs.items()})
 
