@@ -2,6 +2,7 @@
 competes with flow 2 (bbr), estimates every 0.5 s with the shipped models (Table I,
 and Table I + INT fed by the sink's telemetry over MQTT), and verdicts published
 over MQTT and read back by a TelemetryView."""
+import collections
 import os
 import subprocess
 import time
@@ -10,7 +11,7 @@ import pytest
 
 from broker.launch import BrokerProcess
 from experiments.runner import free_port
-from telemetry.schema import FlowRecord
+from telemetry.schema import FlowRecord, HopRecord
 from broker.subscriber import TelemetryView
 from estimator.capture import Capture, PcapTail
 from estimator.model import CCAEstimator
@@ -31,7 +32,10 @@ def test_live_flow_gets_published_verdicts(tmp_path):
     assert est_int.uses_int and not est.uses_int
     with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS) as b, \
             TelemetryView(b.url) as view:
-        view.on_record(lambda rec, topic: est_int.add_telemetry(rec) if isinstance(rec, FlowRecord) else None)
+        # flow and hop records (the INT model estimates only with a competitor on the path),
+        # handed to the estimator on this thread, as the CLI and the agent's child do
+        records: collections.deque = collections.deque()
+        view.on_record(lambda rec, topic: records.append(rec) if isinstance(rec, (FlowRecord, HopRecord)) else None)
         tb = start_testbed("dumbbell", "iteo", exporter=f"{b.url}?credentials={CREDS}",
                            bottleneck_mbps=5.0, bottleneck_delay_ms=20.0, buffer_bdp=4.0)
         pub = Publisher(f"{b.url}?credentials={CREDS}")
@@ -51,6 +55,8 @@ def test_live_flow_gets_published_verdicts(tmp_path):
                     time.sleep(0.5)
                     est.feed_pcap(tail)
                     est_int.feed_pcap(tail_int)
+                    while records:
+                        est_int.add_record(records.popleft())
                     step = est.step()
                     if step is not None:
                         steps.append(step)
@@ -68,8 +74,10 @@ def test_live_flow_gets_published_verdicts(tmp_path):
                 time.sleep(0.02)
             assert got is not None and got.record.local_cca == "cubic" and got.record.window == 10
             assert sum(got.record.votes.values()) == 10
-            # the INT model estimates once the sink's records of flow 1 arrive
+            # the INT model estimates once the sink's records of flow 1 arrive, and the
+            # competitor's packets in the hop records
             assert est_int.telemetry.records >= 100, est_int.telemetry.records
+            assert est_int.competitor_age_s() is not None
             assert len(steps_int) >= 20, len(steps_int)
             for name, st in (("table1", steps), ("table1+int", steps_int)):
                 stable = first_stable_correct_s(st, "bbr")
