@@ -6,7 +6,7 @@ its sending socket's namespace and interface (flows.locate_socket), captures the
 there, and runs an OnlineEstimator (estimator/online.py) on it: one estimate every
 ``interval_s`` once the flow (or its new local algorithm) has run ``warmup_s`` (the
 training rows skip a run's first tenth too) and, for INT models, a competitor has shared
-its path that long (none, none made), a majority vote over ``window``, the verdict
+its path that long (a flow alone gets none), a majority vote over ``window``, the verdict
 published on the flow's estimate topic and sent to the agent, which never waits for it
 (``poll()``).
 

@@ -410,8 +410,7 @@ def test_no_estimate_while_the_flow_is_alone_and_the_warm_up_counts_from_the_com
         hops.add(hop_record(110.0 + k * 0.1, [(own, 80), (data, 1 + k)]))
     assert sum(1 + k for k in range(30)) >= COMPETITOR_MIN_PACKETS
     assert hops.competitor_age_s(own) == pytest.approx(2.9)
-    # the flow's own packets never make a competitor
-    assert HopFlows().competitor_age_s(own) is None
-    alone = HopFlows()
+    assert HopFlows().competitor_age_s(own) is None            # no records
+    alone = HopFlows()                                         # the flow's own packets make none
     alone.add(hop_record(100.0, [(own, 500)]))
     assert alone.competitor_age_s(own) is None
