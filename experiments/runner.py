@@ -238,6 +238,8 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                             "loss_seed": loss_seed, "flow1": spec.alg.ccp or spec.alg.cca})
                 if sc.draw:
                     rec["params"] = p
+                if alg.competitor_delay_s:
+                    rec["competitor_delay_s"] = alg.competitor_delay_s
                 if key != "none":
                     rec[key] = value
                 warning = check_loss(rec, value if key == "loss_pct" else configured_loss_pct(beds[0]))

@@ -66,6 +66,21 @@ def test_modes_of_one_seed_run_apart_pair_up_and_another_seeds_do_not():
     assert table[("bbr", "mirror w50")]["harm_pairs"] == 1
 
 
+def test_a_late_mode_is_compared_with_the_late_baselines_only():
+    late = {"competitor_delay_s": 10}
+    records = RECORDS + [rec("not used late", "bbr", 0, 7, 3, **late), rec("oracle late", "bbr", 0, 6, 4, **late),
+                         rec("mirror w50 late", "bbr", 0, 5, 5, **late), rec("mirror w50 late", "bbr", 1, 9, 1, **late)]
+    rows = {(r["competitor"], r["mode"]): r for r in fairness_report.comparisons(records)}
+    late_mirror = rows[("bbr", "mirror w50 late")]
+    # repeat 0 only has late baselines: |D| 0 against not used late 0.4, oracle late 0.2
+    assert late_mirror["cut_networks"] == 1 and late_mirror["cut_vs_not_used"] == pytest.approx(1.0)
+    assert late_mirror["gap_to_oracle"] == pytest.approx(-0.2)
+    assert rows[("bbr", "mirror w50")]["cut_networks"] == 2          # the together start's, unchanged
+    assert ("bbr", "not used late") not in rows and "gap_to_oracle" not in rows.get(("bbr", "oracle late"), {})
+    table = {(r["competitor"], r["mode"]): r for r in fairness_report.rows(records)}
+    assert table[("bbr", "mirror w50 late")]["harm_pairs"] == 1      # beside the late oracle of repeat 0
+
+
 def test_plots_are_written(tmp_path):
     paths = fairness_report.plot(RECORDS, str(tmp_path), "t", timelines=False)
     assert [p.rsplit("/", 1)[1] for p in paths] == ["d_box.png", "abs_d.png"]
