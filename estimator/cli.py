@@ -311,12 +311,18 @@ def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s,
         with Capture(netns, interface, pcap):
             tail = PcapTail(pcap)
             t_end = _time.monotonic() + seconds if seconds else None
+            said_alone = False
             while t_end is None or _time.monotonic() < t_end:
                 _time.sleep(interval_s)
                 est.feed_pcap(tail)
                 while records:
                     est.add_record(records.popleft())
                 step = est.step()
+                if step is None and est.uses_int and est.telemetry.records and est.competitor_age_s() is None \
+                        and not said_alone:
+                    click.echo("the flow is alone on its path (the sink's hop records show no other flow): "
+                               "no estimate until a competitor arrives", err=True)
+                    said_alone = True
                 if step is None or step.flow_id is None:
                     continue
                 rec = est.record(step)
