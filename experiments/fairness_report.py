@@ -52,9 +52,9 @@ def _network(r: dict) -> tuple:
 LATE_SUFFIX = " late"
 
 
-def _is(r: dict, baseline: str) -> bool:
-    """``r`` is a run of ``baseline`` (``not used``, ``oracle``), of either start."""
-    return r["algorithm"] in (baseline, baseline + LATE_SUFFIX)
+def _is(mode: str, baseline: str) -> bool:
+    """``mode`` is ``baseline`` (``not used``, ``oracle``), of either start."""
+    return mode in (baseline, baseline + LATE_SUFFIX)
 
 
 def offline_d(records: list[dict], out_dir_of=None) -> dict[int, float]:
@@ -125,7 +125,7 @@ def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[d
     modes = list(dict.fromkeys(r["algorithm"] for r in records))
     for comp in competitors:
         mine = [r for r in records if r.get("competitor") == comp]
-        oracle = {_network(r): r for r in mine if _is(r, ORACLE)}
+        oracle = {_network(r): r for r in mine if _is(r["algorithm"], ORACLE)}
         for mode in modes:
             runs = [r for r in mine if r["algorithm"] == mode and r.get("goodput_difference") is not None]
             if not runs:
@@ -164,7 +164,7 @@ def _paired(records: list[dict], comp: str, mode: str, other: str) -> tuple[np.n
     def by_net(runs):
         return {_network(r): abs(r["goodput_difference"]) for r in runs
                 if r.get("competitor") == comp and r.get("goodput_difference") is not None}
-    a, b = by_net(r for r in records if r["algorithm"] == mode), by_net(r for r in records if _is(r, other))
+    a, b = by_net(r for r in records if r["algorithm"] == mode), by_net(r for r in records if _is(r["algorithm"], other))
     common = sorted(set(a) & set(b), key=str)
     return np.array([a[k] for k in common]), np.array([b[k] for k in common])
 
@@ -189,7 +189,7 @@ def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> li
 
     records = [r for r in records if not r["algorithm"].startswith(PAIR_PREFIX)]
     competitors = list(dict.fromkeys(r["competitor"] for r in records if r.get("competitor")))
-    modes = [m for m in dict.fromkeys(r["algorithm"] for r in records) if m not in (NOT_USED, NOT_USED + LATE_SUFFIX)]
+    modes = [m for m in dict.fromkeys(r["algorithm"] for r in records) if not _is(m, NOT_USED)]
     out, cut_draws = [], {}
     for mode in modes:
         for comp in competitors:
@@ -200,8 +200,7 @@ def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> li
                 cut_draws.setdefault(mode, []).append(draws)
                 row.update(cut_vs_not_used=value, cut_ci=tuple(np.percentile(draws, [2.5, 97.5])),
                            cut_networks=int(a.size))
-            a, o = _paired(records, comp, mode, ORACLE) if mode not in (ORACLE, ORACLE + LATE_SUFFIX) \
-                else (np.array([]), None)
+            a, o = _paired(records, comp, mode, ORACLE) if not _is(mode, ORACLE) else (np.array([]), None)
             if a.size:
                 value, draws = boot(a, o, gap)
                 row.update(gap_to_oracle=value, gap_ci=tuple(np.percentile(draws, [2.5, 97.5])),
