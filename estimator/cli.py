@@ -34,11 +34,14 @@ def estimator_group():
 @click.option("--node-python", metavar="cpython|pypy|PATH",
               help="interpreter of the INT nodes (default: $INTCC_NODE_PYTHON, else cpython); recorded "
                    "in collection.json, and a resume must use the same")
-@click.option("--distribution", type=click.Choice(["paper", "hard", "table2"]), default="paper", show_default=True,
+@click.option("--distribution", type=click.Choice(["paper", "hard", "table2", "table2-live"]), default="paper",
+              show_default=True,
               help="paper: Table II (rate, delay, buffer uniform); hard: buffer on a log scale, the "
                    "competitor's RTT 0.5-4x flow 1's, starting 0-10 s later, as 1-3 flows, 0-1 %% link "
                    "loss in half the runs; table2: Table II with the buffer on a log scale, nothing "
-                   "else changed (fairness_switching's networks) (docs/estimator.md)")
+                   "else changed (fairness_switching's networks); table2-live: those networks with flow 1 "
+                   "a CCP algorithm as the adaptive agent runs it, and the competitor 0-10 s late in "
+                   "half the runs (docs/estimator.md)")
 def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python, distribution):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
     from experiments.estimator_collect import CollectionError, collect
@@ -86,7 +89,8 @@ def pack_cmd(data_dir, out_dir):
 
 
 @estimator_group.command("train")
-@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--data", "data_dir", required=True, multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="dataset directory; repeat to combine collections of different seeds")
 @click.option("--model", "model_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--grid", type=click.Choice(["paper", "small", "compact"]), default="small", show_default=True,
               help="paper: trees 10-600 x depth 1-30; small: a quick subset; compact: 50 trees "
@@ -124,7 +128,8 @@ def train_cmd(data_dir, model_path, grid, seed, feature_set, forest, test_fracti
 
 
 @estimator_group.command("curve")
-@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--data", "data_dir", required=True, multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="dataset directory; repeat to combine collections of different seeds")
 @click.option("--seed", type=int, default=0, show_default=True, help="split and forest seed")
 @click.option("--features", "feature_set", type=click.Choice(FEATURE_SET_NAMES),
               default="table1+int", show_default=True)
@@ -155,7 +160,8 @@ def curve_cmd(data_dir, seed, feature_set, forest, fractions):
 
 
 @estimator_group.command("cv")
-@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--data", "data_dir", required=True, multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="dataset directory; repeat to combine collections of different seeds")
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="fold and forest seed")
 @click.option("--features", "feature_set", type=click.Choice(FEATURE_SET_NAMES),
@@ -192,7 +198,8 @@ def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path, 
 
 
 @estimator_group.command("eval")
-@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--data", "data_dir", required=True, multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="dataset directory; repeat to combine collections of different seeds")
 @click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--seed", type=int, help="split seed (default: the one the model was trained with)")
 @click.option("--all", "every_run", is_flag=True,
@@ -218,7 +225,7 @@ def eval_cmd(data_dir, model_path, seed, every_run, json_path):
             click.echo(f"note: {trained_on} runs of the held-out half were among the model's training "
                        "runs (the dataset changed since training?): left out", err=True)
         if not te:
-            raise TraceError(f"{data_dir}: no held-out run the model was not trained on")
+            raise TraceError(f"{', '.join(data_dir)}: no held-out run the model was not trained on")
         res = evaluate(model, te)
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))

@@ -16,15 +16,26 @@ VOTE_WINDOWS = (1, 10, 20, 30, 40, 50)
 STABLE_WINDOWS = (10, 50)
 
 
-def load_dataset(data_dir: str, feature_set: str = "table1", settle_s: float | None = COMPETITOR_SETTLE_S):
-    """Every collected run (:class:`Run`), X with the columns of ``feature_set``, with the
-    rows taken once its competitor had been sending for ``settle_s`` (None: every row)."""
+def load_dataset(data_dirs, feature_set: str = "table1", settle_s: float | None = COMPETITOR_SETTLE_S):
+    """Every collected run (:class:`Run`) of one dataset directory or several, X with the
+    columns of ``feature_set``, with the rows taken once its competitor had been sending
+    for ``settle_s`` (None: every row)."""
     if feature_set not in FEATURE_SETS:
         raise TraceError(f"unknown feature set {feature_set!r} (known: {', '.join(FEATURE_SETS)})")
-    paths = run_paths(data_dir)
-    if not paths:
-        raise TraceError(f"{data_dir}: no collected runs (runs/*.npz); run 'intcc estimator collect' first")
+    paths = []
+    for data_dir in [data_dirs] if isinstance(data_dirs, str) else data_dirs:
+        found = run_paths(data_dir)
+        if not found:
+            raise TraceError(f"{data_dir}: no collected runs (runs/*.npz); run 'intcc estimator collect' first")
+        paths += found
     runs = [load_run(p) for p in paths]
+    keys = [tuple(r.key) for r in runs]
+    if len(set(keys)) < len(keys):
+        # a run's identity is (collection seed, index): two collections of one seed would
+        # put one network on both sides of a split
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise TraceError(f"run (seed {dup[0]}, index {dup[1]}) is in the data twice: datasets to combine "
+                         "must come from collections of different seeds")
     if feature_set != "table1":
         names = FEATURE_SETS[feature_set]
         flows = uses_flows(names)

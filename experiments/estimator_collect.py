@@ -33,10 +33,29 @@ from .signals import unwind_on_sigterm
 from .traffic import BackgroundFlow, RunFailed
 
 KERNEL = {"bbr", "cubic", "reno"}          # vegas runs on the CCP datapath
+#: flow 1's port when it runs through the CCP datapath (table2-live), one per CCA: the one
+#: agent of a collection serves testbeds running different flow-1 CCAs at once, and tells
+#: their flows apart by port (ccp_agent/by_port.py)
+CCP_LOCAL_PORTS = {"bbr": 5301, "cubic": 5302, "reno": 5303, "vegas": 5304}
+#: the agent's own algorithm (the competitor's CCP flows take it) and its pins
+CCP_AGENT = "vegas"
 
 
-def _iperf_cca(cca: str) -> str:
-    return cca if cca in KERNEL else "ccp"
+def _iperf_cca(cca: str, via_ccp: bool = False) -> str:
+    return cca if cca in KERNEL and not via_ccp else "ccp"
+
+
+def _via_ccp(plan: dict) -> bool:
+    """Whether flow 1 runs its CCA as the adaptive agent does: a CCP algorithm."""
+    return plan.get("local_via") == "ccp"
+
+
+def flow1_port(plan: dict) -> int:
+    return CCP_LOCAL_PORTS[plan["cca1"]] if _via_ccp(plan) else 5201
+
+
+def _needs_agent(plan: dict) -> bool:
+    return _via_ccp(plan) or "vegas" in (plan["cca1"], plan["cca2"])
 RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
 #: The "hard" distribution (issue 28): the paper's ranges with the buffer on a log scale,
 #: and what the paper's runs never had: a competitor of another RTT, arriving later, as
@@ -48,7 +67,12 @@ HARD_RANGES = {"rtt_factor": (0.5, 4.0),        # the competitor's base RTT / fl
 #: "table2": the paper's ranges with the buffer on a log scale and nothing else changed
 #: (both flows start together, one competitor, the same RTT, no link loss): the networks
 #: fairness_switching draws, where the adaptive agent's verdicts are judged.
-DISTRIBUTIONS = ("paper", "hard", "table2")
+#: "table2-live": the same networks with flow 1 as the adaptive agent runs it, its CCA a CCP
+#: algorithm on our datapath (kernel flows look different to the model: CCP BBR was read
+#: as cubic), and in half the runs the competitor arriving 0-10 s after flow 1 (the late
+#: start, where a competitor enters a queue flow 1 already fills).
+DISTRIBUTIONS = ("paper", "hard", "table2", "table2-live")
+LATE_START_S = (0.0, 10.0)
 ACCESS_DELAY_MS = 1.0                           # dumbbell.toml's access links
 
 
@@ -60,11 +84,16 @@ def run_plan(index: int, seed: int, distribution: str = "paper") -> dict:
         return _hard_plan(index, seed)
     pair = index % 16
     plan = {"run": f"run{index:05d}", "index": index, "seed": seed, "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
-    if distribution == "table2":
+    if distribution in ("table2", "table2-live"):
         rng = np.random.default_rng([seed, index, 2])
         params = {k: round(float(rng.uniform(*RANGES[k])), 3) for k in ("bottleneck_mbps", "bottleneck_delay_ms")}
         params["buffer_bdp"] = round(float(np.exp(rng.uniform(*np.log(RANGES["buffer_bdp"])))), 3)
-        return plan | {"distribution": "table2", "params": params}
+        plan |= {"distribution": distribution, "params": params}
+        if distribution == "table2-live":
+            late = np.random.default_rng([seed, index, 22])       # the networks stay table2's
+            plan |= {"local_via": "ccp",
+                     "comp_start_s": round(float(late.uniform(*LATE_START_S)), 3) if late.random() < 0.5 else 0.0}
+        return plan
     rng = np.random.default_rng([seed, index])
     return plan | {"params": {k: round(float(rng.uniform(lo, hi)), 3) for k, (lo, hi) in RANGES.items()}}
 
@@ -91,16 +120,16 @@ def _hard_plan(index: int, seed: int) -> dict:
             "comp_flows": int(rng.integers(lo, hi + 1)), "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
 
 
-def _check_vegas_agent(workdir: str):
-    """A Vegas flow whose agent is gone ran the datapath's Reno fallback: not a Vegas run."""
+def _check_agent(workdir: str):
+    """A CCP flow whose agent is gone ran the datapath's Reno fallback: not the run planned."""
     try:
         with open(os.path.join(workdir, "dp", "stats.json")) as f:
             connected = json.load(f).get("agent_connected")
     except (OSError, ValueError) as e:
-        raise RuntimeError(f"vegas: the datapath's stats are unreadable ({e})") from None
+        raise RuntimeError(f"ccp: the datapath's stats are unreadable ({e})") from None
     if not connected:
-        raise RuntimeError(f"vegas: the agent is gone, the flow ran the datapath's fallback "
-                           f"(see {os.path.join(workdir, 'vegas.log')}); run not kept")
+        raise RuntimeError(f"ccp: the agent is gone, the flow ran the datapath's fallback "
+                           f"(see {os.path.join(workdir, 'agent.log')}); run not kept")
 
 
 def start_flows(tb, plan: dict, seconds: float) -> list:
@@ -110,8 +139,8 @@ def start_flows(tb, plan: dict, seconds: float) -> list:
     later = plan.get("comp_start_s", 0.0)
     n_comp = plan.get("comp_flows", 1)
     together = threading.Barrier(1 + n_comp) if not later else None
-    flows = [BackgroundFlow(tb, "s1", "r1", _iperf_cca(plan["cca1"]), seconds, seconds, port=5201,
-                            start_together=together)]
+    flows = [BackgroundFlow(tb, "s1", "r1", _iperf_cca(plan["cca1"], _via_ccp(plan)), seconds, seconds,
+                            port=flow1_port(plan), start_together=together)]
     flows += [BackgroundFlow(tb, "s2", "r2", _iperf_cca(plan["cca2"]), seconds - later, seconds - later, 5202 + k,
                              start_delay_s=later, start_together=together)
               for k in range(n_comp)]
@@ -144,11 +173,11 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     try:
         with Capture(tb.ns("s1"), "intcc-sw1", pcap):
             outs = join_flows(start_flows(tb, plan, seconds), plan)
-        if "vegas" in (plan["cca1"], plan["cca2"]):
-            _check_vegas_agent(workdir)
+        if _needs_agent(plan):
+            _check_agent(workdir)
         tr = sender_trace(pcap, sender=tb.addr("s1"))
         int_log = tb.node_info("sw2")["int_log"]
-        int_series = int_series_from_jsonl(int_log, tb.addr("s1"), dport=5201)
+        int_series = int_series_from_jsonl(int_log, tb.addr("s1"), dport=flow1_port(plan))
         # the competitor's packets at the bottleneck per 10 ms, per flow (features that do
         # not assume two flows can read each competing flow from its own packets later)
         comp_counts = packet_counts_from_jsonl(int_log, tb.addr("s2"), t0_s=float(int_series[0, 0]))
@@ -240,7 +269,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     todo = [p for p in plans if not os.path.exists(os.path.join(out_dir, "runs", p["run"] + ".npz"))]
     done, failed = runs - len(todo), []
     if without_vegas:
-        todo = [p for p in todo if "vegas" not in (p["cca1"], p["cca2"])]
+        todo = [p for p in todo if not _needs_agent(p)]
     workdir = tempfile.mkdtemp(prefix="intcc-collect-")
     dp = agent = None
     procs = []
@@ -260,10 +289,13 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     # the testbeds, the datapath and the agent (a run cut short is not kept).
     old_term = unwind_on_sigterm(_interrupt)
     try:
-        if any("vegas" in (p["cca1"], p["cca2"]) for p in todo):
-            # one datapath and one Vegas agent serve the CCP flows of every testbed
+        if any(_needs_agent(p) for p in todo):
+            # one datapath and one agent serve the CCP flows of every testbed: vegas, and
+            # flow 1's CCA by its port when flow 1 runs through CCP
+            pins = [a for cca, port in CCP_LOCAL_PORTS.items() if cca != CCP_AGENT
+                    for a in ("--port-algorithm", f"{port}={cca}")] if any(map(_via_ccp, todo)) else []
             dp = DatapathProcess(state_dir=os.path.join(workdir, "dp")).start()
-            agent = AgentProcess("vegas", log_path=os.path.join(workdir, "vegas.log")).start()
+            agent = AgentProcess(CCP_AGENT, pins, log_path=os.path.join(workdir, "agent.log")).start()
             dp.wait_agent(True)
         args = (seconds, samples, warmup_frac, workdir, out_dir, node_python)
         jobs = max(1, min(jobs, len(todo)))

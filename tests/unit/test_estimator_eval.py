@@ -8,10 +8,10 @@ from estimator.features import FEATURES, TraceError
 from experiments.estimator_collect import run_plan
 
 
-def fake_dataset(tmp_path, runs=64, rows=30):
-    (tmp_path / "runs").mkdir()
+def fake_dataset(tmp_path, runs=64, rows=30, seed=7):
+    (tmp_path / "runs").mkdir(parents=True)
     for i in range(runs):
-        plan = run_plan(i, seed=7)
+        plan = run_plan(i, seed=seed)
         rng = np.random.default_rng(i)
         centre = CCAS.index(plan["cca2"]) + np.arange(len(FEATURES)) * 0.1
         X = rng.normal(centre, 0.5, (rows, len(FEATURES)))
@@ -61,6 +61,28 @@ def test_the_table2_distribution_is_the_fairness_experiments_networks():
         assert "comp_start_s" not in p and "comp_flows" not in p
     with pytest.raises(ValueError, match="unknown distribution"):
         run_plan(0, 30, "uniform")
+
+
+def test_the_live_distribution_is_table2s_networks_with_flow_1_on_ccp_and_late_competitors():
+    """The networks are table2's (same seed, same draws); flow 1 runs its CCA through the CCP
+    datapath on a port of its CCA; the competitor starts with it in about half the runs and
+    0-10 s later in the others."""
+    from experiments.estimator_collect import CCP_LOCAL_PORTS, flow1_port
+    plans = [run_plan(i, 31, "table2-live") for i in range(400)]
+    assert [p["params"] for p in plans] == [run_plan(i, 31, "table2")["params"] for i in range(400)]
+    assert all(p["local_via"] == "ccp" for p in plans) and len({(p["cca1"], p["cca2"]) for p in plans}) == 16
+    late = np.array([p["comp_start_s"] for p in plans])
+    assert 0.4 < np.mean(late == 0) < 0.6 and late.max() <= 10 and late[late > 0].min() < 1
+    assert {flow1_port(p) for p in plans} == set(CCP_LOCAL_PORTS.values())
+    assert flow1_port(run_plan(0, 31, "table2")) == 5201
+
+
+def test_collections_of_different_seeds_combine_and_one_seed_twice_is_refused(tmp_path):
+    a, b = fake_dataset(tmp_path / "a", runs=16), fake_dataset(tmp_path / "b", runs=16, seed=8)
+    runs = load_dataset([a, b])
+    assert len(runs) == 32 and len({tuple(r.key) for r in runs}) == 32
+    with pytest.raises(TraceError, match="seed 7, index 0.*twice"):
+        load_dataset([a, fake_dataset(tmp_path / "c", runs=4)])
 
 
 def test_a_run_names_its_parts(tmp_path):
