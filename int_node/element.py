@@ -143,8 +143,34 @@ class Element:
         """Called on shutdown; close sockets and files here."""
 
     # -- packet flow ---------------------------------------------------
+    # An element implements push (one packet) or push_batch (a list of them, FastClick's
+    # batching: one call per element per batch, not per packet), and gets the other from
+    # here. A device reads a batch and pushes it whole; elements on the hot path take it
+    # whole and pass their outputs on as batches (output_batch).
     def push(self, port: int, pkt) -> None:
-        raise NotImplementedError(f"{type(self).__name__} has no push input")
+        if type(self).push_batch is Element.push_batch:
+            raise NotImplementedError(f"{type(self).__name__} has no push input")
+        self.push_batch(port, [pkt])
+
+    def push_batch(self, port: int, batch: list) -> None:
+        """Each packet of ``batch`` in order. A packet that raises is counted
+        (packet_error) and the others go on; a push_batch of an element's own does the
+        same for its packets."""
+        push = self.push
+        for pkt in batch:
+            try:
+                push(port, pkt)
+            except Exception as exc:    # one bad packet must never take the others down
+                self.packet_error(pkt, exc)
+
+    def output_batch(self, port: int, batch: list) -> None:
+        peer = self._out[port]
+        peer[0].push_batch(peer[1], batch)
+
+    def packet_error(self, pkt, exc: BaseException) -> None:
+        """A packet this element (or one after it) raised on: counted at the device it came
+        in on, and logged (Router.packet_error); the packet goes no further."""
+        self.router.packet_error(self, pkt, exc)
 
     def pull(self, port: int):
         raise NotImplementedError(f"{type(self).__name__} has no pull output")

@@ -140,6 +140,25 @@ class Router:
     def run(self) -> None:
         self.loop.run()
 
+    #: packets an element raised on (Element.packet_error); each is also counted in the
+    #: ``element_errors`` of the FromDevice it came in on
+    element_errors = 0
+    _ERRORS_LOGGED_MAX = 5
+
+    def packet_error(self, elem: Element, pkt, exc: BaseException) -> None:
+        self.element_errors += 1
+        devices = getattr(self, "_devices_by_port", None)
+        if devices is None:
+            devices = self._devices_by_port = {e.port_id: e for e in self.elements.values()
+                                               if hasattr(e, "port_id") and hasattr(e, "element_errors")}
+        dev = devices.get(getattr(pkt, "in_port", None))
+        if dev is not None:
+            dev.element_errors += 1
+        if self.element_errors <= self._ERRORS_LOGGED_MAX:
+            log.error("%s: element error on a %d-byte packet (counted%s): %s: %s", elem.name, len(pkt.data),
+                      f" at {dev.name}" if dev is not None else "", type(exc).__name__, exc,
+                      exc_info=exc)
+
     def cleanup(self) -> None:
         for elem in self.elements.values():
             try:

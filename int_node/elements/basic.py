@@ -35,6 +35,9 @@ class Discard(Element):
     def push(self, port, pkt):
         self.dropped += 1
 
+    def push_batch(self, port, batch):
+        self.dropped += len(batch)
+
 
 @register
 class Tee(Element):

@@ -41,22 +41,31 @@ class Classifier(Element):
             c[f"out{i}_{p}"] = self.matched[i]
         return c
 
-    def push(self, port, pkt):
-        data = pkt.data
-        proto = None
-        if is_ipv6_frame(data):
-            nh = data[IP6_NH_OFF]
-            # no extension header (the common case): no chain to walk
-            proto = nh if nh in _UPPER else upper_layer(data)[0]
-            if proto is None:
-                self.malformed += 1
-        for i, want in enumerate(self._wanted):
-            if want is None or (proto is not None and (want == _ANY_IPV6 or want == proto)):
-                self.matched[i] += 1
-                out = self._out[i]
-                out[0].push(out[1], pkt)
-                return
-        self.unmatched += 1
+    def push_batch(self, port, batch):
+        wanted, matched = self._wanted, self.matched
+        outs = [[] for _ in wanted]
+        for pkt in batch:
+            try:
+                data = pkt.data
+                proto = None
+                if is_ipv6_frame(data):
+                    nh = data[IP6_NH_OFF]
+                    # no extension header (the common case): no chain to walk
+                    proto = nh if nh in _UPPER else upper_layer(data)[0]
+                    if proto is None:
+                        self.malformed += 1
+                for i, want in enumerate(wanted):
+                    if want is None or (proto is not None and (want == _ANY_IPV6 or want == proto)):
+                        matched[i] += 1
+                        outs[i].append(pkt)
+                        break
+                else:
+                    self.unmatched += 1
+            except Exception as exc:
+                self.packet_error(pkt, exc)
+        for i, out in enumerate(outs):
+            if out:
+                self.output_batch(i, out)
 
 
 @register
@@ -68,13 +77,18 @@ class EtherFilter(Element):
     ARGS = (Arg("mac", parse_mac),)
     counter_names = ("passed", "other_dst")
 
-    def push(self, port, pkt):
-        if pkt.data[:6] == self.mac:
-            self.passed += 1
-            out = self._out[0]
-            out[0].push(out[1], pkt)
-        else:
-            self.other_dst += 1
+    def push_batch(self, port, batch):
+        mac = self.mac
+        mine = [pkt for pkt in batch if pkt.data[:6] == mac]
+        self.passed += len(mine)
+        if len(mine) < len(batch):
+            self.other_dst += len(batch) - len(mine)
             if self.n_out > 1:
-                out = self._out[1]
-                out[0].push(out[1], pkt)
+                # both lists in arrival order; ours first (the node's traffic)
+                others = [pkt for pkt in batch if pkt.data[:6] != mac]
+                if mine:
+                    self.output_batch(0, mine)
+                self.output_batch(1, others)
+                return
+        if mine:
+            self.output_batch(0, mine)

@@ -66,33 +66,35 @@ class INTSource(Element):
             self._limit = lambda: limit     # known now: no lookup per packet
         return limit
 
-    def push(self, port, pkt):
-        data = pkt.data
-        out = self._out[0]
-        if not is_ipv6_frame(data):
-            self.skipped_not_ipv6 += 1
-            out[0].push(out[1], pkt)
-            return
-        if data[IP6_NH_OFF] == NH_HOPOPTS:
-            self.skipped_has_hbh += 1
-            out[0].push(out[1], pkt)
-            return
-        limit = self._limit()
-        if limit is not None and len(data) - 14 + self.overhead_bytes > limit:
-            self.skipped_mtu += 1
-            out[0].push(out[1], pkt)
-            return
-        key = pkt.flow_id
-        if key is None:
-            key = pkt.flow_id = flow_key(data)
-        seq = self._seq.get(key, 0)
-        if seq == 0 and len(self._seq) >= _FLOWS_MAX:
-            self._seq.clear()
-            self.flows_reset += 1
-        self._seq[key] = (seq + 1) & 0xFFFFFFFF
-        self._inserter.insert(data, seq, time.time_ns())
-        self.inserted += 1
-        out[0].push(out[1], pkt)
+    def push_batch(self, port, batch):
+        # Packets without INT (not IPv6, a Hop-by-Hop header already, too big) go on as they are.
+        seqs, insert, passed = self._seq, self._inserter.insert, []
+        for pkt in batch:
+            data = pkt.data
+            try:
+                if not is_ipv6_frame(data):
+                    self.skipped_not_ipv6 += 1
+                elif data[IP6_NH_OFF] == NH_HOPOPTS:
+                    self.skipped_has_hbh += 1
+                elif (limit := self._limit()) is not None and len(data) - 14 + self.overhead_bytes > limit:
+                    self.skipped_mtu += 1
+                else:
+                    key = pkt.flow_id
+                    if key is None:
+                        key = pkt.flow_id = flow_key(data)
+                    seq = seqs.get(key, 0)
+                    if seq == 0 and len(seqs) >= _FLOWS_MAX:
+                        seqs.clear()
+                        self.flows_reset += 1
+                    seqs[key] = (seq + 1) & 0xFFFFFFFF
+                    insert(data, seq, time.time_ns())
+                    self.inserted += 1
+            except Exception as exc:
+                self.packet_error(pkt, exc)
+                continue
+            passed.append(pkt)
+        if passed:
+            self.output_batch(0, passed)
 
 
 def _trace_offset(d):
@@ -145,14 +147,25 @@ class INTTransit(Element):
         self._rx_devices = tuple(e for e in r.elements.values() if isinstance(e, FromDevice))
         self._rx_drops, self._rx_drops_until_ns = 0, 0
 
-    def push(self, port, pkt):
+    def push_batch(self, port, batch):
+        # every packet goes on, stamped or not (malformed INT untouched), but one that raised
+        passed, stamp = [], self._stamp
+        for pkt in batch:
+            try:
+                stamp(pkt)
+            except Exception as exc:
+                self.packet_error(pkt, exc)
+                continue
+            passed.append(pkt)
+        if passed:
+            self.output_batch(0, passed)
+
+    def _stamp(self, pkt):
         d = pkt.data
-        out = self._out[0]
         try:
             off = _trace_offset(d)
         except ioam.IOAMError:
             self.malformed += 1
-            out[0].push(out[1], pkt)
             return
         if off is None:
             self.no_int += 1
@@ -186,8 +199,6 @@ class INTTransit(Element):
                 self.stamped += 1
             else:
                 self.overflow += 1
-        out[0].push(out[1], pkt)
-
 
     def _node_rx_drops(self, now_ns: int) -> int:
         # the devices refresh their kernel counts every 100 ms: sum them as often, not per packet

@@ -66,25 +66,43 @@ class Queue(Element):
         c["flows_evicted"] = self.flow_drops.evicted
         return c
 
-    def push(self, port, pkt):
+    def push_batch(self, port, batch):
         q = self._q
-        n = len(pkt.data)
-        if len(q) >= self.capacity or (self.capacity_bytes and self.depth_bytes + n > self.capacity_bytes):
-            self.drops += 1
-            self.flow_drops.count(pkt)
-            return
-        # the drops as this packet joins: stamped at dequeue, a count taken then would
-        # include drops of packets that arrived after it, and a sink differencing two
-        # packets around a gap would put a drop in the wrong gap
-        pkt.drops_seen = (self.drops, self.flow_drops.of(pkt))
-        q.append(pkt)
-        self.depth_bytes += n
-        self.enqueued += 1
-        if len(q) > self.highwater_pkts:
-            self.highwater_pkts = len(q)
-        if len(q) == 1:
-            for cb in self._listeners:
-                cb()
+        owed = False                # the queue went non-empty: the pullers are to be woken
+        for pkt in batch:
+            try:
+                n = len(pkt.data)
+                if len(q) >= self.capacity or (self.capacity_bytes and self.depth_bytes + n > self.capacity_bytes):
+                    if owed:
+                        # a frame at a time, a puller woken at the first one would have taken
+                        # it already: wake it now, so a batch never drops what frames did not
+                        owed = False
+                        self._wake_pullers()
+                    if len(q) >= self.capacity or (self.capacity_bytes and
+                                                   self.depth_bytes + n > self.capacity_bytes):
+                        self.drops += 1
+                        self.flow_drops.count(pkt)
+                        continue
+                # the drops as this packet joins: stamped at dequeue, a count taken then would
+                # include drops of packets that arrived after it, and a sink differencing two
+                # packets around a gap would put a drop in the wrong gap
+                pkt.drops_seen = (self.drops, self.flow_drops.of(pkt))
+            except Exception as exc:
+                self.packet_error(pkt, exc)
+                continue
+            q.append(pkt)
+            self.depth_bytes += n
+            self.enqueued += 1
+            if len(q) > self.highwater_pkts:
+                self.highwater_pkts = len(q)
+            if len(q) == 1:
+                owed = True
+        if owed:
+            self._wake_pullers()
+
+    def _wake_pullers(self):
+        for cb in self._listeners:
+            cb()
 
     def pull(self, port):
         q = self._q
@@ -167,10 +185,17 @@ class FlowMeter(Element):
         elif len(self._flows) > self.flow_count:
             self.flow_count = len(self._flows)
 
-    def push(self, port, pkt):
-        self._account(pkt)
-        peer = self._out[0]
-        peer[0].push(peer[1], pkt)
+    def push_batch(self, port, batch):
+        account, passed = self._account, []
+        for pkt in batch:
+            try:
+                account(pkt)
+            except Exception as exc:
+                self.packet_error(pkt, exc)
+                continue
+            passed.append(pkt)
+        if passed:
+            self.output_batch(0, passed)
 
     def pull(self, port):
         up = self._in[0]
@@ -202,11 +227,15 @@ class Unqueue(Element):
             self._drain()
 
     def _drain(self):
-        up, out = self._in[0], self._out[0]
+        pull, port = self._in[0]
+        batch = []
         for _ in range(self.burst):
-            pkt = up[0].pull(up[1])
+            pkt = pull.pull(port)
             if pkt is None:
-                return
-            self.packets += 1
-            out[0].push(out[1], pkt)
-        self._task.schedule_at(0)
+                break
+            batch.append(pkt)
+        else:
+            self._task.schedule_at(0)
+        if batch:
+            self.packets += len(batch)
+            self.output_batch(0, batch)

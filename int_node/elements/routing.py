@@ -47,19 +47,31 @@ class IPv6Lookup(Element):
                 return port
         return None
 
-    def push(self, port, pkt):
-        dst = bytes(pkt.data[IP6_DST_OFF:IP6_DST_OFF + 16])
-        out = self._cache.get(dst, -1)
-        if out == -1:
-            out = self.lookup(dst)
-            if len(self._cache) >= self._CACHE_MAX:
-                self._cache.clear()
-            self._cache[dst] = out
-        if out is None:
-            self.no_route += 1
-            return
-        peer = self._out[out]
-        peer[0].push(peer[1], pkt)
+    def push_batch(self, port, batch):
+        cache = self._cache
+        outs = {}
+        for pkt in batch:
+            try:
+                dst = bytes(pkt.data[IP6_DST_OFF:IP6_DST_OFF + 16])
+                out = cache.get(dst, -1)
+                if out == -1:
+                    out = self.lookup(dst)
+                    if len(cache) >= self._CACHE_MAX:
+                        cache.clear()
+                    cache[dst] = out
+                if out is None:
+                    self.no_route += 1
+                    continue
+            except Exception as exc:
+                self.packet_error(pkt, exc)
+                continue
+            same = outs.get(out)
+            if same is None:
+                outs[out] = [pkt]
+            else:
+                same.append(pkt)
+        for out, pkts in outs.items():
+            self.output_batch(out, pkts)
 
 
 @register
@@ -68,15 +80,22 @@ class DecHopLimit(Element):
     dropped and counted (``expired``)."""
     counter_names = ("expired",)
 
-    def push(self, port, pkt):
-        data = pkt.data
-        hl = data[IP6_HLIM_OFF]
-        if hl <= 1:
-            self.expired += 1
-            return
-        data[IP6_HLIM_OFF] = hl - 1
-        peer = self._out[0]
-        peer[0].push(peer[1], pkt)
+    def push_batch(self, port, batch):
+        keep = []
+        for pkt in batch:
+            data = pkt.data
+            try:
+                hl = data[IP6_HLIM_OFF]
+            except IndexError as exc:
+                self.packet_error(pkt, exc)
+                continue
+            if hl <= 1:
+                self.expired += 1
+                continue
+            data[IP6_HLIM_OFF] = hl - 1
+            keep.append(pkt)
+        if keep:
+            self.output_batch(0, keep)
 
 
 @register
@@ -87,7 +106,8 @@ class EtherRewrite(Element):
     def configured(self):
         self._hdr = self.dst + self.src
 
-    def push(self, port, pkt):
-        pkt.data[0:12] = self._hdr
-        peer = self._out[0]
-        peer[0].push(peer[1], pkt)
+    def push_batch(self, port, batch):
+        hdr = self._hdr
+        for pkt in batch:
+            pkt.data[0:12] = hdr       # a frame shorter than 12 bytes grows: never raises
+        self.output_batch(0, batch)

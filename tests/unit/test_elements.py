@@ -151,8 +151,9 @@ def test_writable_handlers_report_unknown_names():
         d.write_handler("packets", "3")
 
 
-def _fake_ring(statuses, frame_bytes=256):
-    """A FromDevice reading a TPACKET_V2 ring held in memory (no socket)."""
+def _fake_ring(statuses, frame_bytes=256, batches=None, config=("eth0",)):
+    """A FromDevice reading a TPACKET_V2 ring held in memory (no socket); ``batches``
+    collects the sizes of the batches it pushed."""
     import struct
     from int_node.elements.devices import FromDevice
     buf = bytearray(frame_bytes * len(statuses))
@@ -161,16 +162,25 @@ def _fake_ring(statuses, frame_bytes=256):
         struct.pack_into("=IIIHHII", buf, i * frame_bytes, st, 60, 60, 64, 78, 1, i)
         buf[i * frame_bytes + 64:i * frame_bytes + 64 + 60] = bytes([i]) * 60
     fd = FromDevice("in")
-    fd.configure(["eth0"])
+    fd.configure(list(config))
     fd._mv, fd._frame_size, fd._nframes, fd._idx = memoryview(buf), frame_bytes, len(statuses), 0
     fd._empty_since_ns, fd.port_id = 0, 1
     got = []
 
     class Sink:
-        def push(self, port, pkt):
-            got.append(pkt.data[0])
+        def push_batch(self, port, batch):
+            got.extend(pkt.data[0] for pkt in batch)
+            if batches is not None:
+                batches.append(len(batch))
     fd._out = [(Sink(), 0)]
     return fd, got
+
+
+def test_from_device_pushes_what_it_read_in_batches_of_at_most_batch():
+    sizes = []
+    fd, got = _fake_ring([1] * 7 + [0], batches=sizes, config=("eth0", "batch 3"))
+    fd._read_ring()
+    assert got == list(range(7)) and sizes == [3, 3, 1] and fd.packets == 7
 
 
 def test_from_device_resynchronises_a_ring_whose_ends_drifted_apart():
@@ -256,3 +266,61 @@ def test_deferred_callbacks_run_once_after_the_rounds_work_and_may_defer_more():
     # both timers of the round ran before the one deferred flush, which deferred one more
     assert order == ["t1", "flush-due", "t2", "flush", "after flush"], order
     loop.close()
+
+
+# -- batches (FastClick's model): the same packets, counters and order as one at a time --
+
+BATCH_PATH = ("src :: Idle -> EtherFilter(02:00:00:00:00:01) -> cls :: Classifier(tcp, -); cls[1] -> other :: Discard;"
+              "cls -> INTSource(max_hops 2, mtu 9000) -> rt :: IPv6Lookup(2001:db8::2/128 0, ::/0 1);"
+              "rt[0] -> DecHopLimit -> m :: FlowMeter -> q :: Queue(3) -> Unqueue"
+              " -> INTTransit(node_id 1, queue q, meter m) -> EtherRewrite(02:00:00:00:00:03, 02:00:00:00:00:04)"
+              " -> c0 :: Counter -> out0 :: Discard;"
+              "rt[1] -> c1 :: Counter -> out1 :: Discard;")
+
+
+def _mixed_frames():
+    """TCP to two destinations, UDP, another host's MAC, an expiring hop limit."""
+    frames = []
+    for k in range(40):
+        if k % 7 == 3:
+            frames.append(ipv6_frame(100, nh=17, sport=k))
+        elif k % 11 == 5:
+            frames.append(ipv6_frame(100, dst_mac=bytes(6), sport=k))
+        elif k % 13 == 6:
+            frames.append(ipv6_frame(100, hlim=1, sport=k))
+        else:
+            frames.append(ipv6_frame(100, dst=2 if k % 3 else 9, sport=k))
+    return frames
+
+
+def test_a_batch_gives_what_frames_one_at_a_time_give():
+    frames = _mixed_frames()
+    one, many = router(BATCH_PATH), router(BATCH_PATH)
+    first, port = one.elements["src"]._out[0]
+    for f in frames:
+        first.push(port, Packet(bytearray(f), 1))
+    first, port = many.elements["src"]._out[0]
+    first.push_batch(port, [Packet(bytearray(f), 1) for f in frames])
+    c, c_one = many.counters(), one.counters()
+    # the queue held the batch's frames until its puller woke: its high-water mark is
+    # the batch's; every count is the same
+    assert c_one["q"].pop("highwater_pkts") == 1 and c["q"].pop("highwater_pkts") == 3
+    assert c_one == c
+    assert c["q"]["drops"] == 0 and c["c0"]["packets"] > 10 and c["c1"]["packets"] > 5   # Queue(3): the puller woke
+    assert c["other"]["dropped"] > 0 and many.element_errors == 0
+
+
+def test_a_packet_that_raises_is_counted_and_the_rest_of_its_batch_goes_on():
+    r = router("src :: Idle -> DecHopLimit -> d :: Discard;")
+    first, port = r.elements["src"]._out[0]
+    first.push_batch(port, [Packet(bytearray(ipv6_frame(10)), 1), Packet(bytearray(b"short"), 1),
+                            Packet(bytearray(ipv6_frame(10)), 1)])
+    assert r.element_errors == 1 and r.elements["d"].dropped == 2
+
+
+def test_a_queue_fed_a_batch_drops_as_frames_do_when_its_puller_is_busy():
+    r = router("Idle -> q :: Queue(3) -> Unqueue -> d :: Discard;")
+    q = r.elements["q"]
+    q._listeners = []       # a puller that takes nothing now (a link busy sending)
+    q.push_batch(0, [Packet(bytearray(ipv6_frame(100)), 1) for _ in range(5)])
+    assert (q.enqueued, q.drops, q.highwater_pkts) == (3, 2, 3)
