@@ -80,7 +80,8 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
     for i, f in enumerate(ifaces):
         from_host = topo.is_host(f.peer)
         lines += ["", f"// interface {i}: {f.ifname} <-> {f.peer}"]
-        lines.append(f"in{i} :: FromDevice({f.ifname});")
+        batch = f", batch {info['rx_batch']}" if info.get("rx_batch") else ""
+        lines.append(f"in{i} :: FromDevice({f.ifname}{batch});")
         lines.append(f"out{i} :: ToDevice({f.ifname}{'' if info.get('tx_ring', True) else ', tx_ring false'});")
         lines.append(f"in{i} -> EtherFilter({f.mac}) -> cls{i} :: Classifier(ipv6, -);")
         lines.append(f"cls{i}[1] -> Discard;")

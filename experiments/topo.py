@@ -222,9 +222,13 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
             raise TopologyError(f"{path}: node {n.get('name')}: poll_idle needs cpu (the core kept polling)")
         if not isinstance(n.get("tx_ring", True), bool):
             raise TopologyError(f"{path}: node {n.get('name')}: tx_ring must be true or false")
+        rx_batch = n.get("rx_batch")
+        if rx_batch is not None and (isinstance(rx_batch, bool) or not isinstance(rx_batch, int) or rx_batch < 1):
+            raise TopologyError(f"{path}: node {n.get('name')}: rx_batch must be a whole number >= 1 (frames a "
+                                f"FromDevice pushes on together), not {rx_batch!r}")
         nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles),
                             "cpu": n.get("cpu"), "python": python, "poll_idle": bool(n.get("poll_idle", False)),
-                            "tx_ring": n.get("tx_ring", True)}
+                            "tx_ring": n.get("tx_ring", True), "rx_batch": rx_batch}
     for nm in hosts + list(nodes):
         if not NAME_RE.match(nm):
             raise TopologyError(f"{path}: name {nm!r} must be 1-9 lowercase letters/digits, starting with a letter")

@@ -6,8 +6,8 @@ The kernel's rate is measured again beside each variant and each ratio is to tha
 The node path is FromDevice -> INTSource -> INTTransit -> Queue -> ToDevice
 (plus the routing elements): every packet gets INT inserted and stamped, and
 h2 receives it with the headers (its MTU is raised for them). Node variants:
-CPython (and CPython sending a frame per system call, without the transmit ring), PyPy,
-and PyPy on a core kept polling when idle. Prints figures;
+CPython (and CPython pushing each frame through the elements alone, not in batches),
+PyPy, and PyPy on a core kept polling when idle. Prints figures;
 asserts nothing about speed (shared machines are noisy).
 
     python -m tests.perf.bench_forwarding        or        make bench
@@ -128,15 +128,15 @@ def _kernel_forwarding(tb):
 
 # Node variants, each measured with kernel forwarding interleaved under the same
 # conditions: the interpreter (CPython, PyPy), whether the node's core polls when
-# idle (PM QoS; int_node/runtime.py) instead of halting, and whether its ToDevices send
-# through the transmit ring (a system call per round) or a system call per frame.
-VARIANTS = (("CPython", "cpython", False, True), ("CPython, a send per frame", "cpython", False, False),
-            ("PyPy", "pypy", False, True), ("PyPy, polling core", "pypy", True, True))
+# idle (PM QoS; int_node/runtime.py) instead of halting, and how many frames a FromDevice
+# pushes through the elements at once (its default batch, or each frame alone).
+VARIANTS = (("CPython", "cpython", False, None), ("CPython, a frame at a time", "cpython", False, 1),
+            ("PyPy", "pypy", False, None), ("PyPy, polling core", "pypy", True, None))
 
 
-def _variant_testbed(python: str, poll_idle: bool, tx_ring: bool = True) -> Testbed:
+def _variant_testbed(python: str, poll_idle: bool, rx_batch: int | None = None) -> Testbed:
     topo = load_topo(TOPO)
-    topo.nodes["n1"].update(cpu=NODE_CPU, python=python, poll_idle=poll_idle, tx_ring=tx_ring)
+    topo.nodes["n1"].update(cpu=NODE_CPU, python=python, poll_idle=poll_idle, rx_batch=rx_batch)
     tb = Testbed(topo, "bench").up(exporter="none")
     # h2 receives INT-carrying packets (no sink on this path): give it the headroom.
     tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1788"])
@@ -153,14 +153,14 @@ def run_benchmark(variants=VARIANTS) -> dict:
     try:
         _kernel_forwarding(kt)
         kernel_runs = []
-        for label, python, poll_idle, tx_ring in variants:
+        for label, python, poll_idle, rx_batch in variants:
             # the kernel's rate again beside every variant: this host's rate drifts by
             # 2x over minutes, and a ratio to a figure taken minutes earlier drifts with it
             print(f"forwarding rate: kernel (beside {label})", flush=True)
             kernel_runs.append(measure_rate(kt, "kernel forwarding"))
             kernel_pps = kernel_runs[-1]["udp_rx_pps"]
             try:
-                tb = _variant_testbed(python, poll_idle, tx_ring)
+                tb = _variant_testbed(python, poll_idle, rx_batch)
             except TestbedError as exc:
                 print(f"{label}: skipped ({exc})", flush=True)
                 continue

@@ -46,6 +46,7 @@ def test_shipped_topologies_load_with_paper_parameters():
     ({"nodes": [{"name": "n", "poll_idle": True}]}, "poll_idle needs cpu"),
     ({"nodes": [{"name": "n", "python": 3}]}, "python must be a string"),
     ({"nodes": [{"name": "n", "tx_ring": "no"}]}, "tx_ring must be true or false"),
+    ({"nodes": [{"name": "n", "rx_batch": 0}]}, "rx_batch must be a whole number >= 1"),
     ({"nodes": [{"name": "n"}], "hosts": [{"name": "h"}], "links": [{"ends": ["h", "n"], "rate": 1}]},
      "unknown key"),
 ])
@@ -87,6 +88,15 @@ def test_a_node_may_send_a_frame_per_system_call_instead_of_through_the_ring():
     plain = [e for e in _configs(topo)["n1"].elements.values() if type(e).__name__ == "ToDevice"]
     assert len(ring) == len(plain) == 2
     assert all(e.tx_ring for e in ring) and not any(e.tx_ring for e in plain)
+
+
+def test_a_node_may_push_each_frame_alone_instead_of_in_batches():
+    topo = load_topo(os.path.join(TOPO_DIR, "line.toml"))
+    default = [e for e in _configs(topo)["n1"].elements.values() if type(e).__name__ == "FromDevice"]
+    topo.nodes["n1"]["rx_batch"] = 1
+    alone = [e for e in _configs(topo)["n1"].elements.values() if type(e).__name__ == "FromDevice"]
+    assert len(default) == len(alone) == 2
+    assert all(e.batch == 32 for e in default) and all(e.batch == 1 for e in alone)
 
 
 def test_a_link_built_at_zero_loss_still_has_its_loss_element():
