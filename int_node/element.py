@@ -163,6 +163,20 @@ class Element:
             except Exception as exc:    # one bad packet must never take the others down
                 self.packet_error(pkt, exc)
 
+    def apply_each(self, batch: list, action, port: int = 0) -> None:
+        """``action(pkt)`` on each packet of ``batch`` (Click's simple action), then the batch
+        on to output ``port``, less the packets that raised (counted: packet_error)."""
+        passed = []
+        for pkt in batch:
+            try:
+                action(pkt)
+            except Exception as exc:
+                self.packet_error(pkt, exc)
+                continue
+            passed.append(pkt)
+        if passed:
+            self.output_batch(port, passed)
+
     def output_batch(self, port: int, batch: list) -> None:
         peer = self._out[port]
         peer[0].push_batch(peer[1], batch)

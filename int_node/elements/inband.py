@@ -67,34 +67,33 @@ class INTSource(Element):
         return limit
 
     def push_batch(self, port, batch):
-        # Packets without INT (not IPv6, a Hop-by-Hop header already, too big) go on as they are.
-        seqs, insert, passed = self._seq, self._inserter.insert, []
-        for pkt in batch:
-            data = pkt.data
-            try:
-                if not is_ipv6_frame(data):
-                    self.skipped_not_ipv6 += 1
-                elif data[IP6_NH_OFF] == NH_HOPOPTS:
-                    self.skipped_has_hbh += 1
-                elif (limit := self._limit()) is not None and len(data) - 14 + self.overhead_bytes > limit:
-                    self.skipped_mtu += 1
-                else:
-                    key = pkt.flow_id
-                    if key is None:
-                        key = pkt.flow_id = flow_key(data)
-                    seq = seqs.get(key, 0)
-                    if seq == 0 and len(seqs) >= _FLOWS_MAX:
-                        seqs.clear()
-                        self.flows_reset += 1
-                    seqs[key] = (seq + 1) & 0xFFFFFFFF
-                    insert(data, seq, time.time_ns())
-                    self.inserted += 1
-            except Exception as exc:
-                self.packet_error(pkt, exc)
-                continue
-            passed.append(pkt)
-        if passed:
-            self.output_batch(0, passed)
+        self.apply_each(batch, self._insert)
+
+    def _insert(self, pkt):
+        """INT into the packet; without it (not IPv6, a Hop-by-Hop header already, too big
+        for the egress MTU) it goes on as it is."""
+        data = pkt.data
+        if not is_ipv6_frame(data):
+            self.skipped_not_ipv6 += 1
+            return
+        if data[IP6_NH_OFF] == NH_HOPOPTS:
+            self.skipped_has_hbh += 1
+            return
+        limit = self._limit()
+        if limit is not None and len(data) - 14 + self.overhead_bytes > limit:
+            self.skipped_mtu += 1
+            return
+        key = pkt.flow_id
+        if key is None:
+            key = pkt.flow_id = flow_key(data)
+        seqs = self._seq
+        seq = seqs.get(key, 0)
+        if seq == 0 and len(seqs) >= _FLOWS_MAX:
+            seqs.clear()
+            self.flows_reset += 1
+        seqs[key] = (seq + 1) & 0xFFFFFFFF
+        self._inserter.insert(data, seq, time.time_ns())
+        self.inserted += 1
 
 
 def _trace_offset(d):
@@ -149,16 +148,7 @@ class INTTransit(Element):
 
     def push_batch(self, port, batch):
         # every packet goes on, stamped or not (malformed INT untouched), but one that raised
-        passed, stamp = [], self._stamp
-        for pkt in batch:
-            try:
-                stamp(pkt)
-            except Exception as exc:
-                self.packet_error(pkt, exc)
-                continue
-            passed.append(pkt)
-        if passed:
-            self.output_batch(0, passed)
+        self.apply_each(batch, self._stamp)
 
     def _stamp(self, pkt):
         d = pkt.data

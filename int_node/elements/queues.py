@@ -186,16 +186,7 @@ class FlowMeter(Element):
             self.flow_count = len(self._flows)
 
     def push_batch(self, port, batch):
-        account, passed = self._account, []
-        for pkt in batch:
-            try:
-                account(pkt)
-            except Exception as exc:
-                self.packet_error(pkt, exc)
-                continue
-            passed.append(pkt)
-        if passed:
-            self.output_batch(0, passed)
+        self.apply_each(batch, self._account)
 
     def pull(self, port):
         up = self._in[0]
