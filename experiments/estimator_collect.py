@@ -56,6 +56,8 @@ def flow1_port(plan: dict) -> int:
 
 def _needs_agent(plan: dict) -> bool:
     return _via_ccp(plan) or "vegas" in (plan["cca1"], plan["cca2"])
+
+
 RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
 #: The "hard" distribution (issue 28): the paper's ranges with the buffer on a log scale,
 #: and what the paper's runs never had: a competitor of another RTT, arriving later, as

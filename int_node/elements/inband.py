@@ -86,12 +86,11 @@ class INTSource(Element):
         key = pkt.flow_id
         if key is None:
             key = pkt.flow_id = flow_key(data)
-        seqs = self._seq
-        seq = seqs.get(key, 0)
-        if seq == 0 and len(seqs) >= _FLOWS_MAX:
-            seqs.clear()
+        seq = self._seq.get(key, 0)
+        if seq == 0 and len(self._seq) >= _FLOWS_MAX:
+            self._seq.clear()
             self.flows_reset += 1
-        seqs[key] = (seq + 1) & 0xFFFFFFFF
+        self._seq[key] = (seq + 1) & 0xFFFFFFFF
         self._inserter.insert(data, seq, time.time_ns())
         self.inserted += 1
 

@@ -72,17 +72,15 @@ class Queue(Element):
         for pkt in batch:
             try:
                 n = len(pkt.data)
-                if len(q) >= self.capacity or (self.capacity_bytes and self.depth_bytes + n > self.capacity_bytes):
-                    if owed:
-                        # a frame at a time, a puller woken at the first one would have taken
-                        # it already: wake it now, so a batch never drops what frames did not
-                        owed = False
-                        self._wake_pullers()
-                    if len(q) >= self.capacity or (self.capacity_bytes and
-                                                   self.depth_bytes + n > self.capacity_bytes):
-                        self.drops += 1
-                        self.flow_drops.count(pkt)
-                        continue
+                if self._full(n) and owed:
+                    # a frame at a time, a puller woken at the first one would have taken
+                    # it already: wake it now, so a batch never drops what frames did not
+                    owed = False
+                    self._wake_pullers()
+                if self._full(n):
+                    self.drops += 1
+                    self.flow_drops.count(pkt)
+                    continue
                 # the drops as this packet joins: stamped at dequeue, a count taken then would
                 # include drops of packets that arrived after it, and a sink differencing two
                 # packets around a gap would put a drop in the wrong gap
@@ -99,6 +97,10 @@ class Queue(Element):
                 owed = True
         if owed:
             self._wake_pullers()
+
+    def _full(self, frame_bytes: int) -> bool:
+        return len(self._q) >= self.capacity or bool(
+            self.capacity_bytes and self.depth_bytes + frame_bytes > self.capacity_bytes)
 
     def _wake_pullers(self):
         for cb in self._listeners:

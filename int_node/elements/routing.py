@@ -65,11 +65,7 @@ class IPv6Lookup(Element):
             except Exception as exc:
                 self.packet_error(pkt, exc)
                 continue
-            same = outs.get(out)
-            if same is None:
-                outs[out] = [pkt]
-            else:
-                same.append(pkt)
+            outs.setdefault(out, []).append(pkt)
         for out, pkts in outs.items():
             self.output_batch(out, pkts)
 
