@@ -54,7 +54,7 @@ def flow1_port(plan: dict) -> int:
     return CCP_LOCAL_PORTS[plan["cca1"]] if _via_ccp(plan) else 5201
 
 
-def _needs_agent(plan: dict) -> bool:
+def needs_agent(plan: dict) -> bool:
     return _via_ccp(plan) or "vegas" in (plan["cca1"], plan["cca2"])
 
 
@@ -122,7 +122,7 @@ def _hard_plan(index: int, seed: int) -> dict:
             "comp_flows": int(rng.integers(lo, hi + 1)), "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
 
 
-def _check_agent(workdir: str):
+def check_agent(workdir: str):
     """A CCP flow whose agent is gone ran the datapath's Reno fallback: not the run planned."""
     try:
         with open(os.path.join(workdir, "dp", "stats.json")) as f:
@@ -132,6 +132,24 @@ def _check_agent(workdir: str):
     if not connected:
         raise RuntimeError(f"ccp: the agent is gone, the flow ran the datapath's fallback "
                            f"(see {os.path.join(workdir, 'agent.log')}); run not kept")
+
+
+def start_agent(plans: list, workdir: str):
+    """(datapath, agent) serving the CCP flows of every testbed, or (None, None) when no plan
+    has one: vegas, and flow 1's CCA by its port when flow 1 runs through CCP."""
+    from ccp_agent.datapath import AgentProcess, DatapathProcess
+    if not any(needs_agent(p) for p in plans):
+        return None, None
+    pins = [a for cca, port in CCP_LOCAL_PORTS.items() if cca != CCP_AGENT
+            for a in ("--port-algorithm", f"{port}={cca}")] if any(map(_via_ccp, plans)) else []
+    dp = DatapathProcess(state_dir=os.path.join(workdir, "dp")).start()
+    try:
+        agent = AgentProcess(CCP_AGENT, pins, log_path=os.path.join(workdir, "agent.log")).start()
+        dp.wait_agent(True)
+    except BaseException:
+        dp.stop()
+        raise
+    return dp, agent
 
 
 def start_flows(tb, plan: dict, seconds: float) -> list:
@@ -175,8 +193,8 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     try:
         with Capture(tb.ns("s1"), "intcc-sw1", pcap):
             outs = join_flows(start_flows(tb, plan, seconds), plan)
-        if _needs_agent(plan):
-            _check_agent(workdir)
+        if needs_agent(plan):
+            check_agent(workdir)
         tr = sender_trace(pcap, sender=tb.addr("s1"))
         int_log = tb.node_info("sw2")["int_log"]
         int_series = int_series_from_jsonl(int_log, tb.addr("s1"), dport=flow1_port(plan))
@@ -239,7 +257,6 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     later resume fills them in). ``node_python``: the INT nodes' interpreter
     (int_node/runtime.py; None: $INTCC_NODE_PYTHON, else cpython)."""
     import multiprocessing as mp
-    from ccp_agent.datapath import AgentProcess, DatapathProcess
     from int_node.runtime import ENV_VAR, InterpreterError, node_python as resolve_node_python
     node_python = (node_python or os.environ.get(ENV_VAR) or "cpython").strip()
     try:
@@ -271,7 +288,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     todo = [p for p in plans if not os.path.exists(os.path.join(out_dir, "runs", p["run"] + ".npz"))]
     done, failed = runs - len(todo), []
     if without_vegas:
-        todo = [p for p in todo if not _needs_agent(p)]
+        todo = [p for p in todo if not needs_agent(p)]
     workdir = tempfile.mkdtemp(prefix="intcc-collect-")
     dp = agent = None
     procs = []
@@ -291,14 +308,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     # the testbeds, the datapath and the agent (a run cut short is not kept).
     old_term = unwind_on_sigterm(_interrupt)
     try:
-        if any(_needs_agent(p) for p in todo):
-            # one datapath and one agent serve the CCP flows of every testbed: vegas, and
-            # flow 1's CCA by its port when flow 1 runs through CCP
-            pins = [a for cca, port in CCP_LOCAL_PORTS.items() if cca != CCP_AGENT
-                    for a in ("--port-algorithm", f"{port}={cca}")] if any(map(_via_ccp, todo)) else []
-            dp = DatapathProcess(state_dir=os.path.join(workdir, "dp")).start()
-            agent = AgentProcess(CCP_AGENT, pins, log_path=os.path.join(workdir, "agent.log")).start()
-            dp.wait_agent(True)
+        dp, agent = start_agent(todo, workdir)
         args = (seconds, samples, warmup_frac, workdir, out_dir, node_python)
         jobs = max(1, min(jobs, len(todo)))
         if jobs == 1:

@@ -22,7 +22,7 @@ import numpy as np
 from estimator.capture import Capture, PcapTail
 from estimator.vote import first_stable_correct
 
-from .estimator_collect import _check_vegas_agent, join_flows, run_plan, start_flows
+from .estimator_collect import check_agent, join_flows, needs_agent, run_plan, start_agent, start_flows
 from .runner import CREDS, free_port
 from .traffic import RunFailed
 
@@ -64,8 +64,8 @@ def live_run(plan: dict, model, seconds: float, window: int, interval_s: float, 
                     steps.append((time.monotonic() - t0, step.estimate, step.verdict.estimate,
                                   round(step.verdict.confidence, 3)))
             outs = join_flows(flows, plan)
-        if "vegas" in (plan["cca1"], plan["cca2"]):
-            _check_vegas_agent(workdir)
+        if needs_agent(plan):
+            check_agent(workdir)
     finally:
         tb.down()
         if os.path.exists(pcap):
@@ -89,7 +89,6 @@ def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard",
     """Runs ``first``..``first + runs - 1`` of the plan (``seed``, ``distribution``), one at a
     time (one broker: testbeds alike would publish the same node ids)."""
     from broker.launch import BrokerProcess
-    from ccp_agent.datapath import AgentProcess, DatapathProcess
     from estimator.model import CCAEstimator
     model = CCAEstimator.load(model_path)
     plans = [run_plan(i, seed, distribution) for i in range(first, first + runs)]
@@ -99,10 +98,7 @@ def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard",
     try:
         with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
                            state_dir=os.path.join(workdir, "broker")) as broker:
-            if any("vegas" in (p["cca1"], p["cca2"]) for p in plans):
-                dp = DatapathProcess(state_dir=os.path.join(workdir, "dp")).start()
-                agent = AgentProcess("vegas", log_path=os.path.join(workdir, "vegas.log")).start()
-                dp.wait_agent(True)
+            dp, agent = start_agent(plans, workdir)
             for k, plan in enumerate(plans, 1):
                 t_run = time.monotonic()
                 try:
