@@ -136,6 +136,9 @@ class Router:
                 elem.initialize()
             except ConfigError as exc:
                 raise ConfigSyntaxError(elem.decl_line, str(exc)) from None
+        # where a packet an element raises on is counted: the device it came in on
+        self._devices_by_port = {e.port_id: e for e in self.elements.values()
+                                 if isinstance(e, _elements.devices.FromDevice)}
 
     def run(self) -> None:
         self.loop.run()
@@ -147,11 +150,7 @@ class Router:
 
     def packet_error(self, elem: Element, pkt, exc: BaseException) -> None:
         self.element_errors += 1
-        devices = getattr(self, "_devices_by_port", None)
-        if devices is None:
-            devices = self._devices_by_port = {e.port_id: e for e in self.elements.values()
-                                               if hasattr(e, "port_id") and hasattr(e, "element_errors")}
-        dev = devices.get(getattr(pkt, "in_port", None))
+        dev = self._devices_by_port.get(pkt.in_port)
         if dev is not None:
             dev.element_errors += 1
         if self.element_errors <= self._ERRORS_LOGGED_MAX:

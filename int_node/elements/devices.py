@@ -453,14 +453,6 @@ class ToDevice(Element):
     def push(self, port, pkt):
         self._send(pkt.data)
 
-    def push_batch(self, port, batch):
-        send = self._send
-        for pkt in batch:
-            try:
-                send(pkt.data)
-            except Exception as exc:
-                self.packet_error(pkt, exc)
-
     def _wake(self):
         if not self._task.scheduled:
             self._drain()
