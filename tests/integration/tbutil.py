@@ -58,6 +58,40 @@ def iperf3(tb: Testbed, client: str, server: str, seconds: float = 5, extra=(), 
     return out
 
 
+class SocketSampler:
+    """The kernel's view of a host's TCP sockets to ``dport`` (``ss -tin``), sampled every
+    ``interval_s`` while it runs: per local port, the largest RTO backoff seen (consecutive
+    timeouts of one segment). A flow held by its retransmission timer shows one; a flow
+    starved by the datapath's window does not."""
+
+    def __init__(self, tb: Testbed, host: str, dport: int, interval_s: float = 0.25):
+        import threading
+        self.max_backoff: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._args = (tb, host, dport, interval_s)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        tb, host, dport, interval_s = self._args
+        while not self._stop.wait(interval_s):
+            out = tb.run(host, ["ss", "-tinH", f"dport = :{dport}"], timeout=10).stdout
+            port = None
+            for line in out.splitlines():     # a socket's address line, then its indented info
+                if line and not line[0].isspace():
+                    port = int(line.split()[3].rsplit(":", 1)[1])
+                    self.max_backoff.setdefault(port, 0)
+                elif port is not None and (m := re.search(r"\bbackoff:(\d+)", line)):
+                    self.max_backoff[port] = max(self.max_backoff[port], int(m.group(1)))
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, port: int = 5201,
              length: int = 1200) -> dict:
     """Paced UDP from src to dst (tests/integration/udpgen.py); returns sent, received,
