@@ -39,9 +39,10 @@ class AdaptiveFlow(HostedFlow):
         if v is self.verdict:
             return
         self.verdict, self.flow_id = v, v.flow_id or self.flow_id
-        # every verdict in the trace: what the estimator said, not only what it moved
+        # every verdict in the trace: what the estimator said, not only what it moved (and
+        # the step's own estimate: scored by time since a switch, experiments/metrics.py)
         self.flow.trace.row(sid=self.flow.sid, event="verdict",
-                            reason=f"{v.estimate} ({v.confidence:.0%} of {sum(v.votes.values())})")
+                            reason=f"{v.estimate} ({v.confidence:.0%} of {sum(v.votes.values())}); row {v.row_estimate}")
         target = self.host.policy.decide(self.current, time.monotonic() - self.in_control_since, v.estimate,
                                          v.confidence, sum(v.votes.values()), shares=v.votes)
         if target is None:

@@ -51,6 +51,7 @@ class Verdict:
     t_s: float                   # since the flow's estimation (re)started
     sent_mono_ns: int = 0        # CLOCK_MONOTONIC when the child sent it (latency figures)
     competitor_rate_ratio: float | None = None    # estimator.online.Step's (INT models)
+    row_estimate: str | None = None  # this step's own estimate, the vote's newest entry
 
 
 class _Watched:
@@ -212,7 +213,7 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
                     continue
                 v = step.verdict
                 conn.send(("verdict", sid, Verdict(sid, step.flow_id, v.estimate, v.confidence, v.votes, step.t_s,
-                                                    time.monotonic_ns(), step.competitor_rate_ratio)))
+                                                    time.monotonic_ns(), step.competitor_rate_ratio, step.estimate)))
                 if publisher is not None:
                     publisher.publish(w.est.record(step))
     except BrokenPipeError:

@@ -255,6 +255,53 @@ def format_rows(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def verdict_table(records: list[dict]) -> list[dict]:
+    """The estimator's live verdicts, pooled over the runs of each adaptive mode (their
+    records' ``verdicts``, experiments/metrics.verdict_scores): accuracy by whether flow 1
+    had switched yet, whether it was then on the competitor's CCA, and the seconds since
+    its last switch (or start); the majority vote's per competitor beside."""
+    cells: dict = {}
+    for r in records:
+        for c in (r.get("verdicts") or {}).get("cells", []):
+            key = (r["algorithm"], c["after"], "its CCA" if c["on"] == r["competitor"] else "other",
+                   c["since_s"])
+            t = cells.setdefault(key, {"rows": 0, "row_rows": 0, "row_right": 0, "vote_right": 0, "by": {}})
+            t["rows"] += c["rows"]
+            t["vote_right"] += c["vote_right"]
+            if c.get("row_right") is not None:
+                t["row_rows"] += c["rows"]
+                t["row_right"] += c["row_right"]
+            b = t["by"].setdefault(r["competitor"], [0, 0])
+            b[0] += c["rows"]
+            b[1] += c["vote_right"]
+
+    def since_order(label: str) -> float:
+        return float(label.split("-")[0].rstrip("+"))
+    out = []
+    for (mode, after, on, since), t in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1] == "switch",
+                                                                              kv[0][2], since_order(kv[0][3]))):
+        out.append({"mode": mode, "after": after, "on": on, "since_s": since, "rows": t["rows"],
+                    "row_accuracy": t["row_right"] / t["row_rows"] if t["row_rows"] else None,
+                    "vote_accuracy": t["vote_right"] / t["rows"],
+                    "vote_accuracy_by_competitor": {k: v[1] / v[0] for k, v in sorted(t["by"].items())}})
+    return out
+
+
+def format_verdict_table(table: list[dict]) -> str:
+    comps = sorted({c for r in table for c in r["vote_accuracy_by_competitor"]})
+    lines = [f"{'mode':18s} {'since':7s} {'flow 1 on':9s} {'s':>6s} {'verdicts':>8s} {'row':>5s} {'vote':>5s}  "
+             + " ".join(f"{c:>6s}" for c in comps)]
+    for r in table:
+        row = "-" if r["row_accuracy"] is None else f"{r['row_accuracy']:.2f}"
+        by = " ".join(f"{r['vote_accuracy_by_competitor'][c]:6.2f}" if c in r["vote_accuracy_by_competitor"]
+                      else f"{'-':>6s}" for c in comps)
+        lines.append(f"{r['mode']:18s} {r['after']:7s} {r['on']:9s} {r['since_s']:>6s} {r['rows']:8d} {row:>5s} "
+                     f"{r['vote_accuracy']:5.2f}  {by}")
+    lines.append("since: flow 1's start or its last switch; s: seconds since then; row: the step's own estimate "
+                 "right; vote: the majority verdict right (per competitor on the right)")
+    return "\n".join(lines)
+
+
 def _finish(fig, ax, competitors, ylabel, title, path) -> str:
     import matplotlib.pyplot as plt
     ax.set_xticks(range(len(competitors)), [f"vs {c}" for c in competitors])

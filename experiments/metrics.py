@@ -87,6 +87,51 @@ def switches(trace_csv: str, initial: str = "cubic", end_s: float | None = None)
             "time_on": {a: round(v, 4) for a, v in shares.items()}}
 
 
+#: Seconds since flow 1's last switch (or its start) that verdicts are scored in.
+VERDICT_SINCE_BINS_S = (0, 2, 5, 10, 20, 30)
+
+
+def _since_bin(since_s: float) -> str:
+    lows = [lo for lo in VERDICT_SINCE_BINS_S if since_s >= lo]
+    i = VERDICT_SINCE_BINS_S.index(lows[-1])
+    return (f"{VERDICT_SINCE_BINS_S[i]}-{VERDICT_SINCE_BINS_S[i + 1]}" if i + 1 < len(VERDICT_SINCE_BINS_S)
+            else f"{VERDICT_SINCE_BINS_S[i]}+")
+
+
+def verdict_scores(trace_csv: str, competitor: str, initial: str = "cubic") -> dict | None:
+    """The estimator's verdicts on the data flow scored against the true ``competitor``,
+    by what flow 1 ran then and the time since it last switched (or started): does a
+    switch, which puts the flow on another algorithm under the model's eyes, cost the
+    estimates that follow it? Per cell: rows (verdicts), ``row_right`` (the step's own
+    estimate; traces before session 39 lack it: null) and ``vote_right`` (the majority
+    vote). None without verdicts in the trace."""
+    rows = sender_rows(trace_csv)
+    start = next((float(r["t_s"]) for r in rows if r["event"] == "start"), None)
+    if start is None:
+        return None
+    moves = [r for r in rows if is_switch(r)]
+    alg = moves[0]["reason"].split(" -> ")[0] if moves else initial
+    after, since_t = "start", start
+    cells: dict = {}
+    for r in rows:
+        if is_switch(r):
+            alg, after, since_t = r["reason"].split(" -> ")[1].split(":")[0], "switch", float(r["t_s"])
+            continue
+        if r["event"] != "verdict":
+            continue
+        vote, _, rest = r["reason"].partition(" (")
+        row = rest.rpartition("; row ")[2] if "; row " in rest else None
+        key = (alg, after, _since_bin(float(r["t_s"]) - since_t))
+        c = cells.setdefault(key, {"rows": 0, "row_right": 0 if row is not None else None, "vote_right": 0})
+        c["rows"] += 1
+        c["vote_right"] += vote == competitor
+        if row is not None and c["row_right"] is not None:
+            c["row_right"] += row == competitor
+    if not cells:
+        return None
+    return {"cells": [{"on": a, "after": w, "since_s": b, **c} for (a, w, b), c in sorted(cells.items())]}
+
+
 def slow_start_exit_s(trace_csv: str) -> float | None:
     """Seconds from the flow's start to its first window cut (where ssthresh is set)."""
     starts = {}

@@ -37,7 +37,7 @@ from .agent_trace import split_agent_trace
 from .fairness import goodput_difference
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .linkctl import check_loss, configured_loss_pct, link_loss_counts, run_seed, seed_losses, set_loss
-from .metrics import jain, mean_queue_delay_ms, slow_start_exit_s, switches, time_to_plateau_s
+from .metrics import jain, mean_queue_delay_ms, slow_start_exit_s, switches, time_to_plateau_s, verdict_scores
 from .plots import plot_overlay, plot_series, plot_summary
 from .scenario import KERNEL_CCAS, Algorithm, Scenario
 from .teardown import RUN_ROOT, teardown
@@ -418,7 +418,9 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
             extra["goodput_difference"] = d
             extra["abs_goodput_difference"] = abs(d) if d is not None else None
     if alg.ccp == "adaptive":
-        extra |= switches(os.path.join(run_dir, "trace.csv")) or {}
+        extra |= switches(os.path.join(run_dir, "trace.csv"), alg.initial) or {}
+        if alg.competitor:
+            extra["verdicts"] = verdict_scores(os.path.join(run_dir, "trace.csv"), alg.competitor, alg.initial)
     with open(os.path.join(run_dir, "series.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, list(rows[0]) if rows else ["t_s"])
         w.writeheader()

@@ -112,6 +112,12 @@ class Algorithm:
         agent whose model has INT features."""
         return self.ccp == "cubic-int" or (self.ccp == "adaptive" and _model_uses_int(self.options))
 
+    @property
+    def initial(self) -> str:
+        """The adaptive agent's first algorithm (its ``--initial``; cubic by default)."""
+        opts = self.options
+        return next((opts[i + 1] for i, o in enumerate(opts[:-1]) if o == "--initial"), "cubic")
+
     def for_run(self, competitor: Optional[str], seed: int) -> "Algorithm":
         """This algorithm as one run runs it: the swept competitor in place, flow 1's CCA
         resolved (the competitor's, or drawn from ``cca_random`` with ``seed``)."""

@@ -55,10 +55,10 @@ def tick(flow):
     flow.on_report(r)
 
 
-def verdict(estimate, confidence, n=50, competitor_rate_ratio=None):
+def verdict(estimate, confidence, n=50, competitor_rate_ratio=None, row=None):
     top = round(n * confidence)
     return Verdict(1, FID, estimate, confidence, {estimate: top, "vegas": n - top}, 10.0,
-                   competitor_rate_ratio=competitor_rate_ratio)
+                   competitor_rate_ratio=competitor_rate_ratio, row_estimate=row or estimate)
 
 
 def test_a_stable_verdict_switches_the_flow_and_is_announced(tmp_path):
@@ -74,7 +74,28 @@ def test_a_stable_verdict_switches_the_flow_and_is_announced(tmp_path):
     rec = decode(payload, topic=topic)
     assert isinstance(rec, SwitchRecord) and (rec.from_cca, rec.to_cca, rec.verdict) == ("cubic", "bbr", "bbr")
     assert "cubic -> bbr: verdict bbr (90% of 50), mirror" in (tmp_path / "t.csv").read_text()
-    assert any(",verdict," in row and ",bbr (90% of 50)," in row for row in (tmp_path / "t.csv").read_text().splitlines())
+    assert any(",verdict," in row and ",bbr (90% of 50); row bbr," in row
+               for row in (tmp_path / "t.csv").read_text().splitlines())
+
+
+def test_the_verdicts_a_run_traced_are_scored_by_time_since_the_switch(tmp_path):
+    """What the agent writes is what experiments.metrics reads: verdicts before the switch
+    count against the start, those after against the switch, each row's own estimate too."""
+    from experiments.metrics import verdict_scores
+    flow, dp, est = adaptive(trace=str(tmp_path / "t.csv"))
+    tick(flow)
+    est.inbox.append(("verdict", 1, verdict("cubic", 0.55, row="bbr")))     # too weak to move it
+    tick(flow)
+    est.inbox.append(("verdict", 1, verdict("bbr", 0.9)))
+    tick(flow)
+    est.inbox.append(("verdict", 1, verdict("bbr", 0.8, row="reno")))
+    tick(flow)
+    assert flow.current == "bbr"
+    cells = {(c["on"], c["after"]): c for c in verdict_scores(str(tmp_path / "t.csv"), "bbr")["cells"]}
+    assert cells[("cubic", "start")] == {"on": "cubic", "after": "start", "since_s": "0-2", "rows": 2,
+                                         "row_right": 2, "vote_right": 1}
+    assert cells[("bbr", "switch")] | {"since_s": None} == {"on": "bbr", "after": "switch", "since_s": None,
+                                                            "rows": 1, "row_right": 0, "vote_right": 1}
 
 
 def test_a_switch_matches_the_competitors_rate_where_asked_and_measured():

@@ -139,3 +139,36 @@ def test_the_pair_runs_give_the_table_best_response_reads(tmp_path):
     path.write_text(json.dumps(doc))
     table = GoodputTable.load(str(path))
     assert table.abs_d("bbr", "cubic") == pytest.approx(0.4) and table.abs_d("cubic", "cubic") == 0
+
+
+def test_verdicts_pool_by_time_since_the_switch_and_old_traces_have_no_row_scores(tmp_path):
+    from experiments.metrics import verdict_scores
+    trace = tmp_path / "trace.csv"
+    trace.write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0,1,7,start,14480,init\n"
+                     "3.0,1,7,verdict,,cubic (60% of 20)\n"              # before session 39: no row
+                     "7.0,1,7,verdict,,bbr (70% of 40)\n"
+                     "7.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n"
+                     "20.0,1,7,verdict,,cubic (65% of 50)\n")
+    v = verdict_scores(str(trace), "bbr")
+    assert v["cells"] == [
+        {"on": "bbr", "after": "switch", "since_s": "10-20", "rows": 1, "row_right": None, "vote_right": 0},
+        {"on": "cubic", "after": "start", "since_s": "2-5", "rows": 1, "row_right": None, "vote_right": 0},
+        {"on": "cubic", "after": "start", "since_s": "5-10", "rows": 1, "row_right": None, "vote_right": 1}]
+    records = [{"algorithm": "mirror w50", "competitor": "bbr", "verdicts": v},
+               {"algorithm": "mirror w50", "competitor": "vegas", "verdicts": {"cells": [
+                   {"on": "vegas", "after": "switch", "since_s": "10-20", "rows": 3, "row_right": 2,
+                    "vote_right": 3}]}},
+               {"algorithm": "not used", "competitor": "bbr"}]
+    table = {(r["after"], r["on"], r["since_s"]): r for r in fairness_report.verdict_table(records)}
+    after = table[("switch", "its CCA", "10-20")]
+    assert (after["rows"], after["vote_accuracy"], after["row_accuracy"]) == (4, 0.75, 2 / 3)
+    assert after["vote_accuracy_by_competitor"] == {"bbr": 0.0, "vegas": 1.0}
+    assert table[("start", "other", "2-5")]["row_accuracy"] is None
+    text = fairness_report.format_verdict_table(fairness_report.verdict_table(records))
+    assert "10-20" in text and "0.75" in text
+
+
+def test_the_adaptive_agents_first_algorithm_is_its_initial_option():
+    from experiments.scenario import Algorithm
+    assert Algorithm("a", ccp="adaptive", options=["--model", "m", "--initial", "reno"]).initial == "reno"
+    assert Algorithm("a", ccp="adaptive", options=["--model", "m"]).initial == "cubic"
