@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 from experiments.nodeconf import INT_HEADROOM_BYTES
@@ -65,16 +66,14 @@ class SocketSampler:
     starved by the datapath's window does not."""
 
     def __init__(self, tb: Testbed, host: str, dport: int, interval_s: float = 0.25):
-        import threading
+        self.tb, self.host, self.dport, self.interval_s = tb, host, dport, interval_s
         self.max_backoff: dict[int, int] = {}
         self._stop = threading.Event()
-        self._args = (tb, host, dport, interval_s)
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
-        tb, host, dport, interval_s = self._args
-        while not self._stop.wait(interval_s):
-            out = tb.run(host, ["ss", "-tinH", f"dport = :{dport}"], timeout=10).stdout
+        while not self._stop.wait(self.interval_s):
+            out = self.tb.run(self.host, ["ss", "-tinH", f"dport = :{self.dport}"], timeout=10).stdout
             port = None
             for line in out.splitlines():     # a socket's address line, then its indented info
                 if line and not line[0].isspace():
