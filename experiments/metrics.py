@@ -1,6 +1,7 @@
 """Metrics of a run from its series and traces: Jain's index, time to plateau, slow-start exit."""
 from __future__ import annotations
 
+import bisect
 import csv
 import json
 import os
@@ -92,8 +93,7 @@ VERDICT_SINCE_BINS_S = (0, 2, 5, 10, 20, 30)
 
 
 def _since_bin(since_s: float) -> str:
-    lows = [lo for lo in VERDICT_SINCE_BINS_S if since_s >= lo]
-    i = VERDICT_SINCE_BINS_S.index(lows[-1])
+    i = max(bisect.bisect_right(VERDICT_SINCE_BINS_S, since_s) - 1, 0)
     return (f"{VERDICT_SINCE_BINS_S[i]}-{VERDICT_SINCE_BINS_S[i + 1]}" if i + 1 < len(VERDICT_SINCE_BINS_S)
             else f"{VERDICT_SINCE_BINS_S[i]}+")
 

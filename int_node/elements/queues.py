@@ -72,15 +72,16 @@ class Queue(Element):
         for pkt in batch:
             try:
                 n = len(pkt.data)
-                if self._full(n) and owed:
-                    # a frame at a time, a puller woken at the first one would have taken
-                    # it already: wake it now, so a batch never drops what frames did not
-                    owed = False
-                    self._wake_pullers()
                 if self._full(n):
-                    self.drops += 1
-                    self.flow_drops.count(pkt)
-                    continue
+                    if owed:
+                        # a frame at a time, a puller woken at the first one would have taken
+                        # it already: wake it now, so a batch never drops what frames did not
+                        owed = False
+                        self._wake_pullers()
+                    if self._full(n):
+                        self.drops += 1
+                        self.flow_drops.count(pkt)
+                        continue
                 # the drops as this packet joins: stamped at dequeue, a count taken then would
                 # include drops of packets that arrived after it, and a sink differencing two
                 # packets around a gap would put a drop in the wrong gap
