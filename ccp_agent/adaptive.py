@@ -14,6 +14,7 @@ import time
 import weakref
 
 from ccp_algs.handover import Host, HostedFlow
+from telemetry.schema import SwitchRecord, encode, estimate_topic
 
 from .switching import SwitchPolicy
 
@@ -99,7 +100,6 @@ class Adaptive(Host):
         self.estimation.local_changed(flow.sid, after)       # the model for the new local CCA; the vote goes on
         if flow.flow_id is None:
             return
-        from telemetry.schema import SwitchRecord, encode, estimate_topic
         rec = SwitchRecord(flow_id=flow.flow_id, ts_ns=time.time_ns(), from_cca=before, to_cca=after,
                            verdict=verdict.estimate, confidence=round(verdict.confidence, 4), votes=verdict.votes,
                            policy=self.policy.policy)
