@@ -39,7 +39,22 @@ def _common(f):
     f = click.option("--state-dir", default=DEFAULT_STATE_DIR, show_default=True,
                      help="the intcc datapath daemon's state: its contract.json (version, capabilities); "
                           "for cubic-int also flows.json (which flow is which)")(f)
+    f = click.option("--rt-priority", type=click.IntRange(1, 99), metavar="1-99",
+                     help="run the agent under SCHED_FIFO at this priority (not its estimator): on a host whose "
+                          "CPUs the flows keep busy, a report or a verdict then waits for no other task; give "
+                          "'intcc datapath run' the same option. Root or CAP_SYS_NICE")(f)
     return f
+
+
+def _realtime(priority: int | None):
+    """SCHED_FIFO for this process from now on (threads and children started later inherit it)."""
+    if priority is None:
+        return
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except PermissionError as e:
+        raise click.ClickException(f"--rt-priority {priority}: cannot run under SCHED_FIFO ({e.strerror}; "
+                                   f"needs root or CAP_SYS_NICE)")
 
 
 def _capabilities(ipc: str, state_dir: str = DEFAULT_STATE_DIR) -> DatapathCapabilities:
@@ -55,7 +70,7 @@ def _capabilities(ipc: str, state_dir: str = DEFAULT_STATE_DIR) -> DatapathCapab
 
 
 def _run(make_alg, ipc: str, verbose: bool, state_dir: str, decisions_url: str | None = None,
-         pins: tuple[str, ...] = ()):
+         pins: tuple[str, ...] = (), rt_priority: int | None = None):
     """Build the algorithm for the datapath under it (make_alg(capabilities)) and run it,
     with other algorithms for the ``pins``' ports (by_port.py)."""
     from .by_port import ByPort, PinError, parse_pins
@@ -76,6 +91,7 @@ def _run(make_alg, ipc: str, verbose: bool, state_dir: str, decisions_url: str |
         alg.trace.listeners.append(feed)
     click.echo(f"intcc alg: {alg.name} on portus ({ipc} IPC); flows with TCP congestion control "
                f"'ccp' are controlled. Ctrl-C stops." + (" Decisions go to the broker." if feed else ""), err=True)
+    _realtime(rt_priority)
     try:
         start(alg, ipc)
     except AlgorithmError as e:
@@ -110,7 +126,8 @@ def _option(param: Param):
 def _algorithm_command(name: str):
     alg_class = algorithm_class(name)
 
-    def command(ipc, trace, verbose, state_dir, pins=(), decisions_url=None, broker_url=None, **params):
+    def command(ipc, trace, verbose, state_dir, pins=(), decisions_url=None, broker_url=None, rt_priority=None,
+                **params):
         runtime = {}
         if alg_class.needs_telemetry:
             from .flows import FlowDirectory
@@ -119,7 +136,7 @@ def _algorithm_command(name: str):
             runtime = {"telemetry": feed, "directory": FlowDirectory(state_dir)}
         try:
             _run(lambda caps: alg_class(**params, **runtime, trace=trace, capabilities=caps), ipc, verbose,
-                 state_dir, decisions_url or broker_url, pins)
+                 state_dir, decisions_url or broker_url, pins, rt_priority)
         finally:
             if runtime:
                 runtime["telemetry"].stop()
@@ -170,7 +187,7 @@ for _name in ALGORITHMS:
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
                  min_confidence, warmup_s, min_votes, match_rate, broker_url, ipc, trace, verbose, state_dir,
-                 decisions_url, pins=()):
+                 decisions_url, pins=(), rt_priority=None):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
     from ccp_algs.handover import HandoverError
     from ccp_algs.registry import UnknownAlgorithm
@@ -213,7 +230,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
                                 capabilities=caps)
             except HandoverError as e:
                 raise click.ClickException(str(e))
-        _run(make, ipc, verbose, state_dir, decisions_url or broker_url, pins)
+        _run(make, ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
     finally:
         estimation.stop()
 

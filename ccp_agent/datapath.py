@@ -24,10 +24,38 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_STATE_DIR = run_path("datapath")
 AVAILABLE_CCAS = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 AGENT_SOCKET = "/tmp/ccp/portus"
+DATAPATH_SOCKET = "/tmp/ccp/intcc-datapath"
+REPORT_REQUEST_MAGIC = b"INTCCRPT"     # datapath/src/agent.rs
 
 
 class DatapathError(RuntimeError):
     pass
+
+
+class ReportRequester:
+    """Asks the intcc datapath daemon for a report of a flow at its next ACK. pyportus runs
+    the agent only in its callbacks, at the flow's reports (one a millisecond at most, one a
+    round trip at least): news for the agent from elsewhere (a verdict of its estimator,
+    another process) is read at the report this brings, within a round trip. Never raises:
+    without the daemon (ccp-kernel) the agent reads it at the next report anyway."""
+
+    def __init__(self, path: str = DATAPATH_SOCKET):
+        self.path = path
+        self.sent = self.failed = 0
+        self._sock = None
+
+    def request(self, ccp_sid: int) -> bool:
+        import socket
+        try:
+            if self._sock is None:
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                self._sock.setblocking(False)
+            self._sock.sendto(REPORT_REQUEST_MAGIC + int(ccp_sid).to_bytes(4, "little"), self.path)
+        except OSError:
+            self.failed += 1
+            return False
+        self.sent += 1
+        return True
 
 
 def daemon_binary() -> str:
@@ -80,7 +108,7 @@ def _wait(predicate, timeout_s: float, what: str, proc=None, log_path=None):
 class DatapathProcess:
     def __init__(self, state_dir: str | None = None, heartbeat_ms: int = 20, agent_timeout_ms: int = 200,
                  applied_log: str | None = None, agent: str = "portus", log_path: str | None = None,
-                 per_ack_events: bool = False, check_fold: bool = False):
+                 per_ack_events: bool = False, check_fold: bool = False, rt_priority: int | None = None):
         self.state_dir = os.path.abspath(state_dir or tempfile.mkdtemp(prefix="intcc-datapath-"))
         self.args = ["--state-dir", self.state_dir, "--heartbeat-ms", str(heartbeat_ms),
                      "--agent-timeout-ms", str(agent_timeout_ms), "--agent", agent, "-v"]
@@ -90,6 +118,8 @@ class DatapathProcess:
             self.args.append("--per-ack-events")
         if check_fold:          # the kernel also sends each ACK it folds: the daemon compares
             self.args.append("--check-fold")
+        if rt_priority:         # SCHED_FIFO: commands wait for no other task on a busy host
+            self.args += ["--rt-priority", str(rt_priority)]
         self.log_path = log_path or os.path.join(self.state_dir, "daemon.log")
         self.proc: subprocess.Popen | None = None
 

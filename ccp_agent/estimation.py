@@ -31,6 +31,7 @@ from types import SimpleNamespace
 
 from .child import fork_child, stop_child
 
+from .datapath import ReportRequester
 from .flows import FlowDirectory, LocateError, locate_socket, socket_min_rtt_s
 
 SWEEP_S = 2.0          # how often the child drops flows the datapath no longer lists
@@ -158,6 +159,7 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
                                   f"(--broker)"))
         return
     directory = FlowDirectory(state_dir)
+    requester = ReportRequester()
     flows: dict[int, _Watched] = {}
     next_step = time.monotonic() + interval_s
     next_sweep = time.monotonic() + SWEEP_S
@@ -214,6 +216,7 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
                 v = step.verdict
                 conn.send(("verdict", sid, Verdict(sid, step.flow_id, v.estimate, v.confidence, v.votes, step.t_s,
                                                     time.monotonic_ns(), step.competitor_rate_ratio, step.estimate)))
+                requester.request(sid)              # the agent reads it at the report this brings
                 if publisher is not None:
                     publisher.publish(w.est.record(step))
     except BrokenPipeError:

@@ -27,9 +27,9 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-CONTRACT_VERSION = 7     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
+CONTRACT_VERSION = 8     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
                         # 3: no own_recovery, no per-ACK loss accounting; 4: no HyStart per ACK;
-                        # 5: no fold in the kernel; 6: no cubic curve in the kernel
+                        # 5: no fold in the kernel; 6: no cubic curve in the kernel; 7: no report on request
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ STRUCTS = {
         ("ca_target_bytes", "u32"), ("ca_cnt_max", "u32"), ("reno_scale", "u32"), ("ca_epoch", "u32"),
         ("loss_beta_1024", "u32"), ("bw_bytes_per_s", "u32"), ("own_recovery", "u32"),
         ("lost_base", "u32"), ("ss_exit_rtt_us", "u32"), ("fold_gen", "u32"), ("ca_w_max_bytes", "u32"),
-        ("ca_ahead_us", "u32"),
+        ("ca_ahead_us", "u32"), ("report_req", "u32"),
     ]),
     "intcc_ccp_cfg": ("Cfg", [
         ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),
@@ -216,7 +216,7 @@ STRUCTS = {
         ("events_lost", "u64"), ("flows_created", "u64"), ("fallback_acks", "u64"),
         ("controlled_acks", "u64"), ("creates_sent", "u64"), ("cmds_applied", "u64"), ("undos", "u64"),
         ("rto_hold_acks", "u64"), ("cut_hold_acks", "u64"), ("uncut_recovery_acks", "u64"),
-        ("folded_acks", "u64"), ("kernel_reports", "u64"),
+        ("folded_acks", "u64"), ("kernel_reports", "u64"), ("requested_reports", "u64"),
     ]),
 }
 

@@ -242,7 +242,7 @@ static __always_inline void fold_and_report(struct sock *sk, struct intcc_ccp_ct
 	struct intcc_ccp_event *e;
 	struct intcc_ccp_fold *f;
 	__u32 cwnd_bytes = program_cwnd_bytes(sk, ctl);
-	int i;
+	int i, requested;
 
 	f = bpf_sk_storage_get(&intcc_ccp_fold, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!f) {   /* no memory for the fold: this ACK goes as an event, libccp folds it */
@@ -257,6 +257,7 @@ static __always_inline void fold_and_report(struct sock *sk, struct intcc_ccp_ct
 	if (f->gen != ctl->fold_gen) {   /* a program (re)installed: a fresh fold, as libccp's */
 		fold_reset(f, now);
 		f->gen = ctl->fold_gen;
+		f->report_req = ctl->report_req;
 	}
 	count(&st->folded_acks);
 	if (c && c->fold_check) {
@@ -266,7 +267,8 @@ static __always_inline void fold_and_report(struct sock *sk, struct intcc_ccp_ct
 			bpf_ringbuf_submit(e, 0);
 		}
 	}
-	if (!fold_ack(f, s, p->grown_pkts, p->reductions, cwnd_bytes, now)) {
+	requested = ctl->report_req != f->report_req;   /* the daemon asks for one now */
+	if (!fold_ack(f, s, p->grown_pkts, p->reductions, cwnd_bytes, now) && !requested) {
 		sample_taken(sk);
 		return;
 	}
@@ -281,6 +283,10 @@ static __always_inline void fold_and_report(struct sock *sk, struct intcc_ccp_ct
 		e->report_fields[i] = f->r[i];
 	bpf_ringbuf_submit(e, 0);
 	count(&st->kernel_reports);
+	if (requested) {
+		f->report_req = ctl->report_req;
+		count(&st->requested_reports);
+	}
 	fold_reset(f, now);
 	sample_taken(sk);
 }

@@ -98,6 +98,8 @@ struct intcc_ccp_ctl {
 	                          * program and sends its reports (a new value starts a fresh fold) */
 	__u32 ca_w_max_bytes;    /* with ca_ahead_us: tcp_cubic's last_max_cwnd (0: no loss yet) */
 	__u32 ca_ahead_us;       /* the cubic curve per ACK, this far ahead (delay_min; 0: ca_target) */
+	__u32 report_req;        /* bumped by the daemon: a report at the next ACK, whatever the program's
+	                          * schedule (a verdict waits for the agent's next callback) */
 };
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */
@@ -123,6 +125,7 @@ struct intcc_ccp_stats {
 	__u64 uncut_recovery_acks; /* recovery ACKs whose answer cut nothing: window at once, no PRR */
 	__u64 folded_acks;       /* ACKs folded in the kernel (no event each) */
 	__u64 kernel_reports;    /* reports the kernel's fold sent */
+	__u64 requested_reports; /* of them, sent early at the daemon's request (ctl report_req) */
 };
 
 #include "intcc_ccp_contract.h"   /* generated: every field offset above, as the contract says */

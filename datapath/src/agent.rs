@@ -50,6 +50,23 @@ pub struct Counters {
     /// --check-fold: kernel reports compared with the daemon's fold of the same ACKs, and differing
     pub fold_checks: Cell<u64>,
     pub fold_mismatches: Cell<u64>,
+    /// requests for a report at a flow's next ACK (REPORT_REQUEST_MAGIC), and those for no
+    /// flow the kernel folds
+    pub report_requests: Cell<u64>,
+    pub report_requests_unserved: Cell<u64>,
+}
+
+/// A datagram asking for a report of libccp's flow `sid` at its next ACK: the magic, then
+/// the sid (u32, little endian). Sent by the agent's estimator when it has a verdict, so
+/// the agent, which runs only in its callbacks, reads it within a round trip rather than
+/// at the program's next report (one a millisecond at most, one a round trip at least).
+pub const REPORT_REQUEST_MAGIC: &[u8; 8] = b"INTCCRPT";
+
+pub fn parse_report_request(msg: &[u8]) -> Option<u32> {
+    match msg {
+        [m @ .., a, b, c, d] if m == REPORT_REQUEST_MAGIC => Some(u32::from_le_bytes([*a, *b, *c, *d])),
+        _ => None,
+    }
 }
 
 pub fn bump(c: &Cell<u64>) {
@@ -357,6 +374,19 @@ impl Session {
         }
     }
 
+    /// A report at the next ACK of libccp's flow `ccp_sid`; false: no such flow, or one whose
+    /// program libccp runs here (it reports on its own schedule).
+    pub fn request_report(&mut self, ccp_sid: u32) -> bool {
+        let Some(flow) = self.by_ccp_sid.get(&ccp_sid).and_then(|sid| self.flows.get_mut(sid)) else {
+            return false;
+        };
+        if !flow.kernel_folds {
+            return false;
+        }
+        flow.conn.request_report();
+        true
+    }
+
     fn remove(&mut self, sid: u32) -> bool {
         match self.flows.remove(&sid) {
             Some(f) => {
@@ -569,5 +599,23 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.flows.clear(); // every Connection before the Datapath it points into
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_request_parses_only_magic_and_sid() {
+        let mut msg = REPORT_REQUEST_MAGIC.to_vec();
+        msg.extend_from_slice(&7u32.to_le_bytes());
+        assert_eq!(parse_report_request(&msg), Some(7));
+        assert_eq!(parse_report_request(&msg[..11]), None); // short
+        msg.push(0);
+        assert_eq!(parse_report_request(&msg), None); // long
+        let mut other = b"INTCCRPX".to_vec();
+        other.extend_from_slice(&7u32.to_le_bytes());
+        assert_eq!(parse_report_request(&other), None);
     }
 }

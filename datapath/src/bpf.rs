@@ -130,6 +130,8 @@ pub struct Ctl {
     pub ca_w_max_bytes: u32,
     /// the cubic curve per ACK in the kernel, this far ahead (delay_min, us; 0: ca_target_bytes)
     pub ca_ahead_us: u32,
+    /// bumped to have the kernel's fold report at the flow's next ACK (FlowCtl::request_report)
+    pub report_req: u32,
 }
 
 #[repr(C)]
@@ -159,6 +161,7 @@ pub struct Stats {
     pub uncut_recovery_acks: u64,
     pub folded_acks: u64,
     pub kernel_reports: u64,
+    pub requested_reports: u64,
 }
 
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {

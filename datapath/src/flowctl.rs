@@ -101,6 +101,17 @@ impl FlowCtl {
         }
     }
 
+    /// A report at the flow's next ACK, whatever the program's schedule: not a command (no
+    /// seq, nothing for the kernel to apply), unless one is waiting to be written anyway.
+    pub(crate) fn request_report(&mut self) {
+        self.ctl.report_req = self.ctl.report_req.wrapping_add(1);
+        if self.dirty {
+            self.write();
+        } else if self.maps.write_ctl(self.sid, &self.ctl).is_err() {
+            bump(&self.counters.cmd_write_errors);
+        }
+    }
+
     /// The kernel says which command is in force: record the ones now applied.
     pub(crate) fn saw_applied(&mut self, applied_seq: u64, ts_ns: u64) {
         while let Some(p) = self.pending.front() {

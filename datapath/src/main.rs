@@ -70,9 +70,27 @@ struct Args {
     /// reports that differ (stats.json: fold_checks, fold_mismatches; the first few logged)
     #[arg(long, conflicts_with = "per_ack_events")]
     check_fold: bool,
+    /// Run under SCHED_FIFO at this priority (1-99): on a host whose CPUs the flows keep
+    /// busy, an agent's command then waits for no other task (start the agent with the
+    /// same option). Needs root or CAP_SYS_NICE
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=99))]
+    rt_priority: Option<u8>,
     /// Print agent sessions and flows as they come and go
     #[arg(short, long)]
     verbose: bool,
+}
+
+/// SCHED_FIFO at `priority` for this process (its threads started later inherit it).
+fn set_realtime(priority: u8) -> Result<(), String> {
+    let param = libc::sched_param { sched_priority: priority as libc::c_int };
+    // SAFETY: a plain system call on this process with a valid parameter block
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(format!(
+            "--rt-priority {priority}: cannot run under SCHED_FIFO ({}; needs root or CAP_SYS_NICE)",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 struct Daemon {
@@ -135,6 +153,12 @@ impl Daemon {
         loop {
             match self.sock.recv_from(&mut buf) {
                 Ok((n, from)) => {
+                    // a report now, from whoever has news for the agent (its estimator)
+                    if let Some(ccp_sid) = agent::parse_report_request(&buf[..n]) {
+                        let served = self.session.as_mut().is_some_and(|s| s.request_report(ccp_sid));
+                        bump(if served { &self.counters.report_requests } else { &self.counters.report_requests_unserved });
+                        continue;
+                    }
                     // only the agent may command flows
                     if from.as_pathname() != Some(self.agent_path.as_path()) {
                         bump(&self.counters.ipc_not_from_agent);
@@ -273,6 +297,7 @@ impl Daemon {
                 "cmd_write_errors": c.cmd_write_errors.get(), "invoke_errors": c.invoke_errors.get(),
                 "contract_mismatches": c.contract_mismatches.get(),
                 "kernel_reports": c.kernel_reports.get(), "kernel_reports_stale": c.kernel_reports_stale.get(),
+                "report_requests": c.report_requests.get(), "report_requests_unserved": c.report_requests_unserved.get(),
                 "acks_folded_here": c.acks_folded_here.get(),
                 "fold_checks": c.fold_checks.get(), "fold_mismatches": c.fold_mismatches.get(),
             },
@@ -282,7 +307,7 @@ impl Daemon {
                 "undos": k.undos,
                 "rto_hold_acks": k.rto_hold_acks, "cut_hold_acks": k.cut_hold_acks,
                 "uncut_recovery_acks": k.uncut_recovery_acks,
-                "folded_acks": k.folded_acks, "kernel_reports": k.kernel_reports,
+                "folded_acks": k.folded_acks, "kernel_reports": k.kernel_reports, "requested_reports": k.requested_reports,
             },
             "cmd_apply_latency": lat,
         });
@@ -291,6 +316,9 @@ impl Daemon {
 }
 
 fn run(args: Args) -> Result<(), String> {
+    if let Some(priority) = args.rt_priority {
+        set_realtime(priority)?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("signal handler: {e}"))?;

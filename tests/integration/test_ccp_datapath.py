@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
+from ccp_agent.datapath import AgentProcess, DatapathProcess, ReportRequester, ccp_registered
 from experiments.linkctl import set_loss
 from experiments.traffic import tcp_counters
 from int_node import ioam
@@ -101,6 +101,46 @@ def test_const_cwnd_gives_cwnd_over_rtt(tb, dp, agent_factory):
         assert abs(got - expected) <= 0.15 * expected, (pkts, got, expected, rtt_s, idle_rtt_s, mss)
         window_bytes[pkts] = got * 1e6 / 8 * rtt_s
     assert 1.7 <= window_bytes[20] / window_bytes[10] <= 2.3, window_bytes
+
+
+def test_a_requested_report_comes_at_the_next_ack_not_the_programs_next(tb, dp, agent_factory, tmp_path):
+    """pyportus runs the agent only in its callbacks: news for it (the estimator's verdict)
+    waits for the flow's next report, once per RTT (~25 ms here). A report requested of the
+    daemon (ReportRequester) comes at the flow's next ACK instead, through the kernel's fold."""
+    set_rate(tb, 100)
+    trace = tmp_path / "cubic.csv"
+    agent_factory("cubic", "--trace", str(trace))
+    port = 5213
+    srv, cli = _ccp_flow(tb, port, 6)
+    try:
+        deadline = time.monotonic() + 4
+        sid = None
+        while sid is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            sid = next((int(r["sid"]) for r in csv.DictReader(open(trace))
+                        if r["event"] == "start" and r["dst_port"] == str(port)), None)
+        assert sid is not None, "the agent never took the flow over"
+        time.sleep(1)
+        before = fresh_datapath_stats(dp)
+        requester, sent_ns = ReportRequester(), []
+        for _ in range(10):
+            sent_ns.append(time.monotonic_ns())
+            assert requester.request(sid)
+            time.sleep(0.2)
+        assert requester.request(99_999_999)          # no such flow: counted, nothing else
+        after = fresh_datapath_stats(dp)
+    finally:
+        cli.communicate(timeout=30)
+        srv.wait(timeout=10)
+    daemon = {k: after["daemon"][k] - before["daemon"][k] for k in ("report_requests", "report_requests_unserved")}
+    assert daemon == {"report_requests": 10, "report_requests_unserved": 1}, daemon
+    assert after["kernel"]["requested_reports"] - before["kernel"]["requested_reports"] == 10
+    reports = sorted(int(r["mono_ns"]) for r in csv.DictReader(open(trace))
+                     if r["sid"] == str(sid) and r["event"] in ("report", "loss") and r["mono_ns"])
+    rtts_ms = [float(r["rtt_us"]) / 1e3 for r in csv.DictReader(open(trace)) if r["sid"] == str(sid) and r["rtt_us"]]
+    delays_ms = [(next(t for t in reports if t > s) - s) / 1e6 for s in sent_ns]
+    # unrequested, the next report is ~RTT/2 away on average; requested, an ACK away
+    assert statistics.median(delays_ms) < statistics.median(rtts_ms) / 4, (delays_ms, statistics.median(rtts_ms))
 
 
 def set_distance(tb, metres: float):

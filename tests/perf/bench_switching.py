@@ -6,9 +6,11 @@
    command written into the datapath's map (in control: the flow's every ACK from then on
    is the new algorithm's), and to the kernel applying it at the flow's next ACK (the
    daemon's applied log). Target p99 <= one RTT + 1 ms: the verdict is read at a report
-   (pyportus runs the agent only in its callbacks), once per RTT per flow. Two paths: the
-   bare veth (RTT ~50 us, reports every 1 ms: the agent's load at its highest) and the
-   dumbbell testbed (10 Mbit/s, RTT 40 ms).
+   (pyportus runs the agent only in its callbacks), which a helper asks the datapath for
+   when the verdict falls due, as the estimator child does (ReportRequester). Two paths:
+   the bare veth (RTT ~50 us, reports every 1 ms: the agent's load at its highest) and the
+   dumbbell testbed (10 Mbit/s, RTT 40 ms); the veth also with agent and daemon under
+   SCHED_FIFO (--rt-priority 1).
 2. Agent CPU per controlled flow with the real estimator running (`intcc alg run adaptive
    --model estimator/models/cca_rf.joblib`: a capture and a forest per flow), for 1, 10
    and 50 flows: the agent, its estimator child and its captures, CPU seconds per second.
@@ -26,24 +28,50 @@ import sys
 import tempfile
 import time
 
-SECONDS = 8
+from ccp_agent.datapath import ReportRequester
+from ccp_agent.estimation import Verdict     # here: imported in the first poll it took 14 ms of the first switches
 from tests.perf.veth import VethPair
 
+SECONDS = 8
 VETH = VethPair("swb", "10.97.0")
 NS_A, NS_B = VETH.ns_a, VETH.ns_b
 MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf.joblib")
 
 
+def _scripted_estimator(conn, period_ns: int, parent_pid: int):
+    """The stand-in's child, as the estimator child: for each flow, a verdict every period
+    (bbr, cubic, bbr, ...) stamped as it is sent, then a request to the datapath for the
+    flow's report, which brings the agent's next callback (ReportRequester)."""
+    requester = ReportRequester()
+    due = {}                 # sid -> [next due ns, next estimate]
+    while os.getppid() == parent_pid:
+        wait_s = (min(d[0] for d in due.values()) - time.monotonic_ns()) / 1e9 if due else 0.1
+        if conn.poll(min(max(wait_s, 0.0), 0.1)):
+            sid, first_ns = conn.recv()
+            due[sid] = [first_ns, "bbr"]
+            continue
+        for sid, d in due.items():
+            if time.monotonic_ns() >= d[0]:
+                conn.send(("verdict", sid, Verdict(sid, None, d[1], 1.0, {d[1]: 1}, 0.0, time.monotonic_ns())))
+                requester.request(sid)
+                d[0] += period_ns
+                d[1] = "cubic" if d[1] == "bbr" else "bbr"
+
+
 class ScriptedVerdicts:
-    """Estimation stand-in for the latency part: a verdict every ``period_s`` per flow,
-    alternating bbr and cubic, stamped when due."""
+    """Estimation stand-in for the latency part: a child process sends a verdict every
+    ``period_s`` per flow, alternating bbr and cubic, as the estimator child sends its
+    verdicts (stamped when sent, a report requested beside each)."""
 
     def __init__(self, period_s=0.5):
+        import multiprocessing as mp
+        from ccp_agent.child import fork_child
         self.period_ns = int(period_s * 1e9)
-        self.flows = {}          # sid -> (next due ns, next estimate)
+        self._conn, theirs = mp.get_context("fork").Pipe()
+        fork_child(_scripted_estimator, (theirs, self.period_ns, os.getpid()), "intcc-bench-verdicts")
 
     def observe(self, sid, ccp_tuple, local_cca):
-        self.flows[sid] = [time.monotonic_ns() + self.period_ns, "bbr"]
+        self._conn.send((sid, time.monotonic_ns() + self.period_ns))
 
     def local_changed(self, sid, cca):
         pass
@@ -52,25 +80,25 @@ class ScriptedVerdicts:
         pass
 
     def poll(self):
-        from ccp_agent.estimation import Verdict
-        now, out = time.monotonic_ns(), []
-        for sid, due in self.flows.items():
-            if now >= due[0]:
-                out.append(("verdict", sid, Verdict(sid, None, due[1], 1.0, {due[1]: 1}, 0.0, due[0])))
-                due[0] += self.period_ns
-                due[1] = "cubic" if due[1] == "bbr" else "bbr"
+        out = []
+        while self._conn.poll(0):
+            out.append(self._conn.recv())
         return out
 
 
-def scripted_agent(trace: str, period_s: float = 0.5):
-    """The agent process of the latency part (portus owns it)."""
+def scripted_agent(trace: str, period_s: float = 0.5, rt_priority: int | None = None):
+    """The agent process of the latency part (portus owns it); under SCHED_FIFO at
+    ``rt_priority`` as 'intcc alg run --rt-priority' would run it."""
     from ccp_agent.adaptive import Adaptive
     from ccp_agent.portus_compat import start
     from ccp_agent.switching import SwitchPolicy
     from ccp_algs.bbr import Bbr
     from ccp_algs.cubic import Cubic
     policy = SwitchPolicy("mirror", ("bbr", "cubic"), ("bbr", "cubic"), min_dwell_s=0, min_confidence=0, min_votes=1)
-    start(Adaptive({"cubic": Cubic(), "bbr": Bbr()}, "cubic", policy, ScriptedVerdicts(period_s), trace=trace), "unix")
+    verdicts = ScriptedVerdicts(period_s)      # its child as the estimator's: not real-time
+    if rt_priority:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(rt_priority))
+    start(Adaptive({"cubic": Cubic(), "bbr": Bbr()}, "cubic", policy, verdicts, trace=trace), "unix")
 
 
 def iperf_on_testbed(tb, flows: int, seconds: float):
@@ -154,12 +182,12 @@ def descendants(pid: int) -> list[int]:
     return kids + [d for k in kids for d in descendants(k)]
 
 
-def latency_case(dp, tmp, applied, n, path, traffic):
+def latency_case(dp, tmp, applied, n, path, traffic, rt_priority=None):
     """Run the scripted agent while ``traffic`` runs n ccp flows; print the latencies."""
     import threading
     trace = os.path.join(tmp, f"trace-{n}-{len(os.listdir(tmp))}.csv")
     agent = subprocess.Popen([sys.executable, "-c", f"from tests.perf.bench_switching import "
-                              f"scripted_agent; scripted_agent({trace!r})"],
+                              f"scripted_agent; scripted_agent({trace!r}, rt_priority={rt_priority!r})"],
                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "agent.log"), "ab"))
     flows_json = {}
 
@@ -236,6 +264,14 @@ def main():
                                  lambda: iperf_on_testbed(tb, n, 2 * SECONDS))
             finally:
                 tb.down()
+        # the same with agent and daemon under SCHED_FIFO (--rt-priority 1): on the veth the
+        # flows keep both CPUs busy, and a report or a command otherwise waits its turn
+        applied_rt = os.path.join(tmp, "applied-rt.csv")
+        with DatapathProcess(state_dir=os.path.join(tmp, "dp-rt"), applied_log=applied_rt, rt_priority=1) as dp:
+            print("the same, agent and daemon with --rt-priority 1 (SCHED_FIFO):")
+            for n in (1, 10):
+                latency_case(dp, tmp, applied_rt, n, "veth, RTT ~50 us", lambda: iperf(n, SECONDS), rt_priority=1)
+        with DatapathProcess(state_dir=os.path.join(tmp, "dp"), applied_log=applied) as dp:
             print("agent CPU with the real estimator (intcc alg run adaptive, Table I model):")
             for n in (1, 10, 50):
                 cpu_case(dp, tmp, n, "veth (~Gbit/s: the capture parses every packet)", lambda: iperf(n, SECONDS))
