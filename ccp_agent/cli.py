@@ -89,9 +89,14 @@ def _run(make_alg, ipc: str, verbose: bool, state_dir: str, decisions_url: str |
         from .decisions import DecisionFeed
         feed = DecisionFeed(decisions_url, state_dir, alg.name).start()
         alg.trace.listeners.append(feed)
+    try:
+        _realtime(rt_priority)      # after the feed's thread started: only the agent's own
+    except click.ClickException:
+        if feed is not None:
+            feed.stop()
+        raise
     click.echo(f"intcc alg: {alg.name} on portus ({ipc} IPC); flows with TCP congestion control "
                f"'ccp' are controlled. Ctrl-C stops." + (" Decisions go to the broker." if feed else ""), err=True)
-    _realtime(rt_priority)
     try:
         start(alg, ipc)
     except AlgorithmError as e:

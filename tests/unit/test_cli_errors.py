@@ -76,6 +76,16 @@ def test_an_agent_refuses_a_datapath_of_another_contract_version(tmp_path, alg):
     assert f"speaks contract version 1, this agent {CONTRACT_VERSION}" in r.output and "Traceback" not in r.output
 
 
+def test_an_agent_refused_real_time_says_what_it_needs_and_does_not_start(tmp_path, monkeypatch):
+    def refuse(pid, policy, param):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    monkeypatch.setattr("ccp_agent.cli.start", lambda alg, ipc: pytest.fail("started without real time"))
+    r = CliRunner().invoke(main, ["alg", "run", "reno", "--state-dir", str(tmp_path), "--rt-priority", "1"])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "--rt-priority 1: cannot run under SCHED_FIFO" in r.output and "CAP_SYS_NICE" in r.output
+
+
 def test_every_registered_algorithm_has_a_command_with_its_options():
     from ccp_algs.registry import ALGORITHMS, algorithm_class
     for name in ALGORITHMS:
