@@ -40,7 +40,6 @@ struct intcc_ccp_fold {
 	__u32 gen;               /* the intcc_ccp_ctl fold_gen this fold belongs to */
 	__u32 due;               /* a report the full ring refused: sent on the next ACK */
 	__u32 report_req;        /* the intcc_ccp_ctl report_req last answered */
-	__u32 pad;
 	__u64 t0_ns;             /* libccp's Micros counts from here (the last report) */
 	__u64 r[R_COUNT];
 };

@@ -6,8 +6,8 @@
    command written into the datapath's map (in control: the flow's every ACK from then on
    is the new algorithm's), and to the kernel applying it at the flow's next ACK (the
    daemon's applied log). Target p99 <= one RTT + 1 ms: the verdict is read at a report
-   (pyportus runs the agent only in its callbacks), which a helper asks the datapath for
-   when the verdict falls due, as the estimator child does (ReportRequester). Two paths:
+   (pyportus runs the agent only in its callbacks), which the stand-in's child asks the
+   datapath for beside each verdict, as the estimator child does (ReportRequester). Paths:
    the bare veth (RTT ~50 us, reports every 1 ms: the agent's load at its highest) and the
    dumbbell testbed (10 Mbit/s, RTT 40 ms); the veth also with agent and daemon under
    SCHED_FIFO (--rt-priority 1).
@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import csv
 import json
+import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -29,7 +30,8 @@ import tempfile
 import time
 
 from ccp_agent.datapath import ReportRequester
-from ccp_agent.estimation import Verdict     # here: imported in the first poll it took 14 ms of the first switches
+from ccp_agent.child import fork_child
+from ccp_agent.estimation import Verdict
 from tests.perf.veth import VethPair
 
 SECONDS = 8
@@ -64,8 +66,6 @@ class ScriptedVerdicts:
     verdicts (stamped when sent, a report requested beside each)."""
 
     def __init__(self, period_s=0.5):
-        import multiprocessing as mp
-        from ccp_agent.child import fork_child
         self.period_ns = int(period_s * 1e9)
         self._conn, theirs = mp.get_context("fork").Pipe()
         fork_child(_scripted_estimator, (theirs, self.period_ns, os.getpid()), "intcc-bench-verdicts")
