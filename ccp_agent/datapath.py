@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ccp_algs.contract import REPORT_REQUEST_MAGIC
 from int_node.runtime import run_path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,7 +27,6 @@ DEFAULT_STATE_DIR = run_path("datapath")
 AVAILABLE_CCAS = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 AGENT_SOCKET = "/tmp/ccp/portus"
 DATAPATH_SOCKET = "/tmp/ccp/intcc-datapath"
-REPORT_REQUEST_MAGIC = b"INTCCRPT"     # datapath/src/agent.rs
 
 
 class DatapathError(RuntimeError):

@@ -182,6 +182,9 @@ def read_datapath_contract(state_dir) -> DatapathCapabilities | None:
 # program uid; the daemon logs it with -v): programs.REPORT_PER_RTT_AND_ON_LOSS. Another
 # program, or this one changed, runs in libccp on per-ACK events, as before.
 NATIVE_FOLD_FINGERPRINT = 0xa27c3176214659b2
+# A datagram to the daemon's socket asking for a flow's report at its next ACK: this, then
+# libccp's flow id (u32, little endian); ccp_agent.datapath.ReportRequester sends it
+REPORT_REQUEST_MAGIC = b"INTCCRPT"
 REPORT_FIELDS = 16      # the program's Report registers, in declaration order
 
 _C_TYPES = {"u8": (1, "__u8"), "u16": (2, "__u16"), "u32": (4, "__u32"), "u64": (8, "__u64")}
@@ -276,6 +279,8 @@ def rust_module() -> str:
              f"pub const REGISTER_COUNT: u32 = {len(CONTROL_REGISTERS)};",
              "/// portus's compiled form of the program the kernel folds itself (programs.REPORT_PER_RTT_AND_ON_LOSS)",
              f"pub const NATIVE_FOLD_FINGERPRINT: u64 = {NATIVE_FOLD_FINGERPRINT:#x};",
+             "/// a request for a flow's report at its next ACK: this, then libccp's sid (u32, little endian)",
+             f"pub const REPORT_REQUEST_MAGIC: &[u8; {len(REPORT_REQUEST_MAGIC)}] = b\"{REPORT_REQUEST_MAGIC.decode()}\";",
              f"pub const REPORT_FIELDS: usize = {REPORT_FIELDS};"]
     for i, r in enumerate(CONTROL_REGISTERS):
         lines.append(f"/// {r.doc}")

@@ -56,15 +56,13 @@ pub struct Counters {
     pub report_requests_unserved: Cell<u64>,
 }
 
-/// A datagram asking for a report of libccp's flow `sid` at its next ACK: the magic, then
-/// the sid (u32, little endian). Sent by the agent's estimator when it has a verdict, so
-/// the agent, which runs only in its callbacks, reads it within a round trip rather than
-/// at the program's next report (one a millisecond at most, one a round trip at least).
-pub const REPORT_REQUEST_MAGIC: &[u8; 8] = b"INTCCRPT";
-
+/// A datagram asking for a report of libccp's flow `sid` at its next ACK
+/// (contract::REPORT_REQUEST_MAGIC, then the sid). Sent by the agent's estimator when it has
+/// a verdict, so the agent, which runs only in its callbacks, reads it within a round trip
+/// rather than at the program's next report (one a millisecond at most, one a round trip at least).
 pub fn parse_report_request(msg: &[u8]) -> Option<u32> {
     match msg {
-        [m @ .., a, b, c, d] if m == REPORT_REQUEST_MAGIC => Some(u32::from_le_bytes([*a, *b, *c, *d])),
+        [m @ .., a, b, c, d] if m == contract::REPORT_REQUEST_MAGIC => Some(u32::from_le_bytes([*a, *b, *c, *d])),
         _ => None,
     }
 }
@@ -608,7 +606,7 @@ mod tests {
 
     #[test]
     fn report_request_parses_only_magic_and_sid() {
-        let mut msg = REPORT_REQUEST_MAGIC.to_vec();
+        let mut msg = contract::REPORT_REQUEST_MAGIC.to_vec();
         msg.extend_from_slice(&7u32.to_le_bytes());
         assert_eq!(parse_report_request(&msg), Some(7));
         assert_eq!(parse_report_request(&msg[..11]), None); // short

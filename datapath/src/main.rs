@@ -100,8 +100,8 @@ struct Daemon {
     applied: Rc<AppliedLog>,
     sock: Rc<UnixDatagram>,
     agent_path: PathBuf,
-    /// the agent_present() probe (None: no socket to spare at start; one per probe then)
-    probe: Option<UnixDatagram>,
+    /// the agent_present() probe
+    probe: UnixDatagram,
     session: Option<Session>,
     epoch: u64,
     flows_dirty: bool,
@@ -186,10 +186,7 @@ impl Daemon {
     /// One probe socket, connected again at every heartbeat: a socket made and closed 50
     /// times a second cost a flow on the bare veth ~6 % of its throughput (session 40).
     fn agent_present(&self) -> bool {
-        match &self.probe {
-            Some(s) => s.connect(&self.agent_path).is_ok(),
-            None => UnixDatagram::unbound().and_then(|s| s.connect(&self.agent_path)).is_ok(),
-        }
+        self.probe.connect(&self.agent_path).is_ok()
     }
 
     fn write_cfg(&self, alive: bool) {
@@ -376,7 +373,7 @@ fn run(args: Args) -> Result<(), String> {
         applied: Rc::new(applied),
         sock: Rc::new(sock),
         agent_path,
-        probe: UnixDatagram::unbound().ok(),
+        probe: UnixDatagram::unbound().map_err(|e| format!("agent probe socket: {e}"))?,
         session: None,
         epoch: first_epoch,
         flows_dirty: true,
