@@ -81,18 +81,22 @@ class Adaptive(Host):
         flow's next report, which a small window or an RTO can hold back for many RTTs."""
         if self.estimation is None:
             return
-        for kind, sid, body in self.estimation.poll():
-            if kind == "verdict":
-                flow = self.flows.get(sid)
-                if flow is not None:
-                    flow.consider(body)
-                log.debug("flow %s: verdict %s (%.0f%% of %d), competitor's rate x%s", sid, body.estimate,
-                          100 * body.confidence, sum(body.votes.values()),
-                          "?" if body.competitor_rate_ratio is None else f"{body.competitor_rate_ratio:.3g}")
-            elif sid not in self.failed:
-                self.failed.add(sid)
-                who = f"flow {sid}" if sid is not None else "every flow"
-                log.warning("estimation failed, %s stays on its algorithm: %s", who, body)
+        with self.trace.held():      # the switches' commands first, their rows after
+            for kind, sid, body in self.estimation.poll():
+                self._take(kind, sid, body)
+
+    def _take(self, kind, sid, body):
+        if kind == "verdict":
+            flow = self.flows.get(sid)
+            if flow is not None:
+                flow.consider(body)
+            log.debug("flow %s: verdict %s (%.0f%% of %d), competitor's rate x%s", sid, body.estimate,
+                      100 * body.confidence, sum(body.votes.values()),
+                      "?" if body.competitor_rate_ratio is None else f"{body.competitor_rate_ratio:.3g}")
+        elif sid not in self.failed:
+            self.failed.add(sid)
+            who = f"flow {sid}" if sid is not None else "every flow"
+            log.warning("estimation failed, %s stays on its algorithm: %s", who, body)
 
     def announce_switch(self, flow: AdaptiveFlow, before: str, after: str, verdict):
         if self.estimation is None:

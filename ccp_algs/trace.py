@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import time
+from contextlib import contextmanager
 
 TRACE_FIELDS = ["t_s", "mono_ns", "sid", "event", "cwnd_bytes", "ssthresh_bytes", "rtt_us",
                 "acked_bytes", "loss_pkts", "timeout", "inflight_pkts", "reason", "cwnd_before_bytes",
@@ -22,8 +23,28 @@ class Trace:
         if self._csv:
             self._csv.writeheader()
         self._t0 = time.monotonic_ns()
+        self._held: list | None = None
+
+    @contextmanager
+    def held(self):
+        """Rows within are written (and given to the listeners) when it ends, in order and
+        with the times they were made: a switch's command reaches the datapath before its
+        rows reach the disk. Nested: the outermost writes."""
+        if self._held is not None:
+            yield
+            return
+        self._held = []
+        try:
+            yield
+        finally:
+            rows, self._held = self._held, None
+            for mono_ns, fields in rows:
+                self.row(mono_ns, **fields)
 
     def row(self, mono_ns: int | None = None, **fields):
+        if self._held is not None:
+            self._held.append((mono_ns or time.monotonic_ns(), fields))
+            return
         for listener in self.listeners:
             try:
                 listener(fields)

@@ -78,6 +78,32 @@ def test_a_stable_verdict_switches_the_flow_and_is_announced(tmp_path):
                for row in (tmp_path / "t.csv").read_text().splitlines())
 
 
+def test_a_switchs_command_goes_out_before_its_trace_rows_which_keep_order_and_time(tmp_path):
+    """The rows of a switch (verdict, the new algorithm's command, the switch) are written
+    after the command reached the datapath, in the order and with the times they were made."""
+    import csv
+    flow, dp, est = adaptive(trace=str(tmp_path / "t.csv"))
+    tick(flow)
+    path = tmp_path / "t.csv"
+    written_at_command = []
+    update_fields = dp.update_fields
+
+    def spy(fields):
+        written_at_command.append(len(path.read_text().splitlines()))
+        return update_fields(fields)
+    dp.update_fields = spy
+    rows_before = len(path.read_text().splitlines())
+    est.inbox.append(("verdict", 1, verdict("bbr", 0.9)))
+    tick(flow)
+    assert flow.current == "bbr" and written_at_command[0] == rows_before + 1   # only the report's row
+    rows = list(csv.DictReader(path.open()))
+    events = [r["event"] for r in rows]
+    i = events.index("verdict")
+    assert events[i:i + 4] == ["verdict", "start", "switch", "switch"]    # as made: the new algorithm's start, command, switch
+    times = [int(r["mono_ns"]) for r in rows]
+    assert times == sorted(times)
+
+
 def test_the_verdicts_a_run_traced_are_scored_by_time_since_the_switch(tmp_path):
     """What the agent writes is what experiments.metrics reads: verdicts before the switch
     count against the start, those after against the switch, each row's own estimate too."""
