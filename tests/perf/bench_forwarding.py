@@ -7,7 +7,8 @@ The node path is FromDevice -> INTSource -> INTTransit -> Queue -> ToDevice
 (plus the routing elements): every packet gets INT inserted and stamped, and
 h2 receives it with the headers (its MTU is raised for them). Node variants:
 CPython (and CPython pushing each frame through the elements alone, not in batches),
-PyPy, and PyPy on a core kept polling when idle. Prints figures;
+PyPy, and each of them on a core kept polling when idle (poll_idle: at low load a halted
+vCPU's wake-up is most of what a node adds). Prints figures;
 asserts nothing about speed (shared machines are noisy).
 
     python -m tests.perf.bench_forwarding        or        make bench
@@ -131,6 +132,7 @@ def _kernel_forwarding(tb):
 # idle (PM QoS; int_node/runtime.py) instead of halting, and how many frames a FromDevice
 # pushes through the elements at once (its default batch, or each frame alone).
 VARIANTS = (("CPython", "cpython", False, None), ("CPython, a frame at a time", "cpython", False, 1),
+            ("CPython, polling core", "cpython", True, None),
             ("PyPy", "pypy", False, None), ("PyPy, polling core", "pypy", True, None))
 
 
