@@ -5,13 +5,13 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io::Write;
-use std::path::PathBuf;
 use std::rc::Rc;
 
 use libccp::CongestionOps;
 
 use crate::agent::{bump, Counters};
 use crate::bpf::{Ctl, Event, Maps, CTL_HAS_CWND, CTL_HAS_RATE};
+use crate::writer::FileWriter;
 
 /// A command written to the kernel whose application we wait to see (for latency figures).
 struct PendingCmd {
@@ -169,26 +169,29 @@ impl CongestionOps for FlowCtl {
     }
 }
 
-/// Optional CSV of commands and when the kernel applied them (latency benchmark).
+/// Optional CSV of commands and when the kernel applied them (latency benchmark). Lines
+/// collect here and go to the file writer's thread (writer.rs) at each flush, or once
+/// 64 KB wait: the control loop never writes to the disk itself.
 pub struct AppliedLog {
-    out: RefCell<Option<std::io::BufWriter<std::fs::File>>>,
+    writer: Option<Rc<FileWriter>>,
+    pending: RefCell<Vec<u8>>,
     /// daemon write -> kernel apply, most recent samples (ns)
     pub lat_ns: RefCell<VecDeque<u64>>,
     /// when the latest message from the agent arrived (CLOCK_MONOTONIC ns)
     pub last_ipc_ns: Cell<u64>,
 }
 
+const APPLIED_CHUNK_BYTES: usize = 64 << 10;
+
 impl AppliedLog {
-    pub fn new(path: Option<&PathBuf>) -> std::io::Result<AppliedLog> {
-        let out = match path {
-            Some(p) => {
-                let mut w = std::io::BufWriter::new(std::fs::File::create(p)?);
-                writeln!(w, "sid,seq,cwnd_bytes,ipc_ns,written_ns,applied_ns")?;
-                Some(w)
-            }
-            None => None,
-        };
-        Ok(AppliedLog { out: RefCell::new(out), lat_ns: RefCell::new(VecDeque::new()), last_ipc_ns: Cell::new(0) })
+    /// `writer`: the thread that owns the log's file (None: no log, latencies only).
+    pub fn new(writer: Option<Rc<FileWriter>>) -> AppliedLog {
+        let pending = RefCell::new(if writer.is_some() {
+            b"sid,seq,cwnd_bytes,ipc_ns,written_ns,applied_ns\n".to_vec()
+        } else {
+            Vec::new()
+        });
+        AppliedLog { writer, pending, lat_ns: RefCell::new(VecDeque::new()), last_ipc_ns: Cell::new(0) }
     }
 
     fn record(&self, sid: u32, p: &PendingCmd, applied_ns: u64) {
@@ -197,14 +200,20 @@ impl AppliedLog {
             lat.pop_front();
         }
         lat.push_back(applied_ns.saturating_sub(p.written_ns));
-        if let Some(w) = self.out.borrow_mut().as_mut() {
-            let _ = writeln!(w, "{sid},{},{},{},{},{applied_ns}", p.seq, p.cwnd_bytes, p.ipc_ns, p.written_ns);
+        if self.writer.is_some() {
+            let mut buf = self.pending.borrow_mut();
+            let _ = writeln!(buf, "{sid},{},{},{},{},{applied_ns}", p.seq, p.cwnd_bytes, p.ipc_ns, p.written_ns);
+            let full = buf.len() >= APPLIED_CHUNK_BYTES;
+            drop(buf);
+            if full {
+                self.flush();
+            }
         }
     }
 
     pub fn flush(&self) {
-        if let Some(w) = self.out.borrow_mut().as_mut() {
-            let _ = w.flush();
+        if let Some(w) = &self.writer {
+            w.append(std::mem::take(&mut *self.pending.borrow_mut()));
         }
     }
 }

@@ -15,6 +15,7 @@ mod contract;
 mod flowctl;
 mod fold;
 mod host;
+mod writer;
 
 use std::cell::RefCell;
 use std::os::fd::AsRawFd;
@@ -32,6 +33,7 @@ use serde_json::json;
 use agent::{bump, monotonic_ns, AppliedLog, Counters, Session};
 use host::{bind_ipc, raise_dgram_qlen, write_atomic, Epoll, IPC_DIR};
 use bpf::{Cfg, Event, Maps, EV_APPLIED, EV_CLOSE, EV_CREATE, EV_FOLDED_ACK, EV_MEASURE, EV_REPORT};
+use writer::FileWriter;
 
 
 #[derive(Parser, Debug)]
@@ -98,6 +100,8 @@ struct Daemon {
     maps: Rc<Maps>,
     counters: Rc<Counters>,
     applied: Rc<AppliedLog>,
+    /// flows.json, stats.json and the applied log, written off this loop
+    files: Rc<FileWriter>,
     sock: Rc<UnixDatagram>,
     agent_path: PathBuf,
     /// the agent_present() probe
@@ -269,7 +273,7 @@ impl Daemon {
                 })
             })
             .collect();
-        write_atomic(&self.args.state_dir.join("flows.json"), &json!({ "epoch": self.epoch, "flows": flows }));
+        self.files.replace(self.args.state_dir.join("flows.json"), json!({ "epoch": self.epoch, "flows": flows }));
         self.flows_dirty = false;
     }
 
@@ -304,6 +308,7 @@ impl Daemon {
                 "report_requests": c.report_requests.get(), "report_requests_unserved": c.report_requests_unserved.get(),
                 "acks_folded_here": c.acks_folded_here.get(),
                 "fold_checks": c.fold_checks.get(), "fold_mismatches": c.fold_mismatches.get(),
+                "file_writes_dropped": self.files.dropped.get(),
             },
             "kernel": {
                 "flows_created": k.flows_created, "creates_sent": k.creates_sent, "events_lost": k.events_lost,
@@ -315,7 +320,7 @@ impl Daemon {
             },
             "cmd_apply_latency": lat,
         });
-        write_atomic(&self.args.state_dir.join("stats.json"), &stats);
+        self.files.replace(self.args.state_dir.join("stats.json"), stats);
     }
 }
 
@@ -349,7 +354,13 @@ fn run(args: Args) -> Result<(), String> {
     }
     raise_dgram_qlen();
     let sock = bind_ipc(&args.name).map_err(|e| format!("cannot bind {IPC_DIR}/{}: {e}", args.name))?;
-    let applied = AppliedLog::new(args.applied_log.as_ref()).map_err(|e| format!("applied log: {e}"))?;
+    let applied_file = match &args.applied_log {
+        Some(p) => Some(std::fs::File::create(p).map_err(|e| format!("applied log {}: {e}", p.display()))?),
+        None => None,
+    };
+    let has_log = applied_file.is_some();
+    let files = Rc::new(FileWriter::start(applied_file).map_err(|e| format!("file writer thread: {e}"))?);
+    let applied = AppliedLog::new(has_log.then(|| files.clone()));
     let agent_path = Path::new(IPC_DIR).join(&args.agent);
     let sock_fd = sock.as_raw_fd();
     let socket_path = Path::new(IPC_DIR).join(&args.name);
@@ -371,6 +382,7 @@ fn run(args: Args) -> Result<(), String> {
         maps: Rc::new(maps),
         counters: Rc::new(Counters::default()),
         applied: Rc::new(applied),
+        files: files.clone(),
         sock: Rc::new(sock),
         agent_path,
         probe: UnixDatagram::unbound().map_err(|e| format!("agent probe socket: {e}"))?,
@@ -418,6 +430,10 @@ fn run(args: Args) -> Result<(), String> {
         d.session = None;
         d.write_stats();
         d.applied.flush();
+    }
+    // the last stats and log lines reach the disk, unless it hangs: the exit does not
+    if !files.finish(Duration::from_secs(2)) {
+        eprintln!("intcc-datapath: the last state files were not written within 2 s (the disk or a file blocks)");
     }
     drop(ring);
     drop(loaded); // the struct_ops link: 'ccp' is unregistered here
