@@ -358,9 +358,8 @@ fn run(args: Args) -> Result<(), String> {
         Some(p) => Some(std::fs::File::create(p).map_err(|e| format!("applied log {}: {e}", p.display()))?),
         None => None,
     };
-    let has_log = applied_file.is_some();
     let files = Rc::new(FileWriter::start(applied_file).map_err(|e| format!("file writer thread: {e}"))?);
-    let applied = AppliedLog::new(has_log.then(|| files.clone()));
+    let applied = AppliedLog::new(args.applied_log.is_some().then(|| files.clone()));
     let agent_path = Path::new(IPC_DIR).join(&args.agent);
     let sock_fd = sock.as_raw_fd();
     let socket_path = Path::new(IPC_DIR).join(&args.name);

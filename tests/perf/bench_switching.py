@@ -38,14 +38,14 @@ from tests.perf.veth import VethPair
 SECONDS = 8
 PERIOD_S = 0.5                # a switch per flow this often
 MIN_SWITCHES = 100            # per latency case: a p99 of fewer is the maximum
+VETH = VethPair("swb", "10.97.0")
+NS_A, NS_B = VETH.ns_a, VETH.ns_b
+MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf.joblib")
 
 
 def latency_seconds(flows: int, base_s: float = SECONDS) -> float:
     """How long a latency case runs: ``base_s``, or long enough for MIN_SWITCHES."""
     return max(base_s, MIN_SWITCHES * PERIOD_S / flows + 2 * PERIOD_S)
-VETH = VethPair("swb", "10.97.0")
-NS_A, NS_B = VETH.ns_a, VETH.ns_b
-MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf.joblib")
 
 
 def _scripted_estimator(conn, period_ns: int, parent_pid: int):
