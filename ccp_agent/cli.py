@@ -296,6 +296,9 @@ def datapath_status(state_dir, as_json):
     if d.get("fold_mismatches"):
         click.echo(f"daemon: {d['fold_mismatches']} of {d['fold_checks']} kernel reports differ from the daemon's "
                    f"fold (--check-fold; the daemon's log shows the first)")
+    if d.get("file_writes_dropped"):
+        click.echo(f"daemon: {d['file_writes_dropped']} state-file writes dropped: the disk did not keep up "
+                   f"(these figures may be old; the flows' control did not wait for it)")
     if d.get("contract_mismatches"):
         click.echo(f"daemon: {d['contract_mismatches']} agent messages of another contract version (the daemon's "
                    f"log names it): rebuild with 'make setup' and restart agent and daemon")

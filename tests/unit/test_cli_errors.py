@@ -134,11 +134,12 @@ def test_datapath_status_reads_the_daemons_state_and_names_a_stale_one(tmp_path)
              "kernel": {"flows_created": 2, "controlled_acks": 5000, "fallback_acks": 10, "folded_acks": 4990,
                         "kernel_reports": 120, "events_lost": 0},
              "daemon": {"measures": 10, "cmds_written": 40, "ipc_sent": 122, "ipc_received": 60,
-                        "fold_checks": 120, "fold_mismatches": 1}}
+                        "fold_checks": 120, "fold_mismatches": 1, "file_writes_dropped": 7}}
     (tmp_path / "stats.json").write_text(json.dumps(stats))
     r = CliRunner().invoke(main, ["datapath", "status", "--state-dir", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert "NOT running (stale state)" in r.output and "2 of them folded in the kernel" in r.output
     assert "4990 folded into 120 reports" in r.output and "1 of 120 kernel reports differ" in r.output
+    assert "7 state-file writes dropped" in r.output
     r = CliRunner().invoke(main, ["datapath", "status", "--state-dir", str(tmp_path / "none")])
     assert r.exit_code == 1 and "no daemon state" in r.output and "Traceback" not in r.output
