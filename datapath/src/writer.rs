@@ -11,7 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::time::Duration;
 
 use crate::host::write_atomic;
@@ -40,18 +40,16 @@ impl FileWriter {
         std::thread::Builder::new().name("intcc-writer".into()).spawn(move || {
             let mut log_failed = false;
             for job in rx {
-                match job {
-                    Job::Replace(path, value) => write_atomic(&path, &value),
-                    Job::Append(bytes) => {
-                        if let Some(f) = log.as_mut() {
-                            if let Err(e) = f.write_all(&bytes) {
-                                if !log_failed {
-                                    eprintln!("intcc-datapath: cannot append to the applied log: {e}");
-                                    log_failed = true;
-                                }
+                match (job, log.as_mut()) {
+                    (Job::Replace(path, value), _) => write_atomic(&path, &value),
+                    (Job::Append(bytes), Some(f)) => {
+                        if let Err(e) = f.write_all(&bytes) {
+                            if !std::mem::replace(&mut log_failed, true) {
+                                eprintln!("intcc-datapath: cannot append to the applied log: {e}");
                             }
                         }
                     }
+                    (Job::Append(_), None) => {}
                 }
             }
             let _ = done_tx.send(());
@@ -60,11 +58,11 @@ impl FileWriter {
     }
 
     fn queue(&self, job: Job) {
-        let tx = self.tx.borrow();
-        let Some(tx) = tx.as_ref() else { return };
-        match tx.try_send(job) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => self.dropped.set(self.dropped.get() + 1),
+        // full (the disk is 256 writes behind) or finished: counted, never waited for
+        if let Some(tx) = self.tx.borrow().as_ref() {
+            if tx.try_send(job).is_err() {
+                self.dropped.set(self.dropped.get() + 1);
+            }
         }
     }
 
