@@ -25,6 +25,8 @@ def _node_argv(run_dir: str, name: str, info: dict):
         argv += ["--cpu", str(info["cpu"])]
         if info.get("poll_idle"):
             argv += ["--poll-idle"]
+    if info.get("busy_poll_us"):
+        argv += ["--busy-poll-us", str(info["busy_poll_us"])]
     return argv
 
 

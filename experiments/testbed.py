@@ -186,6 +186,7 @@ class Testbed:
                         "log": os.path.join(self.dir, f"{n}.log"), "cpu": info.get("cpu"),
                         "python": self.node_pythons[n],
                         "poll_idle": info.get("poll_idle", False),
+                        "busy_poll_us": info.get("busy_poll_us", 0),
                         "int_log": exp.partition(":")[2] if exp.startswith("jsonl:") else None}
         self.state = {
             "name": self.name, "topology": topo.path, "params": topo.params, "created": time.time(),

@@ -226,9 +226,13 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
         if rx_batch is not None and (isinstance(rx_batch, bool) or not isinstance(rx_batch, int) or rx_batch < 1):
             raise TopologyError(f"{path}: node {n.get('name')}: rx_batch must be a whole number >= 1 (frames a "
                                 f"FromDevice pushes on together), not {rx_batch!r}")
+        busy_poll_us = n.get("busy_poll_us", 0)
+        if isinstance(busy_poll_us, bool) or not isinstance(busy_poll_us, int) or busy_poll_us < 0:
+            raise TopologyError(f"{path}: node {n.get('name')}: busy_poll_us must be a whole number of "
+                                f"microseconds >= 0 (0: off), not {busy_poll_us!r}")
         nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles),
                             "cpu": n.get("cpu"), "python": python, "poll_idle": bool(n.get("poll_idle", False)),
-                            "tx_ring": n.get("tx_ring", True), "rx_batch": rx_batch}
+                            "busy_poll_us": busy_poll_us, "tx_ring": n.get("tx_ring", True), "rx_batch": rx_batch}
     for nm in hosts + list(nodes):
         if not NAME_RE.match(nm):
             raise TopologyError(f"{path}: name {nm!r} must be 1-9 lowercase letters/digits, starting with a letter")

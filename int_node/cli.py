@@ -36,8 +36,12 @@ def node_group():
 @click.option("--poll-idle", is_flag=True,
               help="Keep the node's CPU (--cpu) polling instead of halting when idle: lower latency at low "
                    "load, a core that always looks busy.")
+@click.option("--busy-poll-us", type=click.IntRange(min=0), default=0, show_default=True, metavar="US",
+              help="After each packet or timer, keep polling this many microseconds before sleeping: no "
+                   "wake-up for a packet that comes within it (added latency at 1,000 pps about halves), "
+                   "up to a whole core while traffic flows. 0: off.")
 @click.option("--log-level", default="INFO", show_default=True)
-def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, log_level):
+def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, busy_poll_us, log_level):
     """Run the node described by CONFIG until SIGTERM."""
     from .node import run_node
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -46,7 +50,8 @@ def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, log_level
         raise click.UsageError("--poll-idle needs --cpu (the core that is kept polling)")
     try:
         sys.exit(run_node(text, netns=netns, control_path=control_path,
-                          counters_path=counters_out, cpu=cpu, poll_idle=poll_idle))
+                          counters_path=counters_out, cpu=cpu, poll_idle=poll_idle,
+                          busy_poll_us=busy_poll_us))
     except ConfigSyntaxError as exc:
         raise click.ClickException(f"{config}: {exc}")
 

@@ -15,14 +15,15 @@ log = logging.getLogger("intcc.node")
 
 
 def run_node(config_text: str, netns=None, control_path=None, counters_path=None,
-             cpu=None, poll_idle: bool = False) -> int:
+             cpu=None, poll_idle: bool = False, busy_poll_us: int = 0) -> int:
     """Run until SIGTERM/SIGINT or a 'stop' request; returns an exit code.
-    ``poll_idle`` keeps the node's CPU (``cpu`` required) from halting when idle."""
+    ``poll_idle`` keeps the node's CPU (``cpu`` required) from halting when idle;
+    ``busy_poll_us`` keeps the event loop polling that long after each event."""
     if poll_idle and cpu is None:
         raise ValueError("poll_idle needs the node pinned to a CPU (cpu)")
     if cpu is not None:
         sched_setaffinity(cpu)
-    router = Router(config_text, netns=netns, loop=EventLoop())
+    router = Router(config_text, netns=netns, loop=EventLoop(busy_poll_us))
     control = qos_before = None
     try:
         if poll_idle:

@@ -57,3 +57,15 @@ def test_a_polling_core_is_released_on_down_even_after_kill_9():
         tb.down()
     with open(QOS.format(cpu)) as f:
         assert f.read().strip() == before
+
+
+def test_a_busy_polling_node_forwards_and_is_told_so():
+    tb = Testbed(line(busy_poll_us=2000), "itinterp").up(exporter="none")
+    try:
+        tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1788"])
+        with open(f"/proc/{tb.status()['nodes']['n1']['pid']}/cmdline", "rb") as f:
+            argv = f.read().decode().split("\0")
+        assert argv[argv.index("--busy-poll-us") + 1] == "2000"
+        assert len(ping_rtts_ms(tb, "h1", tb.addr("h2"), count=10, interval=0.05)) == 10
+    finally:
+        tb.down()

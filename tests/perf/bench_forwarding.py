@@ -8,7 +8,9 @@ The node path is FromDevice -> INTSource -> INTTransit -> Queue -> ToDevice
 h2 receives it with the headers (its MTU is raised for them). Node variants:
 CPython (and CPython pushing each frame through the elements alone, not in batches),
 PyPy, and each of them on a core kept polling when idle (poll_idle: at low load a halted
-vCPU's wake-up is most of what a node adds). Prints figures;
+vCPU's wake-up is most of what a node adds) and with its event loop busy polling for 2 ms
+after each packet (busy_poll_us; no wake-up, and the interpreter's code stays in the
+caches). Prints figures;
 asserts nothing about speed (shared machines are noisy).
 
     python -m tests.perf.bench_forwarding        or        make bench
@@ -129,16 +131,22 @@ def _kernel_forwarding(tb):
 
 # Node variants, each measured with kernel forwarding interleaved under the same
 # conditions: the interpreter (CPython, PyPy), whether the node's core polls when
-# idle (PM QoS; int_node/runtime.py) instead of halting, and how many frames a FromDevice
-# pushes through the elements at once (its default batch, or each frame alone).
-VARIANTS = (("CPython", "cpython", False, None), ("CPython, a frame at a time", "cpython", False, 1),
-            ("CPython, polling core", "cpython", True, None),
-            ("PyPy", "pypy", False, None), ("PyPy, polling core", "pypy", True, None))
+# idle (PM QoS; int_node/runtime.py) instead of halting, whether its event loop keeps
+# polling after each packet (BUSY_POLL_US: longer than the 1 kHz pings' gap, shorter than
+# the 100 Hz pings'), and how many frames a FromDevice pushes through the elements at once
+# (its default batch, or each frame alone).
+BUSY_POLL_US = 2000
+VARIANTS = (("CPython", "cpython", False, None, 0), ("CPython, a frame at a time", "cpython", False, 1, 0),
+            ("CPython, polling core", "cpython", True, None, 0),
+            ("CPython, busy polling", "cpython", False, None, BUSY_POLL_US),
+            ("PyPy", "pypy", False, None, 0), ("PyPy, polling core", "pypy", True, None, 0),
+            ("PyPy, busy polling", "pypy", False, None, BUSY_POLL_US))
 
 
-def _variant_testbed(python: str, poll_idle: bool, rx_batch: int | None = None) -> Testbed:
+def _variant_testbed(python: str, poll_idle: bool, rx_batch: int | None = None, busy_poll_us: int = 0) -> Testbed:
     topo = load_topo(TOPO)
-    topo.nodes["n1"].update(cpu=NODE_CPU, python=python, poll_idle=poll_idle, rx_batch=rx_batch)
+    topo.nodes["n1"].update(cpu=NODE_CPU, python=python, poll_idle=poll_idle, rx_batch=rx_batch,
+                            busy_poll_us=busy_poll_us)
     tb = Testbed(topo, "bench").up(exporter="none")
     # h2 receives INT-carrying packets (no sink on this path): give it the headroom.
     tb.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", "1788"])
@@ -155,14 +163,14 @@ def run_benchmark(variants=VARIANTS) -> dict:
     try:
         _kernel_forwarding(kt)
         kernel_runs = []
-        for label, python, poll_idle, rx_batch in variants:
+        for label, python, poll_idle, rx_batch, busy_poll_us in variants:
             # the kernel's rate again beside every variant: this host's rate drifts by
             # 2x over minutes, and a ratio to a figure taken minutes earlier drifts with it
             print(f"forwarding rate: kernel (beside {label})", flush=True)
             kernel_runs.append(measure_rate(kt, "kernel forwarding"))
             kernel_pps = kernel_runs[-1]["udp_rx_pps"]
             try:
-                tb = _variant_testbed(python, poll_idle, rx_batch)
+                tb = _variant_testbed(python, poll_idle, rx_batch, busy_poll_us)
             except TestbedError as exc:
                 print(f"{label}: skipped ({exc})", flush=True)
                 continue

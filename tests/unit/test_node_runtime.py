@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from int_node import compat, runtime
 from int_node.cli import node_group
+from int_node.eventloop import EventLoop
 
 
 def test_cpython_and_paths_resolve_and_missing_ones_name_the_problem(tmp_path, monkeypatch):
@@ -55,6 +56,52 @@ def test_poll_idle_needs_a_cpu(tmp_path):
     conf.write_text("Idle -> Discard;\n")
     res = CliRunner().invoke(node_group, ["run", str(conf), "--poll-idle"])
     assert res.exit_code != 0 and "--poll-idle needs --cpu" in res.output
+
+
+def test_a_negative_busy_poll_is_refused_by_name(tmp_path):
+    conf = tmp_path / "n.click"
+    conf.write_text("Idle -> Discard;\n")
+    res = CliRunner().invoke(node_group, ["run", str(conf), "--busy-poll-us", "-1"])
+    assert res.exit_code != 0 and "--busy-poll-us" in res.output
+    with pytest.raises(ValueError, match="busy_poll_us must be >= 0"):
+        EventLoop(busy_poll_us=-1)
+
+
+class _RecordingEpoll:
+    """The loop's epoll, with the timeout of every wait written down."""
+    def __init__(self, ep):
+        self.ep, self.timeouts = ep, []
+
+    def poll(self, timeout=-1):
+        self.timeouts.append(timeout)
+        return self.ep.poll(timeout)
+
+    def __getattr__(self, name):
+        return getattr(self.ep, name)
+
+
+@pytest.mark.parametrize("busy_poll_us", [0, 30_000])
+def test_a_busy_polling_loop_polls_without_sleeping_after_an_event_and_then_sleeps(busy_poll_us):
+    loop = EventLoop(busy_poll_us=busy_poll_us)
+    ep = loop._ep = _RecordingEpoll(loop._ep)
+    r, w = os.pipe()
+    os.write(w, b"x")
+    loop.add_reader(r, lambda: os.read(r, 1))
+    loop.call_later(150_000_000, loop.stop)        # 150 ms: after the 30 ms of polling
+    try:
+        loop.run()
+    finally:
+        loop.remove_reader(r)
+        loop.close()
+        os.close(r), os.close(w)
+    # the byte was ready before the loop began: its first wait sleeps, nothing came before
+    assert ep.timeouts[0] == -1
+    if not busy_poll_us:
+        assert set(ep.timeouts) == {-1}
+        return
+    first_sleep = ep.timeouts.index(-1, 1)
+    assert first_sleep > 2 and set(ep.timeouts[1:first_sleep]) == {0}     # polled, then slept
+    assert ep.timeouts[first_sleep:] == [-1]       # slept until the timer stopped the loop
 
 
 @pytest.mark.parametrize("prefer_cffi", [False, True])

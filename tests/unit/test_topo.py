@@ -47,6 +47,8 @@ def test_shipped_topologies_load_with_paper_parameters():
     ({"nodes": [{"name": "n", "python": 3}]}, "python must be a string"),
     ({"nodes": [{"name": "n", "tx_ring": "no"}]}, "tx_ring must be true or false"),
     ({"nodes": [{"name": "n", "rx_batch": 0}]}, "rx_batch must be a whole number >= 1"),
+    ({"nodes": [{"name": "n", "busy_poll_us": -5}]}, "busy_poll_us must be a whole number of microseconds"),
+    ({"nodes": [{"name": "n", "busy_poll_us": "2ms"}]}, "busy_poll_us must be a whole number of microseconds"),
     ({"nodes": [{"name": "n"}], "hosts": [{"name": "h"}], "links": [{"ends": ["h", "n"], "rate": 1}]},
      "unknown key"),
 ])
