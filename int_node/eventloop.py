@@ -8,7 +8,7 @@ Signals reach the loop through ``signal.set_wakeup_fd`` so SIGTERM ends a
 blocking wait at once. ``defer`` runs a callback once after the current round of
 socket and timer callbacks, before the loop waits again: a ToDevice hands the kernel
 every frame of a receive burst with one system call. ``busy_poll_us`` keeps the loop
-polling (epoll with no timeout) for that long after each event before it sleeps: a
+polling (epoll with a zero timeout) for that long after each event before it sleeps: a
 sleeping vCPU takes tens of microseconds to wake when a packet comes, and a polling loop
 keeps the interpreter's code in the caches (the kernel's busy polling, DPDK's poll mode).
 """

@@ -28,7 +28,6 @@ import os
 import statistics
 import subprocess
 import tempfile
-import time
 
 from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
 from experiments.compare import ratio_ci
@@ -58,16 +57,22 @@ def proc_cpu_s(pid: int) -> float:
 def iperf(cca: str, pids=()) -> dict:
     srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)
+        VETH.wait_listening()
         b0, t0 = busy_jiffies()
         p0 = [proc_cpu_s(p) for p in pids]
-        out = subprocess.run(["ip", "netns", "exec", NS_A, "iperf3", "-c", "10.98.0.2", "-C", cca,
-                              "-t", str(SECONDS), "-J"], capture_output=True, text=True, timeout=SECONDS + 30).stdout
+        client = subprocess.run(["ip", "netns", "exec", NS_A, "iperf3", "-c", "10.98.0.2", "-C", cca,
+                                 "-t", str(SECONDS), "-J"], capture_output=True, text=True, timeout=SECONDS + 30)
         b1, t1 = busy_jiffies()
         p1 = [proc_cpu_s(p) for p in pids]
     finally:
-        srv.wait(timeout=10)
-    res = json.loads(out)
+        _end_server(srv)
+    try:
+        res = json.loads(client.stdout)
+        error = res.get("error")
+    except ValueError:
+        error = client.stderr.strip() or f"no output (rc {client.returncode})"
+    if error:
+        raise RuntimeError(f"iperf3 -C {cca}: {error}")
     gbps = res["end"]["sum_received"]["bits_per_second"] / 1e9
     cores = (b1 - b0) / (t1 - t0) * os.cpu_count()
     return {"cca": cca, "gbps": gbps, "cores_busy": cores, "cores_per_gbps": cores / gbps if gbps else None,
@@ -75,15 +80,24 @@ def iperf(cca: str, pids=()) -> dict:
             "process_cores": [(b - a) / SECONDS for a, b in zip(p0, p1)]}
 
 
+def _end_server(srv: subprocess.Popen) -> None:
+    """A one-off server ends with its client's test; one whose client never came is killed."""
+    try:
+        srv.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        srv.kill()
+        srv.wait()
+
+
 def iperf_for(seconds: float):
     """One ccp flow for ``seconds``, nothing measured (the latency phase)."""
     srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)
+        VETH.wait_listening()
         subprocess.run(["ip", "netns", "exec", NS_A, "iperf3", "-c", "10.98.0.2", "-C", "ccp", "-t", str(seconds)],
                        capture_output=True, timeout=seconds + 30)
     finally:
-        srv.wait(timeout=10)
+        _end_server(srv)
 
 
 def apply_latencies_us(trace_csv: str, applied_csv: str):

@@ -4,6 +4,7 @@ and intcc-dpb1 (.2)."""
 from __future__ import annotations
 
 import subprocess
+import time
 
 
 def _sh(*cmd):
@@ -27,6 +28,17 @@ class VethPair:
             _sh("ip", "-n", ns, "link", "set", dev, "up")
             _sh("ip", "-n", ns, "link", "set", "lo", "up")
         return self
+
+    def wait_listening(self, port: int = 5201, timeout_s: float = 5.0) -> None:
+        """Until a TCP socket listens on ``port`` in the second namespace (a server just
+        started): a client started before it fails, and its one-off server waits for good."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if subprocess.run(["ip", "netns", "exec", self.ns_b, "ss", "-Hltn", f"sport = :{port}"],
+                              capture_output=True, text=True).stdout.strip():
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"nothing listens on {self.ns_b}:{port} after {timeout_s:.0f} s")
 
     def down(self):
         for ns in (self.ns_a, self.ns_b):
