@@ -2,6 +2,7 @@
 warning and a working daemon, not a failed start (the default is the daemon's choice, not
 the operator's); an explicit priority that cannot be had is an error."""
 import os
+import signal
 import subprocess
 
 import pytest
@@ -23,32 +24,29 @@ def test_the_daemon_is_real_time_by_default_and_not_when_told(tmp_path, rt_prior
 
 
 def _start_without_sys_nice(tmp_path, *args):
-    dp = DatapathProcess(state_dir=str(tmp_path / "dp"))
-    argv = [*NO_SYS_NICE, daemon_binary(), *dp.args, *args]
+    """The daemon as root without CAP_SYS_NICE: (the process, its log)."""
+    argv = [*NO_SYS_NICE, daemon_binary(), *DatapathProcess(state_dir=str(tmp_path / "dp")).args, *args]
     log = tmp_path / "daemon.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    return dp, proc, log
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT), log
 
 
 def test_a_host_that_refuses_real_time_gets_a_warning_and_a_daemon(tmp_path):
     require_ccp_free()
-    dp, proc, log = _start_without_sys_nice(tmp_path)
+    proc, log = _start_without_sys_nice(tmp_path)
     try:
-        dp.proc = proc
-        dp.log_path = str(log)
-        _wait(lambda: ccp_registered() and os.path.exists(dp.stats_path), 10, "the datapath to register 'ccp'",
-              proc, str(log))
+        _wait(ccp_registered, 10, "the datapath to register 'ccp'", proc, str(log))
         assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
     finally:
-        dp.stop()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
     text = log.read_text()
     assert "cannot run under SCHED_FIFO" in text and "running without real-time priority" in text, text
 
 
 def test_an_explicit_priority_the_host_refuses_is_an_error(tmp_path):
     require_ccp_free()
-    _, proc, log = _start_without_sys_nice(tmp_path, "--rt-priority", "2")
+    proc, log = _start_without_sys_nice(tmp_path, "--rt-priority", "2")
     assert proc.wait(timeout=10) != 0
     assert "--rt-priority 2: cannot run under SCHED_FIFO" in log.read_text()
     assert not ccp_registered()
