@@ -11,6 +11,7 @@ import pytest
 
 from ccp_algs import contract
 from ccp_agent.datapath import ccp_holder
+from tests.perf.veth import wait_listening
 
 OBJ = os.path.join(os.path.dirname(__file__), "..", "..", "datapath", "build", "intcc_ccp_nolink.bpf.o")
 NS_A, NS_B = "intcc-dpt-a", "intcc-dpt-b"
@@ -41,7 +42,7 @@ def stats():
 def iperf_gbps(seconds=2):
     srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)
+        wait_listening(NS_B)
         out = sh("ip", "netns", "exec", NS_A, "iperf3", "-c", "10.99.0.2", "-C", "ccp", "-t", str(seconds), "-J",
                  timeout=seconds + 20).stdout
         return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9

@@ -32,6 +32,7 @@ def test_a_state_file_that_blocks_stops_neither_reports_nor_commands_nor_the_exi
         srv = subprocess.Popen(["ip", "netns", "exec", VETH.ns_b, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
         try:
+            VETH.wait_listening()       # a client before the server fails (CI, a loaded host)
             subprocess.run(["ip", "netns", "exec", VETH.ns_a, "iperf3", "-c", VETH.addr_b, "-C", "ccp", "-t",
                             str(SECONDS), "--connect-timeout", "3000"], check=True, capture_output=True,
                            timeout=SECONDS + 30)

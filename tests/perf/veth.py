@@ -11,6 +11,18 @@ def _sh(*cmd):
     subprocess.run(list(cmd), check=True, capture_output=True)
 
 
+def wait_listening(ns: str, port: int = 5201, timeout_s: float = 5.0) -> None:
+    """Until a TCP socket listens on ``port`` in namespace ``ns`` (a server just started): a
+    client started before it fails, and its one-off server waits for good."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}"],
+                          capture_output=True, text=True).stdout.strip():
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"nothing listens on {ns}:{port} after {timeout_s:.0f} s")
+
+
 class VethPair:
     def __init__(self, tag: str, subnet24: str):
         self.ns_a, self.ns_b = f"intcc-{tag}-a", f"intcc-{tag}-b"
@@ -30,15 +42,7 @@ class VethPair:
         return self
 
     def wait_listening(self, port: int = 5201, timeout_s: float = 5.0) -> None:
-        """Until a TCP socket listens on ``port`` in the second namespace (a server just
-        started): a client started before it fails, and its one-off server waits for good."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if subprocess.run(["ip", "netns", "exec", self.ns_b, "ss", "-Hltn", f"sport = :{port}"],
-                              capture_output=True, text=True).stdout.strip():
-                return
-            time.sleep(0.02)
-        raise RuntimeError(f"nothing listens on {self.ns_b}:{port} after {timeout_s:.0f} s")
+        wait_listening(self.ns_b, port, timeout_s)
 
     def down(self):
         for ns in (self.ns_a, self.ns_b):
