@@ -85,8 +85,8 @@ struct Args {
 
 /// The daemon's SCHED_FIFO priority unless told otherwise: with it a command's p99 from the
 /// agent to the kernel fell from 569-819 to 205-331 us in alternated runs beside a 30 Gbit/s
-/// flow on 2 CPUs
-/// (docs/datapath.md); the agent is better left out (its Python then delays the ACKs).
+/// flow on 2 CPUs (docs/datapath.md); the agent is better left out (its Python then delays
+/// the ACKs).
 const DEFAULT_RT_PRIORITY: u8 = 1;
 
 /// SCHED_FIFO at `priority` for this process (its threads started later inherit it).
