@@ -37,6 +37,18 @@ def _lookup(ns, ifname: str, ns_name: str) -> int:
     return found[0]
 
 
+def wait_listening(ns: str, port: int = 5201, timeout_s: float = 5.0) -> None:
+    """Until a TCP socket listens on ``port`` in namespace ``ns`` (a server just started): a
+    client started before it fails, and a one-off server then waits for good."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}"], capture_output=True,
+                          text=True, timeout=5).stdout.strip():
+            return
+        time.sleep(0.02)
+    raise TestbedError(f"nothing listens on {ns}:{port} after {timeout_s:.0f} s")
+
+
 class Testbed:
     __test__ = False   # not a pytest class
 
@@ -274,12 +286,7 @@ class Testbed:
 
     def wait_listening(self, host: str, port: int, timeout_s: float = 5.0) -> None:
         """Until a TCP socket listens on ``port`` in ``host`` (a server just started)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.run(host, ["ss", "-Hltn", f"sport = :{port}"], timeout=5).stdout.strip():
-                return
-            time.sleep(0.02)
-        raise TestbedError(f"nothing listens on {host}:{port} after {timeout_s:.0f} s")
+        wait_listening(self.ns(host), port, timeout_s)
 
     def status(self) -> dict:
         sup = _read_json(os.path.join(self.dir, "nodes.json")) or {}

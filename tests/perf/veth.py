@@ -4,23 +4,12 @@ and intcc-dpb1 (.2)."""
 from __future__ import annotations
 
 import subprocess
-import time
+
+from experiments.testbed import wait_listening
 
 
 def _sh(*cmd):
     subprocess.run(list(cmd), check=True, capture_output=True)
-
-
-def wait_listening(ns: str, port: int = 5201, timeout_s: float = 5.0) -> None:
-    """Until a TCP socket listens on ``port`` in namespace ``ns`` (a server just started): a
-    client started before it fails, and its one-off server waits for good."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}"],
-                          capture_output=True, text=True).stdout.strip():
-            return
-        time.sleep(0.02)
-    raise RuntimeError(f"nothing listens on {ns}:{port} after {timeout_s:.0f} s")
 
 
 class VethPair:
