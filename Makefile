@@ -2,7 +2,7 @@
 PYTHON ?= python3
 APT_PACKAGES = iproute2 iputils-ping ethtool iperf3 tshark tcpdump mosquitto mosquitto-clients procps \
 	clang llvm libclang-dev libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config pypy3 pypy3-venv \
-	chromium chromium-driver
+	chromium chromium-driver bpftrace
 STAMP = .setup.stamp
 PYPORTUS_VERSION = 0.6.1
 # INT nodes may run under PyPy (python = "pypy"; int_node/runtime.py): its own virtualenv, node deps only

@@ -15,7 +15,9 @@ needs MIN_UPDATES updates, or says it could not get them:
   agent update_field (trace mono_ns) -> daemon writes the map (applied log
   written_ns) -> the BPF program applies it on the next ACK (applied_ns).
 
-All three clocks are CLOCK_MONOTONIC. Asserts nothing about speed.
+All three clocks are CLOCK_MONOTONIC. Beside it, the floor from the same veth: a native
+reno flow's wait for its next ACK from a random instant (tests/perf/ackwait.py), which any
+window change, the kernel's own included, waits for. Asserts nothing about speed.
 
     python -m tests.perf.bench_datapath        or        make bench
 """
@@ -33,6 +35,7 @@ from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
 from experiments.compare import ratio_ci
 
 from tests.integration.tbutil import fresh_datapath_stats
+from tests.perf import ackwait
 from tests.perf.veth import VethPair
 
 VETH = VethPair("dpb", "10.98.0")
@@ -109,7 +112,7 @@ def apply_latencies_us(trace_csv: str, applied_csv: str):
                 (int(r["written_ns"]), int(r["applied_ns"]), int(r["ipc_ns"])))
     for v in applied.values():
         v.sort()
-    total, to_map, to_ipc = [], [], []
+    total, to_map, to_ipc, map_to_applied = [], [], [], []
     with open(trace_csv) as f:
         for r in csv.DictReader(f):
             if r["event"] not in ("report", "loss", "timeout", "recovery"):
@@ -121,7 +124,8 @@ def apply_latencies_us(trace_csv: str, applied_csv: str):
                 to_map.append((cands[i][0] - t) / 1e3)
                 total.append((cands[i][1] - t) / 1e3)
                 to_ipc.append((cands[i][2] - t) / 1e3)
-    return total, to_map, to_ipc
+                map_to_applied.append((cands[i][1] - cands[i][0]) / 1e3)
+    return total, to_map, to_ipc, map_to_applied
 
 
 def best_gbps(runs):
@@ -177,9 +181,12 @@ def run_benchmark() -> dict:
                               log_path=os.path.join(tmp, "latency-agent.log")):
                 dp.wait_agent(True)
                 iperf_for(LATENCY_SECONDS)
+        # the floor: a native flow's wait for its next ACK, where any window change lands
+        print("the next-ACK wait of native reno", flush=True)
+        ack_wait = ackwait.measure(lambda: iperf("reno"))
     finally:
         VETH.down()
-    total, to_map, to_ipc = apply_latencies_us(os.path.join(tmp, "latency-trace.csv"),
+    total, to_map, to_ipc, map_to_applied = apply_latencies_us(os.path.join(tmp, "latency-trace.csv"),
                                                os.path.join(tmp, "applied.csv"))
     fallback["cca"] = "ccp, no agent"
     native, ccp, per_ack = median_run(natives), median_run(ccps), median_run(per_acks)
@@ -200,6 +207,8 @@ def run_benchmark() -> dict:
                                      "max": max(total, default=float("nan"))},
             "update_to_map_write_us": {"p50": pct(to_map, .5), "p99": pct(to_map, .99)},
             "update_to_daemon_recv_us": {"p50": pct(to_ipc, .5), "p99": pct(to_ipc, .99)},
+            "map_write_to_applied_us": {"p50": pct(map_to_applied, .5), "p99": pct(map_to_applied, .99)},
+            "native_next_ack_wait_us": ack_wait,
             "daemon": stats, "dir": tmp}
 
 
@@ -234,6 +243,10 @@ def report(r: dict) -> str:
               f"  update_field -> daemon receives it: p50 {r['update_to_daemon_recv_us']['p50']:.0f} us, "
               f"p99 {r['update_to_daemon_recv_us']['p99']:.0f} us",
               f"  update_field -> daemon's map write: p50 {m['p50']:.0f} us, p99 {m['p99']:.0f} us",
+              f"  map write -> applied at the flow's next ACK: p50 {r['map_write_to_applied_us']['p50']:.0f} us, "
+              f"p99 {r['map_write_to_applied_us']['p99']:.0f} us",
+              f"  the floor, native reno's wait for its next ACK from a random instant (same veth, same run): "
+              + ackwait.describe(r["native_next_ack_wait_us"]),
               f"datapath: {k['controlled_acks']} controlled ACKs, {k['events_lost']} events lost, "
               f"{r['daemon']['daemon']['ipc_send_dropped']} reports dropped (agent queue full)",
               f"files: {r['dir']}"]

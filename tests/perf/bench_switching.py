@@ -11,7 +11,9 @@
    datapath for beside each verdict, as the estimator child does (ReportRequester). Paths:
    the bare veth (RTT ~50 us, reports every 1 ms: the agent's load at its highest) and the
    dumbbell testbed (10 Mbit/s, RTT 40 ms); the veth also with agent and daemon under
-   SCHED_FIFO (--rt-priority 1).
+   SCHED_FIFO (--rt-priority 1). Beside the veth's, the floor from the same run: a native
+   flow's wait for its next ACK (tests/perf/ackwait.py), which the verdict's report and
+   then its command each wait for.
 2. Agent CPU per controlled flow with the real estimator running (`intcc alg run adaptive
    --model estimator/models/cca_rf.joblib`: a capture and a forest per flow), for 1, 10
    and 50 flows: the agent, its estimator child and its captures, CPU seconds per second.
@@ -33,6 +35,7 @@ import time
 from ccp_agent.datapath import ReportRequester
 from ccp_agent.child import fork_child
 from ccp_agent.estimation import Verdict
+from tests.perf import ackwait
 from tests.perf.veth import VethPair
 
 SECONDS = 8
@@ -120,7 +123,7 @@ def iperf_on_testbed(tb, flows: int, seconds: float):
         srv.wait()
 
 
-def iperf(flows: int, seconds: float):
+def iperf(flows: int, seconds: float, cca: str = "ccp"):
     srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 5           # until the server listens
@@ -129,7 +132,7 @@ def iperf(flows: int, seconds: float):
         time.sleep(0.02)
     try:
         subprocess.run(["ip", "netns", "exec", NS_A, "iperf3", "-c", "10.97.0.2", "-t", str(seconds), "-P",
-                        str(flows), "-C", "ccp", "-J"], check=True, capture_output=True, timeout=seconds + 60)
+                        str(flows), "-C", cca, "-J"], check=True, capture_output=True, timeout=seconds + 60)
     finally:
         srv.kill()
         srv.wait()
@@ -263,6 +266,10 @@ def main():
                   f">= {MIN_SWITCHES} per case):")
             for n in (1, 10):
                 latency_case(dp, tmp, applied, n, "veth, RTT ~50 us", lambda: iperf(n, latency_seconds(n)))
+                # the host's floor: the verdict waits for a report at the flow's next ACK, its
+                # command for the one after; a native flow's wait for one on the same veth
+                print(f"    the floor, native cubic's wait for its next ACK from a random instant ({n} flows): "
+                      + ackwait.describe(ackwait.measure(lambda: iperf(n, SECONDS, "cubic"))))
             from experiments.topo import load_topo
             from experiments.testbed import Testbed
             topo = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies", "dumbbell.toml")
