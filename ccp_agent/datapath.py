@@ -117,7 +117,7 @@ class DatapathProcess:
             self.args.append("--per-ack-events")
         if check_fold:          # the kernel also sends each ACK it folds: the daemon compares
             self.args.append("--check-fold")
-        if rt_priority is not None:     # the daemon's SCHED_FIFO priority (default 1; 0: none)
+        if rt_priority is not None:     # the daemon's command thread's SCHED_FIFO priority (default 1; 0: none)
             self.args += ["--rt-priority", str(rt_priority)]
         self.log_path = log_path or os.path.join(self.state_dir, "daemon.log")
         self.proc: subprocess.Popen | None = None

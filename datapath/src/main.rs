@@ -15,15 +15,15 @@ mod contract;
 mod flowctl;
 mod fold;
 mod host;
+mod pimutex;
 mod writer;
 
-use std::cell::RefCell;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -32,6 +32,7 @@ use serde_json::json;
 
 use agent::{bump, monotonic_ns, AppliedLog, Counters, Session};
 use host::{bind_ipc, raise_dgram_qlen, write_atomic, Epoll, IPC_DIR};
+use pimutex::PiMutex;
 use bpf::{Cfg, Event, Maps, EV_APPLIED, EV_CLOSE, EV_CREATE, EV_FOLDED_ACK, EV_MEASURE, EV_REPORT};
 use writer::FileWriter;
 
@@ -72,10 +73,11 @@ struct Args {
     /// reports that differ (stats.json: fold_checks, fold_mismatches; the first few logged)
     #[arg(long, conflicts_with = "per_ack_events")]
     check_fold: bool,
-    /// Run under SCHED_FIFO at this priority (0: not real-time) [default: 1; a host that
-    /// refuses it (no CAP_SYS_NICE) gets a warning and a daemon without]. On a host whose
-    /// CPUs the flows keep busy, a command or report then waits for no other task; the
-    /// daemon's own work is a few percent of a core, so it takes little from the flows
+    /// Take the agent's commands on a thread under SCHED_FIFO at this priority (0: not
+    /// real-time) [default: 1; a host that refuses it (no CAP_SYS_NICE) gets a warning and a
+    /// daemon without]. On a host whose CPUs the flows keep busy, a command then waits for
+    /// no other task on its way to the kernel; the kernel's reports go to the agent from a
+    /// normal thread, a few at a wake-up when the CPUs are busy
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=99))]
     rt_priority: Option<u8>,
     /// Print agent sessions and flows as they come and go
@@ -83,13 +85,17 @@ struct Args {
     verbose: bool,
 }
 
-/// The daemon's SCHED_FIFO priority unless told otherwise: with it a command's p99 from the
-/// agent to the kernel fell from 569-819 to 205-331 us in alternated runs beside a 30 Gbit/s
-/// flow on 2 CPUs (docs/datapath.md); the agent is better left out (its Python then delays
-/// the ACKs).
+/// The command thread's SCHED_FIFO priority unless told otherwise: with it a command's p99
+/// from the agent to the kernel fell from 569-819 to 205-331 us in alternated runs beside a
+/// 30 Gbit/s flow on 2 CPUs (docs/datapath.md); the agent is better left out (its Python
+/// then delays the ACKs). Only commands: with the reports' thread real-time too, every
+/// report was a wake-up of its own and the daemon took 0.036 cores against 0.025 (session 43).
 const DEFAULT_RT_PRIORITY: u8 = 1;
 
-/// SCHED_FIFO at `priority` for this process (its threads started later inherit it).
+/// The thread the agent's commands are taken on (tests look for it by this name).
+const COMMAND_THREAD: &str = "intcc-commands";
+
+/// SCHED_FIFO at `priority` for the calling thread.
 fn set_realtime(priority: u8) -> Result<(), String> {
     let param = libc::sched_param { sched_priority: priority as libc::c_int };
     // SAFETY: a plain system call on this process with a valid parameter block
@@ -335,19 +341,11 @@ impl Daemon {
 }
 
 fn run(args: Args) -> Result<(), String> {
-    match args.rt_priority {
-        None => {
-            if let Err(e) = set_realtime(DEFAULT_RT_PRIORITY) {
-                eprintln!("intcc-datapath: {e}: running without real-time priority");
-            }
-        }
-        Some(0) => {}
-        Some(priority) => set_realtime(priority)?,
-    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone()).map_err(|e| format!("signal handler: {e}"))?;
     }
+    let (commands, command_work) = spawn_command_thread(args.rt_priority, stop.clone())?;
     std::fs::create_dir_all(&args.state_dir)
         .map_err(|e| format!("cannot create state dir {}: {e}", args.state_dir.display()))?;
     // bind_ipc() changes directory to /tmp/ccp: make every path absolute first
@@ -392,7 +390,7 @@ fn run(args: Args) -> Result<(), String> {
         agent_path.display(),
         state_dir.display()
     );
-    let daemon = Rc::new(RefCell::new(Daemon {
+    let daemon = Arc::new(PiMutex::new(Daemon {
         args,
         maps: Rc::new(maps),
         counters: Rc::new(Counters::default()),
@@ -407,8 +405,8 @@ fn run(args: Args) -> Result<(), String> {
         flows_dirty: true,
         started: Instant::now(),
         last_stats: Instant::now() - Duration::from_secs(10),
-    }));
-    daemon.borrow_mut().tick();
+    }).map_err(|e| format!("daemon lock: {e}"))?);
+    daemon.lock().tick();
 
     let ev_map = loaded
         .object
@@ -418,30 +416,31 @@ fn run(args: Args) -> Result<(), String> {
     let mut rb = RingBufferBuilder::new();
     let d = daemon.clone();
     rb.add(&ev_map, move |sample: &[u8]| {
-        d.borrow_mut().on_sample(sample);
+        d.lock().on_sample(sample);
         0
     })
     .map_err(|e| format!("ring buffer: {e}"))?;
     let ring = rb.build().map_err(|e| format!("ring buffer: {e}"))?;
-    let epoll = Epoll::new(&[ring.epoll_fd(), sock_fd]).map_err(|e| format!("epoll: {e}"))?;
+    let epoll = Epoll::new(&[ring.epoll_fd()]).map_err(|e| format!("epoll: {e}"))?;
+    command_work.send((daemon.clone(), sock_fd)).map_err(|_| "command thread gone".to_string())?;
 
+    // This thread: the kernel's events (reports to the agent, flows) and the heartbeat.
     let mut next_tick = Instant::now() + heartbeat;
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         epoll.wait(next_tick.saturating_duration_since(now));
-        // agent messages first (few, and latency-sensitive), then bounded batches
-        // of ring events so IPC and the heartbeat are never starved by a busy ring
-        daemon.borrow_mut().drain_ipc();
+        // bounded batches, so the heartbeat is never starved by a busy ring
         ring.consume_raw_n(1024);
         if Instant::now() >= next_tick {
-            daemon.borrow_mut().tick();
+            daemon.lock().tick();
             next_tick = Instant::now() + heartbeat;
         }
     }
+    let _ = commands.join();
 
     // Orderly exit: tell the kernel to fall back, drop the agent session, unregister.
     {
-        let mut d = daemon.borrow_mut();
+        let mut d = daemon.lock();
         d.write_cfg(false);
         d.session = None;
         d.write_stats();
@@ -459,6 +458,54 @@ fn run(args: Args) -> Result<(), String> {
     let _ = std::fs::remove_file(state_dir.join("contract.json"));
     eprintln!("intcc-datapath: stopped; 'ccp' unregistered");
     Ok(())
+}
+
+/// What the command thread needs once the daemon is up.
+type CommandWork = (Arc<PiMutex<Daemon>>, i32);
+
+/// The agent's commands, on a thread of their own (real-time unless `rt_priority` is 0):
+/// each is written to the kernel's maps as soon as it arrives, whatever the report thread
+/// is doing. Started first, so that an explicit priority the host refuses is an error
+/// before anything is loaded (the default's refusal is a warning); it waits for the daemon
+/// on the returned sender, and ends if that is dropped.
+fn spawn_command_thread(
+    rt_priority: Option<u8>,
+    stop: Arc<AtomicBool>,
+) -> Result<(std::thread::JoinHandle<()>, mpsc::Sender<CommandWork>), String> {
+    let (ready_tx, ready) = mpsc::channel();
+    let (work_tx, work) = mpsc::channel::<CommandWork>();
+    let thread = std::thread::Builder::new()
+        .name(COMMAND_THREAD.into())
+        .spawn(move || {
+            let policy = match rt_priority {
+                None => {
+                    if let Err(e) = set_realtime(DEFAULT_RT_PRIORITY) {
+                        eprintln!("intcc-datapath: {e}: running without real-time priority");
+                    }
+                    Ok(())
+                }
+                Some(0) => Ok(()),
+                Some(priority) => set_realtime(priority),
+            };
+            let refused = policy.is_err();
+            let _ = ready_tx.send(policy);
+            let (daemon, sock_fd) = match work.recv() {
+                Ok(w) if !refused => w,
+                _ => return,
+            };
+            let mut pfd = libc::pollfd { fd: sock_fd, events: libc::POLLIN, revents: 0 };
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: one valid pollfd. The timeout only bounds how late a stop is seen.
+                unsafe { libc::poll(&mut pfd, 1, 100) };
+                daemon.lock().drain_ipc();
+            }
+        })
+        .map_err(|e| format!("command thread: {e}"))?;
+    match ready.recv() {
+        Ok(Ok(())) => Ok((thread, work_tx)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err("command thread ended before it started".into()),
+    }
 }
 
 fn main() {

@@ -1,6 +1,7 @@
-"""The daemon runs under SCHED_FIFO unless told not to, and a host that refuses it gets a
-warning and a working daemon, not a failed start (the default is the daemon's choice, not
-the operator's); an explicit priority that cannot be had is an error."""
+"""The daemon takes the agent's commands on a thread under SCHED_FIFO unless told not to,
+and its reports' thread is not real-time; a host that refuses it gets a warning and a
+working daemon, not a failed start (the default is the daemon's choice, not the
+operator's); an explicit priority that cannot be had is an error."""
 import os
 import signal
 import subprocess
@@ -12,15 +13,29 @@ from tests.integration.tbutil import require_ccp_free
 
 # root without CAP_SYS_NICE (and RLIMIT_RTPRIO 0): sched_setscheduler(SCHED_FIFO) is refused
 NO_SYS_NICE = ["setpriv", "--bounding-set", "-sys_nice", "--inh-caps", "-sys_nice", "--"]
+COMMAND_THREAD = "intcc-commands"
+
+
+def threads(pid: int) -> dict[str, int]:
+    """The daemon's threads: name -> tid."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            out[f.read().strip()] = int(tid)
+    return out
 
 
 @pytest.mark.parametrize("rt_priority, policy", [(None, os.SCHED_FIFO), (0, os.SCHED_OTHER), (3, os.SCHED_FIFO)])
 def test_the_daemon_is_real_time_by_default_and_not_when_told(tmp_path, rt_priority, policy):
     require_ccp_free()
     with DatapathProcess(state_dir=str(tmp_path / "dp"), rt_priority=rt_priority) as dp:
-        assert os.sched_getscheduler(dp.proc.pid) == policy
+        tids = threads(dp.proc.pid)
+        assert os.sched_getscheduler(tids[COMMAND_THREAD]) == policy
         if policy == os.SCHED_FIFO:
-            assert os.sched_getparam(dp.proc.pid).sched_priority == (rt_priority or 1)
+            assert os.sched_getparam(tids[COMMAND_THREAD]).sched_priority == (rt_priority or 1)
+        # the kernel's reports go to the agent from the main thread, never real-time
+        assert os.sched_getscheduler(dp.proc.pid) == os.SCHED_OTHER
+        assert all(os.sched_getscheduler(tid) == os.SCHED_OTHER for name, tid in tids.items() if name != COMMAND_THREAD)
 
 
 def _start_without_sys_nice(tmp_path, *args):
@@ -36,7 +51,7 @@ def test_a_host_that_refuses_real_time_gets_a_warning_and_a_daemon(tmp_path):
     proc, log = _start_without_sys_nice(tmp_path)
     try:
         _wait(ccp_registered, 10, "the datapath to register 'ccp'", proc, str(log))
-        assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
+        assert all(os.sched_getscheduler(tid) == os.SCHED_OTHER for tid in threads(proc.pid).values())
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
