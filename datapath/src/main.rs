@@ -395,7 +395,7 @@ fn run(args: Args) -> Result<(), String> {
         maps: Rc::new(maps),
         counters: Rc::new(Counters::default()),
         applied: Rc::new(applied),
-        files: files.clone(),
+        files, // from here on only under the lock: no Rc of the daemon's stays outside it
         sock: Rc::new(sock),
         agent_path,
         probe: UnixDatagram::unbound().map_err(|e| format!("agent probe socket: {e}"))?,
@@ -447,7 +447,7 @@ fn run(args: Args) -> Result<(), String> {
         d.applied.flush();
     }
     // the last stats and log lines reach the disk, unless it hangs: the exit does not
-    if !files.finish(Duration::from_secs(2)) {
+    if !daemon.lock().files.finish(Duration::from_secs(2)) {
         eprintln!("intcc-datapath: the last state files were not written within 2 s (the disk or a file blocks)");
     }
     drop(ring);
