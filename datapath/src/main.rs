@@ -98,7 +98,7 @@ const COMMAND_THREAD: &str = "intcc-commands";
 /// SCHED_FIFO at `priority` for the calling thread.
 fn set_realtime(priority: u8) -> Result<(), String> {
     let param = libc::sched_param { sched_priority: priority as libc::c_int };
-    // SAFETY: a plain system call on this process with a valid parameter block
+    // SAFETY: a plain system call with a valid parameter block (pid 0: the calling thread)
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
         return Err(format!(
             "--rt-priority {priority}: cannot run under SCHED_FIFO ({}; needs root or CAP_SYS_NICE)",
