@@ -207,7 +207,7 @@ def report(r: dict) -> str:
             ("  = Mbit/s at 1500 B", "udp_rx_mbps_at_1500B", "{:,.0f}"),
             ("TCP goodput, Mbit/s", "tcp_mbps", "{:,.0f}"),
             ("node CPU % (UDP flood)", "node_cpu_pct", "{:.0f}")]
-    width = 20
+    width = max(20, 2 + max(len(v) for v in variants))     # names like "CPython, a frame at a time" stay apart
     lines = [f"{'':36}" + "".join(f"{v:>{width}}" for v in variants) + f"{'kernel':>{width}}"]
     for title, key, fmt in rows:
         cells = [fmt.format(v[key]) if key in v else "" for v in variants.values()]
