@@ -126,11 +126,8 @@ def iperf_on_testbed(tb, flows: int, seconds: float):
 def iperf(flows: int, seconds: float, cca: str = "ccp"):
     srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 5           # until the server listens
-    while time.monotonic() < deadline and ":5201" not in subprocess.run(
-            ["ip", "netns", "exec", NS_B, "ss", "-ltnH"], capture_output=True, text=True).stdout:
-        time.sleep(0.02)
     try:
+        VETH.wait_listening()
         subprocess.run(["ip", "netns", "exec", NS_A, "iperf3", "-c", "10.97.0.2", "-t", str(seconds), "-P",
                         str(flows), "-C", cca, "-J"], check=True, capture_output=True, timeout=seconds + 60)
     finally:
