@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import time
 
 BIN_US = 10
 MAX_GAP_US = 20_000       # longer gaps are between connections (iperf3's control socket), not a flow's ACKs
@@ -60,7 +59,7 @@ def wait_quantiles_us(gap_counts: dict[int, int], gap_sums_us: dict[int, int],
     return out
 
 
-def measure(traffic, port: int = 5201, settle_s: float = 2.0) -> dict:
+def measure(traffic, port: int = 5201) -> dict:
     """Run ``traffic()`` (a flow to ``port``, sender in any namespace) under the tracepoint:
     {"acks": n, "p50": us, "p90": us, "p99": us}, or {"error": why}."""
     why = available()
@@ -68,7 +67,11 @@ def measure(traffic, port: int = 5201, settle_s: float = 2.0) -> dict:
         return {"error": why}
     tracer = subprocess.Popen(["bpftrace", "-e", _PROGRAM % (port, MAX_GAP_US, BIN_US, BIN_US)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(settle_s)                          # attached before the flow starts
+    # bpftrace says "Attaching N probes..." as it attaches: the flow starts after that line
+    first = tracer.stdout.readline()
+    if not first.startswith("Attaching"):
+        tracer.kill()
+        return {"error": f"bpftrace did not attach: {(first + tracer.communicate()[1]).strip()[:200]}"}
     try:
         traffic()
     finally:
