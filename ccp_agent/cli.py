@@ -290,7 +290,7 @@ def datapath_status(state_dir, as_json):
                f"{stats['flows']} flows controlled, {stats.get('flows_folded_in_kernel', 0)} of them folded in the kernel")
     click.echo(f"kernel: {k['flows_created']} flows seen, ACKs {k['controlled_acks']} controlled / "
                f"{k['fallback_acks']} fallback, {k.get('folded_acks', 0)} folded into {k.get('kernel_reports', 0)} "
-               f"reports, {k['events_lost']} events lost")
+               f"reports ({k.get('reports_waited', 0)} waited for a wake-up), {k['events_lost']} events lost")
     click.echo(f"daemon: {d['measures']} per-ACK events, {d['cmds_written']} commands, "
                f"IPC {d['ipc_sent']} sent / {d['ipc_received']} received")
     if d.get("fold_mismatches"):

@@ -107,7 +107,8 @@ def _wait(predicate, timeout_s: float, what: str, proc=None, log_path=None):
 class DatapathProcess:
     def __init__(self, state_dir: str | None = None, heartbeat_ms: int = 20, agent_timeout_ms: int = 200,
                  applied_log: str | None = None, agent: str = "portus", log_path: str | None = None,
-                 per_ack_events: bool = False, check_fold: bool = False, rt_priority: int | None = None):
+                 per_ack_events: bool = False, check_fold: bool = False, rt_priority: int | None = None,
+                 report_coalesce_us: int | None = None):
         self.state_dir = os.path.abspath(state_dir or tempfile.mkdtemp(prefix="intcc-datapath-"))
         self.args = ["--state-dir", self.state_dir, "--heartbeat-ms", str(heartbeat_ms),
                      "--agent-timeout-ms", str(agent_timeout_ms), "--agent", agent, "-v"]
@@ -119,6 +120,8 @@ class DatapathProcess:
             self.args.append("--check-fold")
         if rt_priority is not None:     # the daemon's command thread's SCHED_FIFO priority (default 1; 0: none)
             self.args += ["--rt-priority", str(rt_priority)]
+        if report_coalesce_us is not None:   # None: the daemon's default (2,000 us)
+            self.args += ["--report-coalesce-us", str(report_coalesce_us)]
         self.log_path = log_path or os.path.join(self.state_dir, "daemon.log")
         self.proc: subprocess.Popen | None = None
 

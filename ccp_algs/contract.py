@@ -27,9 +27,10 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-CONTRACT_VERSION = 8     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
+CONTRACT_VERSION = 9     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
                         # 3: no own_recovery, no per-ACK loss accounting; 4: no HyStart per ACK;
-                        # 5: no fold in the kernel; 6: no cubic curve in the kernel; 7: no report on request
+                        # 5: no fold in the kernel; 6: no cubic curve in the kernel; 7: no report on request;
+                        # 8: every report wakes the daemon
 
 
 @dataclass(frozen=True)
@@ -213,13 +214,14 @@ STRUCTS = {
     ]),
     "intcc_ccp_cfg": ("Cfg", [
         ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),
-        ("fold_check", "u64"),
+        ("fold_check", "u64"), ("report_coalesce_ns", "u64"),
     ]),
     "intcc_ccp_stats": ("Stats", [
         ("events_lost", "u64"), ("flows_created", "u64"), ("fallback_acks", "u64"),
         ("controlled_acks", "u64"), ("creates_sent", "u64"), ("cmds_applied", "u64"), ("undos", "u64"),
         ("rto_hold_acks", "u64"), ("cut_hold_acks", "u64"), ("uncut_recovery_acks", "u64"),
         ("folded_acks", "u64"), ("kernel_reports", "u64"), ("requested_reports", "u64"),
+        ("reports_waited", "u64"),
     ]),
 }
 

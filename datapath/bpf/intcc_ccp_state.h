@@ -109,6 +109,7 @@ struct intcc_ccp_cfg {
 	__u64 epoch;             /* bumped when an agent (re)connects: flows announce themselves again */
 	__u64 contract_version;  /* of the daemon that pinned these maps: another version's are replaced */
 	__u64 fold_check;        /* the kernel also sends each ACK it folds (EV_FOLDED_ACK): the daemon checks */
+	__u64 report_coalesce_ns; /* a routine report this soon after the daemon's last wake-up waits for the next */
 };
 
 /* Written by BPF only. */
@@ -126,6 +127,7 @@ struct intcc_ccp_stats {
 	__u64 folded_acks;       /* ACKs folded in the kernel (no event each) */
 	__u64 kernel_reports;    /* reports the kernel's fold sent */
 	__u64 requested_reports; /* of them, sent early at the daemon's request (ctl report_req) */
+	__u64 reports_waited;    /* of them, left in the ring without a wake-up (cfg report_coalesce_ns) */
 };
 
 #include "intcc_ccp_contract.h"   /* generated: every field offset above, as the contract says */
@@ -209,6 +211,11 @@ _Static_assert(sizeof(struct ccp_priv) <= sizeof(((struct inet_connection_sock *
 	       "ccp_priv must fit in icsk_ca_priv");
 
 __u32 next_sid = 1;
+/* The ring's wake-ups of the daemon (submit_now, submit_later): when the last one was
+ * sent, and whether an event has been left since without one. Shared by the CPUs
+ * unlocked: a lost race delays a waiting event to the next wake-up, loses nothing. */
+__u64 last_wakeup_ns = 0;
+__u32 left_unwoken = 0;
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
 {

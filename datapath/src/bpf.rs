@@ -144,6 +144,8 @@ pub struct Cfg {
     pub contract_version: u64,
     /// the kernel also sends each ACK it folds (EV_FOLDED_ACK)
     pub fold_check: u64,
+    /// a routine report this soon after the last wake-up waits in the ring for the next one
+    pub report_coalesce_ns: u64,
 }
 
 #[repr(C)]
@@ -162,6 +164,7 @@ pub struct Stats {
     pub folded_acks: u64,
     pub kernel_reports: u64,
     pub requested_reports: u64,
+    pub reports_waited: u64,
 }
 
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {

@@ -73,6 +73,12 @@ struct Args {
     /// reports that differ (stats.json: fold_checks, fold_mismatches; the first few logged)
     #[arg(long, conflicts_with = "per_ack_events")]
     check_fold: bool,
+    /// A routine report (the program's schedule: no loss, timeout, undo or request) that
+    /// comes less than this after the ring last woke the daemon waits in the ring for the
+    /// next wake-up (us; 0: every report wakes it). A loss-free flow's reports, one per RTT
+    /// or per window, then share wake-ups; news goes at once (stats.json: reports_waited)
+    #[arg(long, default_value_t = 2000)]
+    report_coalesce_us: u64,
     /// Take the agent's commands on a thread under SCHED_FIFO at this priority (0: not
     /// real-time) [default: 1; a host that refuses it (no CAP_SYS_NICE) gets a warning and a
     /// daemon without]. On a host whose CPUs the flows keep busy, a command then waits for
@@ -216,6 +222,7 @@ impl Daemon {
             epoch: self.epoch,
             contract_version: contract::CONTRACT_VERSION as u64,
             fold_check: self.args.check_fold as u64,
+            report_coalesce_ns: self.args.report_coalesce_us * 1000,
         };
         if let Err(e) = self.maps.write_cfg(&cfg) {
             eprintln!("intcc-datapath: {e}");
@@ -333,6 +340,7 @@ impl Daemon {
                 "rto_hold_acks": k.rto_hold_acks, "cut_hold_acks": k.cut_hold_acks,
                 "uncut_recovery_acks": k.uncut_recovery_acks,
                 "folded_acks": k.folded_acks, "kernel_reports": k.kernel_reports, "requested_reports": k.requested_reports,
+                "reports_waited": k.reports_waited,
             },
             "cmd_apply_latency": lat,
         });

@@ -107,7 +107,10 @@ def test_a_requested_report_comes_at_the_next_ack_not_the_programs_next(tb, dp, 
     """pyportus runs the agent only in its callbacks: news for it (the estimator's verdict)
     waits for the flow's next report, once per RTT (~25 ms here). A report requested of the
     daemon (ReportRequester) comes at the flow's next ACK instead, through the kernel's fold."""
-    set_rate(tb, 100)
+    # not 100: there the testbed's Python nodes kept both CPUs busy, the agent waited for
+    # one (RTT 60-90 ms, requested reports 3-275 ms late; failed 3 runs in 5, either
+    # --report-coalesce-us): the test measured the host, not the request
+    set_rate(tb, 20)
     trace = tmp_path / "cubic.csv"
     agent_factory("cubic", "--trace", str(trace))
     port = 5213

@@ -2,8 +2,10 @@
 
 Same run, same veth, interleaved rounds: iperf3 with native kernel reno, then with 'ccp'
 driven by the CCP reno agent (ccp_algs/reno.py) through the intcc daemon, the program
-folded in the kernel (reports only cross), then the same with the daemon's
---per-ack-events (every ACK crosses, libccp folds: the design before the kernel fold).
+folded in the kernel (reports only cross, routine ones sharing the daemon's wake-ups),
+then the same with the daemon's --per-ack-events (every ACK crosses, libccp folds: the
+design before the kernel fold), then the fold with --report-coalesce-us 0 (every report
+wakes the daemon: the control for the shared wake-ups; wake-ups per second printed).
 Prints throughput, the ratios to native reno (target >= 0.95), CPU (cores busy,
 machine-wide, per Gbit/s; the daemon's, target <= 0.03 cores) and the time from
 `update_field` in Python to the cwnd applied in the kernel (target p99 <= 500 us), split
@@ -57,16 +59,31 @@ def proc_cpu_s(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def proc_wakeups(pid: int) -> int:
+    """Times the process's threads went to sleep and were woken (voluntary context switches)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            for line in open(f"/proc/{pid}/task/{task}/status"):
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        except FileNotFoundError:
+            pass     # a thread that ended
+    return total
+
+
 def iperf(cca: str, pids=()) -> dict:
     srv = subprocess.Popen(["ip", "netns", "exec", NS_B, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL)
     try:
         VETH.wait_listening()
         b0, t0 = busy_jiffies()
         p0 = [proc_cpu_s(p) for p in pids]
+        w0 = [proc_wakeups(p) for p in pids]
         client = subprocess.run(["ip", "netns", "exec", NS_A, "iperf3", "-c", "10.98.0.2", "-C", cca,
                                  "-t", str(SECONDS), "-J"], capture_output=True, text=True, timeout=SECONDS + 30)
         b1, t1 = busy_jiffies()
         p1 = [proc_cpu_s(p) for p in pids]
+        w1 = [proc_wakeups(p) for p in pids]
     finally:
         _end_server(srv)
     try:
@@ -80,7 +97,8 @@ def iperf(cca: str, pids=()) -> dict:
     cores = (b1 - b0) / (t1 - t0) * os.cpu_count()
     return {"cca": cca, "gbps": gbps, "cores_busy": cores, "cores_per_gbps": cores / gbps if gbps else None,
             "retransmits": res["end"]["sum_sent"].get("retransmits"),
-            "process_cores": [(b - a) / SECONDS for a, b in zip(p0, p1)]}
+            "process_cores": [(b - a) / SECONDS for a, b in zip(p0, p1)],
+            "process_wakeups_per_s": [(b - a) / SECONDS for a, b in zip(w0, w1)]}
 
 
 def _end_server(srv: subprocess.Popen) -> None:
@@ -148,15 +166,20 @@ def pct(v, p):
     return v[min(len(v) - 1, round((len(v) - 1) * p))] if v else float("nan")
 
 
-def ccp_round(tmp: str, per_ack_events: bool) -> tuple[dict, dict]:
-    """One ccp run under a fresh daemon and reno agent: (iperf figures, daemon stats)."""
-    tag = "per-ack" if per_ack_events else "fold"
-    with DatapathProcess(state_dir=os.path.join(tmp, f"dp-{tag}"), per_ack_events=per_ack_events) as dp:
+def ccp_round(tmp: str, per_ack_events: bool = False, coalesce: bool = True) -> tuple[dict, dict]:
+    """One ccp run under a fresh daemon and reno agent: (iperf figures, daemon stats).
+    coalesce=False: every report wakes the daemon (--report-coalesce-us 0), the control."""
+    tag = "per-ack" if per_ack_events else "fold" if coalesce else "fold-nowait"
+    with DatapathProcess(state_dir=os.path.join(tmp, f"dp-{tag}"), per_ack_events=per_ack_events,
+                         report_coalesce_us=None if coalesce else 0) as dp:
         with AgentProcess("reno", log_path=os.path.join(tmp, f"agent-{tag}.log")) as agent:
             dp.wait_agent(True)
             run = iperf("ccp", [dp.proc.pid, agent.proc.pid])
             stats = fresh_datapath_stats(dp)
-        run["cca"] = f"ccp, {'per-ACK events' if per_ack_events else 'kernel fold'}"
+        run["cca"] = ("ccp, per-ACK events" if per_ack_events else "ccp, kernel fold" if coalesce
+                      else "ccp, fold, no waiting")
+        run["reports_waited"] = stats["kernel"].get("reports_waited", 0)
+        run["kernel_reports"] = stats["kernel"].get("kernel_reports", 0)
         return run, stats
 
 
@@ -168,13 +191,14 @@ def run_benchmark() -> dict:
     try:
         with DatapathProcess(state_dir=tmp) as dp:
             fallback = iperf("ccp", [dp.proc.pid])    # no agent: the BPF Reno fallback alone
-        natives, ccps, per_acks = [], [], []
+        natives, ccps, per_acks, nowaits = [], [], [], []
         for i in range(ROUNDS):    # interleaved: the machine's speed drifts between runs
             print(f"round {i + 1}/{ROUNDS}", flush=True)
             natives.append(iperf("reno"))
-            run, stats = ccp_round(tmp, per_ack_events=False)
+            run, stats = ccp_round(tmp)
             ccps.append(run)
             per_acks.append(ccp_round(tmp, per_ack_events=True)[0])
+            nowaits.append(ccp_round(tmp, coalesce=False)[0])
         with DatapathProcess(state_dir=tmp, applied_log=os.path.join(tmp, "applied.csv")) as dp:
             with AgentProcess("const", ["--cwnd-pkts", "400", "--alternate-pkts", "401", "--trace",
                                         os.path.join(tmp, "latency-trace.csv")],
@@ -189,8 +213,10 @@ def run_benchmark() -> dict:
     total, to_map, to_ipc, map_to_applied = apply_latencies_us(os.path.join(tmp, "latency-trace.csv"),
                                                os.path.join(tmp, "applied.csv"))
     fallback["cca"] = "ccp, no agent"
-    native, ccp, per_ack = median_run(natives), median_run(ccps), median_run(per_acks)
-    return {"runs": natives + ccps + per_acks, "native": native, "ccp": ccp, "per_ack": per_ack,
+    native, ccp, per_ack, nowait = median_run(natives), median_run(ccps), median_run(per_acks), median_run(nowaits)
+    return {"runs": natives + ccps + per_acks + nowaits, "native": native, "ccp": ccp, "per_ack": per_ack,
+            "nowait": nowait, "paired_nowait": ratio_ci([r["gbps"] for r in nowaits], [r["gbps"] for r in natives],
+                                                        paired=True),
             "fallback": fallback, "ratio": ccp["gbps"] / native["gbps"], "ratio_per_ack": per_ack["gbps"] / native["gbps"],
             # the best of the rounds: what each can do when the other processes leave it alone
             "best_ratio": best_gbps(ccps) / best_gbps(natives), "best_ratio_per_ack": best_gbps(per_acks) / best_gbps(natives),
@@ -203,6 +229,11 @@ def run_benchmark() -> dict:
             "paired_per_ack": ratio_ci([r["gbps"] for r in per_acks], [r["gbps"] for r in natives], paired=True),
             "daemon_cores": statistics.median(r["process_cores"][0] for r in ccps),
             "daemon_cores_per_ack": statistics.median(r["process_cores"][0] for r in per_acks),
+            "daemon_cores_nowait": statistics.median(r["process_cores"][0] for r in nowaits),
+            # wake-ups per second of the daemon and the agent, median over the rounds
+            "wakeups": {name: [statistics.median(r["process_wakeups_per_s"][j] for r in runs) for j in (0, 1)]
+                        for name, runs in (("fold", ccps), ("nowait", nowaits), ("per_ack", per_acks))},
+            "reports_waited_share": sum(r["reports_waited"] for r in ccps) / max(1, sum(r["kernel_reports"] for r in ccps)),
             "update_to_applied_us": {"n": len(total), "p50": pct(total, .5), "p99": pct(total, .99),
                                      "max": max(total, default=float("nan"))},
             "update_to_map_write_us": {"p50": pct(to_map, .5), "p99": pct(to_map, .99)},
@@ -215,7 +246,7 @@ def run_benchmark() -> dict:
 def report(r: dict) -> str:
     lines = [f"{'run':40} {'Gbit/s':>8} {'cores busy':>10} {'cores/Gbit/s':>12} {'retx':>6}  daemon, agent cores"]
     rows = [("fallback", r["fallback"])] + [(f"round {i % ROUNDS + 1}", x) for i, x in enumerate(r["runs"])]
-    rows += [("median", r["native"]), ("median", r["ccp"]), ("median", r["per_ack"])]
+    rows += [("median", r["native"]), ("median", r["ccp"]), ("median", r["per_ack"]), ("median", r["nowait"])]
     for k, x in rows:
         procs = ", ".join(f"{c:.2f}" for c in x["process_cores"])
         lines.append(f"{k + ' (' + x['cca'] + ')':40} {x['gbps']:>8.2f} {x['cores_busy']:>10.2f} "
@@ -233,7 +264,14 @@ def report(r: dict) -> str:
               f"{r['loss_free']['ccp_rounds']} and {r['loss_free']['native_rounds']} of {ROUNDS}): kernel fold "
               + (f"{r['loss_free']['ratio']:.2f}" if r["loss_free"]["ratio"] is not None else "none to compare"),
               f"daemon cores (median): kernel fold {r['daemon_cores']:.3f} (target <= 0.03), "
-              f"per-ACK events {r['daemon_cores_per_ack']:.3f}"]
+              f"per-ACK events {r['daemon_cores_per_ack']:.3f}, fold without waiting {r['daemon_cores_nowait']:.3f}",
+              "wake-ups per second (median), daemon / agent: " + ", ".join(
+                  f"{label} {r['wakeups'][name][0]:.0f} / {r['wakeups'][name][1]:.0f}"
+                  for name, label in (("fold", "kernel fold"), ("nowait", "fold without waiting"),
+                                      ("per_ack", "per-ACK events")))
+              + f"; {100 * r['reports_waited_share']:.0f} % of the kernel fold's reports waited for a wake-up",
+              f"throughput ratio fold without waiting / native reno (paired, 95 % CI): "
+              f"{r['paired_nowait'][0]:.2f} ({r['paired_nowait'][1]:.2f}-{r['paired_nowait'][2]:.2f})"]
     if u["n"] < MIN_UPDATES:
         lines.append(f"update_field -> cwnd applied in kernel: NOT MEASURED, {u['n']} updates paired in "
                      f"{LATENCY_SECONDS} s (needs {MIN_UPDATES}); the figures below are not a measurement")

@@ -70,7 +70,7 @@ def test_layouts_follow_c_alignment():
     assert dict(offsets)["report_fields"] == 176 and size == 304
     offsets, size = contract.layout("intcc_ccp_ctl")
     assert dict(offsets)["rate_bps"] == 8 and dict(offsets)["loss_beta_1024"] == 52 and size == 88
-    assert contract.layout("intcc_ccp_cfg")[1] == 40
+    assert contract.layout("intcc_ccp_cfg")[1] == 48
 
 
 def test_the_generated_sources_name_every_register_and_field():
