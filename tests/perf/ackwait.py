@@ -14,6 +14,7 @@ than x with probability sum(max(0, g_i - x)) / T.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -28,9 +29,19 @@ _PROGRAM = """tracepoint:tcp:tcp_probe /args->dport == %d && args->data_len == 0
 END { clear(@last); }"""
 
 
+TRACEFS = "/sys/kernel/tracing"
+
+
 def available() -> str | None:
-    """None if it can be measured here, else why not."""
-    return None if shutil.which("bpftrace") else "bpftrace is not installed (make setup installs it)"
+    """None if it can be measured here, else why not. Mounts tracefs where a fresh host has
+    not (bpftrace finds no tracepoint without it)."""
+    if not shutil.which("bpftrace"):
+        return "bpftrace is not installed (make setup installs it)"
+    if not os.path.isdir(os.path.join(TRACEFS, "events")):
+        r = subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True, text=True)
+        if r.returncode:
+            return f"tracefs is not mounted at {TRACEFS} and mounting it failed: {r.stderr.strip()}"
+    return None
 
 
 def wait_quantiles_us(gap_counts: dict[int, int], gap_sums_us: dict[int, int],
