@@ -247,7 +247,9 @@ class CubicFlow(WindowFlow):
         # with, ssthresh once slow start is back there: the datapath's target until the
         # agent's first congestion-avoidance report. The old curve's target, left in place,
         # grew the window a segment on the ACKs right after slow start ended.
-        self.ca_target = float(max(self.ssthresh // self.mss, 1) * self.mss)
+        # (none while ssthresh is unset: an INT policy that kept the window on a link loss
+        # leaves it infinite, and inf // mss is NaN, which the next registers cannot send)
+        self.ca_target = float(max(self.ssthresh // self.mss, 1) * self.mss) if self.ssthresh != float("inf") else 0.0
         return reason
 
     def on_undo(self, r) -> str:

@@ -329,6 +329,24 @@ def test_a_link_loss_leaves_l2_in_slow_start_and_on_its_curve():
     assert (flow.ssthresh, flow.w_max, flow.epoch_start_s) == (80 * MSS, 120 * MSS, 123.0)
 
 
+def test_a_timeout_in_a_link_loss_recovery_before_any_cut_leaves_a_target_the_datapath_can_take():
+    """L1 keeps the window on a link loss, ssthresh stays unset; a timeout inside that
+    recovery is the same episode (CUBIC's path, ssthresh kept): its target was inf // mss,
+    NaN, and the registers after the next link timeout's slow start raised on it (the agent
+    failed in lossy_link at 20 %, session 45)."""
+    flow, dp = cubic_int("l1", flow_record(lost_link=3, cause="link"))
+    flow.ssthresh = float("inf")
+    flow.on_report(report(acked=MSS, loss=1, inflight=100))       # kept: ssthresh still unset
+    flow.on_report(report(acked=0, timeout=True, inflight=0))     # the same episode
+    assert flow.ssthresh == float("inf") and flow.ca_target == 0.0
+    flow.recovery_bytes_left = flow.rto_bytes_left = 0.0
+    flow.alg.telemetry.rec = flow_record(lost_link=6, cause="link")
+    flow.on_report(report(acked=0, timeout=True, inflight=0))     # a new one: ssthresh set
+    for _ in range(12):                                            # slow start back past it
+        flow.on_report(report(acked=flow.cwnd, inflight=flow.cwnd // MSS))
+    assert flow.cwnd >= flow.ssthresh and dict(flow.growth_registers())["ca_target"] >= 0
+
+
 @pytest.mark.parametrize("policy", ["l1", "l2"])
 def test_a_congestive_or_unexplained_timeout_is_cubics(policy):
     for rec, age in ((flow_record(lost_congestion=2, cause="congestion"), 0.01),
