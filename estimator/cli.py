@@ -10,7 +10,7 @@ from telemetry.schema import CCA_LABELS
 
 #: int_features.FEATURE_SETS' names (not imported here: numpy at every CLI start)
 FEATURE_SET_NAMES = ["table1", "table1+int", "table1+int+dynamics", "table1+int+flows", "table1+int+flows+response",
-                     "table1+int+flows+response+dips"]
+                     "table1+int+flows+response+dips", "table1+int+flows+response+dips+ownloss"]
 
 
 @click.group("estimator")

@@ -49,8 +49,9 @@ def compact_raw(raw: dict) -> dict:
         rec = record_stream(raw["int_series"])
         out["int_record_t"] = rec[:, 0]                        # float64: window edges at ms resolution
         out["int_records"] = rec[:, 1:]      # float64: the drop counter is a wrapping u32
-    if "comp_packets_10ms" in raw:
-        out["comp_packets_10ms"] = raw["comp_packets_10ms"]
+    for name in ("comp_packets_10ms", "comp_lost_10ms"):
+        if name in raw:
+            out[name] = raw[name]
     return out
 
 

@@ -46,6 +46,23 @@ BBR's ProbeRTT (a window of 4 packets for 200 ms once the queue has kept its min
 being refreshed for 10 s) is such a dip, 2-4 % of the bins; a loss-based flow beside a
 shallow queue never drops below half its rate. tf_top_p10_x misses it (seed 30, buffers
 under 10 BDP, 15 s in: p2 0.10-0.12 for bbr against 0.33-0.64, dips 0.04 against 0-0.02).
+
+and how the competing flows answer their OWN losses (``own_loss_response``: each flow's
+packets and the packets it lost on the way, gaps in its IOAM E2E sequence; offline the
+collection's ``comp_lost_10ms``, live the third element of a hop record's top flows), over
+the last 30 s in 20 ms bins. The drop events above are the queue's, any flow's; a random
+link loss or another flow's drop looks the same there. Here each flow is read after its own:
+
+  ol_loss_rate            the competitors' lost / (packets + lost)
+  ol_cut                  per own-loss event (a loss with none in the 2 RTTs before), the
+                          lowest rate over one RTT in the 4 RTTs after over the mean rate
+                          in the 2 RTTs before; median over events and flows (-1: none)
+  ol_cut_share            share of those events cut below 0.8x
+  ol_events_per_s         own-loss events per second per competing flow
+
+(RTTs: flow 1's base RTT, at least 20 ms; the competitor's own is not known.) All four
+are -1 where the losses are not known: datasets before session 45, hop records of an
+older sink.
 """
 from __future__ import annotations
 
@@ -73,6 +90,13 @@ FLOW_RESPONSE_FEATURES = ("fr_rate_qdelay_corr", "fr_change_qdelay_corr", "fr_qd
 DIP_SETTLE_S = 1.0
 DIP_BELOW = 0.25
 DIP_FEATURES = ("tf_top_p2_x", "tf_top_dips_x")
+OWN_LOSS_BIN_S = 0.02
+OWN_LOSS_MIN_RTT_S = 0.02
+OWN_LOSS_QUIET_RTTS = 2
+OWN_LOSS_AFTER_RTTS = 4.0
+OWN_LOSS_MIN_PACKETS_PER_BIN = 1.0
+OWN_LOSS_CUT_BELOW = 0.8
+OWN_LOSS_FEATURES = ("ol_loss_rate", "ol_cut", "ol_cut_share", "ol_events_per_s")
 
 
 class CompetitorSeries:
@@ -80,17 +104,21 @@ class CompetitorSeries:
     interval (s, the INT series' clock), ``span_s`` (N,) its length, ``packets`` (F, N)
     per competing flow."""
 
-    def __init__(self, t_end, span_s, packets):
+    def __init__(self, t_end, span_s, packets, lost=None):
         self.t_end = np.asarray(t_end, dtype=float)
         self.span_s = np.asarray(span_s, dtype=float)
         self.packets = np.asarray(packets, dtype=float).reshape(-1, len(self.t_end))
+        #: (F, N) packets each flow lost on the way (gaps in its E2E sequence), or None: not known
+        self.lost = None if lost is None else np.asarray(lost, dtype=float).reshape(self.packets.shape)
 
     @classmethod
-    def from_bins(cls, counts, t0_s: float, bin_s: float = 0.01) -> "CompetitorSeries":
-        """From the collection's per-flow counts per ``bin_s`` from ``t0_s``."""
+    def from_bins(cls, counts, t0_s: float, bin_s: float = 0.01, lost=None) -> "CompetitorSeries":
+        """From the collection's per-flow counts per ``bin_s`` from ``t0_s`` (and losses)."""
         counts = np.asarray(counts)
         n = counts.shape[1] if counts.ndim == 2 else 0
-        return cls(t0_s + (np.arange(n) + 1) * bin_s, np.full(n, bin_s), counts.reshape(-1, n))
+        if lost is not None and np.asarray(lost).shape != counts.shape:
+            lost = None
+        return cls(t0_s + (np.arange(n) + 1) * bin_s, np.full(n, bin_s), counts.reshape(-1, n), lost)
 
     @property
     def empty(self) -> bool:
@@ -260,6 +288,65 @@ def flow_dips(comp: CompetitorSeries | None, at_t) -> np.ndarray:
     return out
 
 
+def own_loss_cuts(packets, lost, bin_s: float, rtt_s: float, after_rtts: float = OWN_LOSS_AFTER_RTTS) -> list:
+    """One competing flow's response to each of its own loss events, from its packets and
+    losses per bin: the lowest rate over one RTT within ``after_rtts`` RTTs after the event,
+    over its mean rate in the OWN_LOSS_QUIET_RTTS before it (an event: a loss with none in
+    that time). Reno halves, CUBIC keeps 0.7, BBR hardly reacts. ``rtt_s`` is flow 1's base
+    RTT (the competitor's own is not known; its answer comes within its RTT)."""
+    r = max(1, int(round(max(rtt_s, OWN_LOSS_MIN_RTT_S) / bin_s)))
+    quiet, after = OWN_LOSS_QUIET_RTTS * r, int(after_rtts * r)
+    if len(packets) < quiet + after + r:
+        return []
+    moving = np.convolve(packets, np.ones(r) / r, mode="valid")      # moving[i]: mean of packets[i:i + r]
+    had_loss = np.concatenate(([0.0], np.cumsum(lost > 0)))
+    cuts = []
+    for k in np.flatnonzero(lost > 0):
+        if k < quiet or k + 1 + after > len(moving) or had_loss[k] - had_loss[k - quiet] > 0:
+            continue
+        before = float(packets[k - quiet:k].mean())
+        if before >= OWN_LOSS_MIN_PACKETS_PER_BIN:
+            cuts.append(float(moving[k + 1:k + 1 + after].min()) / before)
+    return cuts
+
+
+def own_loss_response(comp: CompetitorSeries | None, at_t, base_rtt_s) -> np.ndarray:
+    """(len(at_t), len(OWN_LOSS_FEATURES)): the competing flows' losses and their response
+    to them (module docstring), over the last 30 s: -1 where their losses are not known
+    (all four) or no event was seen (the cut's two)."""
+    at_t = np.asarray(at_t, dtype=float)
+    out = np.full((len(at_t), len(OWN_LOSS_FEATURES)), -1.0)
+    if comp is None or comp.empty or comp.lost is None:
+        return out
+    out[:, 0] = out[:, 3] = 0.0
+    base = np.broadcast_to(np.asarray(base_rtt_s, dtype=float), at_t.shape)
+    t_mid = comp.t_end - comp.span_s / 2
+    for i, a in enumerate(at_t):
+        n = int(min(WINDOW_S, a - (comp.t_end[0] - comp.span_s[0])) / OWN_LOSS_BIN_S + 1e-6)
+        if n < 10:
+            continue
+        lo = a - n * OWN_LOSS_BIN_S
+        sel = (t_mid >= lo) & (t_mid < a)
+        per_flow = comp.packets[:, sel].sum(axis=1)
+        flows = np.flatnonzero(per_flow >= max(COMPETITOR_MIN_PACKETS, MIN_FLOW_SHARE * per_flow.sum()))
+        if not len(flows):
+            continue
+        cuts, events, packets, lost = [], 0, 0.0, 0.0
+        for f in flows:
+            p = _rebin(t_mid, comp.packets[f], lo, OWN_LOSS_BIN_S, n)
+            lf = _rebin(t_mid, comp.lost[f], lo, OWN_LOSS_BIN_S, n)
+            c = own_loss_cuts(p, lf, OWN_LOSS_BIN_S, float(base[i]))
+            cuts += c
+            events += len(c)
+            packets += float(p.sum())
+            lost += float(lf.sum())
+        out[i] = [lost / max(packets + lost, 1.0),
+                  float(np.median(cuts)) if cuts else -1.0,
+                  float(np.mean(np.asarray(cuts) < OWN_LOSS_CUT_BELOW)) if cuts else -1.0,
+                  events / len(flows) / (n * OWN_LOSS_BIN_S)]
+    return out
+
+
 class HopFlows:
     """The live side: hop records (``top_flows``) of every node, kept per node; the
     competitors of one flow at one node as a CompetitorSeries."""
@@ -268,7 +355,7 @@ class HopFlows:
     SEEN_MAX = 4096                  # flows tracked for arrival; beyond, the quiet ones are forgotten
 
     def __init__(self):
-        self._nodes: dict = {}        # node id -> deque[(t_end_s, span_s, {flow id: packets})]
+        self._nodes: dict = {}        # node id -> deque[(t_end_s, span_s, {flow id: packets}, {flow id: lost} or None)]
         # (node id, flow id) -> [first seen s, packets since, last seen s]: arrivals, over the whole run
         self._seen: dict = {}
         self.latest_s: float | None = None
@@ -279,11 +366,13 @@ class HopFlows:
             return False
         rows = self._nodes.setdefault(rec.node_id, deque())
         t = rec.ts_ns * 1e-9
-        rows.append((t, rec.interval_ms / 1e3, {fid: k for fid, k in rec.top_flows}))
+        # losses come as a third element from a sink of session 45 on (None: not known)
+        lost = {e[0]: e[2] for e in rec.top_flows} if all(len(e) > 2 for e in rec.top_flows) else None
+        rows.append((t, rec.interval_ms / 1e3, {e[0]: e[1] for e in rec.top_flows}, lost))
         while rows and rows[0][0] < t - self.KEEP_S:
             rows.popleft()
         self.latest_s = t if self.latest_s is None else max(self.latest_s, t)
-        for fid, k in rec.top_flows:
+        for fid, k, *_ in rec.top_flows:
             seen = self._seen.setdefault((rec.node_id, fid), [t, 0, t])
             seen[1] += k
             seen[2] = t
@@ -307,12 +396,14 @@ class HopFlows:
         rows = list(self._nodes.get(node_id, ()))
         if not rows:
             return None
-        ids = sorted({fid for _, _, flows in rows for fid in flows if fid != own_flow_id})
-        packets = np.zeros((len(ids), len(rows)))
-        for j, (_, _, flows) in enumerate(rows):
+        ids = sorted({fid for _, _, flows, _ in rows for fid in flows if fid != own_flow_id})
+        packets, lost = np.zeros((len(ids), len(rows))), np.zeros((len(ids), len(rows)))
+        for j, (_, _, flows, losses) in enumerate(rows):
             for k, fid in enumerate(ids):
                 packets[k, j] = flows.get(fid, 0)
-        return CompetitorSeries([r[0] for r in rows], [r[1] for r in rows], packets)
+                lost[k, j] = (losses or {}).get(fid, 0)
+        known = all(r[3] is not None for r in rows)
+        return CompetitorSeries([r[0] for r in rows], [r[1] for r in rows], packets, lost if known else None)
 
     def competitor_rate_ratio(self, node_id: int | None, own_flow_id: str | None,
                               window_s: float = RATE_WINDOW_S) -> float | None:
@@ -325,10 +416,10 @@ class HopFlows:
         if not rows or own_flow_id is None:
             return None
         recent = [r for r in rows if r[0] > rows[-1][0] - window_s]
-        if sum(span for _, span, _ in recent) < window_s / 2:
+        if sum(span for _, span, _, _ in recent) < window_s / 2:
             return None
         totals: dict = {}
-        for _, _, flows in recent:
+        for _, _, flows, _ in recent:
             for fid, k in flows.items():
                 totals[fid] = totals.get(fid, 0) + k
         own = totals.pop(own_flow_id, 0)

@@ -62,7 +62,7 @@ from __future__ import annotations
 import numpy as np
 
 from .features import FEATURES, TraceError, _SparseTable
-from .flow_features import DIP_FEATURES, FLOW_FEATURES, FLOW_RESPONSE_FEATURES
+from .flow_features import DIP_FEATURES, FLOW_FEATURES, FLOW_RESPONSE_FEATURES, OWN_LOSS_FEATURES
 from .int_series import INT_SERIES_COLUMNS, PACKETS_COLUMN
 
 SHORT_WINDOW_RTTS = 8.0
@@ -101,8 +101,11 @@ FEATURE_SETS = {"table1": FEATURES,
 FEATURE_SETS["table1+int+flows+response"] = FEATURE_SETS["table1+int+flows"] + FLOW_RESPONSE_FEATURES
 #: ... and the busiest competitor's dips (flow_features.flow_dips: BBR's ProbeRTT).
 FEATURE_SETS["table1+int+flows+response+dips"] = FEATURE_SETS["table1+int+flows+response"] + DIP_FEATURES
+#: ... and the competitors' own losses and their response to them (flow_features.own_loss_response).
+FEATURE_SETS["table1+int+flows+response+dips+ownloss"] = FEATURE_SETS["table1+int+flows+response+dips"] \
+    + OWN_LOSS_FEATURES
 #: The columns of a full feature row, in order: Table I, INT, then the flows'.
-ALL_FEATURES = FEATURES + INT_FEATURES + FLOW_FEATURES + FLOW_RESPONSE_FEATURES + DIP_FEATURES
+ALL_FEATURES = FEATURES + INT_FEATURES + FLOW_FEATURES + FLOW_RESPONSE_FEATURES + DIP_FEATURES + OWN_LOSS_FEATURES
 
 
 def select_features(X_all: np.ndarray, feature_names) -> np.ndarray:
@@ -122,7 +125,7 @@ def uses_int(feature_names) -> bool:
 
 
 def uses_flows(feature_names) -> bool:
-    return any(n in FLOW_FEATURES + FLOW_RESPONSE_FEATURES + DIP_FEATURES for n in feature_names)
+    return any(n in FLOW_FEATURES + FLOW_RESPONSE_FEATURES + DIP_FEATURES + OWN_LOSS_FEATURES for n in feature_names)
 
 
 def busy_pps(series: np.ndarray, at_t, window_s: float = 30.0) -> np.ndarray:

@@ -82,30 +82,57 @@ def record_stream(series: np.ndarray, period_s: float = SINK_PERIOD_S) -> np.nda
     return np.hstack([s[keep, :len(INT_SERIES_COLUMNS)], counts[:, None].astype(float)])
 
 
-def packet_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01) -> np.ndarray:
+#: A jump of the IOAM E2E sequence this large is a source restart, not a loss (the sink's rule)
+E2E_RESYNC_JUMP = 65536
+
+
+def flow_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
     """Packets from ``src`` the sink logged per flow (by destination port, in port order;
-    iperf3's control connection shares its data flow's) per ``bin_s`` from ``t0_s``:
-    (flows, bins) uint16, by the first hop's timestamp (the bottleneck's on the dumbbell)."""
-    times, ports = [], []
+    iperf3's control connection shares its data flow's) per ``bin_s`` from ``t0_s``, and
+    the packets each flow lost on the way: gaps in its IOAM E2E sequence, counted in the
+    bin of the packet after the gap (a packet that comes back late is not subtracted).
+    Two (flows, bins) uint16 arrays, by the first hop's timestamp (the bottleneck's on
+    the dumbbell)."""
+    times, ports, gaps, last_seq = [], [], [], {}
     for rec in _sink_log(path, src):
         try:
             hop = rec["trace"]["hops"][0]
             t = hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9
-            ports.append(int(rec["flow"]["dport"]))
-            times.append(t)
+            port = int(rec["flow"]["dport"])
         except (ValueError, KeyError, TypeError, IndexError):
             continue
+        seq = (rec.get("e2e") or {}).get("seq")
+        gap = 0
+        if isinstance(seq, int):
+            prev = last_seq.get(port, (seq - 1) % 2 ** 32)
+            ahead, behind = (seq - prev) % 2 ** 32, (prev - seq) % 2 ** 32
+            if 1 <= ahead < E2E_RESYNC_JUMP:
+                gap = ahead - 1
+                last_seq[port] = seq
+            elif behind >= E2E_RESYNC_JUMP:      # a restart; behind it: a late or repeated packet
+                last_seq[port] = seq
+        ports.append(port)
+        times.append(t)
+        gaps.append(gap)
     if not times:
-        return np.zeros((0, 0), dtype=np.uint16)
+        return np.zeros((0, 0), dtype=np.uint16), np.zeros((0, 0), dtype=np.uint16)
     idx = np.floor((np.asarray(times) - t0_s) / bin_s).astype(np.int64)
-    ports = np.asarray(ports)
+    ports, gaps = np.asarray(ports), np.asarray(gaps)
     keep = idx >= 0
-    idx, ports = idx[keep], ports[keep]
+    idx, ports, gaps = idx[keep], ports[keep], gaps[keep]
     bins = int(idx.max()) + 1 if len(idx) else 0
-    out = np.zeros((len(np.unique(ports)), bins), dtype=np.int64)
-    for row, port in enumerate(np.unique(ports)):
-        out[row] = np.bincount(idx[ports == port], minlength=bins)
-    return np.minimum(out, np.iinfo(np.uint16).max).astype(np.uint16)
+    flows = np.unique(ports)
+    packets, lost = np.zeros((len(flows), bins), dtype=np.int64), np.zeros((len(flows), bins), dtype=np.int64)
+    for row, port in enumerate(flows):
+        packets[row] = np.bincount(idx[ports == port], minlength=bins)
+        lost[row] = np.bincount(idx[ports == port], weights=gaps[ports == port], minlength=bins)
+    cap = np.iinfo(np.uint16).max
+    return np.minimum(packets, cap).astype(np.uint16), np.minimum(lost, cap).astype(np.uint16)
+
+
+def packet_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01) -> np.ndarray:
+    """The packets of flow_counts_from_jsonl alone."""
+    return flow_counts_from_jsonl(path, src, t0_s, bin_s)[0]
 
 
 class IntSeries:

@@ -27,7 +27,7 @@ import numpy as np
 from estimator.capture import Capture, sender_trace
 from estimator.dataset import CCAS, DATA_FORMAT, save_run
 from estimator.features import TraceError, features
-from estimator.int_series import int_series_from_jsonl, packet_counts_from_jsonl
+from estimator.int_series import flow_counts_from_jsonl, int_series_from_jsonl
 
 from .signals import unwind_on_sigterm
 from .traffic import BackgroundFlow, RunFailed
@@ -199,8 +199,9 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
         int_log = tb.node_info("sw2")["int_log"]
         int_series = int_series_from_jsonl(int_log, tb.addr("s1"), dport=flow1_port(plan))
         # the competitor's packets at the bottleneck per 10 ms, per flow (features that do
-        # not assume two flows can read each competing flow from its own packets later)
-        comp_counts = packet_counts_from_jsonl(int_log, tb.addr("s2"), t0_s=float(int_series[0, 0]))
+        # not assume two flows can read each competing flow from its own packets later),
+        # and the packets each lost on the way (its response to its own losses)
+        comp_counts, comp_lost = flow_counts_from_jsonl(int_log, tb.addr("s2"), t0_s=float(int_series[0, 0]))
     finally:
         tb.down()
         if os.path.exists(pcap):
@@ -211,7 +212,7 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     goodputs = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in outs]
     raw = {"ack_t": tr.ack_t, "rtt_s": tr.rtt_s.astype(np.float32), "acked_bytes": tr.acked_bytes.astype(np.int32),
            "send_t": tr.send_t, "retrans": tr.retrans.astype(bool), "sample_idx": idx, "int_series": int_series,
-           "comp_packets_10ms": comp_counts}
+           "comp_packets_10ms": comp_counts, "comp_lost_10ms": comp_lost}
     return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), "goodput_mbps": goodputs,
                                                    "seconds": seconds}, raw
 

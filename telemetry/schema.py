@@ -144,10 +144,11 @@ TOP_FLOWS_MAX = 8
 
 def _top_flows(v):
     if not isinstance(v, list) or len(v) > TOP_FLOWS_MAX:
-        return f"must be a list of at most {TOP_FLOWS_MAX} [flow_id, packets] pairs"
+        return f"must be a list of at most {TOP_FLOWS_MAX} [flow_id, packets, lost] entries"
     for e in v:
-        if not isinstance(e, list) or len(e) != 2 or _flow_id(e[0]) or _int(0)(e[1]):
-            return "must hold [flow_id (16 hex digits), packets (integer >= 0)] pairs"
+        # [flow_id, packets] from a sink before the losses were added
+        if not isinstance(e, list) or len(e) not in (2, 3) or _flow_id(e[0]) or any(_int(0)(x) for x in e[1:]):
+            return "must hold [flow_id (16 hex digits), packets, lost (integers >= 0)] entries"
 
 
 @dataclass

@@ -5,8 +5,9 @@ to :meth:`SinkTelemetry.on_packet` and publishes what it returns. A flow record
 goes out at once when a loss is confirmed (at most one per ``min_gap_ms`` per
 flow) and otherwise every ``period_ms`` while the flow has packets; a hop
 record at most every ``period_ms`` per node, with the busiest flows this sink saw
-through that node since its last one (``top_flows``: a sender reads its competitors'
-rates at its bottleneck from their own packets, however many they are).
+through that node since its last one and the losses of each confirmed meanwhile
+(``top_flows``: a sender reads its competitors' rates at its bottleneck from their own
+packets, however many they are, and how they answer their own losses).
 """
 from __future__ import annotations
 
@@ -90,6 +91,8 @@ class SinkTelemetry:
         self._hop_pub_ns: Dict[int, int] = {}
         # per node: packets of each flow through it since its last hop record (its top flows)
         self._hop_flow_pkts: Dict[int, Dict[str, int]] = {}
+        # ... and the losses of each flow confirmed meanwhile (wherever on its path)
+        self._hop_flow_lost: Dict[int, Dict[str, int]] = {}
         self._swept_ns = 0
         self.counters = {"packets": 0, "decode_errors": 0, "flow_records": 0, "hop_records": 0,
                          "flows_evicted": 0, "no_e2e": 0}
@@ -107,6 +110,7 @@ class SinkTelemetry:
         f.packets += 1
         f.iv_packets += 1
         f.last_seen_ns = now_ns
+        new_lost = 0
         if e2e is not None and e2e.seq is not None:
             prev = f.nodes
 
@@ -114,6 +118,7 @@ class SinkTelemetry:
                 return label_gap(n, _counters(prev), _counters(nodes))
             r = f.tracker.observe(e2e.seq, label)
             cong, link = r.confirmed
+            new_lost = cong + link
             if cong or link:
                 f.iv_cong += cong
                 f.iv_link += link
@@ -135,13 +140,17 @@ class SinkTelemetry:
         for n in nodes:
             seen = self._hop_flow_pkts.setdefault(n.node_id, {})
             seen[f.flow_id] = seen.get(f.flow_id, 0) + 1
+            lost = self._hop_flow_lost.setdefault(n.node_id, {})
+            if new_lost:
+                lost[f.flow_id] = lost.get(f.flow_id, 0) + new_lost
             last_ns = self._hop_pub_ns.get(n.node_id, 0)
             if now_ns - last_ns >= self.period_ns:
                 self._hop_pub_ns[n.node_id] = now_ns
                 top = heapq.nlargest(TOP_FLOWS_MAX, seen.items(), key=itemgetter(1))
                 self._hop_flow_pkts[n.node_id] = {}
+                self._hop_flow_lost[n.node_id] = {}
                 rec = HopRecord(**vars(hop_state(n)), interval_ms=(now_ns - last_ns) / 1e6 if last_ns else None,
-                                top_flows=[[fid, k] for fid, k in top])
+                                top_flows=[[fid, k, lost.get(fid, 0)] for fid, k in top])
                 out.append((hop_topic(rec.node_id), encode(rec)))
                 c["hop_records"] += 1
         if now_ns - self._swept_ns > 1_000_000_000:

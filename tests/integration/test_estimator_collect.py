@@ -20,3 +20,6 @@ def test_a_hard_run_has_late_competing_flows_seen_at_the_bottleneck(tmp_path):
         first_s = np.flatnonzero(flow)[0] * BIN_S
         assert 2.5 <= first_s <= 4.5, f"a competitor began at {first_s:.2f} s, not ~3 s after flow 1"
     assert X.shape[0] > 0 and np.isfinite(X).all()
+    # two reno flows into a 3-BDP buffer lose packets at the queue: each its own
+    lost = raw["comp_lost_10ms"]
+    assert lost.shape == counts.shape and (lost.sum(axis=1) > 0).all(), lost.sum(axis=1)

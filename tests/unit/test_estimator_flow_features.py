@@ -194,3 +194,49 @@ def test_the_competitors_rate_ratio_is_read_from_their_own_packets_at_the_node()
     assert _hop_records({own: 2, "00000000000000b1": 6}, seconds=0.5).competitor_rate_ratio(1, own) is None
     # a starved flow (none of its packets in the window) has no rate to scale
     assert _hop_records({own: 0, "00000000000000b1": 6}, seconds=3).competitor_rate_ratio(1, own) is None
+
+
+def own_losses(seconds=30.0, drop_every_s=5.0):
+    """The competitor's own losses per 10 ms: 2 packets at each drop burst (none at 0)."""
+    lost = np.zeros((1, int(seconds / 0.01)))
+    lost[0, np.arange(1, int(seconds / drop_every_s)) * int(drop_every_s / 0.01)] = 2
+    return lost
+
+
+def test_the_own_loss_features_read_the_competitors_answer_to_its_own_losses():
+    from estimator.flow_features import OWN_LOSS_FEATURES, own_loss_response
+    at = [T0 + 29.9]
+
+    def features(cut, lost=own_losses()):
+        comp = CompetitorSeries.from_bins(competitor(cut), T0, lost=lost)
+        return dict(zip(OWN_LOSS_FEATURES, own_loss_response(comp, at, RTT)[0]))
+    halving, steady = features(0.5), features(1.0)
+    assert halving["ol_cut"] == pytest.approx(0.5, abs=0.1) and halving["ol_cut_share"] == 1.0
+    assert steady["ol_cut"] == pytest.approx(1.0, abs=0.05) and steady["ol_cut_share"] == 0.0
+    assert halving["ol_events_per_s"] == pytest.approx(5 / 29.9, abs=0.02)
+    assert halving["ol_loss_rate"] == pytest.approx(10 / (competitor(0.5).sum() + 10), rel=0.05)
+    # without losses there is no event; with unknown losses (the old datasets, a live hop
+    # record without them) the features say so, not "no loss"
+    assert features(0.5, np.zeros((1, 3000)))["ol_cut"] == -1.0
+    unknown = features(0.5, None)
+    assert set(unknown.values()) == {-1.0}
+
+
+def test_live_hop_records_give_the_offline_own_loss_figures():
+    """Hop records whose top flows carry the losses (a sink of session 45 on) against the
+    collection's per-flow losses; records without them leave the losses unknown."""
+    from estimator.flow_features import own_loss_response
+    c, lost = np.rint(competitor(0.5) + 1).astype(int), own_losses().astype(int)
+    own = "00000000000000aa"
+    live, old = HopFlows(), HopFlows()
+    for k in range(c.shape[1]):
+        common = dict(node_id=1, ts_ns=int(round((T0 + (k + 1) * 0.01) * 1e9)), queue_depth_bytes=0,
+                      queue_depth_pkts=0, queue_capacity_bytes=0, queue_drops=0, link_losses=0, data_rate_kbps=0,
+                      arrival_rate_pps=0, flow_count=2, interval_ms=10.0)
+        live.add(HopRecord(**common, top_flows=[["00000000000000b1", int(c[0, k]), int(lost[0, k])], [own, 2, 0]]))
+        old.add(HopRecord(**common, top_flows=[["00000000000000b1", int(c[0, k])], [own, 2]]))
+    at = np.array([T0 + 12.0, T0 + 29.9])
+    offline = own_loss_response(CompetitorSeries.from_bins(c, T0, lost=lost), at, RTT)
+    np.testing.assert_allclose(own_loss_response(live.competitors(1, own), at, RTT), offline, atol=0.02)
+    assert offline[1, 1] == pytest.approx(0.5, abs=0.1)
+    assert set(own_loss_response(old.competitors(1, own), at, RTT).ravel()) == {-1.0}

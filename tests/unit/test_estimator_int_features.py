@@ -387,6 +387,23 @@ def test_the_competitors_packets_are_counted_per_flow_per_10_ms(tmp_path):
     assert packet_counts_from_jsonl(str(log), "fd00::7", t0_s=1000.0).shape == (0, 0)
 
 
+def test_a_flows_losses_are_the_gaps_in_its_e2e_sequence(tmp_path):
+    from estimator.int_series import flow_counts_from_jsonl
+    log = tmp_path / "sw2.int.jsonl"
+    # flow 5202: seq 0..29 a packet per ms, 3 missing in the first 10 ms, one in the third,
+    # one packet late (no loss, not subtracted), then a source restart (no loss)
+    seqs = [0, 1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22, 21, 23, 24, 25, 26,
+            900_000, 900_001, 900_002, 900_003, 900_004, 900_005]
+    with open(log, "w") as f:
+        for i, seq in enumerate(seqs):
+            f.write(json.dumps({**record("fd00::2", 5202, [hop(1000 + i * 0.001 + 1e-6, 0, 100_000)]),
+                                "e2e": {"seq": seq, "ts_sec": 0, "ts_frac": 0}}) + "\n")
+        f.write(json.dumps(record("fd00::2", 5203, [hop(1000.0105, 0, 100_000)])) + "\n")   # no E2E: no loss
+    packets, lost = flow_counts_from_jsonl(str(log), "fd00::2", t0_s=1000.0)
+    assert packets.tolist() == [[10, 10, 10], [0, 1, 0]]
+    assert lost.dtype == np.uint16 and lost.tolist() == [[3, 1, 0], [0, 0, 0]]
+
+
 def test_the_cli_knows_every_feature_set():
     from estimator.cli import FEATURE_SET_NAMES
     assert FEATURE_SET_NAMES == list(FEATURE_SETS)
