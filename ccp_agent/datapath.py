@@ -120,7 +120,7 @@ class DatapathProcess:
             self.args.append("--check-fold")
         if rt_priority is not None:     # the daemon's command thread's SCHED_FIFO priority (default 1; 0: none)
             self.args += ["--rt-priority", str(rt_priority)]
-        if report_coalesce_us is not None:   # None: the daemon's default (2,000 us)
+        if report_coalesce_us is not None:   # None: the daemon's default (0: every report wakes it)
             self.args += ["--report-coalesce-us", str(report_coalesce_us)]
         self.log_path = log_path or os.path.join(self.state_dir, "daemon.log")
         self.proc: subprocess.Popen | None = None

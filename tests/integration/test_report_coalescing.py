@@ -1,7 +1,7 @@
-"""Routine reports share the daemon's wake-ups (--report-coalesce-us): a reno flow on the
-bare veth reports every ~1 ms; with the default 2,000 us a good part of those reports wait
-in the ring for the next wake-up, and none is lost on the way to the agent. With 0 (the
-control) every report wakes the daemon and none waits."""
+"""Routine reports share the daemon's wake-ups (--report-coalesce-us, off by default): a
+reno flow on the bare veth reports every ~1 ms; at 2,000 us a good part of those reports
+wait in the ring for the next wake-up, and none is lost on the way to the agent. With 0
+(the default, the control) every report wakes the daemon and none waits."""
 import csv
 import subprocess
 
