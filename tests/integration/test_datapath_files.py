@@ -5,7 +5,6 @@ no report reached the agent. Here a state file that blocks for good stands in fo
 disk: the file's temporary is a FIFO nobody reads, so opening it to write never returns."""
 import csv
 import os
-import subprocess
 
 from ccp_agent.datapath import AgentProcess, DatapathProcess
 from tests.integration.tbutil import require_ccp_free
@@ -29,16 +28,7 @@ def test_a_state_file_that_blocks_stops_neither_reports_nor_commands_nor_the_exi
         dp.start()
         # the agent cannot be awaited through stats.json (it never comes): its trace tells
         agent = AgentProcess("reno", ["--trace", str(trace)], log_path=str(tmp_path / "agent.log")).start()
-        srv = subprocess.Popen(["ip", "netns", "exec", VETH.ns_b, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-        try:
-            VETH.wait_listening()       # a client before the server fails (CI, a loaded host)
-            subprocess.run(["ip", "netns", "exec", VETH.ns_a, "iperf3", "-c", VETH.addr_b, "-C", "ccp", "-t",
-                            str(SECONDS), "--connect-timeout", "3000"], check=True, capture_output=True,
-                           timeout=SECONDS + 30)
-        finally:
-            srv.kill()
-            srv.wait()
+        VETH.iperf(SECONDS)
     finally:
         if agent is not None:
             agent.stop()

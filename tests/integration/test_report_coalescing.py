@@ -3,7 +3,6 @@ reno flow on the bare veth reports every ~1 ms; at 2,000 us a good part of those
 wait in the ring for the next wake-up, and none is lost on the way to the agent. With 0
 (the default, the control) every report wakes the daemon and none waits."""
 import csv
-import subprocess
 
 import pytest
 
@@ -26,16 +25,7 @@ def reno_flow_through_the_datapath(tmp_path, coalesce_us: int) -> tuple[dict, in
         agent = AgentProcess("reno", ["--trace", str(trace)], log_path=str(tmp_path / "agent.log")).start()
         dp.wait_agent(True)
         before = fresh_datapath_stats(dp)
-        srv = subprocess.Popen(["ip", "netns", "exec", VETH.ns_b, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-        try:
-            VETH.wait_listening()
-            subprocess.run(["ip", "netns", "exec", VETH.ns_a, "iperf3", "-c", VETH.addr_b, "-C", "ccp", "-t",
-                            str(SECONDS), "--connect-timeout", "3000"], check=True, capture_output=True,
-                           timeout=SECONDS + 30)
-        finally:
-            srv.kill()
-            srv.wait()
+        VETH.iperf(SECONDS)
         after = fresh_datapath_stats(dp)      # a second later: a waiting report has been taken
     finally:
         if agent is not None:

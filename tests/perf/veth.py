@@ -33,6 +33,20 @@ class VethPair:
     def wait_listening(self, port: int = 5201, timeout_s: float = 5.0) -> None:
         wait_listening(self.ns_b, port, timeout_s)
 
+    def iperf(self, seconds: float, cca: str = "ccp") -> None:
+        """One iperf3 flow from a to b for ``seconds`` with congestion control ``cca``; a
+        client that fails raises (CalledProcessError)."""
+        srv = subprocess.Popen(["ip", "netns", "exec", self.ns_b, "iperf3", "-s", "-1"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        try:
+            self.wait_listening()       # a client before the server fails (CI, a loaded host)
+            subprocess.run(["ip", "netns", "exec", self.ns_a, "iperf3", "-c", self.addr_b, "-C", cca, "-t",
+                            str(seconds), "--connect-timeout", "3000"], check=True, capture_output=True,
+                           timeout=seconds + 30)
+        finally:
+            srv.kill()
+            srv.wait()
+
     def down(self):
         for ns in (self.ns_a, self.ns_b):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
