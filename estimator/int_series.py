@@ -130,10 +130,6 @@ def flow_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01
     return np.minimum(packets, cap).astype(np.uint16), np.minimum(lost, cap).astype(np.uint16)
 
 
-def packet_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01) -> np.ndarray:
-    """The packets of flow_counts_from_jsonl alone."""
-    return flow_counts_from_jsonl(path, src, t0_s, bin_s)[0]
-
 
 class IntSeries:
     """The series built online from the sink's published FlowRecords of one flow

@@ -373,7 +373,7 @@ def test_a_packed_run_gives_the_live_senders_int_features(tmp_path):
 
 
 def test_the_competitors_packets_are_counted_per_flow_per_10_ms(tmp_path):
-    from estimator.int_series import packet_counts_from_jsonl
+    from estimator.int_series import flow_counts_from_jsonl
     log = tmp_path / "sw2.int.jsonl"
     with open(log, "w") as f:
         for i in range(30):                   # flow 5202: a packet per ms from 1000.000; 5203 from 1000.020
@@ -382,9 +382,9 @@ def test_the_competitors_packets_are_counted_per_flow_per_10_ms(tmp_path):
                 f.write(json.dumps(record("fd00::2", 5203, [hop(1000 + i * 0.001 + 1e-6, 0, 100_000)])) + "\n")
             f.write(json.dumps(record("fd00::1", 5201, [hop(1000 + i * 0.001, 0, 100_000)])) + "\n")
         f.write('{"flow": {"src": "fd00::2"')     # torn
-    c = packet_counts_from_jsonl(str(log), "fd00::2", t0_s=1000.0)
+    c = flow_counts_from_jsonl(str(log), "fd00::2", t0_s=1000.0)[0]
     assert c.dtype == np.uint16 and c.tolist() == [[10, 10, 10], [0, 0, 10]]
-    assert packet_counts_from_jsonl(str(log), "fd00::7", t0_s=1000.0).shape == (0, 0)
+    assert flow_counts_from_jsonl(str(log), "fd00::7", t0_s=1000.0)[0].shape == (0, 0)
 
 
 def test_a_flows_losses_are_the_gaps_in_its_e2e_sequence(tmp_path):
