@@ -140,15 +140,15 @@ class SinkTelemetry:
         for n in nodes:
             seen = self._hop_flow_pkts.setdefault(n.node_id, {})
             seen[f.flow_id] = seen.get(f.flow_id, 0) + 1
-            lost = self._hop_flow_lost.setdefault(n.node_id, {})
-            if new_lost:
+            if new_lost:           # rare: no dict work per packet otherwise
+                lost = self._hop_flow_lost.setdefault(n.node_id, {})
                 lost[f.flow_id] = lost.get(f.flow_id, 0) + new_lost
             last_ns = self._hop_pub_ns.get(n.node_id, 0)
             if now_ns - last_ns >= self.period_ns:
                 self._hop_pub_ns[n.node_id] = now_ns
                 top = heapq.nlargest(TOP_FLOWS_MAX, seen.items(), key=itemgetter(1))
                 self._hop_flow_pkts[n.node_id] = {}
-                self._hop_flow_lost[n.node_id] = {}
+                lost = self._hop_flow_lost.pop(n.node_id, {})
                 rec = HopRecord(**vars(hop_state(n)), interval_ms=(now_ns - last_ns) / 1e6 if last_ns else None,
                                 top_flows=[[fid, k, lost.get(fid, 0)] for fid, k in top])
                 out.append((hop_topic(rec.node_id), encode(rec)))
