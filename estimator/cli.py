@@ -102,7 +102,8 @@ def pack_cmd(data_dir, out_dir):
                    "telemetry (queue, arrivals, drops, the competitor's rate); table1+int+dynamics: plus "
                    "the competitor's backoff at drops and its growth (experimental); table1+int+flows: table1+int "
                    "plus the competitors read from their own packets at the bottleneck (issue 28); +response: and "
-                   "how they respond to the queue and its drops")
+                   "how they respond to the queue and its drops; +dips: the busiest competitor's dips (BBR's "
+                   "ProbeRTT); +ownloss: the competitors' own losses and their cut after each")
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="per-local", show_default=True,
               help="per-local: one forest per local CCA (paper 002); shared: one forest for all, the local "
                    "CCA as an input (learns the competitor from four times the runs)")

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from experiments.runner import free_port
+from tests.perf import answer_help
 
 SECONDS = 20
 CREDS = "/run/intcc/test-broker/credentials.json"
@@ -145,4 +146,5 @@ def test_bench_dashboard():
 
 
 if __name__ == "__main__":
+    answer_help(__doc__)
     main()

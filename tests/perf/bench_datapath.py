@@ -37,7 +37,7 @@ from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
 from experiments.compare import ratio_ci
 
 from tests.integration.tbutil import fresh_datapath_stats
-from tests.perf import ackwait
+from tests.perf import ackwait, answer_help
 from tests.perf.veth import VethPair
 
 VETH = VethPair("dpb", "10.98.0")
@@ -298,4 +298,5 @@ def test_datapath_benchmark():
 
 
 if __name__ == "__main__":
+    answer_help(__doc__)
     print(report(run_benchmark()))

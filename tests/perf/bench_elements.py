@@ -20,6 +20,7 @@ from int_node.elements.devices import FromDevice
 from int_node.packet import Packet
 from int_node.router import Router
 from tests.helpers import MAC_A, ipv6_frame
+from tests.perf import answer_help
 
 MAC = ":".join(f"{b:02x}" for b in MAC_A)
 PATH = f"""
@@ -77,4 +78,5 @@ def test_element_path_benchmark():
 
 
 if __name__ == "__main__":
+    answer_help(__doc__)
     print(report(run_benchmark()))

@@ -13,6 +13,7 @@ import numpy as np
 from estimator.features import FEATURES, SenderTrace, features
 from estimator.int_features import int_features
 from estimator.model import CCAS, CCAEstimator
+from tests.perf import answer_help
 
 
 def minute_trace(rate_mbps: float, rng, seconds=60.0, mss=1448):
@@ -70,4 +71,5 @@ def test_estimator_benchmark():
 
 
 if __name__ == "__main__":
+    answer_help(__doc__)
     print("\n".join(run_benchmark()))

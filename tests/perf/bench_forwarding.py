@@ -28,6 +28,7 @@ import time
 from experiments.teardown import TestbedError, teardown
 from experiments.testbed import Testbed
 from experiments.topo import load_topo
+from tests.perf import answer_help
 
 TOPO = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies", "line.toml")
 FRAME_BYTES = 1500
@@ -237,6 +238,7 @@ def test_forwarding_benchmark():
 
 
 if __name__ == "__main__":
+    answer_help(__doc__)
     res = run_benchmark()
     print(report(res))
     print(json.dumps(res, indent=1))

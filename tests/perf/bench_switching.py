@@ -35,7 +35,7 @@ import time
 from ccp_agent.datapath import ReportRequester
 from ccp_agent.child import fork_child
 from ccp_agent.estimation import Verdict
-from tests.perf import ackwait
+from tests.perf import ackwait, answer_help
 from tests.perf.veth import VethPair
 
 SECONDS = 8
@@ -306,4 +306,5 @@ def test_bench_switching():
 
 
 if __name__ == "__main__":
+    answer_help(__doc__)
     main()

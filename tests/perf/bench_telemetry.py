@@ -18,6 +18,7 @@ import socket
 import statistics
 import threading
 import time
+from tests.perf import answer_help
 
 SECONDS = 10
 FLOWS = 10
@@ -116,6 +117,7 @@ def test_telemetry_latency_benchmark():
 
 
 if __name__ == "__main__":
+    answer_help(__doc__)
     res = run_benchmark()
     print(report(res))
     print(json.dumps(res, indent=1, default=str))
