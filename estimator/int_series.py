@@ -130,7 +130,6 @@ def flow_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01
     return np.minimum(packets, cap).astype(np.uint16), np.minimum(lost, cap).astype(np.uint16)
 
 
-
 class IntSeries:
     """The series built online from the sink's published FlowRecords of one flow
     (one row per record and hop; the bottleneck hop chosen when asked)."""
