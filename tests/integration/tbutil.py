@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -60,27 +62,52 @@ def iperf3(tb: Testbed, client: str, server: str, seconds: float = 5, extra=(), 
 
 
 class SocketSampler:
-    """The kernel's view of a host's TCP sockets to ``dport`` (``ss -tin``), sampled every
-    ``interval_s`` while it runs: per local port, the largest RTO backoff seen (consecutive
-    timeouts of one segment). A flow held by its retransmission timer shows one; a flow
-    starved by the datapath's window does not."""
+    """The kernel's view of a host's TCP sockets to ``dport`` (inet_diag's tcp_info),
+    sampled every ``interval_s`` while it runs, per local port: ``rtos``, how often its
+    retransmission timer fired (tcpi_total_rto, cumulative), and ``longest_silence_s``, the
+    longest it waited for an ACK with data in flight. A flow held by its retransmission
+    timer shows both; a flow starved by the datapath's window still hears an ACK every
+    round trip and has no timeout."""
+
+    # iproute2 6.1's ss and pyroute2 0.9's tcp_info end before these (kernel 6.7+)
+    TOTAL_RTO_OFFSET = 240          # __u16 tcpi_total_rto
+    INET_DIAG_INFO_BIT = 1 << (2 - 1)     # idiag_ext asks for attribute INET_DIAG_INFO (2)
 
     def __init__(self, tb: Testbed, host: str, dport: int, interval_s: float = 0.25):
-        self.tb, self.host, self.dport, self.interval_s = tb, host, dport, interval_s
-        self.max_backoff: dict[int, int] = {}
+        self.netns = tb.state["hosts"][host]["netns"]
+        self.dport, self.interval_s = dport, interval_s
+        self.rtos: dict[int, int] = {}
+        self.longest_silence_s: dict[int, float] = {}
+        self.error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
-        while not self._stop.wait(self.interval_s):
-            out = self.tb.run(self.host, ["ss", "-tinH", f"dport = :{self.dport}"], timeout=10).stdout
-            port = None
-            for line in out.splitlines():     # a socket's address line, then its indented info
-                if line and not line[0].isspace():
-                    port = int(line.split()[3].rsplit(":", 1)[1])
-                    self.max_backoff.setdefault(port, 0)
-                elif port is not None and (m := re.search(r"\bbackoff:(\d+)", line)):
-                    self.max_backoff[port] = max(self.max_backoff[port], int(m.group(1)))
+        from pyroute2 import netns
+        from pyroute2.netlink.diag import DiagSocket
+        try:
+            netns.setns(self.netns, flags=0)      # this thread only: network namespaces are per thread
+            with DiagSocket() as diag:
+                diag.bind()
+                while not self._stop.wait(self.interval_s):
+                    self._sample(diag)
+        except BaseException as e:               # noqa: BLE001 -- reported by __exit__
+            self.error = e
+
+    def _sample(self, diag):
+        for msg in diag.get_sock_stats(family=socket.AF_INET6, states=1 << 1,     # established
+                                       extensions=self.INET_DIAG_INFO_BIT):
+            info = msg.get_attr("INET_DIAG_INFO")
+            if msg["idiag_dport"] != self.dport or info is None:
+                continue
+            port = msg["idiag_sport"]
+            raw = info.data[info.offset + 4:info.offset + info.length]
+            if len(raw) < self.TOTAL_RTO_OFFSET + 2:
+                raise RuntimeError(f"tcp_info of {len(raw)} bytes has no tcpi_total_rto: kernel older than 6.7")
+            (rtos,) = struct.unpack_from("<H", raw, self.TOTAL_RTO_OFFSET)
+            self.rtos[port] = max(self.rtos.get(port, 0), rtos)
+            silence_s = info["tcpi_last_ack_recv"] / 1e3 if info["tcpi_unacked"] else 0.0
+            self.longest_silence_s[port] = max(self.longest_silence_s.get(port, 0.0), silence_s)
 
     def __enter__(self):
         self._thread.start()
@@ -89,6 +116,8 @@ class SocketSampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        if self.error and not exc[0]:
+            raise RuntimeError(f"sampling the sockets in {self.netns} failed: {self.error!r}") from self.error
 
 
 def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, port: int = 5201,
