@@ -10,7 +10,8 @@ from telemetry.schema import CCA_LABELS
 
 #: int_features.FEATURE_SETS' names (not imported here: numpy at every CLI start)
 FEATURE_SET_NAMES = ["table1", "table1+int", "table1+int+dynamics", "table1+int+flows", "table1+int+flows+response",
-                     "table1+int+flows+response+dips", "table1+int+flows+response+dips+ownloss"]
+                     "table1+int+flows+response+dips", "table1+int+flows+response+dips+ownloss",
+                     "table1+int+flows+response+dips+ownloss+qcut"]
 
 
 @click.group("estimator")
@@ -103,7 +104,8 @@ def pack_cmd(data_dir, out_dir):
                    "the competitor's backoff at drops and its growth (experimental); table1+int+flows: table1+int "
                    "plus the competitors read from their own packets at the bottleneck (issue 28); +response: and "
                    "how they respond to the queue and its drops; +dips: the busiest competitor's dips (BBR's "
-                   "ProbeRTT); +ownloss: the competitors' own losses and their cut after each")
+                   "ProbeRTT); +ownloss: the competitors' own losses and their cut after each; +qcut: that cut "
+                   "read over the RTT of its time, queue included")
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="per-local", show_default=True,
               help="per-local: one forest per local CCA (paper 002); shared: one forest for all, the local "
                    "CCA as an input (learns the competitor from four times the runs)")

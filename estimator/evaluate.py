@@ -6,7 +6,7 @@ import numpy as np
 
 from .dataset import CCAS, COMPETITOR_SETTLE_S, Run, load_raw, load_run, run_paths
 from .features import TraceError
-from .flow_features import CompetitorSeries, flow_dips, flow_features, flow_response, own_loss_response
+from .flow_features import CompetitorSeries, competitor_features
 from .int_features import FEATURE_SETS, busy_pps, int_features, select_features, uses_flows
 from .int_series import record_stream
 from .model import CCAEstimator
@@ -76,8 +76,7 @@ def run_int_features(path: str, per_packet: bool = False, flows: bool = False) -
                          f"counts): no flow features")
     comp = CompetitorSeries.from_bins(raw["comp_packets_10ms"], t0, lost=raw.get("comp_lost_10ms"))
     busy = busy_pps(series, at_t)
-    return np.hstack([F, flow_features(comp, at_t, base_rtt, busy), flow_response(comp, series, at_t, base_rtt, busy),
-                      flow_dips(comp, at_t), own_loss_response(comp, at_t, base_rtt)])
+    return np.hstack([F, competitor_features(comp, series, at_t, base_rtt, busy)])
 
 
 def split(runs, test_fraction: float = 0.5, seed: int = 0):

@@ -62,7 +62,7 @@ from __future__ import annotations
 import numpy as np
 
 from .features import FEATURES, TraceError, _SparseTable
-from .flow_features import DIP_FEATURES, FLOW_FEATURES, FLOW_RESPONSE_FEATURES, OWN_LOSS_FEATURES
+from .flow_features import DIP_FEATURES, FLOW_FEATURES, FLOW_RESPONSE_FEATURES, OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES
 from .int_series import INT_SERIES_COLUMNS, PACKETS_COLUMN
 
 SHORT_WINDOW_RTTS = 8.0
@@ -104,8 +104,12 @@ FEATURE_SETS["table1+int+flows+response+dips"] = FEATURE_SETS["table1+int+flows+
 #: ... and the competitors' own losses and their response to them (flow_features.own_loss_response).
 FEATURE_SETS["table1+int+flows+response+dips+ownloss"] = FEATURE_SETS["table1+int+flows+response+dips"] \
     + OWN_LOSS_FEATURES
+#: ... and their cuts read over the RTT of the time, queue included (flow_features.own_loss_queue_response).
+FEATURE_SETS["table1+int+flows+response+dips+ownloss+qcut"] = \
+    FEATURE_SETS["table1+int+flows+response+dips+ownloss"] + QUEUE_CUT_FEATURES
 #: The columns of a full feature row, in order: Table I, INT, then the flows'.
-ALL_FEATURES = FEATURES + INT_FEATURES + FLOW_FEATURES + FLOW_RESPONSE_FEATURES + DIP_FEATURES + OWN_LOSS_FEATURES
+ALL_FEATURES = FEATURES + INT_FEATURES + FLOW_FEATURES + FLOW_RESPONSE_FEATURES + DIP_FEATURES + OWN_LOSS_FEATURES \
+    + QUEUE_CUT_FEATURES
 
 
 def select_features(X_all: np.ndarray, feature_names) -> np.ndarray:
@@ -125,7 +129,8 @@ def uses_int(feature_names) -> bool:
 
 
 def uses_flows(feature_names) -> bool:
-    return any(n in FLOW_FEATURES + FLOW_RESPONSE_FEATURES + DIP_FEATURES + OWN_LOSS_FEATURES for n in feature_names)
+    return any(n in FLOW_FEATURES + FLOW_RESPONSE_FEATURES + DIP_FEATURES + OWN_LOSS_FEATURES + QUEUE_CUT_FEATURES
+               for n in feature_names)
 
 
 def busy_pps(series: np.ndarray, at_t, window_s: float = 30.0) -> np.ndarray:

@@ -21,7 +21,7 @@ from telemetry.schema import EstimateRecord, encode, estimate_topic
 
 from .capture import PcapTail, SenderObserver, parse_tcp
 from .features import TraceError, features
-from .flow_features import HopFlows, flow_dips, flow_features, flow_response, own_loss_response
+from .flow_features import HopFlows, competitor_features
 from .int_features import busy_pps, int_features, select_features, uses_flows, uses_int
 from .int_series import IntSeries
 from .model import CCAEstimator
@@ -144,8 +144,7 @@ class OnlineEstimator:
                 if self.uses_flows:
                     comp = self.hop_flows.competitors(self.telemetry.bottleneck_node(), self.telemetry.flow_id)
                     busy = busy_pps(series, at)
-                    parts += [flow_features(comp, at, base, busy), flow_response(comp, series, at, base, busy),
-                              flow_dips(comp, at), own_loss_response(comp, at, base)]
+                    parts.append(competitor_features(comp, series, at, base, busy))
                 x = select_features(np.hstack(parts), self.model.feature_names)
         except TraceError:
             return None

@@ -101,14 +101,16 @@ def records(seconds=30.0, drop_every_s=5.0, qdepth=None):
                             np.full(len(t), 2.0)])
 
 
-def competitor(cut: float, seconds=30.0, drop_every_s=5.0):
-    """One competitor per 10 ms that grows linearly and, one RTT after each drop burst,
-    falls to ``cut`` of its rate (Reno 0.5; BBR-like 1: no reaction)."""
+def competitor(cut: float, seconds=30.0, drop_every_s=5.0, answer_after_s=RTT):
+    """One competitor per 10 ms that grows linearly and, ``answer_after_s`` (an RTT) after
+    each drop burst, falls to ``cut`` of its rate (Reno 0.5; BBR-like 1: no reaction): a
+    sawtooth that peaks at each burst."""
     t = np.arange(int(seconds / 0.01)) * 0.01
-    phase = np.maximum((t % drop_every_s) - RTT, 0)
-    before = 200 + 40 * (drop_every_s - RTT)
-    rate = np.where((t % drop_every_s) < RTT, before, cut * before + 40 * phase) if cut < 1 else np.full(len(t), 300.0)
-    rate[:int(RTT / 0.01)] = 200
+    phase = np.maximum((t % drop_every_s) - answer_after_s, 0)
+    before = 40 * (drop_every_s - answer_after_s) / (1 - cut) if cut < 1 else 300.0
+    rate = np.where((t % drop_every_s) < answer_after_s, before, cut * before + 40 * phase) if cut < 1 \
+        else np.full(len(t), 300.0)
+    rate[:int(answer_after_s / 0.01)] = 200
     return (rate * 0.01)[None, :]
 
 
@@ -240,3 +242,45 @@ def test_live_hop_records_give_the_offline_own_loss_figures():
     np.testing.assert_allclose(own_loss_response(live.competitors(1, own), at, RTT), offline, atol=0.02)
     assert offline[1, 1] == pytest.approx(0.5, abs=0.1)
     assert set(own_loss_response(old.competitors(1, own), at, RTT).ravel()) == {-1.0}
+
+
+def test_the_queue_cut_waits_for_the_answer_behind_a_deep_queue():
+    """Behind 0.45 s of queue (RTT 0.5 s against a base RTT of 0.05 s) a flow answers its
+    loss half a second later: ol_cut, over 4 base RTTs, sees no cut at all; ol_qcut, over
+    the RTT of the time, reads Reno's 0.5 and CUBIC's 0.7 apart."""
+    from estimator.flow_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, own_loss_queue_response,
+                                         own_loss_response)
+    at, qdelay_s = [T0 + 29.9], 0.45
+    deep = records(qdepth=np.full(3000, qdelay_s * BUSY * 1500.0))
+
+    def features(cut, lost=own_losses(), series=deep):
+        comp = CompetitorSeries.from_bins(competitor(cut, answer_after_s=RTT + qdelay_s), T0, lost=lost)
+        return {**dict(zip(OWN_LOSS_FEATURES, own_loss_response(comp, at, RTT)[0])),
+                **dict(zip(QUEUE_CUT_FEATURES, own_loss_queue_response(comp, series, at, RTT, BUSY)[0]))}
+    reno, cubic, bbr = features(0.5), features(0.7), features(1.0)
+    assert reno["ol_cut"] > 0.95 and cubic["ol_cut"] > 0.95          # the answer came after its window
+    # (a little above the cut: the rate before is the mean of 2 RTTs of a rising sawtooth)
+    assert reno["ol_qcut"] == pytest.approx(0.5, abs=0.1) and reno["ol_qcut_share"] == 1.0
+    assert cubic["ol_qcut"] == pytest.approx(0.7, abs=0.1) and cubic["ol_qcut_share"] == 1.0
+    assert cubic["ol_qcut"] - reno["ol_qcut"] > 0.15
+    assert bbr["ol_qcut"] == pytest.approx(1.0, abs=0.05) and bbr["ol_qcut_share"] == 0.0
+    # no loss, losses not known: no figure, not "no cut"
+    assert features(0.5, np.zeros((1, 3000)))["ol_qcut"] == -1.0
+    assert features(0.5, None)["ol_qcut"] == features(0.5, None)["ol_qcut_share"] == -1.0
+
+
+def test_live_hop_records_give_the_offline_queue_cut():
+    from estimator.flow_features import own_loss_queue_response
+    c, lost = np.rint(competitor(0.5, answer_after_s=0.3) + 1).astype(int), own_losses().astype(int)
+    own = "00000000000000aa"
+    live = HopFlows()
+    for k in range(c.shape[1]):
+        live.add(HopRecord(node_id=1, ts_ns=int(round((T0 + (k + 1) * 0.01) * 1e9)), queue_depth_bytes=0,
+                           queue_depth_pkts=0, queue_capacity_bytes=0, queue_drops=0, link_losses=0,
+                           data_rate_kbps=0, arrival_rate_pps=0, flow_count=2, interval_ms=10.0,
+                           top_flows=[["00000000000000b1", int(c[0, k]), int(lost[0, k])], [own, 2, 0]]))
+    at, series = np.array([T0 + 12.0, T0 + 29.9]), records(qdepth=np.full(3000, 0.25 * BUSY * 1500.0))
+    offline = own_loss_queue_response(CompetitorSeries.from_bins(c, T0, lost=lost), series, at, RTT, BUSY)
+    np.testing.assert_allclose(own_loss_queue_response(live.competitors(1, own), series, at, RTT, BUSY), offline,
+                               atol=0.02)
+    assert offline[1, 0] < 0.7 and offline[1, 1] == 1.0         # a cut (the +1 packet a bin lifts it)
