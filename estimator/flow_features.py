@@ -325,6 +325,18 @@ def own_loss_cuts(packets, lost, bin_s: float, rtt_s: float, after_rtts: float =
     return cuts
 
 
+def _loss_window(comp: CompetitorSeries, t_mid, at_s: float, bin_s: float):
+    """The own-loss features' window up to ``at_s``: (its start, its bins of ``bin_s``, the
+    competing flows that carried enough of it), or None (under 10 bins, no such flow)."""
+    n = int(min(WINDOW_S, at_s - (comp.t_end[0] - comp.span_s[0])) / bin_s + 1e-6)
+    if n < 10:
+        return None
+    lo = at_s - n * bin_s
+    per_flow = comp.packets[:, (t_mid >= lo) & (t_mid < at_s)].sum(axis=1)
+    flows = np.flatnonzero(per_flow >= max(COMPETITOR_MIN_PACKETS, MIN_FLOW_SHARE * per_flow.sum()))
+    return (lo, n, flows) if len(flows) else None
+
+
 def own_loss_response(comp: CompetitorSeries | None, at_t, base_rtt_s) -> np.ndarray:
     """(len(at_t), len(OWN_LOSS_FEATURES)): the competing flows' losses and their response
     to them (module docstring), over the last 30 s: -1 where their losses are not known
@@ -337,15 +349,9 @@ def own_loss_response(comp: CompetitorSeries | None, at_t, base_rtt_s) -> np.nda
     base = np.broadcast_to(np.asarray(base_rtt_s, dtype=float), at_t.shape)
     t_mid = comp.t_end - comp.span_s / 2
     for i, a in enumerate(at_t):
-        n = int(min(WINDOW_S, a - (comp.t_end[0] - comp.span_s[0])) / OWN_LOSS_BIN_S + 1e-6)
-        if n < 10:
+        if (window := _loss_window(comp, t_mid, a, OWN_LOSS_BIN_S)) is None:
             continue
-        lo = a - n * OWN_LOSS_BIN_S
-        sel = (t_mid >= lo) & (t_mid < a)
-        per_flow = comp.packets[:, sel].sum(axis=1)
-        flows = np.flatnonzero(per_flow >= max(COMPETITOR_MIN_PACKETS, MIN_FLOW_SHARE * per_flow.sum()))
-        if not len(flows):
-            continue
+        lo, n, flows = window
         cuts, events, packets, lost = [], 0, 0.0, 0.0
         for f in flows:
             p = _rebin(t_mid, comp.packets[f], lo, OWN_LOSS_BIN_S, n)
@@ -393,15 +399,9 @@ def own_loss_queue_response(comp: CompetitorSeries | None, series, at_t, base_rt
     busy = np.broadcast_to(np.asarray(busy_pps, dtype=float), at_t.shape)
     t_mid = comp.t_end - comp.span_s / 2
     for i, a in enumerate(at_t):
-        n = int(min(WINDOW_S, a - (comp.t_end[0] - comp.span_s[0])) / QUEUE_CUT_BIN_S + 1e-6)
-        if n < 10:
+        if (window := _loss_window(comp, t_mid, a, QUEUE_CUT_BIN_S)) is None:
             continue
-        lo = a - n * QUEUE_CUT_BIN_S
-        sel = (t_mid >= lo) & (t_mid < a)
-        per_flow = comp.packets[:, sel].sum(axis=1)
-        flows = np.flatnonzero(per_flow >= max(COMPETITOR_MIN_PACKETS, MIN_FLOW_SHARE * per_flow.sum()))
-        if not len(flows):
-            continue
+        lo, n, flows = window
         bin_mid = lo + (np.arange(n) + 0.5) * QUEUE_CUT_BIN_S
         qdelay_s = np.interp(bin_mid, s[:, 0], s[:, 1]) / (max(float(busy[i]), 1.0) * 1500.0)
         rtt_bins = np.maximum(1, np.round(np.maximum(float(base[i]) + qdelay_s, OWN_LOSS_MIN_RTT_S)
