@@ -325,16 +325,21 @@ def own_loss_cuts(packets, lost, bin_s: float, rtt_s: float, after_rtts: float =
     return cuts
 
 
-def _loss_window(comp: CompetitorSeries, t_mid, at_s: float, bin_s: float):
-    """The own-loss features' window up to ``at_s``: (its start, its bins of ``bin_s``, the
-    competing flows that carried enough of it), or None (under 10 bins, no such flow)."""
-    n = int(min(WINDOW_S, at_s - (comp.t_end[0] - comp.span_s[0])) / bin_s + 1e-6)
-    if n < 10:
-        return None
-    lo = at_s - n * bin_s
-    per_flow = comp.packets[:, (t_mid >= lo) & (t_mid < at_s)].sum(axis=1)
-    flows = np.flatnonzero(per_flow >= max(COMPETITOR_MIN_PACKETS, MIN_FLOW_SHARE * per_flow.sum()))
-    return (lo, n, flows) if len(flows) else None
+def _loss_windows(comp: CompetitorSeries, at_t, bin_s: float):
+    """The own-loss features' windows, one per time of ``at_t`` that has one (10 bins of
+    ``bin_s`` at least, a competing flow that carried enough of it): (its index in
+    ``at_t``, its start, its bins, those flows, ``rebin``: a flow's per-interval counts in
+    the window's bins)."""
+    t_mid = comp.t_end - comp.span_s / 2
+    for i, a in enumerate(at_t):
+        n = int(min(WINDOW_S, a - (comp.t_end[0] - comp.span_s[0])) / bin_s + 1e-6)
+        if n < 10:
+            continue
+        lo = a - n * bin_s
+        per_flow = comp.packets[:, (t_mid >= lo) & (t_mid < a)].sum(axis=1)
+        flows = np.flatnonzero(per_flow >= max(COMPETITOR_MIN_PACKETS, MIN_FLOW_SHARE * per_flow.sum()))
+        if len(flows):
+            yield i, lo, n, flows, lambda x, lo=lo, n=n: _rebin(t_mid, x, lo, bin_s, n)
 
 
 def own_loss_response(comp: CompetitorSeries | None, at_t, base_rtt_s) -> np.ndarray:
@@ -347,15 +352,10 @@ def own_loss_response(comp: CompetitorSeries | None, at_t, base_rtt_s) -> np.nda
         return out
     out[:, 0] = out[:, 3] = 0.0
     base = np.broadcast_to(np.asarray(base_rtt_s, dtype=float), at_t.shape)
-    t_mid = comp.t_end - comp.span_s / 2
-    for i, a in enumerate(at_t):
-        if (window := _loss_window(comp, t_mid, a, OWN_LOSS_BIN_S)) is None:
-            continue
-        lo, n, flows = window
+    for i, _, n, flows, rebin in _loss_windows(comp, at_t, OWN_LOSS_BIN_S):
         cuts, events, packets, lost = [], 0, 0.0, 0.0
         for f in flows:
-            p = _rebin(t_mid, comp.packets[f], lo, OWN_LOSS_BIN_S, n)
-            lf = _rebin(t_mid, comp.lost[f], lo, OWN_LOSS_BIN_S, n)
+            p, lf = rebin(comp.packets[f]), rebin(comp.lost[f])
             c = own_loss_cuts(p, lf, OWN_LOSS_BIN_S, float(base[i]))
             cuts += c
             events += len(c)
@@ -397,19 +397,12 @@ def own_loss_queue_response(comp: CompetitorSeries | None, series, at_t, base_rt
         return out
     base = np.broadcast_to(np.asarray(base_rtt_s, dtype=float), at_t.shape)
     busy = np.broadcast_to(np.asarray(busy_pps, dtype=float), at_t.shape)
-    t_mid = comp.t_end - comp.span_s / 2
-    for i, a in enumerate(at_t):
-        if (window := _loss_window(comp, t_mid, a, QUEUE_CUT_BIN_S)) is None:
-            continue
-        lo, n, flows = window
+    for i, lo, n, flows, rebin in _loss_windows(comp, at_t, QUEUE_CUT_BIN_S):
         bin_mid = lo + (np.arange(n) + 0.5) * QUEUE_CUT_BIN_S
         qdelay_s = np.interp(bin_mid, s[:, 0], s[:, 1]) / (max(float(busy[i]), 1.0) * 1500.0)
         rtt_bins = np.maximum(1, np.round(np.maximum(float(base[i]) + qdelay_s, OWN_LOSS_MIN_RTT_S)
                                           / QUEUE_CUT_BIN_S)).astype(int)
-        cuts = []
-        for f in flows:
-            cuts += queue_loss_cuts(_rebin(t_mid, comp.packets[f], lo, QUEUE_CUT_BIN_S, n),
-                                    _rebin(t_mid, comp.lost[f], lo, QUEUE_CUT_BIN_S, n), rtt_bins)
+        cuts = [c for f in flows for c in queue_loss_cuts(rebin(comp.packets[f]), rebin(comp.lost[f]), rtt_bins)]
         if cuts:
             out[i] = [float(np.median(cuts)), float(np.mean(np.asarray(cuts) < OWN_LOSS_CUT_BELOW))]
     return out
