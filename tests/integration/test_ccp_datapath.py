@@ -442,46 +442,61 @@ def test_slow_start_grows_the_window_on_the_ack_that_earns_it_as_the_kernels(tb,
 
 def slow_start_exit(rows) -> tuple[int, str]:
     """The window at which slow start ended (the first ACK after which the window grew
-    less than 10 % in a base RTT: slow start grows it a packet per ACK, ~17 per RTT on
-    this hop, cubic before its first loss 5 % per RTT), or 0 when a loss ended it; and
-    the first 0.3 s of the window as text, for a failure's message."""
+    less than 25 % in two base RTTs: slow start at least doubles it, ~17 segments per RTT
+    on this hop, cubic before its first loss grows it 5 % per RTT), or 0 when a loss ended
+    it; and the first 0.3 s of the window as text, for a failure's message. Two RTTs, not
+    one: ACKs come through the Python node in bursts, and a window that stood still for an
+    RTT between two of them read as slow start's end (19 where the kernel left it at 28)."""
     from experiments.kernel_trace import data_port
     port = data_port(rows)
     ours = [r for r in rows if r["sport"] == port]
     probes = [(float(r["t_s"]), r["cwnd_pkts"], r["srtt_us"]) for r in ours if r["event"] == "tcp_probe"]
     t0 = probes[0][0]                     # (tracefs text: the times are strings)
     window_text = " ".join(f"{t - t0:.3f}:{w}" for t, w, _ in probes if t - t0 < 0.3)
-    look_ahead_s = min(srtt for _, _, srtt in probes) / 1e6
+    look_ahead_s = 2 * min(srtt for _, _, srtt in probes) / 1e6
     for i, (t, w, _) in enumerate(probes):
         later = next((w2 for t2, w2, _ in probes[i:] if t2 >= t + look_ahead_s), None)
         if later is None:
             break
-        if w > 10 and later < 1.1 * w:         # (10: the first round, iperf3's cookie alone)
+        if w > 10 and later < 1.25 * w:        # (10: the first round, iperf3's cookie alone)
             lost = any(r["event"] == "tcp_cong_state_set" and r["ca_state"] in ("recovery", "loss")
                        and float(r["t_s"]) <= t + look_ahead_s for r in ours)
             return (0 if lost else w), window_text
     return 0, window_text
 
 
+def lowest_common_exit(exits: list[int]) -> int:
+    """The smallest window at which at least two of these slow starts ended (within
+    15 %): the round in which the queue first shows. One early exit alone (a delay
+    spike through the Python node) is not it; 0 when no two agree."""
+    ends = sorted(e for e in exits if e)
+    return next((e for i, e in enumerate(ends) if any(abs(o - e) <= 0.15 * e for o in ends[i + 1:])), 0)
+
+
 def test_hystart_ends_slow_start_at_the_kernels_window(tb, dp, agent_factory):
     """HyStart's delay detection per ACK in the datapath (register ss_exit_rtt), as
     tcp_cubic: slow start ends in the round the queue shows, at kernel cubic's window.
     Decided only at the agent's reports it ended a round late, at twice the window.
-    On this hop both kernel cubic and ccp cubic end slow start at ~50 packets or, when
-    the first samples of that round miss the queue, a round later at ~100: a pair that
-    disagrees is tried again (twice), a round-late ccp disagrees every time."""
+    On this hop kernel cubic and ccp cubic alike end slow start at ~45 segments or, about
+    half the time (the first samples of that round miss the queue), a round later at ~90:
+    one pair of flows agrees by chance. So: up to 8 flows of each, and ccp must end at
+    the kernel's lower window (seen at least twice) at least once. A round-late ccp ends at
+    ~90 or ~180, never there; a correct one misses it 8 times in ~1 run of 250."""
     agent_factory("cubic")
-    pairs = []
-    for attempt in range(3):
-        kernel = slow_start_exit(traced_lossy_ccp_flow(tb, port=5217 + 2 * attempt, seconds=1,
-                                                       loss_pct=0, cca="cubic")[0])
-        ccp = slow_start_exit(traced_lossy_ccp_flow(tb, port=5218 + 2 * attempt, seconds=1, loss_pct=0)[0])
-        pairs.append((kernel, ccp))
-        if kernel[0] and 0.75 * kernel[0] <= ccp[0] <= 1.35 * kernel[0]:
+    kernel, ccp = [], []
+    for attempt in range(8):
+        kernel.append(slow_start_exit(traced_lossy_ccp_flow(tb, port=5217 + 2 * attempt, seconds=1,
+                                                            loss_pct=0, cca="cubic")[0]))
+        ccp.append(slow_start_exit(traced_lossy_ccp_flow(tb, port=5218 + 2 * attempt, seconds=1,
+                                                         loss_pct=0)[0]))
+        lowest = lowest_common_exit([w for w, _ in kernel])
+        # (the kernel's lower window is known once a higher one was seen too, or at the end)
+        known = lowest and (any(w > 1.5 * lowest for w, _ in kernel) or attempt == 7)
+        if known and any(0.75 * lowest <= w <= 1.35 * lowest for w, _ in ccp):
             return
     pytest.fail("slow start's end, (kernel, ccp) windows (0: a loss ended it): "
-                f"{[(k[0], c[0]) for k, c in pairs]}; last pair's windows:\nkernel {pairs[-1][0][1]}\n"
-                f"ccp {pairs[-1][1][1]}")
+                f"{[(k[0], c[0]) for k, c in zip(kernel, ccp)]}; the kernel's lowest (twice): {lowest}; "
+                f"last pair's windows:\nkernel {kernel[-1][1]}\nccp {ccp[-1][1]}")
 
 
 def test_a_restarted_datapath_takes_back_the_flows_of_the_one_that_died(tb, dp, agent_factory):
