@@ -82,6 +82,35 @@ def goodput_mbps(out):
     return out["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
+def per_second_mbps(out) -> list[float]:
+    return [round(iv["sum"]["bits_per_second"] / 1e6, 1) for iv in out["intervals"]]
+
+
+def link_goodput_mbps(out, rate_mbps: float) -> float:
+    """The goodput a link of ``rate_mbps`` carries: MSS payload bytes per frame of MSS + 86
+    (Ethernet, IPv6, TCP with timestamps) + the INT headers."""
+    mss = out["start"]["tcp_mss_default"]
+    return rate_mbps * mss / (mss + 86 + INT_BYTES)
+
+
+def goodput_at_least(floor_mbps, run, attempts: int = 2):
+    """``run()``'s iperf3 result where its goodput passed the floor (Mbit/s, or a function
+    of the result giving it), else a failure naming every attempt's goodput per second.
+    A second attempt because the 10 Mbit/s hop runs through two Python nodes sharing the
+    host's two CPUs: in 2 module runs of 5 here a flow met a slow spell (vegas, delay-based,
+    reads its jitter as queueing: 4.3 and 6.3 Mbit/s where the runs around gave 8.2-8.9 and
+    8.7 alone; reno 6.8 of its floor 7.6 in the same run): an algorithm that cannot fill the
+    link fails both attempts."""
+    seen = []
+    for _ in range(attempts):
+        out = run()
+        floor = floor_mbps(out) if callable(floor_mbps) else floor_mbps
+        if goodput_mbps(out) > floor:
+            return out
+        seen.append((round(goodput_mbps(out), 2), per_second_mbps(out)))
+    pytest.fail(f"goodput (Mbit/s, then per second) under {floor:.2f} in every attempt: {seen}")
+
+
 def test_const_cwnd_gives_cwnd_over_rtt(tb, dp, agent_factory):
     """Goodput = cwnd / RTT, with the flow's own mean RTT: on a shared 2-core machine the
     Python node's queueing can add milliseconds over an idle ping."""
@@ -158,18 +187,20 @@ def test_reno_saws_and_fills_a_10_mbit_link(tb, dp, agent_factory, tmp_path):
     set_distance(tb, 1)     # every cut from the queue: a channel error halved Reno mid-climb (flaked)
     trace = tmp_path / "reno.csv"
     agent_factory("reno", "--trace", str(trace))
+    ports = iter(range(5201, 5300, 30))
     try:
-        out = iperf3(tb, "sta1", "sta2", seconds=18, extra=["-C", "ccp", "-O", "2"])
+        out = goodput_at_least(lambda out: 0.9 * link_goodput_mbps(out, 10),
+                               lambda: iperf3(tb, "sta1", "sta2", seconds=18, port=next(ports),
+                                              extra=["-C", "ccp", "-O", "2"]))
     finally:
         set_rate(tb, 100)
         set_distance(tb, 10)
-    gp = goodput_mbps(out)
-    # MSS payload bytes per frame of MSS + 86 (Ethernet, IPv6, TCP with timestamps) + the INT headers
-    mss = out["start"]["tcp_mss_default"]
-    link_goodput = 10 * mss / (mss + 86 + INT_BYTES)
-    assert gp >= 0.9 * link_goodput, (gp, link_goodput)
-    rows = [r for r in csv.DictReader(open(trace)) if r["event"] in ("report", "loss", "timeout", "recovery")]
-    sender = max({r["sid"] for r in rows}, key=lambda s: sum(1 for r in rows if r["sid"] == s))
+    port = str(out["start"]["connected"][0]["remote_port"])
+    rows = list(csv.DictReader(open(trace)))
+    # the data connection of the attempt that passed (iperf3's control one has few reports)
+    sids = {r["sid"] for r in rows if r["event"] == "start" and r["dst_port"] == port}
+    rows = [r for r in rows if r["event"] in ("report", "loss", "timeout", "recovery") and r["sid"] in sids]
+    sender = max(sids, key=lambda s: sum(1 for r in rows if r["sid"] == s))
     rows = [r for r in rows if r["sid"] == sender]
     # A sawtooth: loss episodes (halvings with no growth between them) separated
     # by additive increase; each halving cuts cwnd to about half.
@@ -249,10 +280,12 @@ def test_vegas_agent_controls_a_flow(tb, dp, agent_factory):
     set_rate(tb, 10)
     agent_factory("vegas")
     # its linear ramp to the link's window takes ~1-2 s here (6.97 Mbit/s once with -O 1 in a busy suite)
-    out = iperf3(tb, "sta1", "sta2", seconds=7, extra=["-C", "ccp", "-O", "2"], port=5204)
-    set_rate(tb, 100)
     # delay-based: it keeps a few packets queued, so it fills the 10 Mbit/s link without losses
-    assert goodput_mbps(out) > 7, goodput_mbps(out)
+    try:
+        goodput_at_least(7, lambda: iperf3(tb, "sta1", "sta2", seconds=7, extra=["-C", "ccp", "-O", "2"],
+                                           port=5204))
+    finally:
+        set_rate(tb, 100)
     assert dp.stats()["daemon"]["cmds_written"] > 0
 
 
@@ -265,9 +298,11 @@ def test_bbr_fills_the_link_and_the_kernel_measures_its_ack_aggregation(tb, dp, 
     set_rate(tb, 10)
     trace = tmp_path / "bbr.csv"
     agent_factory("bbr", "--trace", str(trace))
-    out = iperf3(tb, "sta1", "sta2", seconds=6, extra=["-C", "ccp", "-O", "2"], port=5206)
-    set_rate(tb, 100)
-    assert goodput_mbps(out) > 7, goodput_mbps(out)
+    try:
+        goodput_at_least(7, lambda: iperf3(tb, "sta1", "sta2", seconds=6, extra=["-C", "ccp", "-O", "2"],
+                                           port=5206))
+    finally:
+        set_rate(tb, 100)
     reasons = [r["reason"] for r in csv.DictReader(open(trace)) if r["event"] == "report"]
     aggregation = [int(m[1]) for m in (re.search(r"aggregation (\d+)", why) for why in reasons) if m]
     assert aggregation and max(aggregation) > 0, reasons[-5:]
