@@ -128,7 +128,9 @@ def stack(runs):
     X = np.vstack([r.X for r in runs])
     y = np.concatenate([[r.competitor_cca] * len(r.X) for r in runs])
     local = np.concatenate([[r.local_cca] * len(r.X) for r in runs])
-    groups = np.concatenate([[r.index] * len(r.X) for r in runs])
+    # a run's identity is (seed, index): by index alone, runs of combined collections that
+    # share an index were one experiment to the grid search's folds and the model's counts
+    groups = np.concatenate([[f"{r.key[0]}:{r.index}"] * len(r.X) for r in runs])
     return X, y, local, groups
 
 

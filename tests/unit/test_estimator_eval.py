@@ -83,6 +83,9 @@ def test_collections_of_different_seeds_combine_and_one_seed_twice_is_refused(tm
     assert len(runs) == 32 and len({tuple(r.key) for r in runs}) == 32
     with pytest.raises(TraceError, match="seed 7, index 0.*twice"):
         load_dataset([a, fake_dataset(tmp_path / "c", runs=4)])
+    # each run is its own experiment to the model (its counts, the grid search's folds)
+    model = train(runs, {"n_estimators": [5], "max_depth": [3]}, shared=True)
+    assert sum(m["experiments"] for m in model.training_.values()) == 32
 
 
 def test_a_run_names_its_parts(tmp_path):
