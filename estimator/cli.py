@@ -8,6 +8,9 @@ import click
 
 from telemetry.schema import CCA_LABELS
 
+# the forest `cv` measures by default, and `train --grid cv` ships
+CV_FOREST = {"n_estimators": [200], "max_depth": [20]}
+
 #: int_features.FEATURE_SETS' names (not imported here: numpy at every CLI start)
 FEATURE_SET_NAMES = ["table1", "table1+int", "table1+int+dynamics", "table1+int+flows", "table1+int+flows+response",
                      "table1+int+flows+response+dips", "table1+int+flows+response+dips+ownloss",
@@ -118,7 +121,7 @@ def train_cmd(data_dir, model_path, grid, seed, feature_set, forest, test_fracti
     from .model import ModelError, PAPER_GRID
     grids = {"paper": PAPER_GRID, "small": {"n_estimators": [50, 200], "max_depth": [5, 15, 30]},
              "compact": {"n_estimators": [50], "max_depth": [15, 30]},
-             "cv": {"n_estimators": [200], "max_depth": [20]}}
+             "cv": CV_FOREST}
     try:
         runs = load_dataset(data_dir, feature_set)
         tr, te = split(runs, test_fraction, seed=seed)
@@ -171,8 +174,8 @@ def curve_cmd(data_dir, seed, feature_set, forest, fractions):
 @click.option("--features", "feature_set", type=click.Choice(FEATURE_SET_NAMES),
               default="table1+int", show_default=True)
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="shared", show_default=True)
-@click.option("--trees", type=click.IntRange(min=1), default=200, show_default=True)
-@click.option("--depth", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--trees", type=click.IntRange(min=1), default=CV_FOREST["n_estimators"][0], show_default=True)
+@click.option("--depth", type=click.IntRange(min=1), default=CV_FOREST["max_depth"][0], show_default=True)
 @click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="also write the tables to FILE as JSON")
 @click.option("--shuffle-labels", is_flag=True,

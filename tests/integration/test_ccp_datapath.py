@@ -82,10 +82,6 @@ def goodput_mbps(out):
     return out["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
-def per_second_mbps(out) -> list[float]:
-    return [round(iv["sum"]["bits_per_second"] / 1e6, 1) for iv in out["intervals"]]
-
-
 def link_goodput_mbps(out, rate_mbps: float) -> float:
     """The goodput a link of ``rate_mbps`` carries: MSS payload bytes per frame of MSS + 86
     (Ethernet, IPv6, TCP with timestamps) + the INT headers."""
@@ -107,7 +103,8 @@ def goodput_at_least(floor_mbps, run, attempts: int = 2):
         floor = floor_mbps(out) if callable(floor_mbps) else floor_mbps
         if goodput_mbps(out) > floor:
             return out
-        seen.append((round(goodput_mbps(out), 2), per_second_mbps(out)))
+        seen.append((round(goodput_mbps(out), 2), [round(iv["sum"]["bits_per_second"] / 1e6, 1)
+                                                   for iv in out["intervals"]]))
     pytest.fail(f"goodput (Mbit/s, then per second) under {floor:.2f} in every attempt: {seen}")
 
 
