@@ -124,7 +124,11 @@ struct Daemon {
     applied: Rc<AppliedLog>,
     /// flows.json, stats.json and the applied log, written off this loop
     files: Rc<FileWriter>,
+    /// bound at NAME: report requests (from anyone), and the agent before a session
     sock: Rc<UnixDatagram>,
+    /// bound at NAME.agent and connected to the agent at each session's start: the session's
+    /// messages both ways (a connected socket receives from its peer alone)
+    agent_sock: Rc<UnixDatagram>,
     agent_path: PathBuf,
     /// the agent_present() probe
     probe: UnixDatagram,
@@ -179,10 +183,12 @@ impl Daemon {
         }
     }
 
-    fn drain_ipc(&mut self) {
+    /// Everything one of the IPC sockets holds: ``sock`` or (``from_agent_sock``) ``agent_sock``.
+    fn drain_ipc(&mut self, from_agent_sock: bool) {
+        let sock = if from_agent_sock { self.agent_sock.clone() } else { self.sock.clone() };
         let buf = &mut self.ipc_buf;
         loop {
-            match self.sock.recv_from(buf) {
+            match sock.recv_from(buf) {
                 Ok((n, from)) => {
                     // a report now, from whoever has news for the agent (its estimator)
                     if let Some(ccp_sid) = agent::parse_report_request(&buf[..n]) {
@@ -191,7 +197,7 @@ impl Daemon {
                         continue;
                     }
                     // only the agent may command flows
-                    if from.as_pathname() != Some(self.agent_path.as_path()) {
+                    if !from_agent_sock && from.as_pathname() != Some(self.agent_path.as_path()) {
                         bump(&self.counters.ipc_not_from_agent);
                         continue;
                     }
@@ -253,11 +259,15 @@ impl Daemon {
     }
 
     fn start_session(&mut self) {
+        // connected, the session's sends resolve no path; portus answers to this socket
+        if let Err(e) = self.agent_sock.connect(&self.agent_path) {
+            eprintln!("intcc-datapath: cannot connect to the agent at {}: {e}", self.agent_path.display());
+            return;
+        }
         self.epoch += 1;
         self.maps.clear_ctl();
         match Session::start(
-            self.sock.clone(),
-            self.agent_path.clone(),
+            self.agent_sock.clone(),
             self.maps.clone(),
             self.counters.clone(),
             self.applied.clone(),
@@ -379,6 +389,9 @@ fn run(args: Args) -> Result<(), String> {
     }
     raise_dgram_qlen();
     let sock = bind_ipc(&args.name).map_err(|e| format!("cannot bind {IPC_DIR}/{}: {e}", args.name))?;
+    let agent_sock_name = format!("{}.agent", args.name);
+    let agent_sock =
+        bind_ipc(&agent_sock_name).map_err(|e| format!("cannot bind {IPC_DIR}/{agent_sock_name}: {e}"))?;
     let applied_file = match &args.applied_log {
         Some(p) => Some(std::fs::File::create(p).map_err(|e| format!("applied log {}: {e}", p.display()))?),
         None => None,
@@ -386,8 +399,9 @@ fn run(args: Args) -> Result<(), String> {
     let files = Rc::new(FileWriter::start(applied_file).map_err(|e| format!("file writer thread: {e}"))?);
     let applied = AppliedLog::new(args.applied_log.is_some().then(|| files.clone()));
     let agent_path = Path::new(IPC_DIR).join(&args.agent);
-    let sock_fd = sock.as_raw_fd();
+    let sock_fds = [sock.as_raw_fd(), agent_sock.as_raw_fd()];
     let socket_path = Path::new(IPC_DIR).join(&args.name);
+    let agent_socket_path = Path::new(IPC_DIR).join(&agent_sock_name);
     let state_dir = args.state_dir.clone();
     let heartbeat = Duration::from_millis(args.heartbeat_ms.max(1));
     // The contract an agent reads before it starts (ccp_algs.contract.read_datapath_contract).
@@ -408,6 +422,7 @@ fn run(args: Args) -> Result<(), String> {
         applied: Rc::new(applied),
         files, // from here on only under the lock: no Rc of the daemon's stays outside it
         sock: Rc::new(sock),
+        agent_sock: Rc::new(agent_sock),
         agent_path,
         probe: UnixDatagram::unbound().map_err(|e| format!("agent probe socket: {e}"))?,
         ipc_buf: vec![0u8; 65536].into_boxed_slice(),
@@ -433,7 +448,7 @@ fn run(args: Args) -> Result<(), String> {
     .map_err(|e| format!("ring buffer: {e}"))?;
     let ring = rb.build().map_err(|e| format!("ring buffer: {e}"))?;
     let epoll = Epoll::new(&[ring.epoll_fd()]).map_err(|e| format!("epoll: {e}"))?;
-    command_work.send((daemon.clone(), sock_fd)).map_err(|_| "command thread gone".to_string())?;
+    command_work.send((daemon.clone(), sock_fds)).map_err(|_| "command thread gone".to_string())?;
 
     // This thread: the kernel's events (reports to the agent, flows) and the heartbeat.
     let mut next_tick = Instant::now() + heartbeat;
@@ -465,6 +480,7 @@ fn run(args: Args) -> Result<(), String> {
     drop(loaded); // the struct_ops link: 'ccp' is unregistered here
     bpf::unpin_all(); // an orderly stop leaves no BPF object behind (a crash leaves them to adopt)
     let _ = std::fs::remove_file(&socket_path);
+    let _ = std::fs::remove_file(&agent_socket_path);
     let _ = std::fs::remove_file(state_dir.join("flows.json"));
     let _ = std::fs::remove_file(state_dir.join("contract.json"));
     eprintln!("intcc-datapath: stopped; 'ccp' unregistered");
@@ -472,7 +488,7 @@ fn run(args: Args) -> Result<(), String> {
 }
 
 /// What the command thread needs once the daemon is up.
-type CommandWork = (Arc<PiMutex<Daemon>>, i32);
+type CommandWork = (Arc<PiMutex<Daemon>>, [i32; 2]);
 
 /// The agent's commands, on a thread of their own (real-time unless `rt_priority` is 0):
 /// each is written to the kernel's maps as soon as it arrives, whatever the report thread
@@ -500,15 +516,23 @@ fn spawn_command_thread(
             };
             let refused = policy.is_err();
             let _ = ready_tx.send(policy);
-            let (daemon, sock_fd) = match work.recv() {
+            let (daemon, sock_fds) = match work.recv() {
                 Ok(w) if !refused => w,
                 _ => return,
             };
-            let mut pfd = libc::pollfd { fd: sock_fd, events: libc::POLLIN, revents: 0 };
+            let mut pfds = sock_fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
             while !stop.load(Ordering::Relaxed) {
-                // SAFETY: one valid pollfd. The timeout only bounds how late a stop is seen.
-                unsafe { libc::poll(&mut pfd, 1, 100) };
-                daemon.lock().drain_ipc();
+                // SAFETY: two valid pollfds. The timeout only bounds how late a stop is seen.
+                unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
+                let ready = pfds.map(|p| p.revents != 0);
+                if ready[0] || ready[1] {
+                    let mut d = daemon.lock();
+                    for (i, r) in ready.iter().enumerate() {
+                        if *r {
+                            d.drain_ipc(i == 1);
+                        }
+                    }
+                }
             }
         })
         .map_err(|e| format!("command thread: {e}"))?;

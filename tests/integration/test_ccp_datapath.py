@@ -37,6 +37,7 @@ def dp(tmp_path_factory):
     assert rc == 0, open(d.log_path).read()[-2000:]
     assert not ccp_registered(), "SIGTERM must unregister 'ccp'"
     assert not os.path.exists("/tmp/ccp/intcc-datapath")
+    assert not os.path.exists("/tmp/ccp/intcc-datapath.agent")
 
 
 @pytest.fixture(scope="module")
