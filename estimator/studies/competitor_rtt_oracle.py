@@ -23,13 +23,12 @@ import json
 
 import numpy as np
 
-from estimator.dataset import load_raw, load_run, run_paths
+from estimator.dataset import COMPETITOR_SETTLE_S, load_raw, load_run, run_paths
 from estimator.evaluate import fold_of, load_dataset, predictions, stack, tables
 from estimator.flow_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, CompetitorSeries,
                                      own_loss_queue_response, own_loss_response)
 from estimator.int_features import FEATURE_SETS, busy_pps
 from estimator.model import CCAEstimator
-from estimator.dataset import COMPETITOR_SETTLE_S
 
 FEATURE_SET = "table1+int+flows+response+dips+ownloss+qcut"
 VARIANTS = ("baseline", "oracle_cut", "oracle_cut_add", "rtt_factor")

@@ -4,10 +4,8 @@ agent's CPU and the throughput, each build's rounds paired with the other's.
     python -m tests.perf.ab_datapath OLD_BINARY NEW_BINARY [--rounds 6]
 
 Each round runs ``bench_datapath.ccp_round`` (a fresh daemon and reno agent, 6 s of iperf3
--C ccp) under each binary, the order alternating. CPU time is read from the threads'
-schedstat (ns), not the jiffies ``bench_datapath`` reads: those move in steps of 0.0017
-cores over 6 s, as large as the differences a daemon change makes. Not part of ``make
-bench`` (it needs two builds); keep the old binary before rebuilding:
+-C ccp) under each binary, the order alternating. Not part of ``make bench`` (it needs two
+builds); keep the old binary before rebuilding:
 ``cp datapath/build/intcc-datapath /tmp/old``.
 """
 from __future__ import annotations
@@ -16,43 +14,15 @@ import argparse
 import os
 import statistics
 import tempfile
-import time
 
 from experiments.compare import ratio_ci
 from tests.perf import bench_datapath
 
 
-def cpu_ns(pid: int) -> int:
-    """CPU time of all the process's threads so far (ns)."""
-    total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except FileNotFoundError:
-            pass     # a thread that ended
-    return total
-
-
-def timed_iperf(iperf):
-    def run(cca, pids=()):
-        cpu0, t0 = [cpu_ns(p) for p in pids], time.monotonic()
-        r = iperf(cca, pids)
-        wall_s = time.monotonic() - t0
-        r["cpu_cores"] = [(cpu_ns(p) - c) / 1e9 / wall_s for p, c in zip(pids, cpu0)]
-        return r
-    return run
-
-
 def one_round(binary: str, tmp: str) -> dict:
     os.environ["INTCC_DATAPATH_BIN"] = binary
-    plain = bench_datapath.iperf
-    bench_datapath.iperf = timed_iperf(plain)
-    try:
-        run, _ = bench_datapath.ccp_round(tmp)
-    finally:
-        bench_datapath.iperf = plain
-    return {"gbps": run["gbps"], "daemon_cores": run["cpu_cores"][0], "agent_cores": run["cpu_cores"][1],
+    run, _ = bench_datapath.ccp_round(tmp)
+    return {"gbps": run["gbps"], "daemon_cores": run["process_cores"][0], "agent_cores": run["process_cores"][1],
             "daemon_wakeups_per_s": run["process_wakeups_per_s"][0], "retransmits": run["retransmits"]}
 
 

@@ -56,8 +56,17 @@ def busy_jiffies():
 
 
 def proc_cpu_s(pid: int) -> float:
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of all the process's threads so far, from their schedstat (ns): utime and
+    stime move in jiffies, steps of 0.0017 cores over a 6 s run, as large as what a daemon
+    change moves."""
+    total_ns = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total_ns += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass     # a thread that ended
+    return total_ns / 1e9
 
 
 def proc_wakeups(pid: int) -> int:
