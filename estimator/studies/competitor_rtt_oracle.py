@@ -29,6 +29,7 @@ from estimator.flow_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, Comp
                                      own_loss_queue_response, own_loss_response)
 from estimator.int_features import FEATURE_SETS, busy_pps
 from estimator.model import CCAEstimator
+from estimator.studies import paired
 
 FEATURE_SET = "table1+int+flows+response+dips+ownloss+qcut"
 VARIANTS = ("baseline", "oracle_cut", "oracle_cut_add", "rtt_factor")
@@ -79,13 +80,6 @@ def cross_validated(runs, fold) -> tuple[dict, dict]:
         preds += predictions(model, [r for r, f in zip(runs, fold) if f == k])
     per_run = {(int(m["seed"]), int(m["index"])): float(np.mean(p == m["cca2"])) for m, _, p in preds}
     return tables(preds), per_run
-
-
-def paired(a: dict, b: dict, seed: int = 0) -> dict:
-    d = np.array([b[k] - a[k] for k in sorted(a)])
-    boot = np.random.default_rng(seed).choice(d, (5000, len(d))).mean(axis=1)
-    return {"mean": float(d.mean()), "ci95": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
-            "better_runs": int((d > 0).sum()), "worse_runs": int((d < 0).sum())}
 
 
 RTT_BANDS = ((0.0, 1.0), (1.0, 2.0), (2.0, 4.01))

@@ -23,7 +23,7 @@ from estimator.cli import CV_FOREST
 from estimator.evaluate import load_dataset, not_trained_on, predictions, tables, train
 from estimator.int_features import feature_set_of
 from estimator.model import CCAEstimator
-from estimator.studies.competitor_rtt_oracle import paired
+from estimator.studies import paired
 
 FEATURE_SET = "table1+int+flows+response+dips+ownloss+qcut"
 
