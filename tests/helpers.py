@@ -1,6 +1,8 @@
 """Builders shared by the tests: frames, routers on an idle event loop."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import struct
 
 from int_node.eventloop import EventLoop
@@ -19,6 +21,19 @@ def ipv6_frame(payload_len: int = 100, nh: int = 6, src: int = 1, dst: int = 2, 
     ip6 = struct.pack("!IHBB", 6 << 28, len(l4), nh, hlim) + (b"\x20\x01\x0d\xb8" + bytes(11) + bytes((src,))) \
         + (b"\x20\x01\x0d\xb8" + bytes(11) + bytes((dst,)))
     return bytearray(dst_mac + MAC_B + b"\x86\xdd" + ip6 + l4)
+
+
+@contextlib.contextmanager
+def heap_frozen():
+    """What the node does after configuring (int_node/node.py): keep the objects
+    already alive out of GC scans, here pytest's, whose full collections take
+    ~35 ms and would otherwise land inside a timed event-loop run."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def router(config: str) -> Router:

@@ -30,13 +30,16 @@ class LinkShaper(Element):
     Pull input, push output. Timer lateness is absorbed up to ``catchup``
     (back-to-back packets keep the nominal rate); packets due within 50 us go
     out in the same wakeup, so high rates do not need a timer per packet.
+    ``late_us_max``: the most a packet left after its last bit was due;
+    ``behind_us_total``: link time given up because the node woke more than
+    ``catchup`` late with packets waiting (the link ran below ``rate`` by that much).
     """
     input_kind = PULL
     output_kind = PUSH
     ARGS = (Arg("rate", _positive_rate), Arg("overhead_bytes", parse_nonneg_int, 0),
             Arg("catchup", parse_time_ns, 2_000_000))
     write_handlers = {"rate": _positive_rate}
-    counter_names = ("packets", "bytes")
+    counter_names = ("packets", "bytes", "late_us_max", "behind_us_total")
     _BATCH_NS = 50_000
 
     def initialize(self):
@@ -77,12 +80,20 @@ class LinkShaper(Element):
             start_ns = self.busy_until_ns
 
     def _on_timer(self):
+        now = time.monotonic_ns()
         pkt, self._inflight = self._inflight, None
         if pkt is not None:
+            late_us = (now - self.busy_until_ns) // 1000
+            if late_us > self.late_us_max:
+                self.late_us_max = late_us
             out = self._out[0]
             out[0].push(out[1], pkt)
-        now = time.monotonic_ns()
-        self._start(max(self.busy_until_ns, now - self.catchup), now)
+        due_ns = self.busy_until_ns
+        sent_before = self.packets
+        start_ns = max(due_ns, now - self.catchup)
+        self._start(start_ns, now)
+        if start_ns > due_ns and self.packets > sent_before:
+            self.behind_us_total += (start_ns - due_ns) // 1000
 
 
 @register
