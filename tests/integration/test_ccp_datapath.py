@@ -270,8 +270,11 @@ def test_fifty_concurrent_flows_none_stalls(tb, dp, agent_factory):
     starved = {port: got for port, got in streams.items() if got < 0.1 * fair}
     no_timeout = {port: got for port, got in starved.items() if sockets.rtos[port] < 1}
     assert not no_timeout, (no_timeout, {p: (sockets.rtos[p], sockets.longest_silence_s[p]) for p in starved}, fair)
-    # 50 slow starts into a 100-packet buffer lose heavily at first: no tight floor on the sum
-    assert goodput_mbps(out) > 20, goodput_mbps(out)
+    # 50 slow starts into a 100-packet buffer lose heavily at first, and the CPU-bound node
+    # forwards what the host lets it (4.3 and 17.6 Mbit/s seen in busy suites): the floor on
+    # the sum is relative to the kernel's own reno with 50 flows, measured right after
+    native = iperf3(tb, "sta1", "sta2", seconds=8, extra=["-C", "reno", "-P", "50"], port=5203)
+    assert goodput_mbps(out) > 0.5 * goodput_mbps(native), (goodput_mbps(out), goodput_mbps(native))
 
 
 def test_vegas_agent_controls_a_flow(tb, dp, agent_factory):
