@@ -60,6 +60,21 @@ def link_loss_counts(tb: Testbed) -> tuple[int, int, int]:
     return passed, lost, configured
 
 
+def emulation_lag_counts(tb: Testbed) -> tuple[int, int, int]:
+    """(link time the shapers gave up to late wake-ups, us; delay lateness summed, us;
+    packets the delays held): how far a busy host made the emulated links fall behind
+    what they were configured to be (LinkShaper behind_us_total, Delay late_us_total)."""
+    behind = late = held = 0
+    for node in tb.node_names:
+        for c in tb.counters(node).values():
+            if "behind_us_total" in c:
+                behind += c["behind_us_total"]
+            elif "late_us_total" in c:
+                late += c["late_us_total"]
+                held += c.get("packets", 0)
+    return behind, late, held
+
+
 def configured_loss_pct(tb: Testbed) -> float | None:
     """The loss the topology configures on its lossy links, None if they differ (or none)."""
     losses = {l.loss_pct for l in (tb.topo.links if tb.topo else []) if l.may_lose}
@@ -77,6 +92,23 @@ def check_loss(rec: dict, configured: float | None) -> str | None:
     if off:
         return (f"measured loss {rec['measured_configured_loss_pct']:.2f} % is off the configured "
                 f"{configured:g} % by more than {tol:.2f} points (flagged: loss_off)")
+    return None
+
+
+#: link time the shapers may give up to a busy host before a run is flagged (of its length)
+EMULATION_BEHIND_MAX = 0.01
+
+
+def check_emulation(rec: dict) -> str | None:
+    """Flag a run whose emulated links fell behind their rate (emulation_off): the host's
+    CPUs did not keep up with the nodes, so the network was not the configured one."""
+    behind_ms = rec.get("emulation_behind_ms")
+    if behind_ms is None or not rec.get("seconds"):
+        return None
+    rec["emulation_off"] = off = behind_ms > EMULATION_BEHIND_MAX * rec["seconds"] * 1e3
+    if off:
+        return (f"the emulated links fell behind their rate by {behind_ms:.0f} ms over the run's "
+                f"{rec['seconds']:g} s: the host was too busy for its nodes (flagged: emulation_off)")
     return None
 
 

@@ -36,7 +36,8 @@ from . import fairness_report
 from .agent_trace import split_agent_trace
 from .fairness import goodput_difference
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
-from .linkctl import check_loss, configured_loss_pct, link_loss_counts, run_seed, seed_losses, set_loss
+from .linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, link_loss_counts,
+                      run_seed, seed_losses, set_loss)
 from .metrics import jain, mean_queue_delay_ms, slow_start_exit_s, switches, time_to_plateau_s, verdict_scores
 from .plots import plot_overlay, plot_series, plot_summary
 from .scenario import KERNEL_CCAS, Algorithm, Scenario
@@ -242,9 +243,10 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                     rec["competitor_delay_s"] = alg.competitor_delay_s
                 if key != "none":
                     rec[key] = value
-                warning = check_loss(rec, value if key == "loss_pct" else configured_loss_pct(beds[0]))
-                if warning:
-                    echo(f"WARNING {name}: {warning}")
+                for warning in (check_loss(rec, value if key == "loss_pct" else configured_loss_pct(beds[0])),
+                                check_emulation(rec)):
+                    if warning:
+                        echo(f"WARNING {name}: {warning}")
                 records.append(rec)
                 done = len(records) + len(failed)
                 eta = (time.monotonic() - t_start) / done * (n_runs - done)
@@ -340,6 +342,7 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     tb, port = spec.testbed, spec.port
     client, server = sc.flows["main"]
     before = link_loss_counts(tb)
+    lag_before = emulation_lag_counts(tb)
     tcp_before = tcp_counters(tb, client)
     sinks = {n: info["int_log"] for n, info in tb.state["nodes"].items() if info.get("int_log")}
     log_offsets = {n: os.path.getsize(p) if os.path.exists(p) else 0 for n, p in sinks.items()}
@@ -371,6 +374,10 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
             except Exception as e:     # reported with the run
                 comp["error"] = str(e)
     after = link_loss_counts(tb)
+    behind_us, late_us, held = (a - b for a, b in zip(emulation_lag_counts(tb), lag_before))
+    # how faithful the emulation was: a host too busy for its links makes every figure suspect
+    extra["emulation_behind_ms"] = behind_us / 1e3
+    extra["delay_late_us_mean"] = late_us / held if held else None
     tcp_after = tcp_counters(tb, client)
     rates = [l.rate_mbps for l in (tb.topo.links if tb.topo else []) if l.rate_mbps]
     delays = [mean_queue_delay_ms(p, log_offsets[n], tb.addr(client), port, min(rates))

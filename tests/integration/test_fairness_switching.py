@@ -23,6 +23,8 @@ def test_the_quick_fairness_scenario_gives_d_harm_and_plots(tmp_path):
         assert -1 <= r["goodput_difference"] <= 1 and r["abs_goodput_difference"] == abs(r["goodput_difference"])
         assert r["goodput_mbps"] > 0 and r["competitor_goodput_mbps"] > 0, r["run"]      # both flows ran
         assert 0 < r["jain_mean"] <= 1
+        # the emulation's own fidelity: link time the shapers lost to late wake-ups, delays' lateness
+        assert r["emulation_behind_ms"] >= 0 and r["delay_late_us_mean"] >= 0 and "emulation_off" in r
         assert 1 <= r["params"]["bottleneck_mbps"] <= 10 and 1 <= r["params"]["buffer_bdp"] <= 100
     networks = {c: {json.dumps(r["params"]) for r in records if r["competitor"] == c} for c in ("bbr", "vegas")}
     assert all(len(n) == 1 for n in networks.values())                 # one repeat: one network per competitor,

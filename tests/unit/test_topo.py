@@ -138,3 +138,12 @@ def test_a_testbeds_node_ids_can_be_shifted_apart():
     assert [n["node_id"] for n in topo.nodes.values()] == [1, 2]
     assert [n["node_id"] for n in shifted.nodes.values()] == [201, 202]
     assert shifted.links == topo.links and shifted.nodes["sw1"]["int"] == topo.nodes["sw1"]["int"]
+
+
+def test_a_run_whose_links_fell_behind_is_flagged():
+    from experiments.linkctl import check_emulation
+    rec = {"seconds": 60, "emulation_behind_ms": 599.0}      # under 1 % of the run: faithful
+    assert check_emulation(rec) is None and rec["emulation_off"] is False
+    rec = {"seconds": 60, "emulation_behind_ms": 601.0}
+    assert "fell behind their rate by 601 ms" in check_emulation(rec) and rec["emulation_off"]
+    assert check_emulation({"seconds": 60}) is None                       # a record from before the counter
