@@ -59,6 +59,31 @@ class SenderTrace:
         return self
 
 
+#: rows an EWMA remembers to below float rounding: (7/8)^300 (sRTT) and 0.9^400 (the features)
+SRTT_MEMORY_ROWS, FEATURE_MEMORY_ROWS = 300, 400
+
+
+def last_features(trace: SenderTrace, k: float = 4.0, alpha: float = 0.1) -> np.ndarray:
+    """features(trace)[-1:] (to float rounding) from the tail of the trace that row depends
+    on: its EWMA's memory, the windows of those rows (k sRTT, sRTT <= the largest RTT sample)
+    and the sRTT's own memory before them. A live estimate every 0.5 s then costs the same at
+    the end of a long flow as at its start (full: 87 ms at 50,000 ACKs, on a host whose
+    INT nodes share the cores)."""
+    n = len(trace.ack_t)
+    first_row = n - FEATURE_MEMORY_ROWS
+    if first_row <= SRTT_MEMORY_ROWS:
+        return features(trace, k, alpha)[-1:]
+    rtt_max = float(np.max(trace.rtt_s[max(0, first_row - SRTT_MEMORY_ROWS):]))
+    reach_t = trace.ack_t[first_row] - k * rtt_max
+    i0 = int(np.searchsorted(trace.ack_t, reach_t, side="left")) - SRTT_MEMORY_ROWS
+    if i0 <= 0:
+        return features(trace, k, alpha)[-1:]
+    s0 = max(0, int(np.searchsorted(trace.send_t, trace.ack_t[i0] - k * rtt_max, side="left")) - 1)
+    tail = SenderTrace(trace.ack_t[i0:], trace.rtt_s[i0:], trace.acked_bytes[i0:], trace.send_t[s0:],
+                       trace.retrans[s0:])
+    return features(tail, k, alpha)[-1:]
+
+
 def ewma(x: np.ndarray, alpha: float) -> np.ndarray:
     """y_i = alpha x_i + (1 - alpha) y_{i-1}, y_0 = x_0."""
     x = np.asarray(x, dtype=float)

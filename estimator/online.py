@@ -20,7 +20,7 @@ from telemetry.flowid import PROTO_TCP, flow_id
 from telemetry.schema import EstimateRecord, encode, estimate_topic
 
 from .capture import PcapTail, SenderObserver, parse_tcp
-from .features import TraceError, features
+from .features import TraceError, last_features
 from .flow_features import HopFlows, competitor_features
 from .int_features import busy_pps, int_features, select_features, uses_flows, uses_int
 from .int_series import IntSeries
@@ -132,7 +132,7 @@ class OnlineEstimator:
         (and, for INT models, its telemetry and a competitor on its path)."""
         try:
             trace = self.observer.trace()
-            x = features(trace)[-1:]
+            x = last_features(trace)
             if self.uses_int:
                 if self.telemetry.flow_id is None:
                     self._resolve_flow()

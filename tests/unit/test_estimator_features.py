@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from estimator.features import FEATURES, SRTT_ALPHA, SenderTrace, TraceError, ewma, features
+from estimator.features import FEATURES, SRTT_ALPHA, SenderTrace, TraceError, ewma, features, last_features
 
 
 def random_trace(rng, n_acks=400, n_sends=900):
@@ -70,3 +70,17 @@ def test_bad_traces_are_named(mutate, message):
     tr = random_trace(np.random.default_rng(0), 50, 80)
     with pytest.raises(TraceError, match=message):
         features(mutate(tr))
+
+
+@pytest.mark.parametrize("n_acks", [600, 1500, 20_000])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_live_estimate_row_from_the_tail_equals_the_full_computation(seed, n_acks):
+    """last_features reads only the tail the last row depends on; RTTs up to 0.5 s make
+    its window reach back thousands of ACKs, sends are not one per ACK, some ACKs ack none."""
+    rng = np.random.default_rng(seed)
+    t = np.cumsum(rng.exponential(1e-3 * (1 + seed), n_acks))
+    rtt = 0.01 + 0.3 * rng.random() + rng.random(n_acks) * 0.1 * (1 + seed)
+    m = n_acks + n_acks // 10
+    send_t = np.sort(t[0] - 0.05 + rng.random(m) * (t[-1] - t[0] + 0.05))
+    trace = SenderTrace(t, rtt, rng.choice([0.0, 1428.0, 2856.0], n_acks), send_t, rng.random(m) < 0.02)
+    np.testing.assert_allclose(last_features(trace), features(trace)[-1:], rtol=1e-9)
