@@ -32,7 +32,8 @@ class LinkShaper(Element):
     out in the same wakeup, so high rates do not need a timer per packet.
     ``late_us_max``: the most a packet left after its last bit was due;
     ``behind_us_total``: link time given up because the node woke more than
-    ``catchup`` late with packets waiting (the link ran below ``rate`` by that much).
+    ``catchup`` late with a packet waiting (from when the link was due or the packet came,
+    whichever was later: the link ran below ``rate`` by that much).
     """
     input_kind = PULL
     output_kind = PUSH
@@ -45,6 +46,8 @@ class LinkShaper(Element):
     def initialize(self):
         self.busy_until_ns = 0
         self._inflight = None
+        # packets carry their arrival on the wall clock; the schedule runs on the monotonic one
+        self._wall_minus_mono_ns = time.time_ns() - time.monotonic_ns()
         self._timer = self.router.loop.timer(self._on_timer)
         queues = find_upstream_queues(self)
         if not queues:
@@ -62,13 +65,18 @@ class LinkShaper(Element):
         now = time.monotonic_ns()
         self._start(max(now, self.busy_until_ns), now)
 
-    def _start(self, start_ns: int, now: int):
+    def _start(self, start_ns: int, now: int, due_ns: int | None = None):
         up = self._in[0]
         out = self._out[0]
         while True:
             pkt = up[0].pull(up[1])
             if pkt is None:
                 return
+            if due_ns is not None:     # woken late: the link idled from when it was due, or the packet came
+                behind_ns = start_ns - max(due_ns, pkt.rx_ns - self._wall_minus_mono_ns)
+                if behind_ns > 0:
+                    self.behind_us_total += behind_ns // 1000
+                due_ns = None
             self.busy_until_ns = start_ns + self._tx_ns(pkt)
             self.packets += 1
             self.bytes += len(pkt.data)
@@ -89,11 +97,8 @@ class LinkShaper(Element):
             out = self._out[0]
             out[0].push(out[1], pkt)
         due_ns = self.busy_until_ns
-        sent_before = self.packets
         start_ns = max(due_ns, now - self.catchup)
-        self._start(start_ns, now)
-        if start_ns > due_ns and self.packets > sent_before:
-            self.behind_us_total += (start_ns - due_ns) // 1000
+        self._start(start_ns, now, due_ns if start_ns > due_ns else None)
 
 
 @register

@@ -329,3 +329,27 @@ def test_a_queue_fed_a_batch_drops_as_frames_do_when_its_puller_is_busy():
     q._listeners = []       # a puller that takes nothing now (a link busy sending)
     q.push_batch(0, [Packet(bytearray(ipv6_frame(100)), 1) for _ in range(5)])
     assert (q.enqueued, q.drops, q.highwater_pkts) == (3, 2, 3)
+
+
+@pytest.mark.parametrize("second_arrives_ms, behind_ms", [(0.5, 7), (9.0, 0)])
+def test_link_shaper_counts_behind_only_the_time_a_packet_waited_for_a_late_wakeup(monkeypatch, second_arrives_ms,
+                                                                                 behind_ms):
+    """1 ms per packet; the timer of the first fires at 10 ms, 9 late: with catchup 2 ms the
+    second starts at 8 ms. Waiting since 1 ms (it came at 0.5), the link lost 7 ms; come at
+    9 ms, it lost nothing (the link had idled, not fallen behind)."""
+    import int_node.elements.link as link
+    clock = {"mono": 1_000_000_000}
+    wall_minus_mono = 5_000_000_000
+
+    class FakeTime:
+        monotonic_ns = staticmethod(lambda: clock["mono"])
+        time_ns = staticmethod(lambda: clock["mono"] + wall_minus_mono)
+    monkeypatch.setattr(link, "time", FakeTime)
+    r = router("Idle -> q :: Queue(10) -> s :: LinkShaper(8Mbps) -> c :: Counter -> Discard;")
+    s, t0 = r.elements["s"], clock["mono"]
+    r.elements["q"].push(0, Packet(bytearray(1000), t0 + wall_minus_mono))
+    r.elements["q"].push(0, Packet(bytearray(1000), t0 + int(second_arrives_ms * 1e6) + wall_minus_mono))
+    clock["mono"] = t0 + 10_000_000
+    s._on_timer()
+    assert r.elements["c"].packets == 2 and s.behind_us_total == behind_ms * 1000   # the second due by 10 ms: out too
+    assert s.late_us_max == 9000
