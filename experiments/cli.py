@@ -39,14 +39,17 @@ def testbed_group():
 @click.option("--node-python", metavar="cpython|pypy|PATH",
               help="Interpreter of every node (default: the topology's, else $INTCC_NODE_PYTHON, else "
                    "cpython). PyPy ('make setup' installs it) forwards ~3x the packets once its JIT is warm.")
-def up_cmd(topo, sets, name, exporter, node_python):
+@click.option("--node-rt-priority", type=click.IntRange(0, 99), metavar="0-99",
+              help="Run every node under SCHED_FIFO at this priority (default: the topology's rt_priority "
+                   "per node, else 0: the normal scheduler): their links' timers then wait for no host process.")
+def up_cmd(topo, sets, name, exporter, node_python, node_rt_priority):
     """Build the testbed of TOPO (a .toml file or a shipped name) and start its nodes."""
     from .testbed import Testbed, TestbedError
     if exporter not in ("jsonl", "none") and not exporter.startswith(("mqtt://", "mqtts://")):
         raise click.BadParameter("must be jsonl, none or an mqtt:// URL", param_hint="--exporter")
     try:
         t = load_topo(_topo_path(topo), parse_set(sets))
-        tb = Testbed(t, name).up(exporter=exporter, node_python=node_python)
+        tb = Testbed(t, name).up(exporter=exporter, node_python=node_python, node_rt_priority=node_rt_priority)
     except (TopologyError, TestbedError) as exc:
         raise click.ClickException(str(exc))
     click.echo(f"testbed '{tb.name}' up ({tb.dir})")
@@ -55,7 +58,8 @@ def up_cmd(topo, sets, name, exporter, node_python):
     for n in tb.node_names:
         info = tb.node_info(n)
         click.echo(f"  node {n:<6} id {info['node_id']}  INT {'/'.join(info['int']) or '-'}  "
-                   f"python {info['python']}  log {info['log']}")
+                   f"python {info['python']}" + (f"  SCHED_FIFO {info['rt_priority']}" if info.get("rt_priority") else "")
+                   + f"  log {info['log']}")
 
 
 @testbed_group.command("down")
@@ -146,12 +150,16 @@ def exp_group():
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 16),
               help="testbeds at once, each running a repeat of the same algorithm (one CCP agent "
               "serves them all). For low-rate runs (high link loss): the testbeds share the cores")
+@click.option("--node-rt-priority", type=click.IntRange(0, 99), metavar="0-99",
+              help="run the INT nodes under SCHED_FIFO at this priority (default: the scenario's "
+                   "'node_rt_priority', else 0: the normal scheduler). With --jobs > 1 on few cores the "
+                   "emulated links keep their rate only so (records: emulation_behind_ms)")
 @click.option("--dashboard", "dashboard_port", type=click.IntRange(1, 65535), is_flag=False, flag_value=8080,
               default=None, metavar="[PORT]",
               help="serve the live dashboard of the run's telemetry on 127.0.0.1:PORT (default 8080) while it "
                    "runs (the sinks then publish to the run's broker)")
 def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat, seconds, loss_pct, only, jobs,
-            dashboard_port):
+            node_rt_priority, dashboard_port):
     """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
@@ -177,6 +185,8 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat,
     sc.first_repeat = first_repeat
     if seconds:
         sc.seconds = seconds
+    if node_rt_priority is not None:
+        sc.node_rt_priority = node_rt_priority
     if loss_pct:
         if "loss_pct" not in sc.sweep:
             raise click.ClickException(f"--loss: scenario {sc.name} does not sweep loss_pct")

@@ -201,7 +201,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
             echo(f"testbed {name}: {sc.topology} {params} (exporter {exporter.split('?')[0]}) ...")
             # testbed k's nodes publish ids NODE_ID_STRIDE * k higher: one broker keeps them apart
             topo = load_topo(sc.topology_path, params).with_node_ids_shifted(NODE_ID_STRIDE * k)
-            testbeds[k] = Testbed(topo, name).up(exporter=exporter)
+            testbeds[k] = Testbed(topo, name).up(exporter=exporter, node_rt_priority=sc.node_rt_priority)
             testbed_params[k] = params
             return testbeds[k]
 
@@ -236,7 +236,8 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                          f"FAILED ({rec}); kept in failed.json, the others go on")
                     continue
                 rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
-                            "loss_seed": loss_seed, "flow1": spec.alg.ccp or spec.alg.cca})
+                            "loss_seed": loss_seed, "flow1": spec.alg.ccp or spec.alg.cca,
+                            "jobs": jobs, "node_rt_priority": sc.node_rt_priority})
                 if sc.draw:
                     rec["params"] = p
                 if alg.competitor_delay_s:

@@ -5,6 +5,7 @@
     seconds = 20                   # per run
     repeats = 3
     kernel_trace = false           # true: per-ACK kernel cwnd/state of the sender (runs/*/kernel_trace.csv)
+    node_rt_priority = 10          # the INT nodes under SCHED_FIFO at this priority (default 0: not)
     seed = 7                       # loss draws (default: a random one, recorded in summary.json)
     [params]                       # topology parameters (fixed for the scenario)
     rate_mbps = 10.0
@@ -168,6 +169,7 @@ class Scenario:
     draw: Dict[str, Dict[str, list]] = field(default_factory=dict)    # param -> {kind: [low, high]}
     draw_per_sweep_value: bool = False  # each sweep value's repeats meet networks of their own
     first_repeat: int = 0               # repeats first_repeat .. repeats - 1 (continuing a run)
+    node_rt_priority: int = 0           # the INT nodes' SCHED_FIFO priority (0: the normal scheduler)
 
     def params_for(self, seed: int, repeat: int, sweep_value=None) -> Dict[str, object]:
         """The topology parameters of a repeat (and sweep value, with ``draw_per_sweep_value``):
@@ -249,6 +251,10 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
     seed = raw.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ScenarioError(f"{path}: field 'seed' must be a whole number >= 0, not {seed!r}")
+    rt = raw.get("node_rt_priority", 0)
+    if isinstance(rt, bool) or not isinstance(rt, int) or not 0 <= rt <= 99:
+        raise ScenarioError(f"{path}: field 'node_rt_priority' must be a SCHED_FIFO priority 1-99 "
+                            f"(0: the normal scheduler), not {rt!r}")
     algs = []
     for i, a in enumerate(need("algorithms", list)):
         where = f"{path}: algorithms[{i}]"
@@ -311,7 +317,8 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
                   algorithms=algs, description=raw.get("description", ""),
                   interval_s=float(raw.get("interval_s", 0.5)),
                   kernel_trace=bool(raw.get("kernel_trace", False)),
-                  seed=seed, draw=draw, draw_per_sweep_value=bool(raw.get("draw_per_sweep_value", False)))
+                  seed=seed, draw=draw, draw_per_sweep_value=bool(raw.get("draw_per_sweep_value", False)),
+                  node_rt_priority=rt)
     if "flows" in raw:
         sc.flows = raw["flows"]
     if not os.path.exists(sc.topology_path):

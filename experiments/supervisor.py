@@ -27,6 +27,8 @@ def _node_argv(run_dir: str, name: str, info: dict):
             argv += ["--poll-idle"]
     if info.get("busy_poll_us"):
         argv += ["--busy-poll-us", str(info["busy_poll_us"])]
+    if info.get("rt_priority"):
+        argv += ["--rt-priority", str(info["rt_priority"])]
     return argv
 
 

@@ -61,6 +61,7 @@ class Testbed:
         self.ifaces: Dict[str, List[Iface]] = {}
         self.state: dict = {}
         self.node_pythons: Dict[str, str] = {}   # node -> interpreter path, resolved by up()
+        self.node_rt_priorities: Dict[str, int] = {}   # node -> SCHED_FIFO priority (0: none), by up()
 
     # -- naming ------------------------------------------------------------
     def ns(self, name: str) -> str:
@@ -92,12 +93,23 @@ class Testbed:
         return self.state["nodes"][node]
 
     # -- bring up ----------------------------------------------------------
-    def up(self, exporter: str = "jsonl", wait_s: float = 15.0, node_python: Optional[str] = None) -> "Testbed":
+    def up(self, exporter: str = "jsonl", wait_s: float = 15.0, node_python: Optional[str] = None,
+           node_rt_priority: Optional[int] = None) -> "Testbed":
         """``node_python`` (cpython, pypy or a path) overrides every node's
-        interpreter; default: the topology's, else $INTCC_NODE_PYTHON, else cpython."""
+        interpreter; default: the topology's, else $INTCC_NODE_PYTHON, else cpython.
+        ``node_rt_priority`` overrides every node's ``rt_priority`` (SCHED_FIFO; 0: none)."""
         if self.name in list_testbeds():
             raise TestbedError(f"testbed '{self.name}' is already up (or left over): "
                                f"run 'intcc testbed down --name {self.name}' first")
+        if node_rt_priority is not None:
+            if not 0 <= node_rt_priority <= 99:
+                raise TestbedError(f"node_rt_priority {node_rt_priority}: a SCHED_FIFO priority is 1-99 (0: none)")
+            polling = [n for n, info in self.topo.nodes.items() if info.get("busy_poll_us")]
+            if node_rt_priority and polling:
+                raise TestbedError(f"node_rt_priority with busy-polling nodes ({', '.join(polling)}): a real-time "
+                                   f"loop that polls keeps its CPU from everything else")
+        self.node_rt_priorities = {n: info.get("rt_priority", 0) if node_rt_priority is None else node_rt_priority
+                                   for n, info in self.topo.nodes.items()}
         try:
             self.node_pythons = {n: resolve_node_python(node_python or info.get("python"))
                                  for n, info in self.topo.nodes.items()}
@@ -199,6 +211,7 @@ class Testbed:
                         "python": self.node_pythons[n],
                         "poll_idle": info.get("poll_idle", False),
                         "busy_poll_us": info.get("busy_poll_us", 0),
+                        "rt_priority": self.node_rt_priorities[n],
                         "int_log": exp.partition(":")[2] if exp.startswith("jsonl:") else None}
         self.state = {
             "name": self.name, "topology": topo.path, "params": topo.params, "created": time.time(),

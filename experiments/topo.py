@@ -230,9 +230,17 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
         if isinstance(busy_poll_us, bool) or not isinstance(busy_poll_us, int) or busy_poll_us < 0:
             raise TopologyError(f"{path}: node {n.get('name')}: busy_poll_us must be a whole number of "
                                 f"microseconds >= 0 (0: off), not {busy_poll_us!r}")
+        rt_priority = n.get("rt_priority", 0)
+        if isinstance(rt_priority, bool) or not isinstance(rt_priority, int) or not 0 <= rt_priority <= 99:
+            raise TopologyError(f"{path}: node {n.get('name')}: rt_priority must be a SCHED_FIFO priority 1-99 "
+                                f"(0: the normal scheduler), not {rt_priority!r}")
+        if rt_priority and busy_poll_us:
+            raise TopologyError(f"{path}: node {n.get('name')}: rt_priority with busy_poll_us: a real-time "
+                                f"loop that polls keeps its CPU from everything else")
         nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles),
                             "cpu": n.get("cpu"), "python": python, "poll_idle": bool(n.get("poll_idle", False)),
-                            "busy_poll_us": busy_poll_us, "tx_ring": n.get("tx_ring", True), "rx_batch": rx_batch}
+                            "busy_poll_us": busy_poll_us, "rt_priority": rt_priority,
+                            "tx_ring": n.get("tx_ring", True), "rx_batch": rx_batch}
     for nm in hosts + list(nodes):
         if not NAME_RE.match(nm):
             raise TopologyError(f"{path}: name {nm!r} must be 1-9 lowercase letters/digits, starting with a letter")

@@ -40,20 +40,29 @@ def node_group():
               help="After each packet or timer, keep polling this many microseconds before sleeping: no "
                    "wake-up for a packet that comes within it (added latency at 1,000 pps about halves), "
                    "up to a whole core while traffic flows. 0: off.")
+@click.option("--rt-priority", type=click.IntRange(0, 99), default=0, show_default=True, metavar="0-99",
+              help="Run the node under SCHED_FIFO at this priority: on a host whose CPUs are busy (several "
+                   "testbeds, the agent's estimator) its links' timers then wait for no host process. Root or "
+                   "CAP_SYS_NICE; not with --busy-poll-us. 0: the normal scheduler.")
 @click.option("--log-level", default="INFO", show_default=True)
-def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, busy_poll_us, log_level):
+def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, busy_poll_us, rt_priority, log_level):
     """Run the node described by CONFIG until SIGTERM."""
     from .node import run_node
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     text = _read_config(config)
     if poll_idle and cpu is None:
         raise click.UsageError("--poll-idle needs --cpu (the core that is kept polling)")
+    if rt_priority and busy_poll_us:
+        raise click.UsageError("--rt-priority with --busy-poll-us: a real-time loop that polls keeps its CPU "
+                               "from everything else")
     try:
         sys.exit(run_node(text, netns=netns, control_path=control_path,
                           counters_path=counters_out, cpu=cpu, poll_idle=poll_idle,
-                          busy_poll_us=busy_poll_us))
+                          busy_poll_us=busy_poll_us, rt_priority=rt_priority))
     except ConfigSyntaxError as exc:
         raise click.ClickException(f"{config}: {exc}")
+    except PermissionError as exc:
+        raise click.ClickException(f"--rt-priority {rt_priority}: {exc.strerror} (needs root or CAP_SYS_NICE)")
 
 
 @node_group.command("check")

@@ -23,6 +23,19 @@ def sched_setaffinity(cpu: int) -> None:
         _raise(f"cannot pin to CPU {cpu}")
 
 
+class _SchedParam(ctypes.Structure):
+    _fields_ = [("sched_priority", ctypes.c_int)]
+
+
+def sched_fifo(priority: int) -> None:
+    """This process under SCHED_FIFO at ``priority`` (1-99): root or CAP_SYS_NICE."""
+    if hasattr(os, "sched_setscheduler"):
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return
+    if _libc.sched_setscheduler(0, 1, ctypes.byref(_SchedParam(priority))) != 0:   # 1: SCHED_FIFO
+        _raise(f"cannot run under SCHED_FIFO at priority {priority}")
+
+
 def if_nametoindex(name: str) -> int:
     if hasattr(socket, "if_nametoindex"):
         return socket.if_nametoindex(name)

@@ -5,7 +5,7 @@ import gc
 import json
 import logging
 
-from .compat import sched_setaffinity
+from .compat import sched_fifo, sched_setaffinity
 from .control import ControlServer
 from .eventloop import EventLoop
 from .router import Router
@@ -15,12 +15,17 @@ log = logging.getLogger("intcc.node")
 
 
 def run_node(config_text: str, netns=None, control_path=None, counters_path=None,
-             cpu=None, poll_idle: bool = False, busy_poll_us: int = 0) -> int:
+             cpu=None, poll_idle: bool = False, busy_poll_us: int = 0, rt_priority: int = 0) -> int:
     """Run until SIGTERM/SIGINT or a 'stop' request; returns an exit code.
     ``poll_idle`` keeps the node's CPU (``cpu`` required) from halting when idle;
-    ``busy_poll_us`` keeps the event loop polling that long after each event."""
+    ``busy_poll_us`` keeps the event loop polling that long after each event;
+    ``rt_priority`` (1-99) runs the node under SCHED_FIFO: an emulated link's timers then
+    wait for no host process (0: the normal scheduler)."""
     if poll_idle and cpu is None:
         raise ValueError("poll_idle needs the node pinned to a CPU (cpu)")
+    if rt_priority and busy_poll_us:
+        raise ValueError("rt_priority with busy_poll_us: a real-time loop that polls keeps its CPU from "
+                         "everything else")
     if cpu is not None:
         sched_setaffinity(cpu)
     router = Router(config_text, netns=netns, loop=EventLoop(busy_poll_us))
@@ -28,6 +33,8 @@ def run_node(config_text: str, netns=None, control_path=None, counters_path=None
     try:
         if poll_idle:
             qos_before = hold_poll_idle(cpu)
+        if rt_priority:     # before the control socket: a node that answers runs as asked
+            sched_fifo(rt_priority)
         router.initialize()
         if control_path:
             control = ControlServer(router, control_path)

@@ -69,3 +69,22 @@ def test_a_busy_polling_node_forwards_and_is_told_so():
         assert len(ping_rtts_ms(tb, "h1", tb.addr("h2"), count=10, interval=0.05)) == 10
     finally:
         tb.down()
+
+
+@pytest.mark.parametrize("python", ["cpython", "pypy"])
+def test_real_time_nodes_run_under_sched_fifo_and_forward(python):
+    """node_rt_priority: every node under SCHED_FIFO (the emulated links' timers then wait for
+    no host process: docs/fairness.md, several testbeds on two cores)."""
+    if python == "pypy" and not os.access(runtime.PYPY_PYTHON, os.X_OK):
+        pytest.fail(f"PyPy missing at {runtime.PYPY_PYTHON}: 'make setup' installs it")
+    tb = Testbed(line(), "itinterp").up(exporter="none", node_python=python, node_rt_priority=7)
+    try:
+        pid = tb.status()["nodes"]["n1"]["pid"]
+        assert tb.node_info("n1")["rt_priority"] == 7
+        assert os.sched_getscheduler(pid) == os.SCHED_FIFO
+        assert os.sched_getparam(pid).sched_priority == 7
+        assert len(ping_rtts_ms(tb, "h1", tb.addr("h2"), count=10, interval=0.05)) == 10
+    finally:
+        tb.down()
+    with pytest.raises(testbed.TestbedError, match="busy-polling nodes"):
+        Testbed(line(busy_poll_us=100), "itinterp").up(exporter="none", node_rt_priority=7)

@@ -58,6 +58,15 @@ def test_poll_idle_needs_a_cpu(tmp_path):
     assert res.exit_code != 0 and "--poll-idle needs --cpu" in res.output
 
 
+def test_a_real_time_node_that_busy_polls_is_refused(tmp_path):
+    conf = tmp_path / "n.click"
+    conf.write_text("Idle -> Discard;\n")
+    res = CliRunner().invoke(node_group, ["run", str(conf), "--rt-priority", "5", "--busy-poll-us", "100"])
+    assert res.exit_code != 0 and "--rt-priority with --busy-poll-us" in res.output
+    res = CliRunner().invoke(node_group, ["run", str(conf), "--rt-priority", "100"])
+    assert res.exit_code != 0 and "--rt-priority" in res.output
+
+
 def test_a_negative_busy_poll_is_refused_by_name(tmp_path):
     conf = tmp_path / "n.click"
     conf.write_text("Idle -> Discard;\n")

@@ -49,6 +49,8 @@ def write(tmp_path, text):
      'competitors = 0\n', "'competitors' must be a whole number in 1..9"),
     ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "c"\ncompetitors = 2\n',
      "'competitors' needs 'competitor'"),
+    ('topology = "wireless"\nseconds = 5\nnode_rt_priority = 100\n[[algorithms]]\nlabel = "x"\ncca = "c"\n',
+     "'node_rt_priority' must be a SCHED_FIFO priority 1-99"),
 ])
 def test_bad_scenarios_name_the_problem(tmp_path, text, message):
     with pytest.raises(ScenarioError, match=message):

@@ -49,6 +49,9 @@ def test_shipped_topologies_load_with_paper_parameters():
     ({"nodes": [{"name": "n", "rx_batch": 0}]}, "rx_batch must be a whole number >= 1"),
     ({"nodes": [{"name": "n", "busy_poll_us": -5}]}, "busy_poll_us must be a whole number of microseconds"),
     ({"nodes": [{"name": "n", "busy_poll_us": "2ms"}]}, "busy_poll_us must be a whole number of microseconds"),
+    ({"nodes": [{"name": "n", "rt_priority": 100}]}, "rt_priority must be a SCHED_FIFO priority 1-99"),
+    ({"nodes": [{"name": "n", "rt_priority": True}]}, "rt_priority must be a SCHED_FIFO priority 1-99"),
+    ({"nodes": [{"name": "n", "rt_priority": 5, "busy_poll_us": 100}]}, "rt_priority with busy_poll_us"),
     ({"nodes": [{"name": "n"}], "hosts": [{"name": "h"}], "links": [{"ends": ["h", "n"], "rate": 1}]},
      "unknown key"),
 ])
