@@ -60,19 +60,30 @@ def link_loss_counts(tb: Testbed) -> tuple[int, int, int]:
     return passed, lost, configured
 
 
-def emulation_lag_counts(tb: Testbed) -> tuple[int, int, int]:
-    """(link time the shapers gave up to late wake-ups, us; delay lateness summed, us;
-    packets the delays held): how far a busy host made the emulated links fall behind
+def emulation_lag_counts(tb: Testbed) -> tuple[dict, int, int]:
+    """({"node/shaper": link time it gave up to late wake-ups, us}; delay lateness summed,
+    us; packets the delays held): how far a busy host made the emulated links fall behind
     what they were configured to be (LinkShaper behind_us_total, Delay late_us_total)."""
-    behind = late = held = 0
+    behind, late, held = {}, 0, 0
     for node in tb.node_names:
-        for c in tb.counters(node).values():
+        for element, c in tb.counters(node).items():
             if "behind_us_total" in c:
-                behind += c["behind_us_total"]
+                behind[f"{node}/{element}"] = c["behind_us_total"]
             elif "late_us_total" in c:
                 late += c["late_us_total"]
                 held += c.get("packets", 0)
     return behind, late, held
+
+
+def emulation_lag_fields(before: tuple, after: tuple) -> dict:
+    """A run's record fields from emulation_lag_counts before and after it."""
+    behind = {k: v - before[0].get(k, 0) for k, v in after[0].items()}
+    worst = max(behind, key=behind.get, default=None)
+    late_us, held = after[1] - before[1], after[2] - before[2]
+    return {"emulation_behind_ms": sum(behind.values()) / 1e3,
+            "emulation_behind_ms_link_max": behind[worst] / 1e3 if worst else 0.0,
+            "emulation_behind_worst_link": worst,
+            "delay_late_us_mean": late_us / held if held else None}
 
 
 def configured_loss_pct(tb: Testbed) -> float | None:
@@ -95,20 +106,25 @@ def check_loss(rec: dict, configured: float | None) -> str | None:
     return None
 
 
-#: link time the shapers may give up to a busy host before a run is flagged (of its length)
+#: link time one shaper may give up to a busy host before a run is flagged (of its length:
+#: that link ran 1 % below its rate)
 EMULATION_BEHIND_MAX = 0.01
 
 
 def check_emulation(rec: dict) -> str | None:
-    """Flag a run whose emulated links fell behind their rate (emulation_off): the host's
-    CPUs did not keep up with the nodes, so the network was not the configured one."""
-    behind_ms = rec.get("emulation_behind_ms")
+    """Flag a run one of whose emulated links fell behind its rate by more than 1 % of the
+    run (emulation_off): the host's CPUs did not keep up with the nodes, so the network was
+    not the configured one. Records from before the per-link count (session 52) are judged
+    by the sum over links, which is never below it."""
+    behind_ms = rec.get("emulation_behind_ms_link_max", rec.get("emulation_behind_ms"))
     if behind_ms is None or not rec.get("seconds"):
         return None
     rec["emulation_off"] = off = behind_ms > EMULATION_BEHIND_MAX * rec["seconds"] * 1e3
     if off:
-        return (f"the emulated links fell behind their rate by {behind_ms:.0f} ms over the run's "
-                f"{rec['seconds']:g} s: the host was too busy for its nodes (flagged: emulation_off)")
+        where = f" ({rec['emulation_behind_worst_link']})" if rec.get("emulation_behind_worst_link") else ""
+        return (f"an emulated link{where} fell behind its rate by {behind_ms:.0f} ms over the run's "
+                f"{rec['seconds']:g} s (all links: {rec.get('emulation_behind_ms', behind_ms):.0f} ms): the "
+                f"host was too busy for its nodes (flagged: emulation_off)")
     return None
 
 

@@ -36,8 +36,8 @@ from . import fairness_report
 from .agent_trace import split_agent_trace
 from .fairness import goodput_difference
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
-from .linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, link_loss_counts,
-                      run_seed, seed_losses, set_loss)
+from .linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, emulation_lag_fields,
+                      link_loss_counts, run_seed, seed_losses, set_loss)
 from .metrics import jain, mean_queue_delay_ms, slow_start_exit_s, switches, time_to_plateau_s, verdict_scores
 from .plots import plot_overlay, plot_series, plot_summary
 from .scenario import KERNEL_CCAS, Algorithm, Scenario
@@ -375,10 +375,8 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
             except Exception as e:     # reported with the run
                 comp["error"] = str(e)
     after = link_loss_counts(tb)
-    behind_us, late_us, held = (a - b for a, b in zip(emulation_lag_counts(tb), lag_before))
     # how faithful the emulation was: a host too busy for its links makes every figure suspect
-    extra["emulation_behind_ms"] = behind_us / 1e3
-    extra["delay_late_us_mean"] = late_us / held if held else None
+    extra.update(emulation_lag_fields(lag_before, emulation_lag_counts(tb)))
     tcp_after = tcp_counters(tb, client)
     rates = [l.rate_mbps for l in (tb.topo.links if tb.topo else []) if l.rate_mbps]
     delays = [mean_queue_delay_ms(p, log_offsets[n], tb.addr(client), port, min(rates))

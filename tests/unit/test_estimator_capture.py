@@ -94,3 +94,31 @@ def test_pcap_tail_returns_only_complete_records(tmp_path):
     assert got == len(flow())
     assert len(obs.trace().ack_t) == 20
     assert obs.flow_tuple() == (SND, RCV, 40000, 5201)
+
+
+def test_a_trace_read_between_packets_is_the_whole_flows_and_stays_as_it_was_read():
+    """The observer converts only the packets since its last trace (a live estimate twice a
+    second); every trace equals one read once at its point, earlier ones are not changed by
+    later packets, and nobody can write into them."""
+    from estimator.capture import SenderObserver, parse_tcp
+
+    def columns(tr):
+        return tr.ack_t, tr.rtt_s, tr.acked_bytes, tr.send_t, tr.retrans
+    packets = sorted(flow(n=3000), key=lambda x: x[0])
+    live, once = SenderObserver(), []
+    reads = []
+    for k, (t, fr) in enumerate(packets):
+        live.add(t, parse_tcp(fr))
+        if k in (100, 101, 2049, len(packets) - 1):       # around the first buffer's 1,024 rows too
+            tr = live.trace()
+            reads.append((tr, tuple(np.array(a, copy=True) for a in columns(tr))))
+            fresh = SenderObserver()
+            for t2, fr2 in packets[:k + 1]:
+                fresh.add(t2, parse_tcp(fr2))
+            once.append(fresh.trace())
+    for (tr, copied), ref in zip(reads, once):
+        for a, c, r in zip(columns(tr), copied, columns(ref)):
+            np.testing.assert_array_equal(a, r)
+            np.testing.assert_array_equal(a, c)        # unchanged by what came after
+    with pytest.raises(ValueError, match="read-only"):
+        reads[0][0].ack_t[0] = 0.0

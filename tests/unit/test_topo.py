@@ -147,6 +147,22 @@ def test_a_run_whose_links_fell_behind_is_flagged():
     from experiments.linkctl import check_emulation
     rec = {"seconds": 60, "emulation_behind_ms": 599.0}      # under 1 % of the run: faithful
     assert check_emulation(rec) is None and rec["emulation_off"] is False
-    rec = {"seconds": 60, "emulation_behind_ms": 601.0}
-    assert "fell behind their rate by 601 ms" in check_emulation(rec) and rec["emulation_off"]
+    rec = {"seconds": 60, "emulation_behind_ms": 601.0}                  # from before the per-link count
+    assert "fell behind its rate by 601 ms" in check_emulation(rec) and rec["emulation_off"]
     assert check_emulation({"seconds": 60}) is None                       # a record from before the counter
+
+
+def test_the_flag_is_one_links_and_the_record_names_it():
+    """1 % of the run on one link flags it; the same spread over ten links does not (each ran
+    0.1 % below its rate)."""
+    from experiments.linkctl import check_emulation, emulation_lag_fields
+    before = ({f"sw1/ls{i}": 1000 for i in range(10)}, 500, 10)
+    spread = ({f"sw1/ls{i}": 1000 + 60_100 for i in range(10)}, 1500, 20)
+    rec = {"seconds": 60, **emulation_lag_fields(before, spread)}
+    assert rec["emulation_behind_ms"] == 601.0 and rec["emulation_behind_ms_link_max"] == 60.1
+    assert rec["delay_late_us_mean"] == 100.0
+    assert check_emulation(rec) is None and rec["emulation_off"] is False
+    one = ({**before[0], "sw2/ls3": 601_000}, 500, 10)        # a shaper the first count had not seen
+    rec = {"seconds": 60, **emulation_lag_fields(before, one)}
+    assert rec["emulation_behind_worst_link"] == "sw2/ls3" and rec["delay_late_us_mean"] is None
+    assert "link (sw2/ls3) fell behind its rate by 601 ms" in check_emulation(rec) and rec["emulation_off"]
