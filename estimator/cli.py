@@ -46,7 +46,12 @@ def estimator_group():
                    "else changed (fairness_switching's networks); table2-live: those networks with flow 1 "
                    "a CCP algorithm as the adaptive agent runs it, and the competitor 0-10 s late in "
                    "half the runs (docs/estimator.md)")
-def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python, distribution):
+@click.option("--node-rt-priority", type=click.IntRange(0, 99), default=0, show_default=True, metavar="0-99",
+              help="run the INT nodes under SCHED_FIFO at this priority: with --jobs above 1 on few cores "
+                   "the emulated links keep their rate only so (each run's meta: emulation_behind_ms, "
+                   "emulation_off). 0: the normal scheduler")
+def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python, distribution,
+                node_rt_priority):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
     from experiments.estimator_collect import CollectionError, collect
 
@@ -64,7 +69,7 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node
         try:
             res = collect(out_dir, runs, seconds, seed, samples, progress=progress, echo=click.echo,
                           without_vegas=without_vegas, jobs=jobs, node_python=node_python,
-                          distribution=distribution)
+                          distribution=distribution, node_rt_priority=node_rt_priority)
         except (TraceError, OSError, CollectionError) as e:
             raise click.ClickException(str(e))
         except KeyboardInterrupt:

@@ -181,18 +181,24 @@ def join_flows(flows: list, plan: dict) -> list:
 
 
 def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est",
-            node_python: str | None = None):
-    """Run one experiment; returns (X, t, extra, raw) for flow 1."""
+            node_python: str | None = None, node_rt_priority: int = 0):
+    """Run one experiment; returns (X, t, extra, raw) for flow 1. ``extra`` says how far
+    the emulated links fell behind (linkctl.emulation_lag_fields, check_emulation)."""
+    from .linkctl import check_emulation, emulation_lag_counts, emulation_lag_fields
     from .teardown import teardown
     from .testbed import Testbed
     from .topo import load_topo
     topo = os.path.join(os.path.dirname(__file__), "..", "experiments", "topologies", "dumbbell.toml")
     teardown(tb_name)
-    tb = Testbed(load_topo(topo, plan["params"]), tb_name).up(node_python=node_python)
+    tb = Testbed(load_topo(topo, plan["params"]), tb_name).up(node_python=node_python,
+                                                              node_rt_priority=node_rt_priority)
     pcap = os.path.join(workdir, f"{plan['run']}.pcap")
     try:
+        lag_before = emulation_lag_counts(tb)
         with Capture(tb.ns("s1"), "intcc-sw1", pcap):
             outs = join_flows(start_flows(tb, plan, seconds), plan)
+        lag = {"seconds": seconds, **emulation_lag_fields(lag_before, emulation_lag_counts(tb))}
+        check_emulation(lag)
         if needs_agent(plan):
             check_agent(workdir)
         tr = sender_trace(pcap, sender=tb.addr("s1"))
@@ -213,8 +219,8 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     raw = {"ack_t": tr.ack_t, "rtt_s": tr.rtt_s.astype(np.float32), "acked_bytes": tr.acked_bytes.astype(np.int32),
            "send_t": tr.send_t, "retrans": tr.retrans.astype(bool), "sample_idx": idx, "int_series": int_series,
            "comp_packets_10ms": comp_counts, "comp_lost_10ms": comp_lost}
-    return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), "goodput_mbps": goodputs,
-                                                   "seconds": seconds}, raw
+    return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), "goodput_mbps": goodputs, **lag,
+                                                   "node_rt_priority": node_rt_priority}, raw
 
 
 class CollectionError(ValueError):
@@ -225,12 +231,14 @@ def _interrupt(signum):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _run_slice(plans, seconds, samples, warmup_frac, workdir, out_dir, node_python, tb_name, report):
+def _run_slice(plans, seconds, samples, warmup_frac, workdir, out_dir, node_python, node_rt_priority, tb_name,
+               report):
     """Run ``plans`` one after the other on testbed ``tb_name``; report(event) each."""
     for p in plans:
         t0 = time.monotonic()
         try:
-            X, t, extra, raw = one_run(p, seconds, samples, warmup_frac, workdir, tb_name, node_python)
+            X, t, extra, raw = one_run(p, seconds, samples, warmup_frac, workdir, tb_name, node_python,
+                                       node_rt_priority)
         except (TraceError, RuntimeError, OSError) as e:
             report({"plan": p, "error": str(e)})
             continue
@@ -252,11 +260,13 @@ def _worker(slot, plans, args, queue):
 
 def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, samples: int = 100,
             warmup_frac: float = 0.1, progress=None, echo=print, without_vegas: bool = False,
-            jobs: int = 1, node_python: str | None = None, distribution: str = "paper") -> dict:
+            jobs: int = 1, node_python: str | None = None, distribution: str = "paper",
+            node_rt_priority: int = 0) -> dict:
     """Collect runs 0..runs-1 into out_dir (skipping those on disk), ``jobs`` testbeds
     at a time. ``without_vegas`` leaves out the runs that need the CCP datapath (a
     later resume fills them in). ``node_python``: the INT nodes' interpreter
-    (int_node/runtime.py; None: $INTCC_NODE_PYTHON, else cpython)."""
+    (int_node/runtime.py; None: $INTCC_NODE_PYTHON, else cpython); ``node_rt_priority``
+    their SCHED_FIFO priority (0: none; each run's meta says how far its links fell behind)."""
     import multiprocessing as mp
     from int_node.runtime import ENV_VAR, InterpreterError, node_python as resolve_node_python
     node_python = (node_python or os.environ.get(ENV_VAR) or "cpython").strip()
@@ -284,7 +294,8 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
         json.dump({"seed": seed, "seconds": seconds, "samples": samples, "warmup_frac": warmup_frac,
                    "ranges": RANGES, "distribution": distribution,
                    "hard_ranges": HARD_RANGES if distribution == "hard" else None, "ccas": CCAS,
-                   "format": DATA_FORMAT, "node_python": node_python}, f, indent=1)
+                   "format": DATA_FORMAT, "node_python": node_python, "node_rt_priority": node_rt_priority}, f,
+                  indent=1)
     plans = [run_plan(i, seed, distribution) for i in range(runs)]
     todo = [p for p in plans if not os.path.exists(os.path.join(out_dir, "runs", p["run"] + ".npz"))]
     done, failed = runs - len(todo), []
@@ -302,6 +313,10 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
             echo(f"{p['run']} {p['cca1']} vs {p['cca2']}: FAILED {ev['error']}")
             return
         done += 1
+        if ev["extra"].get("emulation_off"):
+            echo(f"{p['run']}: an emulated link ({ev['extra']['emulation_behind_worst_link']}) fell behind its rate "
+                 f"by {ev['extra']['emulation_behind_ms_link_max']:.0f} ms: the host was too busy for its nodes "
+                 f"(kept, flagged in the run's meta: emulation_off)")
         if progress:
             progress(p, ev["extra"], ev["dt"])
 
@@ -310,7 +325,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     old_term = unwind_on_sigterm(_interrupt)
     try:
         dp, agent = start_agent(todo, workdir)
-        args = (seconds, samples, warmup_frac, workdir, out_dir, node_python)
+        args = (seconds, samples, warmup_frac, workdir, out_dir, node_python, node_rt_priority)
         jobs = max(1, min(jobs, len(todo)))
         if jobs == 1:
             _run_slice(todo, *args, "est", report)

@@ -12,7 +12,9 @@ def test_a_hard_run_has_late_competing_flows_seen_at_the_bottleneck(tmp_path):
     plan.update(cca1="cubic", cca2="reno", comp_start_s=3.0, comp_flows=2)
     plan["params"].update(bottleneck_mbps=5.0, bottleneck_delay_ms=10.0, buffer_bdp=3.0, loss_pct=0.0)
     X, t, extra, raw = one_run(plan, seconds=8.0, samples=20, warmup_frac=0.1, workdir=str(tmp_path),
-                               tb_name="estt")
+                               tb_name="estt", node_rt_priority=10)
+    assert extra["node_rt_priority"] == 10 and extra["emulation_behind_ms"] >= extra["emulation_behind_ms_link_max"] >= 0
+    assert "emulation_off" in extra and extra["seconds"] == 8.0
     assert len(extra["goodput_mbps"]) == 3 and min(extra["goodput_mbps"]) > 0.1
     counts = raw["comp_packets_10ms"]
     assert counts.shape[0] == 2, "each competing flow is counted on its own"
