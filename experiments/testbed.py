@@ -21,7 +21,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from int_node.control import request as node_request
 from int_node.runtime import InterpreterError
-from int_node.runtime import node_python as resolve_node_python
+from int_node.runtime import RT_WITH_BUSY_POLL, node_python as resolve_node_python
 from .nodeconf import INT_HEADROOM_BYTES, MIRROR_IFNAME, Iface, link_prefix, node_config
 from .teardown import TestbedError, _read_json, _sh, _tail, list_testbeds, run_dir, teardown
 from .topo import Topo, TopologyError
@@ -106,8 +106,8 @@ class Testbed:
                 raise TestbedError(f"node_rt_priority {node_rt_priority}: a SCHED_FIFO priority is 1-99 (0: none)")
             polling = [n for n, info in self.topo.nodes.items() if info.get("busy_poll_us")]
             if node_rt_priority and polling:
-                raise TestbedError(f"node_rt_priority with busy-polling nodes ({', '.join(polling)}): a real-time "
-                                   f"loop that polls keeps its CPU from everything else")
+                raise TestbedError(f"node_rt_priority with busy-polling nodes ({', '.join(polling)}): "
+                                   f"{RT_WITH_BUSY_POLL}")
         self.node_rt_priorities = {n: info.get("rt_priority", 0) if node_rt_priority is None else node_rt_priority
                                    for n, info in self.topo.nodes.items()}
         try:

@@ -34,6 +34,8 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
+from int_node.runtime import RT_WITH_BUSY_POLL
+
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,8}$")
 INT_ROLES = {"source", "transit", "sink"}
 LINK_KEYS = {"ends", "rate_mbps", "delay_ms", "loss_pct", "buffer_pkts", "wireless", "seed"}
@@ -235,8 +237,7 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
             raise TopologyError(f"{path}: node {n.get('name')}: rt_priority must be a SCHED_FIFO priority 1-99 "
                                 f"(0: the normal scheduler), not {rt_priority!r}")
         if rt_priority and busy_poll_us:
-            raise TopologyError(f"{path}: node {n.get('name')}: rt_priority with busy_poll_us: a real-time "
-                                f"loop that polls keeps its CPU from everything else")
+            raise TopologyError(f"{path}: node {n.get('name')}: rt_priority with busy_poll_us: {RT_WITH_BUSY_POLL}")
         nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles),
                             "cpu": n.get("cpu"), "python": python, "poll_idle": bool(n.get("poll_idle", False)),
                             "busy_poll_us": busy_poll_us, "rt_priority": rt_priority,

@@ -9,6 +9,7 @@ import sys
 import click
 
 from .config import ConfigSyntaxError
+from .runtime import RT_WITH_BUSY_POLL
 
 
 def _read_config(path: str) -> str:
@@ -53,8 +54,7 @@ def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, busy_poll
     if poll_idle and cpu is None:
         raise click.UsageError("--poll-idle needs --cpu (the core that is kept polling)")
     if rt_priority and busy_poll_us:
-        raise click.UsageError("--rt-priority with --busy-poll-us: a real-time loop that polls keeps its CPU "
-                               "from everything else")
+        raise click.UsageError(f"--rt-priority with --busy-poll-us: {RT_WITH_BUSY_POLL}")
     try:
         sys.exit(run_node(text, netns=netns, control_path=control_path,
                           counters_path=counters_out, cpu=cpu, poll_idle=poll_idle,

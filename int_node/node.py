@@ -9,7 +9,7 @@ from .compat import sched_fifo, sched_setaffinity
 from .control import ControlServer
 from .eventloop import EventLoop
 from .router import Router
-from .runtime import hold_poll_idle, release_poll_idle
+from .runtime import RT_WITH_BUSY_POLL, hold_poll_idle, release_poll_idle
 
 log = logging.getLogger("intcc.node")
 
@@ -24,8 +24,7 @@ def run_node(config_text: str, netns=None, control_path=None, counters_path=None
     if poll_idle and cpu is None:
         raise ValueError("poll_idle needs the node pinned to a CPU (cpu)")
     if rt_priority and busy_poll_us:
-        raise ValueError("rt_priority with busy_poll_us: a real-time loop that polls keeps its CPU from "
-                         "everything else")
+        raise ValueError(f"rt_priority with busy_poll_us: {RT_WITH_BUSY_POLL}")
     if cpu is not None:
         sched_setaffinity(cpu)
     router = Router(config_text, netns=netns, loop=EventLoop(busy_poll_us))

@@ -33,6 +33,8 @@ PYPY_VENV = "/opt/intcc-pypy"
 PYPY_PYTHON = os.path.join(PYPY_VENV, "bin", "python")
 CHOICES = ("cpython", "pypy")
 ENV_VAR = "INTCC_NODE_PYTHON"
+#: why a node is not both real-time (rt_priority) and busy-polling (busy_poll_us)
+RT_WITH_BUSY_POLL = "a real-time loop that polls keeps its CPU from everything else"
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
