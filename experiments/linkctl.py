@@ -77,9 +77,10 @@ def emulation_lag_counts(tb: Testbed) -> tuple[dict, int, int]:
 
 def emulation_lag_fields(before: tuple, after: tuple) -> dict:
     """A run's record fields from emulation_lag_counts before and after it."""
-    behind = {k: v - before[0].get(k, 0) for k, v in after[0].items()}
+    (behind_before, late_before, held_before), (behind_after, late_after, held_after) = before, after
+    behind = {k: v - behind_before.get(k, 0) for k, v in behind_after.items()}
     worst = max(behind, key=behind.get, default=None)
-    late_us, held = after[1] - before[1], after[2] - before[2]
+    late_us, held = late_after - late_before, held_after - held_before
     return {"emulation_behind_ms": sum(behind.values()) / 1e3,
             "emulation_behind_ms_link_max": behind[worst] / 1e3 if worst else 0.0,
             "emulation_behind_worst_link": worst,
