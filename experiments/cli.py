@@ -283,13 +283,16 @@ def fairness_cmd(results, plot_dir, json_out, table_out):
     if verdicts:
         click.echo("\nthe estimator's verdicts, by time since flow 1's start or last switch:\n"
                    + fairness_report.format_verdict_table(verdicts))
+    parts = fairness_report.parts_table(records)
+    if parts:
+        click.echo("\nwhere D comes from, by what flow 1 ran:\n" + fairness_report.format_parts_table(parts))
     if plot_dir:
         os.makedirs(plot_dir, exist_ok=True)
         fairness_report.plot(records, plot_dir, "fairness", timelines=False)
         click.echo(f"plots in {plot_dir}: d_box.png, abs_d.png")
     if json_out:
         with open(json_out, "w") as f:
-            json.dump({"rows": table, "comparisons": versus, "verdicts": verdicts}, f, indent=1)
+            json.dump({"rows": table, "comparisons": versus, "verdicts": verdicts, "parts": parts}, f, indent=1)
     if table_out:
         pairs = fairness_report.goodput_table(records)
         if not pairs["goodput_mbps"]:

@@ -287,6 +287,42 @@ def verdict_table(records: list[dict]) -> list[dict]:
     return out
 
 
+PARTS = ("start", "right", "wrong")
+
+
+def parts_table(records: list[dict]) -> list[dict]:
+    """Where each adaptive mode's D comes from, per competitor: the mean of each part of D
+    (experiments/metrics.goodput_difference_parts: before flow 1's first switch, after it on
+    the competitor's CCA, after it on another; the parts of a run add up to its D) and
+    the mean seconds flow 1 spent in each. An oracle's D is all "right" and ~0: a mode's
+    gap to it is the sum of its parts' departures from that."""
+    groups: dict = {}
+    for r in records:
+        p = r.get("goodput_difference_parts")
+        if p:
+            groups.setdefault((r["competitor"], r["algorithm"]), []).append(p)
+    out = []
+    for (comp, mode), ps in groups.items():
+        out.append({"competitor": comp, "mode": mode, "runs": len(ps),
+                    "mean_d": statistics.mean(p["d"] for p in ps),
+                    "mean_part": {k: statistics.mean(p["parts"][k] for p in ps) for k in PARTS},
+                    "mean_abs_part": {k: statistics.mean(abs(p["parts"][k]) for p in ps) for k in PARTS},
+                    "mean_seconds": {k: statistics.mean(p["seconds"][k] for p in ps) for k in PARTS}})
+    return out
+
+
+def format_parts_table(table: list[dict]) -> str:
+    lines = [f"{'competitor':10s} {'mode':24s} {'runs':>4s} {'D':>7s}  "
+             + "  ".join(f"{k + ': s, D (|D|)':>22s}" for k in PARTS)]
+    for r in table:
+        cells = "  ".join(f"{r['mean_seconds'][k]:5.1f} {r['mean_part'][k]:+7.3f} ({r['mean_abs_part'][k]:5.3f})"
+                          for k in PARTS)
+        lines.append(f"{r['competitor']:10s} {r['mode']:24s} {r['runs']:4d} {r['mean_d']:+7.3f}  {cells}")
+    lines.append("start: before flow 1's first switch; right: after it, on the competitor's CCA; wrong: after it, "
+                 "on another. Per run the three parts of D add up to D; means over the runs, seconds on each")
+    return "\n".join(lines)
+
+
 def format_verdict_table(table: list[dict]) -> str:
     comps = sorted({c for r in table for c in r["vote_accuracy_by_competitor"]})
     lines = [f"{'mode':18s} {'since':7s} {'flow 1 on':9s} {'s':>6s} {'verdicts':>8s} {'row':>5s} {'vote':>5s}  "

@@ -56,6 +56,9 @@ def algorithm_spans(trace_csv: str, initial: str, end_s: float | None = None) ->
     start = next((float(x["t_s"]) for x in rows if x["event"] == "start"), float(rows[0]["t_s"]))
     if end_s is None:
         end_s = float(rows[-1]["t_s"]) - start
+    first_move = next((x for x in rows if is_switch(x)), None)
+    if first_move is not None:       # the trace knows what the flow started on (best-response picks it)
+        initial = first_move["reason"].split(" -> ")[0]
     spans, since, alg = [], 0.0, initial
     for x in rows:
         if is_switch(x):
@@ -75,8 +78,6 @@ def switches(trace_csv: str, initial: str = "cubic", end_s: float | None = None)
         return None
     start = next((float(r["t_s"]) for r in rows if r["event"] == "start"), float(rows[0]["t_s"]))
     moves = [r for r in rows if is_switch(r)]
-    if moves:
-        initial = moves[0]["reason"].split(" -> ")[0]
     spans = algorithm_spans(trace_csv, initial, end_s)
     total = sum(hi - lo for lo, hi, _ in spans)
     shares: dict = {}
@@ -86,6 +87,36 @@ def switches(trace_csv: str, initial: str = "cubic", end_s: float | None = None)
             "first_switch_s": round(float(moves[0]["t_s"]) - start, 3) if moves else None,
             "final_algorithm": moves[-1]["reason"].split(" -> ")[1].split(":")[0] if moves else None,
             "time_on": {a: round(v, 4) for a, v in shares.items()}}
+
+
+def goodput_difference_parts(rows: list[dict], spans: list[tuple[float, float, str]], competitor: str,
+                             interval_s: float, competitor_from_s: float = 0.0) -> dict | None:
+    """Paper 002's D split over what flow 1 ran: ``start`` (before its first switch,
+    whatever it ran), ``right`` (after it, on the competitor's CCA) and ``wrong`` (after
+    it, on another). D = (G1 - G2) / (G1 + G2) = sum over parts p of (G1_p - G2_p) /
+    (G1 + G2) exactly, so the parts add up to the D of the intervals (``d``; the record's
+    D is from iperf3's totals and differs by rounding). Where the gap to the oracle comes
+    from: the time to the first verdict, a wrong verdict, or the pair after a right one.
+    ``rows``: the run's series (each interval's end ``t_s``, both goodputs); ``spans``:
+    ``algorithm_spans``; intervals before ``competitor_from_s`` (a late competitor) are
+    left out, as the record's D leaves them. None without both flows' goodputs."""
+    first_switch_s = spans[0][1] if len(spans) > 1 else float("inf")
+    sums = {"start": [0.0, 0.0, 0.0], "right": [0.0, 0.0, 0.0], "wrong": [0.0, 0.0, 0.0]}
+    for r in rows:
+        mid_s = float(r["t_s"]) - interval_s / 2     # an interval goes with what ran at its middle
+        g1, g2 = r.get("goodput_mbps"), r.get("competitor_goodput_mbps")
+        if g1 is None or g2 is None or mid_s < competitor_from_s:
+            continue
+        on = next((alg for lo, hi, alg in spans if lo <= mid_s < hi), spans[-1][2] if spans else None)
+        part = "start" if mid_s < first_switch_s else "right" if on == competitor else "wrong"
+        sums[part][0] += g1
+        sums[part][1] += g2
+        sums[part][2] += interval_s
+    total = sum(g1 + g2 for g1, g2, _ in sums.values())
+    if total <= 0:
+        return None
+    parts = {p: (g1 - g2) / total for p, (g1, g2, _) in sums.items()}
+    return {"d": sum(parts.values()), "parts": parts, "seconds": {p: s for p, (_, _, s) in sums.items()}}
 
 
 #: Seconds since flow 1's last switch (or its start) that verdicts are scored in.

@@ -38,7 +38,8 @@ from .fairness import goodput_difference
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, emulation_lag_fields,
                       link_loss_counts, run_seed, seed_losses, set_loss)
-from .metrics import jain, mean_queue_delay_ms, slow_start_exit_s, switches, time_to_plateau_s, verdict_scores
+from .metrics import (algorithm_spans, goodput_difference_parts, jain, mean_queue_delay_ms, slow_start_exit_s,
+                      switches, time_to_plateau_s, verdict_scores)
 from .plots import plot_overlay, plot_series, plot_summary
 from .scenario import KERNEL_CCAS, Algorithm, Scenario
 from .teardown import RUN_ROOT, teardown
@@ -427,6 +428,10 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
         extra |= switches(os.path.join(run_dir, "trace.csv"), alg.initial) or {}
         if alg.competitor:
             extra["verdicts"] = verdict_scores(os.path.join(run_dir, "trace.csv"), alg.competitor, alg.initial)
+            spans = algorithm_spans(os.path.join(run_dir, "trace.csv"), alg.initial, sc.seconds)
+            if spans:
+                extra["goodput_difference_parts"] = goodput_difference_parts(
+                    rows, spans, alg.competitor, sc.interval_s, alg.competitor_delay_s)
     with open(os.path.join(run_dir, "series.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, list(rows[0]) if rows else ["t_s"])
         w.writeheader()

@@ -172,3 +172,33 @@ def test_the_adaptive_agents_first_algorithm_is_its_initial_option():
     from experiments.scenario import Algorithm
     assert Algorithm("a", ccp="adaptive", options=["--model", "m", "--initial", "reno"]).initial == "reno"
     assert Algorithm("a", ccp="adaptive", options=["--model", "m"]).initial == "cubic"
+
+
+def test_d_splits_exactly_into_the_start_the_right_and_the_wrong_cca():
+    from experiments.metrics import goodput_difference_parts
+    rows = [{"t_s": float(t), "goodput_mbps": g1, "competitor_goodput_mbps": g2}
+            for t, (g1, g2) in enumerate([(8, 2), (8, 2), (5, 5), (5, 5), (1, 9), (6, 4)], start=1)]
+    spans = [(0.0, 2.0, "cubic"), (2.0, 4.0, "bbr"), (4.0, 5.0, "reno"), (5.0, 6.0, "bbr")]
+    p = goodput_difference_parts(rows, spans, "bbr", 1.0)
+    g1, g2 = sum(r["goodput_mbps"] for r in rows), sum(r["competitor_goodput_mbps"] for r in rows)
+    assert p["d"] == pytest.approx((g1 - g2) / (g1 + g2))          # the parts add up to Eq. 3's D
+    assert p["parts"] == pytest.approx({"start": 12 / 60, "right": 2 / 60, "wrong": -8 / 60})
+    assert p["seconds"] == {"start": 2.0, "right": 3.0, "wrong": 1.0}
+    # a flow that never switched: all of D is its start, whatever it ran
+    assert goodput_difference_parts(rows, [(0.0, 6.0, "cubic")], "cubic", 1.0)["parts"]["start"] == pytest.approx(
+        (g1 - g2) / (g1 + g2))
+    # a late competitor: the intervals before it came are left out, as the record's D leaves them
+    late = goodput_difference_parts(rows, spans, "bbr", 1.0, competitor_from_s=2.0)
+    assert late["seconds"]["start"] == 0.0 and late["d"] == pytest.approx((17 - 23) / 40)
+    table = fairness_report.parts_table([{"algorithm": "mirror w50", "competitor": "bbr",
+                                          "goodput_difference_parts": p}, {"algorithm": "not used",
+                                                                           "competitor": "bbr"}])
+    assert len(table) == 1 and table[0]["mean_abs_part"]["wrong"] == pytest.approx(8 / 60)
+    assert "start" in fairness_report.format_parts_table(table)
+
+
+def test_a_flows_spans_start_on_what_its_trace_says_it_left(tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0,1,7,start,14480,init\n"
+                     "7.0,1,7,switch,28960,reno -> bbr: verdict bbr\n")
+    assert fairness_report.algorithm_spans(str(trace), "cubic", 10.0) == [(0.0, 7.0, "reno"), (7.0, 10.0, "bbr")]
