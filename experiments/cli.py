@@ -283,6 +283,7 @@ def fairness_cmd(results, plot_dir, json_out, table_out):
     if verdicts:
         click.echo("\nthe estimator's verdicts, by time since flow 1's start or last switch:\n"
                    + fairness_report.format_verdict_table(verdicts))
+    fairness_report.fill_parts(records, lambda r: os.path.dirname(r["source"]))
     parts = fairness_report.parts_table(records)
     if parts:
         click.echo("\nwhere D comes from, by what flow 1 ran:\n" + fairness_report.format_parts_table(parts))

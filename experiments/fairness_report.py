@@ -23,7 +23,7 @@ import statistics
 import numpy as np
 
 from .fairness import goodput_difference, harm, switched_goodputs
-from .metrics import algorithm_spans
+from .metrics import algorithm_spans, goodput_difference_parts
 
 PAIR_PREFIX = "pair: "          # fairness_pairs.toml's labels: "pair: <flow 1's CCA>"
 
@@ -288,6 +288,31 @@ def verdict_table(records: list[dict]) -> list[dict]:
 
 
 PARTS = ("start", "right", "wrong")
+
+
+def fill_parts(records: list[dict], out_dir_of) -> int:
+    """Give adaptive records written before runs carried ``goodput_difference_parts`` their
+    parts, from the run's series.csv and trace.csv where its directory is still there
+    (``out_dir_of(record)``: its results directory). How many were filled."""
+    filled = 0
+    for r in records:
+        if "switches" not in r or r.get("goodput_difference_parts") or not r.get("competitor"):
+            continue
+        run_dir = os.path.join(out_dir_of(r), "runs", r["run"])
+        series_csv, trace_csv = os.path.join(run_dir, "series.csv"), os.path.join(run_dir, "trace.csv")
+        if not (os.path.exists(series_csv) and os.path.exists(trace_csv)):
+            continue
+        with open(series_csv) as f:
+            rows = [{k: float(v) if v not in ("", None) else None for k, v in x.items()} for x in csv.DictReader(f)]
+        spans = algorithm_spans(trace_csv, "cubic", float(r.get("seconds") or 0) or None)
+        if len(rows) < 2 or not spans:
+            continue
+        interval_s = statistics.median(b["t_s"] - a["t_s"] for a, b in zip(rows, rows[1:]))
+        parts = goodput_difference_parts(rows, spans, r["competitor"], interval_s, r.get("competitor_delay_s", 0))
+        if parts:
+            r["goodput_difference_parts"] = parts
+            filled += 1
+    return filled
 
 
 def parts_table(records: list[dict]) -> list[dict]:

@@ -202,3 +202,18 @@ def test_a_flows_spans_start_on_what_its_trace_says_it_left(tmp_path):
     trace.write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0,1,7,start,14480,init\n"
                      "7.0,1,7,switch,28960,reno -> bbr: verdict bbr\n")
     assert fairness_report.algorithm_spans(str(trace), "cubic", 10.0) == [(0.0, 7.0, "reno"), (7.0, 10.0, "bbr")]
+
+
+def test_records_from_before_the_parts_get_them_from_their_run_directory(tmp_path):
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "series.csv").write_text("t_s,goodput_mbps,competitor_goodput_mbps\n1,8,2\n2,5,5\n3,1,9\n")
+    (run / "trace.csv").write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0,1,7,start,14480,init\n"
+                                   "1.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n"
+                                   "2.0,1,7,switch,28960,bbr -> reno: verdict reno\n")
+    old = {"algorithm": "mirror w50", "competitor": "bbr", "run": "r", "seconds": 3, "switches": 2}
+    gone = {**old, "run": "deleted"}
+    assert fairness_report.fill_parts([old, gone, {"algorithm": "not used", "competitor": "bbr"}],
+                                      lambda r: str(tmp_path)) == 1
+    assert old["goodput_difference_parts"]["parts"] == pytest.approx({"start": 0.2, "right": 0.0, "wrong": -0.2})
+    assert "goodput_difference_parts" not in gone
