@@ -215,5 +215,5 @@ def test_records_from_before_the_parts_get_them_from_their_run_directory(tmp_pat
     gone = {**old, "run": "deleted"}
     assert fairness_report.fill_parts([old, gone, {"algorithm": "not used", "competitor": "bbr"}],
                                       lambda r: str(tmp_path)) == 1
-    assert old["goodput_difference_parts"]["parts"] == pytest.approx({"start": 0.2, "right": 0.0, "wrong": -0.2})
+    assert old["goodput_difference_parts"]["parts"] == pytest.approx({"start": 6 / 30, "right": 0.0, "wrong": -8 / 30})
     assert "goodput_difference_parts" not in gone
