@@ -261,7 +261,10 @@ def fairness_cmd(results, plot_dir, json_out, table_out):
     """D, mean |D| (bootstrap 95 % CI), harm against the oracle, Jain and switches per
     competitor and mode, pooled over RESULTS (directories of 'intcc exp run' of a
     fairness scenario, e.g. fairness_switching). With fairness_pairs' results of the same
-    seed among them, also the paper's offline |D| (Eqs. 1-3) beside the live one.
+    seed among them, also the paper's offline |D| (Eqs. 1-3) beside the live one. Then
+    each mode against not used and the oracle on the same networks, the estimator's
+    verdicts, and where each adaptive mode's D comes from (before flow 1's first switch,
+    after it on the competitor's CCA, on another).
 
     Example: intcc exp fairness results/fairness_switching-S1 results/fairness_pairs-S1
     """
