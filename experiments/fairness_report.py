@@ -60,7 +60,8 @@ def _is(mode: str, baseline: str) -> bool:
 def offline_d(records: list[dict], out_dir_of=None) -> dict[int, float]:
     """{index of a live record: the paper method's D for it} (Eqs. 1-3), from the pair
     records of the same network and the live run's time shares. ``out_dir_of(record)``:
-    the results directory a record came from (its trace is under runs/<run>/trace.csv)."""
+    the results directory a record came from (its trace is under runs/<run>/trace.csv; without
+    it, the record's ``time_on``)."""
     from .fairness import CCAS, time_shares
     pairs: dict = {}
     for r in records:
@@ -76,11 +77,13 @@ def offline_d(records: list[dict], out_dir_of=None) -> dict[int, float]:
         if "switches" in r:
             trace = os.path.join(out_dir_of(r), "runs", r["run"], "trace.csv") if out_dir_of else None
             spans = algorithm_spans(trace, "cubic", span) if trace and os.path.exists(trace) else []
-            if not spans:
-                continue
             shares = dict.fromkeys(CCAS, 0.0)
             for lo, hi, alg in spans:
                 shares[alg] = shares.get(alg, 0.0) + max(0.0, min(hi, span) - lo)
+            if not spans:       # the run directory is gone (a shipped record): its time on each CCA
+                if not r.get("time_on"):
+                    continue
+                shares.update(r["time_on"])
             total = sum(shares.values())
             shares = {a: v / total for a, v in shares.items()} if total > 0 else {}
         else:

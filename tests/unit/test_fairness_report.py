@@ -124,6 +124,10 @@ def test_the_paper_method_weighs_the_networks_pairs_by_the_live_runs_time_shares
     assert table["mirror w50"]["paper_mean_abs_d"] == pytest.approx(0.15)
     assert table["not used"]["paper_runs"] == 1 and table["not used"]["runs"] == 2
     assert "paper method" in fairness_report.format_rows(list(table.values()))
+    # a shipped record whose run directory is gone: its time_on weighs the pairs alike
+    shipped = {**live, "time_on": {"cubic": 0.25, "bbr": 0.75}}
+    assert fairness_report.offline_d(pairs + [shipped], lambda r: str(tmp_path / "gone"))[4] == pytest.approx(-0.15)
+    assert 4 not in fairness_report.offline_d(pairs + [live], lambda r: str(tmp_path / "gone"))
 
 
 def test_the_pair_runs_give_the_table_best_response_reads(tmp_path):
