@@ -19,6 +19,18 @@ RECORDS = [
 ]
 
 
+TRACE_HEADER = "t_s,mono_ns,sid,event,cwnd_bytes,reason\n"
+
+
+def run_dir(tmp_path, series_rows: str, trace_rows: str):
+    """A results directory's runs/r with a series.csv and an agent trace.csv."""
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "series.csv").write_text("t_s,goodput_mbps,competitor_goodput_mbps\n" + series_rows)
+    (run / "trace.csv").write_text(TRACE_HEADER + trace_rows)
+    return run
+
+
 def test_rows_give_d_abs_d_and_harm_against_the_same_repeats_oracle():
     table = {(r["competitor"], r["mode"]): r for r in fairness_report.rows(RECORDS)}
     nu = table[("bbr", "not used")]
@@ -88,13 +100,10 @@ def test_plots_are_written(tmp_path):
 
 
 def test_the_timeline_colours_flow_1s_algorithm_from_its_trace(tmp_path):
-    run = tmp_path / "runs" / "r"
-    run.mkdir(parents=True)
-    (run / "series.csv").write_text("t_s,goodput_mbps,competitor_goodput_mbps\n1,2,3\n2,2.5,2.5\n3,2.4,2.6\n")
-    (run / "trace.csv").write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0.5,1,7,start,14480,init\n"
-                                   "2.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n"
-                                   "2.0,1,7,switch,28960,took the flow over in probe_bw\n"
-                                   "3.7,1,7,switch,28960,bbr -> cubic: verdict cubic\n")   # as the run ended
+    run = run_dir(tmp_path, "1,2,3\n2,2.5,2.5\n3,2.4,2.6\n", "0.5,1,7,start,14480,init\n"
+                  "2.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n"
+                  "2.0,1,7,switch,28960,took the flow over in probe_bw\n"
+                  "3.7,1,7,switch,28960,bbr -> cubic: verdict cubic\n")   # as the run ended
     spans = fairness_report.algorithm_spans(str(run / "trace.csv"), "cubic", 3.0)
     assert spans == [(0.0, 1.5, "cubic"), (1.5, 3.0, "bbr")]
     path = fairness_report.plot_timeline(str(run), {"algorithm": "mirror w50", "competitor": "bbr",
@@ -209,12 +218,8 @@ def test_a_flows_spans_start_on_what_its_trace_says_it_left(tmp_path):
 
 
 def test_records_from_before_the_parts_get_them_from_their_run_directory(tmp_path):
-    run = tmp_path / "runs" / "r"
-    run.mkdir(parents=True)
-    (run / "series.csv").write_text("t_s,goodput_mbps,competitor_goodput_mbps\n1,8,2\n2,5,5\n3,1,9\n")
-    (run / "trace.csv").write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0,1,7,start,14480,init\n"
-                                   "1.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n"
-                                   "2.0,1,7,switch,28960,bbr -> reno: verdict reno\n")
+    run_dir(tmp_path, "1,8,2\n2,5,5\n3,1,9\n", "0,1,7,start,14480,init\n1.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n"
+            "2.0,1,7,switch,28960,bbr -> reno: verdict reno\n")
     old = {"algorithm": "mirror w50", "competitor": "bbr", "run": "r", "seconds": 3, "switches": 2}
     gone = {**old, "run": "deleted"}
     assert fairness_report.fill_parts([old, gone, {"algorithm": "not used", "competitor": "bbr"}],
