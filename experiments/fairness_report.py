@@ -23,7 +23,7 @@ import statistics
 import numpy as np
 
 from .fairness import goodput_difference, harm, switched_goodputs
-from .metrics import algorithm_spans, goodput_difference_parts
+from .metrics import DIFFERENCE_PARTS as PARTS, algorithm_spans, goodput_difference_parts
 
 PAIR_PREFIX = "pair: "          # fairness_pairs.toml's labels: "pair: <flow 1's CCA>"
 
@@ -288,9 +288,6 @@ def verdict_table(records: list[dict]) -> list[dict]:
                     "vote_accuracy": t["vote_right"] / t["rows"],
                     "vote_accuracy_by_competitor": {k: v[1] / v[0] for k, v in sorted(t["by"].items())}})
     return out
-
-
-PARTS = ("start", "right", "wrong")
 
 
 def fill_parts(records: list[dict], out_dir_of) -> int:

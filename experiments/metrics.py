@@ -89,6 +89,10 @@ def switches(trace_csv: str, initial: str = "cubic", end_s: float | None = None)
             "time_on": {a: round(v, 4) for a, v in shares.items()}}
 
 
+#: The parts of a run's D by what flow 1 ran (goodput_difference_parts).
+DIFFERENCE_PARTS = ("start", "right", "wrong")
+
+
 def goodput_difference_parts(rows: list[dict], spans: list[tuple[float, float, str]], competitor: str,
                              interval_s: float, competitor_from_s: float = 0.0) -> dict | None:
     """Paper 002's D split over what flow 1 ran: ``start`` (before its first switch,
@@ -101,7 +105,7 @@ def goodput_difference_parts(rows: list[dict], spans: list[tuple[float, float, s
     ``algorithm_spans``; intervals before ``competitor_from_s`` (a late competitor) are
     left out, as the record's D leaves them. None without both flows' goodputs."""
     first_switch_s = spans[0][1] if len(spans) > 1 else float("inf")
-    sums = {"start": [0.0, 0.0, 0.0], "right": [0.0, 0.0, 0.0], "wrong": [0.0, 0.0, 0.0]}
+    sums = {p: [0.0, 0.0, 0.0] for p in DIFFERENCE_PARTS}     # flow 1's goodput, the competitor's, seconds
     for r in rows:
         mid_s = float(r["t_s"]) - interval_s / 2     # an interval goes with what ran at its middle
         g1, g2 = r.get("goodput_mbps"), r.get("competitor_goodput_mbps")

@@ -425,10 +425,11 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
             extra["goodput_difference"] = d
             extra["abs_goodput_difference"] = abs(d) if d is not None else None
     if alg.ccp == "adaptive":
-        extra |= switches(os.path.join(run_dir, "trace.csv"), alg.initial) or {}
+        trace_csv = os.path.join(run_dir, "trace.csv")
+        extra |= switches(trace_csv, alg.initial) or {}
         if alg.competitor:
-            extra["verdicts"] = verdict_scores(os.path.join(run_dir, "trace.csv"), alg.competitor, alg.initial)
-            spans = algorithm_spans(os.path.join(run_dir, "trace.csv"), alg.initial, sc.seconds)
+            extra["verdicts"] = verdict_scores(trace_csv, alg.competitor, alg.initial)
+            spans = algorithm_spans(trace_csv, alg.initial, sc.seconds)
             if spans:
                 extra["goodput_difference_parts"] = goodput_difference_parts(
                     rows, spans, alg.competitor, sc.interval_s, alg.competitor_delay_s)
