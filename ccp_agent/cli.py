@@ -186,13 +186,16 @@ for _name in ALGORITHMS:
               help="a switch also brings the flow to its competitor's rate at the bottleneck (INT models: the "
                    "sink's hop records): the new CCA goes on from the window the competitor has, not the gap "
                    "the old one left")
+@click.option("--match-at-start/--no-match-at-start", default=False, show_default=True,
+              help="also bring the flow to its competitor's rate once at the estimator's first verdict (the "
+                   "warm-up's end), keeping its CCA: the gap of the first seconds does not wait for a switch")
 @click.option("--broker", "broker_url",
               help="publish verdicts and switches on intcc/v1/estimate/<flow-id>; a model trained with INT "
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
-                 min_confidence, warmup_s, min_votes, match_rate, broker_url, ipc, trace, verbose, state_dir,
-                 decisions_url, pins=(), rt_priority=None):
+                 min_confidence, warmup_s, min_votes, match_rate, match_at_start, broker_url, ipc, trace, verbose,
+                 state_dir, decisions_url, pins=(), rt_priority=None):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
     from ccp_algs.handover import HandoverError
     from ccp_algs.registry import UnknownAlgorithm
@@ -231,7 +234,8 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
     try:
         def make(caps):
             try:
-                return Adaptive(hosted, initial, switch_policy, estimation, match_rate=match_rate, trace=trace,
+                return Adaptive(hosted, initial, switch_policy, estimation, match_rate=match_rate,
+                                match_at_start=match_at_start, trace=trace,
                                 capabilities=caps)
             except HandoverError as e:
                 raise click.ClickException(str(e))

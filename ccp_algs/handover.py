@@ -88,16 +88,29 @@ class HostedFlow:
         if rate_ratio is not None:
             state = state.at_rate_ratio(rate_ratio, min_cwnd_bytes=2 * self.flow.mss)
             why = (why + ", " if why else "") + f"the competitor's rate: x{rate_ratio:.3g}"
+        self.switches.append({"mono_ns": time.monotonic_ns(), "from": self.current, "to": name, "why": why,
+                              "cwnd_bytes": int(state.cwnd_bytes)})
+        self._hand_to(name, state, "switch", f"{self.current} -> {name}" + (f": {why}" if why else ""),
+                      cause_mono_ns)
+        return state
+
+    def match_rate(self, rate_ratio: float, why: str = "", cause_mono_ns: int | None = None) -> FlowState:
+        """The flow's algorithm goes on at ``rate_ratio`` times the flow's rate, keeping its
+        CCA (a "match" row in the trace, not a switch: FlowState.at_rate_ratio)."""
+        state = self.state().at_rate_ratio(rate_ratio, min_cwnd_bytes=2 * self.flow.mss)
+        self._hand_to(self.current, state, "match", f"{self.current} at the competitor's rate: x{rate_ratio:.3g}"
+                      + (f": {why}" if why else ""), cause_mono_ns)
+        return state
+
+    def _hand_to(self, name: str, state: FlowState, event: str, reason: str, cause_mono_ns: int | None):
+        """A new instance of ``name`` takes the flow from ``state``; the trace row after its
+        start and command, in the order they were made."""
         new = self.host.algorithms[name].new_flow(_Quiet(), self.info)
         new.datapath = self.datapath
         new.adopt(state)
-        self.switches.append({"mono_ns": time.monotonic_ns(), "from": self.current, "to": name, "why": why,
-                              "cwnd_bytes": int(state.cwnd_bytes)})
-        self.flow.trace.row(sid=self.flow.sid, event="switch", cwnd_bytes=int(state.cwnd_bytes),
-                            reason=f"{self.current} -> {name}" + (f": {why}" if why else ""),
+        self.flow.trace.row(sid=self.flow.sid, event=event, cwnd_bytes=int(state.cwnd_bytes), reason=reason,
                             cause_mono_ns=cause_mono_ns)
         self.current, self.flow = name, new
-        return state
 
 
 class Host(Algorithm):

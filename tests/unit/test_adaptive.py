@@ -271,3 +271,36 @@ def test_an_int_models_warm_up_counts_from_the_competitors_arrival():
     assert watched.step() is None                                    # the competitor is still warming up
     ages[0] = 5.0
     assert watched.step() == "step" and made == [5.0]
+
+
+def test_match_at_start_takes_the_first_verdicts_rate_once_and_keeps_the_cca():
+    flow, dp, est = adaptive()
+    flow.host.match_at_start = True
+    flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
+    flow.loss_seen = True
+    tick(flow)
+    est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=3, competitor_rate_ratio=0.5)))   # too few votes
+    tick(flow)
+    assert flow.current == "cubic" and dp.cwnd == 10 * MSS and flow.switches == [] and flow.matched_at_start
+    est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=4, competitor_rate_ratio=0.5)))   # once only
+    tick(flow)
+    assert dp.cwnd == 10 * MSS
+
+
+def test_match_at_start_is_off_by_default_and_never_after_a_switch():
+    flow, dp, est = adaptive()
+    flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
+    flow.loss_seen = True
+    tick(flow)
+    est.inbox.append(("verdict", 1, verdict("cubic", 0.9, n=3, competitor_rate_ratio=0.5)))
+    tick(flow)
+    assert dp.cwnd == 20 * MSS
+    flow, dp, est = adaptive()
+    flow.host.match_at_start = True
+    flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
+    flow.loss_seen = True
+    flow.switch("reno")
+    tick(flow)
+    est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=3, competitor_rate_ratio=0.5)))
+    tick(flow)
+    assert flow.current == "reno" and not flow.matched_at_start
