@@ -2,7 +2,7 @@
 another when the estimator's verdict on its competitor says so (switching.py), live,
 with its state carried over (ccp_algs/handover.py), and, where the estimator reads the
 sink's telemetry, at the competitor's rate at the bottleneck (``match_rate``; and once
-at its first verdict, before any switch, ``match_at_start``).
+at its first verdict, before any switch, where the flow is ahead: ``match_at_start_below``).
 
 The estimator runs in a child process (estimation.py); the agent reads its verdicts at
 each report without waiting. Every switch goes to the trace (event ``switch``), to the
@@ -28,7 +28,7 @@ class AdaptiveFlow(HostedFlow):
         self.in_control_since = time.monotonic()
         self.verdict = None
         self.flow_id = None
-        self.matched_at_start = False
+        self.start_ratio_seen = False
         if host.estimation is not None:
             host.estimation.observe(self.sid, (datapath_info.src_ip, datapath_info.src_port, datapath_info.dst_ip,
                                                datapath_info.dst_port), self.current)
@@ -42,11 +42,12 @@ class AdaptiveFlow(HostedFlow):
         if v is self.verdict:
             return
         self.verdict, self.flow_id = v, v.flow_id or self.flow_id
-        if self.host.match_at_start and not self.matched_at_start and not self.switches \
+        if self.host.match_at_start_below and not self.start_ratio_seen and not self.switches \
                 and v.competitor_rate_ratio is not None:
-            self.matched_at_start = True
-            self.match_rate(v.competitor_rate_ratio, why="the estimator's first verdict",
-                            cause_mono_ns=v.sent_mono_ns or None)
+            self.start_ratio_seen = True        # the first measured ratio decides, once
+            if v.competitor_rate_ratio < self.host.match_at_start_below:
+                self.match_rate(v.competitor_rate_ratio, why="the estimator's first verdict",
+                                cause_mono_ns=v.sent_mono_ns or None)
         # every verdict in the trace: what the estimator said, not only what it moved (and
         # the step's own estimate: scored by time since a switch, experiments/metrics.py)
         self.flow.trace.row(sid=self.flow.sid, event="verdict",
@@ -69,14 +70,15 @@ class Adaptive(Host):
     summary = "Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."
 
     def __init__(self, algorithms, initial: str, policy: SwitchPolicy, estimation=None, match_rate: bool = False,
-                 match_at_start: bool = False, trace=None, **kwargs):
+                 match_at_start_below: float = 0.0, trace=None, **kwargs):
         super().__init__(algorithms, initial, trace=trace, **kwargs)
         self.policy = policy
         self.match_rate = match_rate            # a switch takes the verdict's competitor rate (INT)
-        # the first verdict's competitor rate, taken once before any switch, CCA kept: the gap
-        # the start opens (CUBIC's early HyStart exit, a Vegas competitor squeezed) does not
-        # wait ~10 s for a verdict (docs/fairness.md, session 53's parts of D)
-        self.match_at_start = match_at_start
+        # the first verdict's competitor rate (competitor / flow), taken once before any switch
+        # where below this (0: never), CCA kept: the gap the start opens (a Vegas competitor
+        # squeezed) does not wait ~10 s for a verdict. Session 54 (docs/fairness.md): a match
+        # at ~1 restarts CUBIC's epoch and it fell behind; one up followed a slow start's burst
+        self.match_at_start_below = match_at_start_below
         self.estimation = estimation            # EstimatorProcess (None: no verdicts, no switches)
         self.flows = weakref.WeakValueDictionary()   # sid -> AdaptiveFlow, while portus keeps it
         self.failed: set = set()                # flows whose estimation failed (logged once each)

@@ -186,15 +186,18 @@ for _name in ALGORITHMS:
               help="a switch also brings the flow to its competitor's rate at the bottleneck (INT models: the "
                    "sink's hop records): the new CCA goes on from the window the competitor has, not the gap "
                    "the old one left")
-@click.option("--match-at-start/--no-match-at-start", default=False, show_default=True,
-              help="also bring the flow to its competitor's rate once at the estimator's first verdict (the "
-                   "warm-up's end), keeping its CCA: the gap of the first seconds does not wait for a switch")
+@click.option("--match-at-start-below", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              metavar="RATIO",
+              help="also bring the flow to its competitor's rate at the estimator's first verdict (the warm-up's "
+                   "end), keeping its CCA, where the competitor's rate over the flow's is below RATIO (0: never; "
+                   "0.8: where the flow has over 1.25x its competitor's): the first seconds' gap does not wait "
+                   "for a switch")
 @click.option("--broker", "broker_url",
               help="publish verdicts and switches on intcc/v1/estimate/<flow-id>; a model trained with INT "
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
-                 min_confidence, warmup_s, min_votes, match_rate, match_at_start, broker_url, ipc, trace, verbose,
+                 min_confidence, warmup_s, min_votes, match_rate, match_at_start_below, broker_url, ipc, trace, verbose,
                  state_dir, decisions_url, pins=(), rt_priority=None):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
     from ccp_algs.handover import HandoverError
@@ -235,7 +238,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
         def make(caps):
             try:
                 return Adaptive(hosted, initial, switch_policy, estimation, match_rate=match_rate,
-                                match_at_start=match_at_start, trace=trace,
+                                match_at_start_below=match_at_start_below, trace=trace,
                                 capabilities=caps)
             except HandoverError as e:
                 raise click.ClickException(str(e))

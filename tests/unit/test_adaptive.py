@@ -273,34 +273,38 @@ def test_an_int_models_warm_up_counts_from_the_competitors_arrival():
     assert watched.step() == "step" and made == [5.0]
 
 
-def test_match_at_start_takes_the_first_verdicts_rate_once_and_keeps_the_cca():
+def test_match_at_start_takes_the_first_measured_ratio_once_where_below_the_bound_and_keeps_the_cca():
     flow, dp, est = adaptive()
-    flow.host.match_at_start = True
+    flow.host.match_at_start_below = 0.8
     flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
     flow.loss_seen = True
     tick(flow)
+    est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=2)))                              # no ratio yet
     est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=3, competitor_rate_ratio=0.5)))   # too few votes
     tick(flow)
-    assert flow.current == "cubic" and dp.cwnd == 10 * MSS and flow.switches == [] and flow.matched_at_start
+    assert flow.current == "cubic" and dp.cwnd == 10 * MSS and flow.switches == [] and flow.start_ratio_seen
     est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=4, competitor_rate_ratio=0.5)))   # once only
     tick(flow)
     assert dp.cwnd == 10 * MSS
 
 
-def test_match_at_start_is_off_by_default_and_never_after_a_switch():
+def test_no_match_at_start_at_or_above_the_bound_nor_by_default_nor_after_a_switch():
+    for bound, first_ratio in ((0.0, 0.5), (0.8, 0.8), (0.8, 2.0)):
+        flow, dp, est = adaptive()
+        flow.host.match_at_start_below = bound
+        flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
+        flow.loss_seen = True
+        tick(flow)
+        est.inbox.append(("verdict", 1, verdict("cubic", 0.9, n=3, competitor_rate_ratio=first_ratio)))
+        est.inbox.append(("verdict", 1, verdict("cubic", 0.9, n=4, competitor_rate_ratio=0.5)))  # not a second look
+        tick(flow)
+        assert dp.cwnd == 20 * MSS, (bound, first_ratio)
     flow, dp, est = adaptive()
-    flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
-    flow.loss_seen = True
-    tick(flow)
-    est.inbox.append(("verdict", 1, verdict("cubic", 0.9, n=3, competitor_rate_ratio=0.5)))
-    tick(flow)
-    assert dp.cwnd == 20 * MSS
-    flow, dp, est = adaptive()
-    flow.host.match_at_start = True
+    flow.host.match_at_start_below = 0.8
     flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
     flow.loss_seen = True
     flow.switch("reno")
     tick(flow)
     est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=3, competitor_rate_ratio=0.5)))
     tick(flow)
-    assert flow.current == "reno" and not flow.matched_at_start
+    assert flow.current == "reno" and not flow.start_ratio_seen
