@@ -273,11 +273,16 @@ def test_an_int_models_warm_up_counts_from_the_competitors_arrival():
     assert watched.step() == "step" and made == [5.0]
 
 
-def test_match_at_start_takes_the_first_measured_ratio_once_where_below_the_bound_and_keeps_the_cca():
+def flow_with_window(match_at_start_below, cwnd_pkts=20):
     flow, dp, est = adaptive()
-    flow.host.match_at_start_below = 0.8
-    flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
+    flow.host.match_at_start_below = match_at_start_below
+    flow.flow.cwnd = flow.flow.ssthresh = cwnd_pkts * MSS
     flow.loss_seen = True
+    return flow, dp, est
+
+
+def test_match_at_start_takes_the_first_measured_ratio_once_where_below_the_bound_and_keeps_the_cca():
+    flow, dp, est = flow_with_window(0.8)
     tick(flow)
     est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=2)))                              # no ratio yet
     est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=3, competitor_rate_ratio=0.5)))   # too few votes
@@ -290,19 +295,13 @@ def test_match_at_start_takes_the_first_measured_ratio_once_where_below_the_boun
 
 def test_no_match_at_start_at_or_above_the_bound_nor_by_default_nor_after_a_switch():
     for bound, first_ratio in ((0.0, 0.5), (0.8, 0.8), (0.8, 2.0)):
-        flow, dp, est = adaptive()
-        flow.host.match_at_start_below = bound
-        flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
-        flow.loss_seen = True
+        flow, dp, est = flow_with_window(bound)
         tick(flow)
         est.inbox.append(("verdict", 1, verdict("cubic", 0.9, n=3, competitor_rate_ratio=first_ratio)))
         est.inbox.append(("verdict", 1, verdict("cubic", 0.9, n=4, competitor_rate_ratio=0.5)))  # not a second look
         tick(flow)
         assert dp.cwnd == 20 * MSS, (bound, first_ratio)
-    flow, dp, est = adaptive()
-    flow.host.match_at_start_below = 0.8
-    flow.flow.cwnd = flow.flow.ssthresh = 20.0 * MSS
-    flow.loss_seen = True
+    flow, dp, est = flow_with_window(0.8)
     flow.switch("reno")
     tick(flow)
     est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=3, competitor_rate_ratio=0.5)))
