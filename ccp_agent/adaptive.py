@@ -46,7 +46,7 @@ class AdaptiveFlow(HostedFlow):
                 and v.competitor_rate_ratio is not None:
             self.start_ratio_seen = True        # the first measured ratio decides, once
             if v.competitor_rate_ratio < self.host.match_at_start_below:
-                self.match_rate(v.competitor_rate_ratio, why="the estimator's first verdict",
+                self.match_competitor_rate(v.competitor_rate_ratio, why="the estimator's first verdict",
                                 cause_mono_ns=v.sent_mono_ns or None)
         # every verdict in the trace: what the estimator said, not only what it moved (and
         # the step's own estimate: scored by time since a switch, experiments/metrics.py)

@@ -94,7 +94,7 @@ class HostedFlow:
                       cause_mono_ns)
         return state
 
-    def match_rate(self, rate_ratio: float, why: str = "", cause_mono_ns: int | None = None) -> FlowState:
+    def match_competitor_rate(self, rate_ratio: float, why: str = "", cause_mono_ns: int | None = None) -> FlowState:
         """The flow's algorithm goes on at ``rate_ratio`` times the flow's rate, keeping its
         CCA (a "match" row in the trace, not a switch: FlowState.at_rate_ratio)."""
         state = self.state().at_rate_ratio(rate_ratio, min_cwnd_bytes=2 * self.flow.mss)
