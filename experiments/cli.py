@@ -257,7 +257,13 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
 @click.option("--table-out", "table_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="write the pair runs' mean goodputs g(i, j) as the table 'intcc alg run adaptive --policy "
                    "best-response --table FILE' reads")
-def fairness_cmd(results, plot_dir, json_out, table_out):
+@click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also write mean |D| per mode and competitor, and each adaptive mode's paired cut, gap to "
+                   "the oracle, harm and paper-method |D|, as a Markdown table (as in docs/fairness.md)")
+@click.option("--markdown-mode", "markdown_modes", multiple=True, metavar="MODE",
+              help="detail only this mode in --markdown's table (repeatable; default: every mode but the "
+                   "baselines)")
+def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_modes):
     """D, mean |D| (bootstrap 95 % CI), harm against the oracle, Jain and switches per
     competitor and mode, pooled over RESULTS (directories of 'intcc exp run' of a
     fairness scenario, e.g. fairness_switching). With fairness_pairs' results of the same
@@ -297,6 +303,14 @@ def fairness_cmd(results, plot_dir, json_out, table_out):
     if json_out:
         with open(json_out, "w") as f:
             json.dump({"rows": table, "comparisons": versus, "verdicts": verdicts, "parts": parts}, f, indent=1)
+    if markdown_out:
+        try:
+            text = fairness_report.format_markdown(table, versus, list(markdown_modes) or None)
+        except ValueError as e:
+            raise click.ClickException(f"--markdown-mode: {e}")
+        with open(markdown_out, "w") as f:
+            f.write(text + "\n")
+        click.echo(f"Markdown table in {markdown_out}")
     if table_out:
         pairs = fairness_report.goodput_table(records)
         if not pairs["goodput_mbps"]:

@@ -348,6 +348,68 @@ def format_parts_table(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def format_markdown(table: list[dict], versus: list[dict], detail: list[str] | None = None) -> str:
+    """The docs' table: mean |D| (95 % CI) per mode (rows) and competitor (columns), then
+    for each mode in ``detail`` (default: every mode but the baselines) its paired cut
+    against not used, its gap to the oracle, harm and time on the competitor's CCA, and the
+    paper method's |D| where pairs were given; a last line averages the cut over the
+    competitors."""
+    def num(v):
+        return f"{v:.3f}"
+
+    def signed(v):
+        return f"{v:+.3f}".replace("-", "−")
+
+    def pct(v):
+        return f"{100 * v:.1f} %".replace("-", "−")
+
+    cell = {(r["competitor"], r["mode"]): r for r in table}
+    pair = {(r["competitor"], r["mode"]): r for r in versus}
+    comps = list(dict.fromkeys(r["competitor"] for r in table))
+    modes = list(dict.fromkeys(r["mode"] for r in table))
+    if detail is None:
+        detail = [m for m in modes if not (_is(m, NOT_USED) or _is(m, ORACLE))]
+    unknown = [m for m in detail if m not in modes]
+    if unknown:
+        raise ValueError(f"no runs of {', '.join(map(repr, unknown))}; modes: {', '.join(modes)}")
+    counts = sorted({r["runs"] for r in table})
+    networks = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+
+    def line(label, render):
+        return f"| {label} | " + " | ".join(render(c) for c in comps) + " |"
+
+    def get(comp, mode, key, render, source=cell):
+        v = source.get((comp, mode), {}).get(key)
+        return "–" if v is None else render(v, source[(comp, mode)])
+
+    out = [f"| mean \\|D\\| (95 % CI), {networks} networks each | " + " | ".join(comps) + " |",
+           "|---|" + "---|" * len(comps)]
+    for mode in modes:
+        out.append(line(mode, lambda c: get(c, mode, "mean_abs_d",
+                                            lambda v, r: f"{num(v)} ({num(r['abs_d_ci'][0])}–{num(r['abs_d_ci'][1])})")))
+    for mode in detail:
+        out.append(line(f"{mode}: cut vs not used, paired (95 % CI)", lambda c: get(
+            c, mode, "cut_vs_not_used",
+            lambda v, r: f"{pct(v)} ({pct(r['cut_ci'][0])[:-2]} to {pct(r['cut_ci'][1])})", pair)))
+        out.append(line(f"{mode} − oracle, paired (95 % CI)", lambda c: get(
+            c, mode, "gap_to_oracle",
+            lambda v, r: f"{signed(v)} ({signed(r['gap_ci'][0])} to {signed(r['gap_ci'][1])})", pair)))
+        out.append(line(f"{mode}: harm / on its CCA", lambda c: get(
+            c, mode, "harm", lambda v, r: pct(v) + ("" if r.get("time_on_competitors_cca") is None
+                                                      else f" / {100 * r['time_on_competitors_cca']:.0f} %"))))
+        if any(cell.get((c, mode), {}).get("paper_mean_abs_d") is not None for c in comps):
+            out.append(line(f"paper method, {mode} (pairs of the same networks)", lambda c: get(
+                c, mode, "paper_mean_abs_d",
+                lambda v, r: f"{num(v)} ({num(r['paper_abs_d_ci'][0])}–{num(r['paper_abs_d_ci'][1])})")))
+    averaged = [r for r in versus if r["competitor"] == "all" and r["mode"] in detail]
+    if averaged:
+        out.append("")
+        out.append("Cut vs not used averaged over the competitors (95 % CI): " + "; ".join(
+            f"{r['mode']} {pct(r['cut_vs_not_used'])} ({pct(r['cut_ci'][0])[:-2]} to {pct(r['cut_ci'][1])})"
+            for r in averaged) + ".")
+    return "\n".join(out)
+
+
 def format_verdict_table(table: list[dict]) -> str:
     comps = sorted({c for r in table for c in r["vote_accuracy_by_competitor"]})
     lines = [f"{'mode':18s} {'since':7s} {'flow 1 on':9s} {'s':>6s} {'verdicts':>8s} {'row':>5s} {'vote':>5s}  "

@@ -93,6 +93,26 @@ def test_a_late_mode_is_compared_with_the_late_baselines_only():
     assert table[("bbr", "mirror w50 late")]["harm_pairs"] == 1      # beside the late oracle of repeat 0
 
 
+def test_the_markdown_table_has_every_mode_and_the_detailed_modes_paired_figures():
+    records = RECORDS + [rec("not used", "cubic", 0, 8, 2), rec("mirror w50", "cubic", 0, 5, 5)]
+    text = fairness_report.format_markdown(fairness_report.rows(records), fairness_report.comparisons(records))
+    lines = text.splitlines()
+    assert lines[0] == "| mean \\|D\\| (95 % CI), 1–2 networks each | bbr | cubic |"
+    assert lines[1] == "|---|---|---|"
+    assert lines[2].startswith("| oracle | 0.100 (0.000–0.200) | 0.000 (0.000–0.000) |")
+    assert lines[3].startswith("| not used | 0.700 (")
+    cut = next(x for x in lines if x.startswith("| mirror w50: cut vs not used"))
+    assert f"{100 * (1 - 0.1 / 0.7):.1f} %" in cut and "100.0 %" in cut
+    gap = next(x for x in lines if x.startswith("| mirror w50 − oracle"))
+    assert gap.split(" | ")[1:] == ["+0.000 (−0.200 to +0.200)", "+0.000 (+0.000 to +0.000) |"]
+    harm = next(x for x in lines if x.startswith("| mirror w50: harm"))
+    assert harm == "| mirror w50: harm / on its CCA | 18.2 % | 0.0 % |"     # no trace: no time on its CCA
+    assert "oracle: cut" not in text and "paper method" not in text   # baselines and pairs not detailed
+    assert lines[-1].startswith("Cut vs not used averaged over the competitors (95 % CI): mirror w50 ")
+    with pytest.raises(ValueError, match="'best-response'.*modes: oracle"):
+        fairness_report.format_markdown(fairness_report.rows(records), [], ["best-response"])
+
+
 def test_plots_are_written(tmp_path):
     paths = fairness_report.plot(RECORDS, str(tmp_path), "t", timelines=False)
     assert [p.rsplit("/", 1)[1] for p in paths] == ["d_box.png", "abs_d.png"]
@@ -226,3 +246,17 @@ def test_records_from_before_the_parts_get_them_from_their_run_directory(tmp_pat
                                       lambda r: str(tmp_path)) == 1
     assert old["goodput_difference_parts"]["parts"] == pytest.approx({"start": 6 / 30, "right": 0.0, "wrong": -8 / 30})
     assert "goodput_difference_parts" not in gone
+
+
+def test_the_cli_writes_the_markdown_table_and_names_an_unknown_mode(tmp_path):
+    import json
+    from click.testing import CliRunner
+    from experiments.cli import exp_group
+    (tmp_path / "summary.json").write_text(json.dumps(RECORDS))
+    out = tmp_path / "table.md"
+    res = CliRunner().invoke(exp_group, ["fairness", str(tmp_path), "--markdown", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_text().startswith("| mean \\|D\\| (95 % CI)") and "| mirror w50: harm" in out.read_text()
+    res = CliRunner().invoke(exp_group, ["fairness", str(tmp_path), "--markdown", str(out),
+                                         "--markdown-mode", "mirror w10"])
+    assert res.exit_code != 0 and "--markdown-mode: no runs of 'mirror w10'" in res.output
