@@ -182,6 +182,9 @@ for _name in ALGORITHMS:
               help="no estimates in a flow's first seconds, or a new algorithm's (out of the model's training)")
 @click.option("--min-votes", type=click.IntRange(min=1), default=10, show_default=True,
               help="a verdict from fewer estimates (a vote just begun) changes nothing")
+@click.option("--min-votes-unanimous", type=click.IntRange(min=0), default=0, show_default=True, metavar="K",
+              help="but a vote of fewer than --min-votes counts once it has K estimates, all naming the same CCA "
+                   "(0: never): a first switch that need not wait when the estimates agree from the first")
 @click.option("--match-rate/--no-match-rate", default=True, show_default=True,
               help="a switch also brings the flow to its competitor's rate at the bottleneck (INT models: the "
                    "sink's hop records): the new CCA goes on from the window the competitor has, not the gap "
@@ -197,7 +200,7 @@ for _name in ALGORITHMS:
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
-                 min_confidence, warmup_s, min_votes, match_rate, match_at_start_below, broker_url, ipc, trace, verbose,
+                 min_confidence, warmup_s, min_votes, min_votes_unanimous, match_rate, match_at_start_below, broker_url, ipc, trace, verbose,
                  state_dir, decisions_url, pins=(), rt_priority=None):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
     from ccp_algs.handover import HandoverError
@@ -228,7 +231,8 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
             raise SwitchingError(f"{model_path} uses INT features ({feature_set_of(model.feature_names)}): give "
                                  f"--broker, the MQTT broker the INT sink publishes to")
         table = GoodputTable.load(table_path) if table_path else None
-        switch_policy = SwitchPolicy(policy, names, tuple(named), min_dwell_s, min_confidence, table, min_votes)
+        switch_policy = SwitchPolicy(policy, names, tuple(named), min_dwell_s, min_confidence, table, min_votes,
+                                     min_votes_unanimous)
         if initial is None:
             initial = switch_policy.before_any_verdict()
     except (ModelError, SwitchingError, UnknownAlgorithm) as e:

@@ -11,7 +11,9 @@ competitor (paper 002, Section IV).
 Hysteresis: a flow keeps an algorithm at least ``min_dwell_s``; a verdict from fewer than
 ``min_votes`` estimates (the first seconds of a flow, when the vote has just begun; the
 vote goes on across a switch), or whose top share is below ``min_confidence``, or
-"unknown", changes nothing.
+"unknown", changes nothing. With ``min_votes_unanimous`` K > 0 a vote of fewer than
+``min_votes`` counts once it has K estimates that all name the same CCA: the first switch
+need not wait for ``min_votes`` when the estimates agree from the first.
 """
 from __future__ import annotations
 
@@ -74,6 +76,7 @@ class SwitchPolicy:
     min_confidence: float = 0.6
     table: GoodputTable | None = None
     min_votes: int = 10
+    min_votes_unanimous: int = 0         # 0: off
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -103,7 +106,9 @@ class SwitchPolicy:
                votes: int, shares: dict | None = None) -> str | None:
         """The algorithm to switch to now, or None (stay). ``votes``: estimates in the vote;
         ``shares``: their count per label (best-response weighs by them)."""
-        if estimate is None or estimate == "unknown" or confidence < self.min_confidence or votes < self.min_votes:
+        if estimate is None or estimate == "unknown" or confidence < self.min_confidence:
+            return None
+        if votes < self.min_votes and not (0 < self.min_votes_unanimous <= votes and confidence >= 1.0):
             return None
         if in_control_s < self.min_dwell_s:
             return None

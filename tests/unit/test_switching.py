@@ -23,6 +23,17 @@ def test_no_switch_on_a_vote_just_begun():
     assert p.decide("cubic", 60.0, "bbr", 0.8, 10) == "bbr"
 
 
+def test_a_unanimous_vote_counts_before_min_votes_where_asked():
+    p = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=0, min_confidence=0.6, min_votes=10, min_votes_unanimous=3)
+    assert p.decide("cubic", 60.0, "bbr", 1.0, 2) is None        # too few even if all alike
+    assert p.decide("cubic", 60.0, "bbr", 1.0, 3) == "bbr"       # 3 of 3
+    assert p.decide("cubic", 60.0, "bbr", 0.8, 5) is None        # 4 of 5: wait for 10
+    assert p.decide("cubic", 60.0, "bbr", 0.8, 10) == "bbr"
+    assert p.decide("cubic", 60.0, "unknown", 1.0, 3) is None
+    off = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=0, min_confidence=0.6, min_votes=10)
+    assert off.decide("cubic", 60.0, "bbr", 1.0, 9) is None
+
+
 def test_no_switch_before_the_dwell_time_or_on_a_weak_verdict():
     p = SwitchPolicy("mirror", LOCAL, MODEL, min_dwell_s=5, min_confidence=0.6)
     assert p.decide("cubic", 4.9, "bbr", 0.99, 50) is None
