@@ -97,7 +97,7 @@ class CubicFlow(WindowFlow):
         start the target is ssthresh: the ACK that ends it grows by the rest as the first of
         a new epoch, as bictcp_cong_avoid."""
         ss_until = self.slow_start_in_datapath()
-        if self.cwnd < self.ssthresh:
+        if self.in_slow_start():
             target = ss_until if self.ssthresh != float("inf") else 0
         else:
             target = int(self.ca_target)
@@ -110,7 +110,7 @@ class CubicFlow(WindowFlow):
     def hystart_exit_rtt_us(self) -> int:
         """The RTT at which HyStart ends slow start (0: not now): the datapath checks it per
         ACK, as tcp_cubic (the agent's check at the next report then ends slow start here)."""
-        if self.delay_min_us is None or self.cwnd >= self.ssthresh or not self.hystart_applies():
+        if self.delay_min_us is None or not self.in_slow_start() or not self.hystart_applies():
             return 0
         return self.delay_min_us + self._hystart_threshold_us(self.delay_min_us)
 
@@ -173,7 +173,7 @@ class CubicFlow(WindowFlow):
     def on_recovery_over(self, r: Report):
         """Linux's epoch begins on the ACK that ends the recovery (cong_avoid runs on it,
         in Open): the curve's clock starts with this report, not the next one."""
-        if self.epoch_start_s is None and self.cwnd >= self.ssthresh:
+        if self.epoch_start_s is None and not self.in_slow_start():
             self._start_epoch(time.monotonic())
 
     def _congestion_avoidance(self, r: Report, now_s: float) -> str:
@@ -315,7 +315,7 @@ class CubicFlow(WindowFlow):
         return f"HyStart: round RTT {rtt / 1e3:.1f} ms >= min {base / 1e3:.1f} + {thresh / 1e3:.1f} ms, slow start ends"
 
     def on_ack(self, r) -> str:
-        if self.cwnd < self.ssthresh:
+        if self.in_slow_start():
             hystart = self._hystart_exit(r)
             if hystart:
                 return hystart

@@ -18,7 +18,7 @@ class RenoFlow(WindowFlow):
         return f"{r.loss} lost: halve"
 
     def on_ack(self, r) -> str:
-        if self.cwnd < self.ssthresh:
+        if self.in_slow_start():
             if self.grew_in_datapath(r, "ss_until"):
                 return "slow start (datapath)"
             self.cwnd += r.growth_bytes(self.mss)

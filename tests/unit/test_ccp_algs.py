@@ -845,3 +845,21 @@ def test_after_a_timeout_the_datapath_aims_at_a_flat_curve_from_ssthresh():
                           rto_delivered=2, reductions=1))
     assert flow.ssthresh == 2 * MSS and dp.cwnd == 2 * MSS     # slow start from 1, capped at ssthresh
     assert dp.fields["ca_target"] == 2 * MSS
+
+
+def test_a_window_less_than_a_segment_below_ssthresh_is_past_slow_start():
+    """The datapath slow-starts in whole segments (ss_until / MSS): at cwnd 5.25 and
+    ssthresh 5.5 segments it has nothing left to grow, so the agent must not leave the
+    growth to it (Reno after a matched switch's cut held 5 segments for 45 s)."""
+    flow, dp = start(Reno())
+    flow.on_report(report(acked=10 * MSS, delivered=10, inflight=20, grown=10))
+    flow.cwnd, flow.ssthresh = 5.25 * MSS, 5.5 * MSS
+    flow.on_report(report(acked=5 * MSS, delivered=5, inflight=5, grown=10))    # the datapath grew nothing
+    assert dp.ss_until == 0 and dp.cwnd == pytest.approx(5.25 * MSS + MSS * 5 * MSS / (5.25 * MSS), abs=1)
+    flow, dp = start(Cubic())
+    flow.on_report(report(acked=10 * MSS, delivered=10, inflight=20, grown=10))
+    flow.cwnd, flow.ssthresh = 5.25 * MSS, 5.5 * MSS
+    flow.on_report(report(acked=5 * MSS, delivered=5, inflight=5, grown=10))
+    assert dp.ss_until == 0 and dp.fields["ca_target"] > 0                     # the curve grows it
+    flow.cwnd, flow.ssthresh = 4.9 * MSS, 5.5 * MSS                             # a whole segment to go
+    assert flow.in_slow_start() and dict(flow.growth_registers())["ss_until"] == int(5.5 * MSS)
