@@ -154,12 +154,15 @@ def exp_group():
               help="run the INT nodes under SCHED_FIFO at this priority (default: the scenario's "
                    "'node_rt_priority', else 0: the normal scheduler). With --jobs > 1 on few cores the "
                    "emulated links keep their rate only so (records: emulation_behind_ms)")
+@click.option("--sweep-value", "sweep_values", multiple=True, metavar="VALUE",
+              help="run only this value of the scenario's sweep (repeatable; e.g. --sweep-value reno for a "
+                   "fairness scenario's competitor). The runs meet the networks the whole sweep's would")
 @click.option("--dashboard", "dashboard_port", type=click.IntRange(1, 65535), is_flag=False, flag_value=8080,
               default=None, metavar="[PORT]",
               help="serve the live dashboard of the run's telemetry on 127.0.0.1:PORT (default 8080) while it "
                    "runs (the sinks then publish to the run's broker)")
 def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat, seconds, loss_pct, only, jobs,
-            node_rt_priority, dashboard_port):
+            node_rt_priority, sweep_values, dashboard_port):
     """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
@@ -191,6 +194,15 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat,
         if "loss_pct" not in sc.sweep:
             raise click.ClickException(f"--loss: scenario {sc.name} does not sweep loss_pct")
         sc.sweep = {"loss_pct": [int(p) if float(p).is_integer() else p for p in loss_pct]}
+    if sweep_values:
+        if not sc.sweep:
+            raise click.ClickException(f"--sweep-value: scenario {sc.name} has no sweep")
+        (key, values), = sc.sweep.items()
+        unknown = [v for v in sweep_values if v not in map(str, values)]
+        if unknown:
+            raise click.ClickException(f"--sweep-value {unknown[0]!r}: not among scenario {sc.name}'s {key} values "
+                                       f"({', '.join(map(str, values))})")
+        sc.sweep = {key: [v for v in values if str(v) in sweep_values]}
     if only:
         labels = [a.label for a in sc.algorithms]
         unknown = [o for o in only if o not in labels]
@@ -235,13 +247,19 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
     'intcc exp run', or their summary.json), its ratio to BASELINE's mean and a bootstrap
     95 % confidence interval of that ratio.
 
+    A run met again in a later RESULTS (same seed, run name and network) is taken from
+    there: a re-run replaces it.
+
     Example: intcc exp compare results/lossy_link-* --baseline "kernel cubic"
     """
-    from .compare import CompareError, compare, format_rows, load_records
+    from .compare import CompareError, compare, format_rows, latest_runs, load_records
     try:
-        rows = compare(load_records(results), baseline, key or None, metric, resamples, seed)
+        records, replaced = latest_runs(load_records(results))
+        rows = compare(records, baseline, key or None, metric, resamples, seed)
     except CompareError as e:
         raise click.ClickException(str(e))
+    if replaced:
+        click.echo(f"{replaced} runs replaced by their re-runs in a later RESULTS")
     click.echo(format_rows(rows, baseline, key or None, metric))
     if json_out:
         with open(json_out, "w") as f:
@@ -272,14 +290,19 @@ def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_
     verdicts, and where each adaptive mode's D comes from (before flow 1's first switch,
     after it on the competitor's CCA, on another).
 
+    A run met again in a later RESULTS (same seed, run name and network) is taken from
+    there: a re-run replaces it.
+
     Example: intcc exp fairness results/fairness_switching-S1 results/fairness_pairs-S1
     """
     from . import fairness_report
-    from .compare import CompareError, load_records
+    from .compare import CompareError, latest_runs, load_records
     try:
-        records = load_records(results)
+        records, replaced = latest_runs(load_records(results))
     except CompareError as e:
         raise click.ClickException(str(e))
+    if replaced:
+        click.echo(f"{replaced} runs replaced by their re-runs in a later RESULTS")
     if not any(r.get("competitor") for r in records):
         raise click.ClickException("no run in RESULTS has a competitor: not a fairness scenario's results")
     offline = fairness_report.offline_d(records, lambda r: os.path.dirname(r["source"]))

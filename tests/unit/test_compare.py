@@ -96,3 +96,20 @@ def test_a_failed_run_leaves_its_partner_out_of_the_pairs():
     row = next(r for r in compare(base + ccp[:3], "kernel cubic") if r["algorithm"] == "ccp cubic")
     assert row["paired"] and row["pairs"] == 3 and row["ratio"] == pytest.approx(1.05)
     assert "(3 pairs)" in format_rows([row], "kernel cubic", "loss_pct", "goodput_mbps")
+
+
+def test_a_re_run_in_a_later_file_replaces_the_earlier_run(tmp_path):
+    from experiments.compare import latest_runs
+    net = {"seed": 7, "params": {"bottleneck_mbps": 5.0}}
+    first = [rec("L2", 1.0) | net | {"run": "L2_r0"}, rec("L2", 2.0) | net | {"run": "L2_r1"}]
+    again = [rec("L2", 3.0) | net | {"run": "L2_r0"},                                   # the re-run
+             rec("L2", 4.0) | {"seed": 8, "params": {"bottleneck_mbps": 5.0}, "run": "L2_r0"},   # another seed
+             rec("L2", 5.0) | {"seed": 7, "params": {"bottleneck_mbps": 6.0}, "run": "L2_r0"}]   # another network
+    kept, replaced = latest_runs(first + again)
+    assert replaced == 1 and [r["goodput_mbps"] for r in kept] == [2.0, 3.0, 4.0, 5.0]
+    for i, part in enumerate((first, again)):
+        (tmp_path / str(i)).mkdir()
+        (tmp_path / str(i) / "summary.json").write_text(json.dumps(part))
+    res = CliRunner().invoke(exp_group, ["compare", str(tmp_path / "0"), str(tmp_path / "1"), "--key", "",
+                                         "--baseline", "L2"])
+    assert res.exit_code == 0 and "1 runs replaced by their re-runs" in res.output, res.output

@@ -174,12 +174,30 @@ def test_a_trace_row_of_no_runs_flow_keeps_the_combined_trace(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["lossy_link", "--algorithm", "kernel cubik"], "not in scenario lossy_link"),
     (["cwnd_progression", "--loss", "5"], "does not sweep loss_pct"),
+    (["fairness_switching", "--sweep-value", "westwood"], "not among scenario fairness_switching's competitor values"),
+    (["cwnd_progression", "--sweep-value", "5"], "has no sweep"),
 ])
 def test_run_overrides_that_do_not_fit_the_scenario_are_refused_before_any_testbed(args, message):
     from click.testing import CliRunner
     from experiments.cli import exp_group
     res = CliRunner().invoke(exp_group, ["run"] + args)
     assert res.exit_code != 0 and message in res.output
+
+
+def test_a_sweep_value_alone_meets_the_networks_of_the_whole_sweep(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+    from experiments import runner
+    from experiments.cli import exp_group
+    ran = []
+    monkeypatch.setattr(runner, "run_scenario", lambda sc, out, **kw: ran.append(sc) or [])
+    res = CliRunner().invoke(exp_group, ["run", "fairness_switching", "--seed", "5", "--repeats", "3",
+                                         "--sweep-value", "reno", "--algorithm", "oracle", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    (sc,) = ran
+    runs = list(sc.runs())
+    assert {tuple(sweep.values()) for _, sweep, _ in runs} == {("reno",)} and len(runs) == 3
+    whole = load("fairness_switching")
+    assert [sc.params_for(5, rep, "reno") for rep in range(3)] == [whole.params_for(5, rep, "reno") for rep in range(3)]
 
 
 FAIRNESS = '''topology = "dumbbell"
