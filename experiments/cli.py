@@ -240,26 +240,26 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat,
 @click.option("--metric", default="goodput_mbps", show_default=True, help="record field to compare")
 @click.option("--resamples", default=4000, show_default=True, help="bootstrap resamples")
 @click.option("--seed", default=0, show_default=True)
+@click.option("--rerun", "reruns", multiple=True, type=click.Path(exists=True), metavar="RESULTS",
+              help="runs that replace those of the same seed, run name and network in RESULTS (repeatable): "
+                   "the cells a fix changed, run again")
 @click.option("--json-out", "json_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="also write the rows to FILE as JSON")
-def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
+def compare_cmd(results, baseline, key, metric, resamples, seed, reruns, json_out):
     """Mean METRIC per algorithm (and KEY value) pooled over RESULTS (directories of
     'intcc exp run', or their summary.json), its ratio to BASELINE's mean and a bootstrap
     95 % confidence interval of that ratio.
 
-    A run met again in a later RESULTS (same seed, run name and network) is taken from
-    there: a re-run replaces it.
-
     Example: intcc exp compare results/lossy_link-* --baseline "kernel cubic"
     """
-    from .compare import CompareError, compare, format_rows, latest_runs, load_records
+    from .compare import CompareError, compare, format_rows, load_records, with_reruns
     try:
-        records, replaced = latest_runs(load_records(results))
+        records, replaced = with_reruns(load_records(results), load_records(reruns) if reruns else [])
         rows = compare(records, baseline, key or None, metric, resamples, seed)
     except CompareError as e:
         raise click.ClickException(str(e))
-    if replaced:
-        click.echo(f"{replaced} runs replaced by their re-runs in a later RESULTS")
+    if reruns:
+        click.echo(f"--rerun: {replaced} runs of RESULTS replaced")
     click.echo(format_rows(rows, baseline, key or None, metric))
     if json_out:
         with open(json_out, "w") as f:
@@ -281,7 +281,10 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, json_out):
 @click.option("--markdown-mode", "markdown_modes", multiple=True, metavar="MODE",
               help="detail only this mode in --markdown's table (repeatable; default: every mode but the "
                    "baselines)")
-def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_modes):
+@click.option("--rerun", "reruns", multiple=True, type=click.Path(exists=True), metavar="RESULTS",
+              help="runs that replace those of the same seed, run name and network in RESULTS (repeatable): "
+                   "the cells a fix changed, run again")
+def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_modes, reruns):
     """D, mean |D| (bootstrap 95 % CI), harm against the oracle, Jain and switches per
     competitor and mode, pooled over RESULTS (directories of 'intcc exp run' of a
     fairness scenario, e.g. fairness_switching). With fairness_pairs' results of the same
@@ -290,19 +293,16 @@ def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_
     verdicts, and where each adaptive mode's D comes from (before flow 1's first switch,
     after it on the competitor's CCA, on another).
 
-    A run met again in a later RESULTS (same seed, run name and network) is taken from
-    there: a re-run replaces it.
-
     Example: intcc exp fairness results/fairness_switching-S1 results/fairness_pairs-S1
     """
     from . import fairness_report
-    from .compare import CompareError, latest_runs, load_records
+    from .compare import CompareError, load_records, with_reruns
     try:
-        records, replaced = latest_runs(load_records(results))
+        records, replaced = with_reruns(load_records(results), load_records(reruns) if reruns else [])
     except CompareError as e:
         raise click.ClickException(str(e))
-    if replaced:
-        click.echo(f"{replaced} runs replaced by their re-runs in a later RESULTS")
+    if reruns:
+        click.echo(f"--rerun: {replaced} runs of RESULTS replaced")
     if not any(r.get("competitor") for r in records):
         raise click.ClickException("no run in RESULTS has a competitor: not a fairness scenario's results")
     offline = fairness_report.offline_d(records, lambda r: os.path.dirname(r["source"]))

@@ -45,15 +45,15 @@ def load_records(dirs) -> list[dict]:
     return records
 
 
-def latest_runs(records: list[dict]) -> tuple[list[dict], int]:
-    """The records with each run taken once: a run of the same seed, name and network
-    (``params``) met again in a later file is a re-run (of a fixed bug's cells, say) and
-    replaces the earlier one. Returns the records and how many were replaced."""
+def with_reruns(records: list[dict], reruns: list[dict]) -> tuple[list[dict], int]:
+    """``records`` with the runs ``reruns`` ran again (the same seed, run name and network:
+    the cells a fixed bug changed, say) replaced by them. Returns the records and how many
+    were replaced; a rerun of no run in ``records`` is added."""
     def key(r):
-        return (r.get("seed"), r["run"], json.dumps(r.get("params"), sort_keys=True)) if "run" in r else id(r)
-    latest = {key(r): r for r in records}
-    kept = [r for r in records if latest[key(r)] is r]
-    return kept, len(records) - len(kept)
+        return r.get("seed"), r.get("run"), json.dumps(r.get("params"), sort_keys=True)
+    again = {key(r) for r in reruns}
+    kept = [r for r in records if key(r) not in again]
+    return kept + reruns, len(records) - len(kept)
 
 
 def ratio_ci(values, baseline, resamples: int = DEFAULT_RESAMPLES, level: float = 0.95,

@@ -98,18 +98,21 @@ def test_a_failed_run_leaves_its_partner_out_of_the_pairs():
     assert "(3 pairs)" in format_rows([row], "kernel cubic", "loss_pct", "goodput_mbps")
 
 
-def test_a_re_run_in_a_later_file_replaces_the_earlier_run(tmp_path):
-    from experiments.compare import latest_runs
+def test_reruns_replace_the_runs_they_ran_again_and_pooling_alone_keeps_both(tmp_path):
+    from experiments.compare import with_reruns
     net = {"seed": 7, "params": {"bottleneck_mbps": 5.0}}
     first = [rec("L2", 1.0) | net | {"run": "L2_r0"}, rec("L2", 2.0) | net | {"run": "L2_r1"}]
     again = [rec("L2", 3.0) | net | {"run": "L2_r0"},                                   # the re-run
              rec("L2", 4.0) | {"seed": 8, "params": {"bottleneck_mbps": 5.0}, "run": "L2_r0"},   # another seed
              rec("L2", 5.0) | {"seed": 7, "params": {"bottleneck_mbps": 6.0}, "run": "L2_r0"}]   # another network
-    kept, replaced = latest_runs(first + again)
+    kept, replaced = with_reruns(first, again)
     assert replaced == 1 and [r["goodput_mbps"] for r in kept] == [2.0, 3.0, 4.0, 5.0]
     for i, part in enumerate((first, again)):
         (tmp_path / str(i)).mkdir()
         (tmp_path / str(i) / "summary.json").write_text(json.dumps(part))
-    res = CliRunner().invoke(exp_group, ["compare", str(tmp_path / "0"), str(tmp_path / "1"), "--key", "",
-                                         "--baseline", "L2"])
-    assert res.exit_code == 0 and "1 runs replaced by their re-runs" in res.output, res.output
+    args = ["compare", str(tmp_path / "0"), "--key", "", "--baseline", "L2"]
+    res = CliRunner().invoke(exp_group, args + ["--rerun", str(tmp_path / "1")])
+    assert res.exit_code == 0 and "--rerun: 1 runs of RESULTS replaced" in res.output, res.output
+    assert "   4 " in res.output                                   # 2 - 1 + 3 runs of L2
+    res = CliRunner().invoke(exp_group, args + [str(tmp_path / "1")])   # both as RESULTS: pooled, 5 runs
+    assert res.exit_code == 0 and "replaced" not in res.output and "   5 " in res.output, res.output
