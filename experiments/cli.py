@@ -232,6 +232,24 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat,
     click.echo(f"\nresults in {out_dir}: summary.json, {plots}, runs/*/series.png")
 
 
+_rerun_option = click.option(
+    "--rerun", "reruns", multiple=True, type=click.Path(exists=True), metavar="RESULTS",
+    help="runs that replace those of the same seed, run name and network in RESULTS (repeatable): the cells a "
+         "fix changed, run again")
+
+
+def _records_with_reruns(results, reruns) -> list[dict]:
+    """RESULTS' records, the runs of --rerun in place of those they ran again."""
+    from .compare import CompareError, load_records, with_reruns
+    try:
+        records, replaced = with_reruns(load_records(results), load_records(reruns) if reruns else [])
+    except CompareError as e:
+        raise click.ClickException(str(e))
+    if reruns:
+        click.echo(f"--rerun: {replaced} runs of RESULTS replaced")
+    return records
+
+
 @exp_group.command("compare")
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--baseline", default="kernel cubic", show_default=True, help="algorithm label to divide by")
@@ -240,9 +258,7 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat,
 @click.option("--metric", default="goodput_mbps", show_default=True, help="record field to compare")
 @click.option("--resamples", default=4000, show_default=True, help="bootstrap resamples")
 @click.option("--seed", default=0, show_default=True)
-@click.option("--rerun", "reruns", multiple=True, type=click.Path(exists=True), metavar="RESULTS",
-              help="runs that replace those of the same seed, run name and network in RESULTS (repeatable): "
-                   "the cells a fix changed, run again")
+@_rerun_option
 @click.option("--json-out", "json_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="also write the rows to FILE as JSON")
 def compare_cmd(results, baseline, key, metric, resamples, seed, reruns, json_out):
@@ -252,14 +268,12 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, reruns, json_ou
 
     Example: intcc exp compare results/lossy_link-* --baseline "kernel cubic"
     """
-    from .compare import CompareError, compare, format_rows, load_records, with_reruns
+    from .compare import CompareError, compare, format_rows
+    records = _records_with_reruns(results, reruns)
     try:
-        records, replaced = with_reruns(load_records(results), load_records(reruns) if reruns else [])
         rows = compare(records, baseline, key or None, metric, resamples, seed)
     except CompareError as e:
         raise click.ClickException(str(e))
-    if reruns:
-        click.echo(f"--rerun: {replaced} runs of RESULTS replaced")
     click.echo(format_rows(rows, baseline, key or None, metric))
     if json_out:
         with open(json_out, "w") as f:
@@ -281,9 +295,7 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, reruns, json_ou
 @click.option("--markdown-mode", "markdown_modes", multiple=True, metavar="MODE",
               help="detail only this mode in --markdown's table (repeatable; default: every mode but the "
                    "baselines)")
-@click.option("--rerun", "reruns", multiple=True, type=click.Path(exists=True), metavar="RESULTS",
-              help="runs that replace those of the same seed, run name and network in RESULTS (repeatable): "
-                   "the cells a fix changed, run again")
+@_rerun_option
 def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_modes, reruns):
     """D, mean |D| (bootstrap 95 % CI), harm against the oracle, Jain and switches per
     competitor and mode, pooled over RESULTS (directories of 'intcc exp run' of a
@@ -296,13 +308,7 @@ def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_
     Example: intcc exp fairness results/fairness_switching-S1 results/fairness_pairs-S1
     """
     from . import fairness_report
-    from .compare import CompareError, load_records, with_reruns
-    try:
-        records, replaced = with_reruns(load_records(results), load_records(reruns) if reruns else [])
-    except CompareError as e:
-        raise click.ClickException(str(e))
-    if reruns:
-        click.echo(f"--rerun: {replaced} runs of RESULTS replaced")
+    records = _records_with_reruns(results, reruns)
     if not any(r.get("competitor") for r in records):
         raise click.ClickException("no run in RESULTS has a competitor: not a fairness scenario's results")
     offline = fairness_report.offline_d(records, lambda r: os.path.dirname(r["source"]))

@@ -51,8 +51,8 @@ def with_reruns(records: list[dict], reruns: list[dict]) -> tuple[list[dict], in
     were replaced; a rerun of no run in ``records`` is added."""
     def key(r):
         return r.get("seed"), r.get("run"), json.dumps(r.get("params"), sort_keys=True)
-    again = {key(r) for r in reruns}
-    kept = [r for r in records if key(r) not in again]
+    again = {key(r) for r in reruns if "run" in r}              # a record without its run's name matches none
+    kept = [r for r in records if "run" not in r or key(r) not in again]
     return kept + reruns, len(records) - len(kept)
 
 

@@ -363,6 +363,12 @@ def format_markdown(table: list[dict], versus: list[dict], detail: list[str] | N
     def pct(v):
         return f"{100 * v:.1f} %".replace("-", "−")
 
+    def pct_ci(v, ci):
+        return f"{pct(v)} ({pct(ci[0])[:-2]} to {pct(ci[1])})"
+
+    def num_ci(v, ci):
+        return f"{num(v)} ({num(ci[0])}–{num(ci[1])})"
+
     cell = {(r["competitor"], r["mode"]): r for r in table}
     pair = {(r["competitor"], r["mode"]): r for r in versus}
     comps = list(dict.fromkeys(r["competitor"] for r in table))
@@ -386,11 +392,11 @@ def format_markdown(table: list[dict], versus: list[dict], detail: list[str] | N
            "|---|" + "---|" * len(comps)]
     for mode in modes:
         out.append(line(mode, lambda c: get(c, mode, "mean_abs_d",
-                                            lambda v, r: f"{num(v)} ({num(r['abs_d_ci'][0])}–{num(r['abs_d_ci'][1])})")))
+                                            lambda v, r: num_ci(v, r["abs_d_ci"]))))
     for mode in detail:
         out.append(line(f"{mode}: cut vs not used, paired (95 % CI)", lambda c: get(
             c, mode, "cut_vs_not_used",
-            lambda v, r: f"{pct(v)} ({pct(r['cut_ci'][0])[:-2]} to {pct(r['cut_ci'][1])})", pair)))
+            lambda v, r: pct_ci(v, r["cut_ci"]), pair)))
         out.append(line(f"{mode} − oracle, paired (95 % CI)", lambda c: get(
             c, mode, "gap_to_oracle",
             lambda v, r: f"{signed(v)} ({signed(r['gap_ci'][0])} to {signed(r['gap_ci'][1])})", pair)))
@@ -400,12 +406,12 @@ def format_markdown(table: list[dict], versus: list[dict], detail: list[str] | N
         if any(cell.get((c, mode), {}).get("paper_mean_abs_d") is not None for c in comps):
             out.append(line(f"paper method, {mode} (pairs of the same networks)", lambda c: get(
                 c, mode, "paper_mean_abs_d",
-                lambda v, r: f"{num(v)} ({num(r['paper_abs_d_ci'][0])}–{num(r['paper_abs_d_ci'][1])})")))
+                lambda v, r: num_ci(v, r["paper_abs_d_ci"]))))
     averaged = [r for r in versus if r["competitor"] == "all" and r["mode"] in detail]
     if averaged:
         out.append("")
         out.append("Cut vs not used averaged over the competitors (95 % CI): " + "; ".join(
-            f"{r['mode']} {pct(r['cut_vs_not_used'])} ({pct(r['cut_ci'][0])[:-2]} to {pct(r['cut_ci'][1])})"
+            f"{r['mode']} {pct_ci(r['cut_vs_not_used'], r['cut_ci'])}"
             for r in averaged) + ".")
     return "\n".join(out)
 
