@@ -152,8 +152,8 @@ class OnlineEstimator:
         self.estimates += 1
         tup = self.observer.flow_tuple()
         fid = flow_id(tup[0], tup[1], PROTO_TCP, tup[2], tup[3]) if tup else None
-        ratio = self.hop_flows.competitor_rate_ratio(self.telemetry.bottleneck_node(), self.telemetry.flow_id) \
-            if self.uses_int else None
+        ratio = self.hop_flows.competitor_rate_ratio(self.telemetry.bottleneck_node(), self.telemetry.flow_id,
+                                                     rtt_s=float(trace.rtt_s[-1])) if self.uses_int else None
         return Step(time.monotonic() - self.t0, fid, est, self.vote.update(est), ratio)
 
     def competitor_age_s(self) -> float | None:

@@ -198,6 +198,20 @@ def test_the_competitors_rate_ratio_is_read_from_their_own_packets_at_the_node()
     assert _hop_records({own: 0, "00000000000000b1": 6}, seconds=3).competitor_rate_ratio(1, own) is None
 
 
+def test_the_rate_ratio_spans_some_of_the_flows_rtts():
+    """A flow in loss recovery on an RTT of seconds sends nothing for seconds: over the
+    last 2 s it has no rate, over two of its RTTs it has one (seed 2617, a 32-BDP buffer)."""
+    own, comp = "00000000000000a1", "00000000000000b1"
+    live = _hop_records({own: 2, comp: 6}, seconds=5)
+    paused = _hop_records({own: 0, comp: 6}, seconds=2.5, t0_s=T0 + 5)
+    for node, rows in paused._nodes.items():
+        live._nodes[node].extend(rows)
+    assert live.competitor_rate_ratio(1, own) is None                   # the last 2 s: none of its packets
+    assert live.competitor_rate_ratio(1, own, rtt_s=0.5) is None        # short RTTs keep the 2 s window
+    # two RTTs of 4 s: the last 7.5 s recorded, 500 x 2 of its packets against 750 x 6
+    assert live.competitor_rate_ratio(1, own, rtt_s=4.0) == pytest.approx(4.5)
+
+
 def own_losses(seconds=30.0, drop_every_s=5.0):
     """The competitor's own losses per 10 ms: 2 packets at each drop burst (none at 0)."""
     lost = np.zeros((1, int(seconds / 0.01)))
