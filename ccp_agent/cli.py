@@ -184,7 +184,8 @@ for _name in ALGORITHMS:
               help="a verdict from fewer estimates (a vote just begun) changes nothing")
 @click.option("--min-votes-unanimous", type=click.IntRange(min=0), default=0, show_default=True, metavar="K",
               help="but a vote of fewer than --min-votes counts once it has K estimates, all naming the same CCA "
-                   "(0: never): a first switch that need not wait when the estimates agree from the first")
+                   "(0: never): a first switch that need not wait when the estimates agree from the first; measured with "
+                   "K=3 and not adopted, a vote that small flipped on the transient after the switch (docs/fairness.md)")
 @click.option("--match-rate/--no-match-rate", default=True, show_default=True,
               help="a switch also brings the flow to its competitor's rate at the bottleneck (INT models: the "
                    "sink's hop records): the new CCA goes on from the window the competitor has, not the gap "
