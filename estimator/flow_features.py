@@ -91,7 +91,7 @@ MIN_FLOW_SHARE = 0.1
 #: longer than the run)
 COMPETITOR_MIN_PACKETS = 30
 RATE_WINDOW_S = 2.0              # competitor_rate_ratio: some RTTs, a sawtooth or BBR's gain cycle
-RATE_WINDOW_RTTS = 2.0           # ... and never fewer RTTs than this (deep buffers: RTTs of seconds)
+RATE_WINDOW_RTTS = 2.0           # ... or this many of the flow's RTTs where it sent nothing in 2 s (deep buffers)
 AC_LAGS_RTTS = (2, 4, 6, 8, 10)
 FLOW_FEATURES = ("tf_flows_x", "tf_rate_x", "tf_top_share_x", "tf_top_p10_x", "tf_top_cv_x") \
     + tuple(f"tf_top_ac{lag}_x" for lag in AC_LAGS_RTTS)
@@ -479,29 +479,39 @@ class HopFlows:
     def competitor_rate_ratio(self, node_id: int | None, own_flow_id: str | None,
                               window_s: float = RATE_WINDOW_S, rtt_s: float | None = None) -> float | None:
         """The mean competitor's packet rate over this flow's at ``node_id``, over the last
-        ``window_s`` of hop records, or RATE_WINDOW_RTTS of the flow's ``rtt_s`` where
-        longer: a window flow sends its window once per RTT, and in loss recovery on an
-        RTT of seconds it sends nothing for seconds (seed 2617, a 32-BDP buffer: RTTs of
-        4-5 s, none of its packets in the last 2 s, and its switch went without a match).
-        The competitors are the flows that carried at least MIN_FLOW_SHARE of the others'
-        packets (not iperf3's control connections). None without records covering half
-        the window, without a competitor, or without a packet of this flow (it has no
-        rate to scale)."""
+        ``window_s`` of hop records: the competitors are the flows that carried at least
+        MIN_FLOW_SHARE of the others' packets (not iperf3's control connections). Where
+        this flow has no packet in them, over RATE_WINDOW_RTTS of its ``rtt_s``: in loss
+        recovery on an RTT of seconds a flow sends nothing for seconds (seed 2617, a
+        32-BDP buffer, RTTs of 4-5 s: its switch went without a match). None without
+        records covering half the window, without a competitor, or without a packet of
+        this flow (it has no rate to scale)."""
         rows = list(self._nodes.get(node_id, ()))
         if not rows or own_flow_id is None:
             return None
-        if rtt_s is not None:
-            window_s = max(window_s, RATE_WINDOW_RTTS * rtt_s)
-        recent = [r for r in rows if r[0] > rows[-1][0] - window_s]
-        if sum(span for _, span, _, _ in recent) < window_s / 2:
+        totals = self._packets_since(rows, rows[-1][0] - window_s, window_s)
+        if totals is not None and totals.get(own_flow_id, 0) <= 0 and rtt_s is not None \
+                and RATE_WINDOW_RTTS * rtt_s > window_s:
+            window_s = RATE_WINDOW_RTTS * rtt_s
+            totals = self._packets_since(rows, rows[-1][0] - window_s, window_s)
+        if totals is None:
             return None
-        totals: dict = {}
-        for _, _, flows, _ in recent:
-            for fid, k in flows.items():
-                totals[fid] = totals.get(fid, 0) + k
         own = totals.pop(own_flow_id, 0)
         others = sum(totals.values())
         competitors = [k for k in totals.values() if k >= MIN_FLOW_SHARE * others]
         if own <= 0 or not competitors:
             return None
         return sum(competitors) / len(competitors) / own
+
+    @staticmethod
+    def _packets_since(rows, since_s: float, window_s: float) -> dict | None:
+        """Each flow's packets in the records after ``since_s``; None if they cover less
+        than half of ``window_s``."""
+        recent = [r for r in rows if r[0] > since_s]
+        if sum(span for _, span, _, _ in recent) < window_s / 2:
+            return None
+        totals: dict = {}
+        for _, _, flows, _ in recent:
+            for fid, k in flows.items():
+                totals[fid] = totals.get(fid, 0) + k
+        return totals

@@ -210,6 +210,11 @@ def test_the_rate_ratio_spans_some_of_the_flows_rtts():
     assert live.competitor_rate_ratio(1, own, rtt_s=0.5) is None        # short RTTs keep the 2 s window
     # two RTTs of 4 s: the last 7.5 s recorded, 500 x 2 of its packets against 750 x 6
     assert live.competitor_rate_ratio(1, own, rtt_s=4.0) == pytest.approx(4.5)
+    # a flow that sent in the last 2 s is read over them, whatever its RTT (6x there, 3x before)
+    slower = _hop_records({own: 2, comp: 6}, seconds=5)
+    for node, rows in _hop_records({own: 1, comp: 6}, seconds=2.5, t0_s=T0 + 5)._nodes.items():
+        slower._nodes[node].extend(rows)
+    assert slower.competitor_rate_ratio(1, own, rtt_s=4.0) == pytest.approx(6.0)
 
 
 def own_losses(seconds=30.0, drop_every_s=5.0):
