@@ -198,22 +198,24 @@ def test_the_competitors_rate_ratio_is_read_from_their_own_packets_at_the_node()
     assert _hop_records({own: 0, "00000000000000b1": 6}, seconds=3).competitor_rate_ratio(1, own) is None
 
 
-def test_the_rate_ratio_spans_some_of_the_flows_rtts():
-    """A flow in loss recovery on an RTT of seconds sends nothing for seconds: over the
+def _hop_records_then(first: dict, first_s: float, then: dict, then_s: float) -> HopFlows:
+    live = _hop_records(first, seconds=first_s)
+    for node, rows in _hop_records(then, seconds=then_s, t0_s=T0 + first_s)._nodes.items():
+        live._nodes[node].extend(rows)
+    return live
+
+
+def test_a_flow_with_no_packet_in_the_last_2_s_is_read_over_two_of_its_rtts():
+    """In loss recovery on an RTT of seconds a flow sends nothing for seconds: over the
     last 2 s it has no rate, over two of its RTTs it has one (seed 2617, a 32-BDP buffer)."""
     own, comp = "00000000000000a1", "00000000000000b1"
-    live = _hop_records({own: 2, comp: 6}, seconds=5)
-    paused = _hop_records({own: 0, comp: 6}, seconds=2.5, t0_s=T0 + 5)
-    for node, rows in paused._nodes.items():
-        live._nodes[node].extend(rows)
-    assert live.competitor_rate_ratio(1, own) is None                   # the last 2 s: none of its packets
-    assert live.competitor_rate_ratio(1, own, rtt_s=0.5) is None        # short RTTs keep the 2 s window
+    paused = _hop_records_then({own: 2, comp: 6}, 5, {own: 0, comp: 6}, 2.5)
+    assert paused.competitor_rate_ratio(1, own) is None                   # the last 2 s: none of its packets
+    assert paused.competitor_rate_ratio(1, own, rtt_s=0.5) is None        # short RTTs keep the 2 s window
     # two RTTs of 4 s: the last 7.5 s recorded, 500 x 2 of its packets against 750 x 6
-    assert live.competitor_rate_ratio(1, own, rtt_s=4.0) == pytest.approx(4.5)
+    assert paused.competitor_rate_ratio(1, own, rtt_s=4.0) == pytest.approx(4.5)
     # a flow that sent in the last 2 s is read over them, whatever its RTT (6x there, 3x before)
-    slower = _hop_records({own: 2, comp: 6}, seconds=5)
-    for node, rows in _hop_records({own: 1, comp: 6}, seconds=2.5, t0_s=T0 + 5)._nodes.items():
-        slower._nodes[node].extend(rows)
+    slower = _hop_records_then({own: 2, comp: 6}, 5, {own: 1, comp: 6}, 2.5)
     assert slower.competitor_rate_ratio(1, own, rtt_s=4.0) == pytest.approx(6.0)
 
 
