@@ -489,11 +489,11 @@ class HopFlows:
         rows = list(self._nodes.get(node_id, ()))
         if not rows or own_flow_id is None:
             return None
-        totals = self._packets_since(rows, rows[-1][0] - window_s, window_s)
+        totals = self._packets_in_last(rows, window_s)
         if totals is not None and totals.get(own_flow_id, 0) <= 0 and rtt_s is not None \
                 and RATE_WINDOW_RTTS * rtt_s > window_s:
             window_s = RATE_WINDOW_RTTS * rtt_s
-            totals = self._packets_since(rows, rows[-1][0] - window_s, window_s)
+            totals = self._packets_in_last(rows, window_s)
         if totals is None:
             return None
         own = totals.pop(own_flow_id, 0)
@@ -504,10 +504,10 @@ class HopFlows:
         return sum(competitors) / len(competitors) / own
 
     @staticmethod
-    def _packets_since(rows, since_s: float, window_s: float) -> dict | None:
-        """Each flow's packets in the records after ``since_s``; None if they cover less
-        than half of ``window_s``."""
-        recent = [r for r in rows if r[0] > since_s]
+    def _packets_in_last(rows, window_s: float) -> dict | None:
+        """Each flow's packets in the last ``window_s`` of records; None if they cover
+        less than half of it."""
+        recent = [r for r in rows if r[0] > rows[-1][0] - window_s]
         if sum(span for _, span, _, _ in recent) < window_s / 2:
             return None
         totals: dict = {}
