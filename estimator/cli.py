@@ -41,7 +41,7 @@ def estimator_group():
 @click.option("--distribution", type=click.Choice(["paper", "hard", "table2", "table2-live"]), default="paper",
               show_default=True,
               help="paper: Table II (rate, delay, buffer uniform); hard: buffer on a log scale, the "
-                   "competitor's RTT 0.5-4x flow 1's, starting 0-10 s later, as 1-3 flows, 0-1 %% link "
+                   "competitor's RTT 0.5-4x flow 1's, starting 0-10 s later, as 1-3 flows, 0-1 % link "
                    "loss in half the runs; table2: Table II with the buffer on a log scale, nothing "
                    "else changed (fairness_switching's networks); table2-live: those networks with flow 1 "
                    "a CCP algorithm as the adaptive agent runs it, and the competitor 0-10 s late in "
@@ -50,8 +50,12 @@ def estimator_group():
               help="run the INT nodes under SCHED_FIFO at this priority: with --jobs above 1 on few cores "
                    "the emulated links keep their rate only so (each run's meta: emulation_behind_ms, "
                    "emulation_off). 0: the normal scheduler")
+@click.option("--udp-cross", is_flag=True,
+              help="UDP cross traffic in half the runs: constant bit rate from s2 to r2 at 5-30 % of the "
+                   "bottleneck's rate for the whole run (each run's meta: udp_mbps, udp_received_mbps); "
+                   "the other parameters stay those of --seed and --distribution")
 def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python, distribution,
-                node_rt_priority):
+                node_rt_priority, udp_cross):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
     from experiments.estimator_collect import CollectionError, collect
 
@@ -69,7 +73,7 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node
         try:
             res = collect(out_dir, runs, seconds, seed, samples, progress=progress, echo=click.echo,
                           without_vegas=without_vegas, jobs=jobs, node_python=node_python,
-                          distribution=distribution, node_rt_priority=node_rt_priority)
+                          distribution=distribution, node_rt_priority=node_rt_priority, udp_cross=udp_cross)
         except (TraceError, OSError, CollectionError) as e:
             raise click.ClickException(str(e))
         except KeyboardInterrupt:
@@ -265,7 +269,8 @@ def _emit_tables(res: dict, json_path: str | None):
 @click.option("--window", type=click.IntRange(min=1), default=50, show_default=True, help="majority vote window w")
 @click.option("--interval-s", type=click.FloatRange(min=0.05), default=0.5, show_default=True)
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="write every run's verdicts as JSON")
-def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, interval_s, out_path):
+@click.option("--udp-cross", is_flag=True, help="the runs of a collection with --udp-cross (the same draws)")
+def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, interval_s, out_path, udp_cross):
     """Score a model on the live path (root): each run on a fresh dumbbell whose sink
     publishes over MQTT, flow 1 observed as a live sender observes it; the verdict at the
     end and the time from flow 1's start to a stable correct verdict."""
@@ -274,7 +279,7 @@ def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, 
     from .model import ModelError
     try:
         res = live_eval(model_path, runs, seed, distribution, seconds, window, interval_s, out_path,
-                        echo=click.echo, first=first)
+                        echo=click.echo, first=first, udp_cross=udp_cross)
     except (ModelError, TraceError, OSError) as e:
         raise click.ClickException(str(e))
     click.echo(f"{res['live_runs']} live runs ({len(res['failed'])} failed): final verdict (w={window}) right in "

@@ -39,25 +39,59 @@ def int_series_from_jsonl(path: str, src: str, dport: int | None = None) -> np.n
     (and to ``dport`` if given) in an INTSink JSON-lines log, at the bottleneck hop.
     Lines that are not telemetry records are skipped; a log without any record of
     that flow is a TraceError."""
+    return bottleneck_series(hop_series_from_jsonl(path, src, dport))
+
+
+def hop_series_from_jsonl(path: str, src: str, dport: int | None = None) -> dict[int, np.ndarray]:
+    """int_series_from_jsonl's series at every hop (by path index), each with the index of
+    its record in the flow's records as a last column."""
     per_hop: dict = {}
+    records = 0
     for rec in _sink_log(path, src):
         try:
             if dport is not None and rec["flow"]["dport"] != dport:
                 continue
-            for i, hop in enumerate(rec["trace"]["hops"]):
+            hops = list(enumerate(rec["trace"]["hops"]))
+        except (KeyError, TypeError):
+            continue
+        for i, hop in hops:
+            try:
                 st = hop.get("state") or {}
                 if hop.get("ts_sec") is None or hop.get("queue_depth_bytes") is None:
                     continue
                 per_hop.setdefault(i, []).append(
                     (hop["ts_sec"] + (hop.get("ts_frac") or 0) * 1e-9, hop["queue_depth_bytes"],
                      st.get("queue_capacity_bytes", 0), st.get("arrival_rate_pps", 0),
-                     st.get("flow_count", 0), st.get("queue_drops", 0)))
-        except (ValueError, KeyError, TypeError):
-            continue
+                     st.get("flow_count", 0), st.get("queue_drops", 0), records))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+        records += 1
     if not per_hop:
         raise TraceError(f"{path}: no telemetry of flow from {src}")
-    series = {i: np.asarray(rows, dtype=float) for i, rows in per_hop.items()}
-    return max(series.values(), key=_mean_occupancy)
+    return {i: np.asarray(rows, dtype=float) for i, rows in per_hop.items()}
+
+
+def bottleneck_series(per_hop: dict[int, np.ndarray]) -> np.ndarray:
+    """The series of the hop fullest on average over the whole run (offline's choice)."""
+    return max(per_hop.values(), key=_mean_occupancy)[:, :len(INT_SERIES_COLUMNS)]
+
+
+def causal_pick_share(per_hop: dict[int, np.ndarray]) -> float:
+    """The share of the flow's records at which the hop fullest on average so far (the live
+    estimator's choice, IntSeries.bottleneck_node) is the one bottleneck_series takes over
+    the whole run: 1.0 when training on the whole run's choice is what a live sender sees."""
+    hops = list(per_hop)
+    n = int(max(s[:, -1].max() for s in per_hop.values())) + 1
+    total, count = np.zeros((n, len(hops))), np.zeros((n, len(hops)))
+    for k, i in enumerate(hops):
+        at = per_hop[i][:, -1].astype(int)
+        total[at, k] = _occupancy(per_hop[i])
+        count[at, k] = 1
+    present = count.any(axis=1)
+    total, count = np.cumsum(total, axis=0), np.cumsum(count, axis=0)
+    mean_so_far = np.where(count > 0, total / np.maximum(count, 1), -np.inf)
+    whole = hops.index(max(hops, key=lambda i: _mean_occupancy(per_hop[i])))
+    return float(np.mean(np.argmax(mean_so_far, axis=1)[present] == whole))
 
 
 #: The sink publishes a flow's record every 10 ms while it has packets (telemetry/sink.py).
@@ -165,5 +199,9 @@ class IntSeries:
         return self._node_ids.get(i)
 
 
+def _occupancy(s: np.ndarray) -> np.ndarray:
+    return s[:, 1] / np.maximum(s[:, 2], 1.0)
+
+
 def _mean_occupancy(s: np.ndarray) -> float:
-    return float(np.mean(s[:, 1] / np.maximum(s[:, 2], 1.0)))
+    return float(np.mean(_occupancy(s)))

@@ -27,7 +27,7 @@ import numpy as np
 from estimator.capture import Capture, sender_trace
 from estimator.dataset import CCAS, DATA_FORMAT, save_run
 from estimator.features import TraceError, features
-from estimator.int_series import flow_counts_from_jsonl, int_series_from_jsonl
+from estimator.int_series import bottleneck_series, causal_pick_share, flow_counts_from_jsonl, hop_series_from_jsonl
 
 from .signals import unwind_on_sigterm
 from .traffic import BackgroundFlow, RunFailed
@@ -75,11 +75,27 @@ HARD_RANGES = {"rtt_factor": (0.5, 4.0),        # the competitor's base RTT / fl
 #: start, where a competitor enters a queue flow 1 already fills).
 DISTRIBUTIONS = ("paper", "hard", "table2", "table2-live")
 LATE_START_S = (0.0, 10.0)
+#: --udp-cross (issue 28): constant-bit-rate UDP from s2 to r2 (iperf3 -u) through the
+#: bottleneck in half the runs, at this share of its rate for the whole run: traffic that
+#: answers no loss and belongs to no CCA, beside the competitor. Drawn on a stream of its
+#: own: a collection's other parameters stay those of its seed and distribution.
+UDP_CROSS_SHARE = (0.05, 0.30)
+UDP_CROSS_PORT = 5300
 ACCESS_DELAY_MS = 1.0                           # dumbbell.toml's access links
 
 
-def run_plan(index: int, seed: int, distribution: str = "paper") -> dict:
-    """The parameters of run ``index`` of a collection: reproducible from the seed."""
+def run_plan(index: int, seed: int, distribution: str = "paper", udp_cross: bool = False) -> dict:
+    """The parameters of run ``index`` of a collection: reproducible from the seed.
+    ``udp_cross``: with ``udp_mbps``, the rate of the UDP cross traffic (0: none in this run)."""
+    plan = _plan(index, seed, distribution)
+    if not udp_cross:
+        return plan
+    rng = np.random.default_rng([seed, index, 29])
+    share = float(rng.uniform(*UDP_CROSS_SHARE)) if rng.random() < 0.5 else 0.0
+    return plan | {"udp_mbps": round(share * plan["params"]["bottleneck_mbps"], 3)}
+
+
+def _plan(index: int, seed: int, distribution: str) -> dict:
     if distribution not in DISTRIBUTIONS:
         raise ValueError(f"unknown distribution {distribution!r} (known: {', '.join(DISTRIBUTIONS)})")
     if distribution == "hard":
@@ -154,8 +170,10 @@ def start_agent(plans: list, workdir: str):
 
 def start_flows(tb, plan: dict, seconds: float) -> list:
     """Flow 1 (s1 -> r1, port 5201, cca1) now and the competitor (s2 -> r2, ports 5202..,
-    cca2: comp_flows flows from comp_start_s on), each an iperf3 in a thread. Flows of
-    the same start go together (traffic.iperf: otherwise the thread started first leads)."""
+    cca2: comp_flows flows from comp_start_s on), each an iperf3 in a thread, then the UDP
+    cross traffic if the plan has some (s2 -> r2, port UDP_CROSS_PORT, from flow 1's start).
+    Flows of the same start go together (traffic.iperf: otherwise the thread started first
+    leads)."""
     later = plan.get("comp_start_s", 0.0)
     n_comp = plan.get("comp_flows", 1)
     together = threading.Barrier(1 + n_comp) if not later else None
@@ -164,6 +182,9 @@ def start_flows(tb, plan: dict, seconds: float) -> list:
     flows += [BackgroundFlow(tb, "s2", "r2", _iperf_cca(plan["cca2"]), seconds - later, seconds - later, 5202 + k,
                              start_delay_s=later, start_together=together)
               for k in range(n_comp)]
+    if plan.get("udp_mbps"):
+        flows.append(BackgroundFlow(tb, "s2", "r2", "udp", seconds, seconds, UDP_CROSS_PORT,
+                                    udp_mbps=plan["udp_mbps"]))
     return flows
 
 
@@ -174,10 +195,19 @@ def join_flows(flows: list, plan: dict) -> list:
         try:
             outs.append(f.join())
         except RunFailed as e:
-            errors.append(f"flow {i} ({plan['cca1' if i == 1 else 'cca2']}): {e}")
+            what = plan["cca1"] if i == 1 else "UDP cross traffic" if f.udp_mbps else plan["cca2"]
+            errors.append(f"flow {i} ({what}): {e}")
     if errors:
         raise RunFailed("; ".join(errors))
     return outs
+
+
+def goodputs(outs: list, plan: dict) -> dict:
+    """The receivers' Mbit/s of join_flows' outputs: the TCP flows' (flow 1 first) as
+    ``goodput_mbps``, the UDP cross traffic's apart."""
+    mbps = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in outs]
+    return {"goodput_mbps": mbps[:-1], "udp_received_mbps": mbps[-1]} if plan.get("udp_mbps") else \
+        {"goodput_mbps": mbps}
 
 
 def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est",
@@ -203,7 +233,8 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
             check_agent(workdir)
         tr = sender_trace(pcap, sender=tb.addr("s1"))
         int_log = tb.node_info("sw2")["int_log"]
-        int_series = int_series_from_jsonl(int_log, tb.addr("s1"), dport=flow1_port(plan))
+        per_hop = hop_series_from_jsonl(int_log, tb.addr("s1"), dport=flow1_port(plan))
+        int_series = bottleneck_series(per_hop)     # the whole run's choice; the meta says how often the live one agreed
         # the competitor's packets at the bottleneck per 10 ms, per flow (features that do
         # not assume two flows can read each competing flow from its own packets later),
         # and the packets each lost on the way (its response to its own losses)
@@ -215,11 +246,11 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     F = features(tr)
     start = int(len(F) * warmup_frac)
     idx = np.unique(np.linspace(start, len(F) - 1, samples).astype(int))
-    goodputs = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in outs]
     raw = {"ack_t": tr.ack_t, "rtt_s": tr.rtt_s.astype(np.float32), "acked_bytes": tr.acked_bytes.astype(np.int32),
            "send_t": tr.send_t, "retrans": tr.retrans.astype(bool), "sample_idx": idx, "int_series": int_series,
            "comp_packets_10ms": comp_counts, "comp_lost_10ms": comp_lost}
-    return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), "goodput_mbps": goodputs, **lag,
+    return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), **goodputs(outs, plan), **lag,
+                                                   "bottleneck_causal_share": causal_pick_share(per_hop),
                                                    "node_rt_priority": node_rt_priority}, raw
 
 
@@ -258,15 +289,22 @@ def _worker(slot, plans, args, queue):
         queue.put({"worker_done": slot})
 
 
+def _option(key: str, value) -> str:
+    if key == "udp_cross":
+        return "with --udp-cross" if value else "without --udp-cross"
+    return f"with --{key} {value}"
+
+
 def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, samples: int = 100,
             warmup_frac: float = 0.1, progress=None, echo=print, without_vegas: bool = False,
             jobs: int = 1, node_python: str | None = None, distribution: str = "paper",
-            node_rt_priority: int = 0) -> dict:
+            node_rt_priority: int = 0, udp_cross: bool = False) -> dict:
     """Collect runs 0..runs-1 into out_dir (skipping those on disk), ``jobs`` testbeds
     at a time. ``without_vegas`` leaves out the runs that need the CCP datapath (a
     later resume fills them in). ``node_python``: the INT nodes' interpreter
     (int_node/runtime.py; None: $INTCC_NODE_PYTHON, else cpython); ``node_rt_priority``
-    their SCHED_FIFO priority (0: none; each run's meta says how far its links fell behind)."""
+    their SCHED_FIFO priority (0: none; each run's meta says how far its links fell behind).
+    ``udp_cross``: UDP cross traffic in half the runs (run_plan)."""
     import multiprocessing as mp
     from int_node.runtime import ENV_VAR, InterpreterError, node_python as resolve_node_python
     node_python = (node_python or os.environ.get(ENV_VAR) or "cpython").strip()
@@ -285,18 +323,19 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
                                   f"'{node_python}': resume with --node-python {before}")
         with open(record_path) as f:
             recorded = json.load(f)
-        for key, now in (("distribution", distribution), ("seed", seed)):
-            was = recorded.get(key, "paper" if key == "distribution" else None)
+        defaults = {"distribution": "paper", "seed": None, "udp_cross": False}     # older datasets: the defaults
+        for key, now in (("distribution", distribution), ("seed", seed), ("udp_cross", udp_cross)):
+            was = recorded.get(key, defaults[key])
             if was != now and os.listdir(os.path.join(out_dir, "runs")):
-                raise CollectionError(f"{out_dir} was collected with --{key} {was}, not {now}: resume with the "
-                                      f"same, or collect into another directory")
+                raise CollectionError(f"{out_dir} was collected {_option(key, was)}, not {_option(key, now)}: "
+                                      f"resume with the same, or collect into another directory")
     with open(record_path, "w") as f:
         json.dump({"seed": seed, "seconds": seconds, "samples": samples, "warmup_frac": warmup_frac,
                    "ranges": RANGES, "distribution": distribution,
                    "hard_ranges": HARD_RANGES if distribution == "hard" else None, "ccas": CCAS,
-                   "format": DATA_FORMAT, "node_python": node_python, "node_rt_priority": node_rt_priority}, f,
-                  indent=1)
-    plans = [run_plan(i, seed, distribution) for i in range(runs)]
+                   "format": DATA_FORMAT, "node_python": node_python, "node_rt_priority": node_rt_priority,
+                   "udp_cross": udp_cross, "udp_cross_share": UDP_CROSS_SHARE if udp_cross else None}, f, indent=1)
+    plans = [run_plan(i, seed, distribution, udp_cross) for i in range(runs)]
     todo = [p for p in plans if not os.path.exists(os.path.join(out_dir, "runs", p["run"] + ".npz"))]
     done, failed = runs - len(todo), []
     if without_vegas:

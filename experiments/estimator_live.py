@@ -22,7 +22,7 @@ import numpy as np
 from estimator.capture import Capture, PcapTail
 from estimator.vote import first_stable_correct
 
-from .estimator_collect import check_agent, join_flows, needs_agent, run_plan, start_agent, start_flows
+from .estimator_collect import check_agent, goodputs, join_flows, needs_agent, run_plan, start_agent, start_flows
 from .runner import CREDS, free_port
 from .traffic import RunFailed
 
@@ -79,19 +79,18 @@ def live_run(plan: dict, model, seconds: float, window: int, interval_s: float, 
             "correct": bool(steps and steps[-1][2] == truth),
             "first_stable_correct_s": None if stable is None else round(float(stable), 2),
             "telemetry_records": est.telemetry.records,
-            "goodput_mbps": [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in outs],
-            "timeline": steps}
+            **goodputs(outs, plan), "timeline": steps}
 
 
 def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard", seconds: float = 30.0,
               window: int = 50, interval_s: float = 0.5, out_path: str | None = None, echo=print,
-              first: int = 0) -> dict:
-    """Runs ``first``..``first + runs - 1`` of the plan (``seed``, ``distribution``), one at a
-    time (one broker: testbeds alike would publish the same node ids)."""
+              first: int = 0, udp_cross: bool = False) -> dict:
+    """Runs ``first``..``first + runs - 1`` of the plan (``seed``, ``distribution``,
+    ``udp_cross``), one at a time (one broker: testbeds alike would publish the same node ids)."""
     from broker.launch import BrokerProcess
     from estimator.model import CCAEstimator
     model = CCAEstimator.load(model_path)
-    plans = [run_plan(i, seed, distribution) for i in range(first, first + runs)]
+    plans = [run_plan(i, seed, distribution, udp_cross) for i in range(first, first + runs)]
     workdir = tempfile.mkdtemp(prefix="intcc-live-")
     results, failed = [], []
     dp = agent = None

@@ -42,11 +42,14 @@ def tcp_counters(tb: Testbed, host: str) -> dict[str, int]:
 
 #: How long flows started together wait for each other's servers.
 START_TOGETHER_TIMEOUT_S = 30
+#: UDP datagrams' payload: with the IPv6 and UDP headers under the hosts' 1500-byte MTU
+UDP_PAYLOAD_BYTES = 1400
 
 
 def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-          port: int = 5201, start_together: threading.Barrier | None = None) -> dict:
-    """One iperf3 flow, client -> server, its JSON output. ``start_together``: the clients
+          port: int = 5201, start_together: threading.Barrier | None = None, udp_mbps: float | None = None) -> dict:
+    """One iperf3 flow, client -> server, its JSON output; with ``udp_mbps``, UDP at that
+    constant rate instead of TCP (``cca`` then only names it). ``start_together``: the clients
     of flows sharing it start at once, when every server listens. Each started as soon as
     its own server listened, the competitor (its thread started first) led flow 1 by up to
     an RTT: in slow start beside it, flow 1 met the queue the competitor's first rounds
@@ -66,8 +69,9 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
                 start_together.abort()     # the others go on to fail at once, not after the timeout
             raise
         try:
+            kind = ["-C", cca] if udp_mbps is None else ["-u", "-b", f"{udp_mbps}M", "-l", str(UDP_PAYLOAD_BYTES)]
             res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(seconds),
-                                  "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
+                                  "-i", str(interval_s), *kind, "-J", "--get-server-output"],
                          timeout=seconds + IPERF_GRACE_S)
         except subprocess.TimeoutExpired:
             raise RunFailed(f"iperf3 {client} -> {server} ({cca}) did not end {IPERF_GRACE_S} s after its "
@@ -90,9 +94,11 @@ class BackgroundFlow:
     of several flows started together. ``join()`` returns its output or raises its error."""
 
     def __init__(self, tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-                 port: int, start_delay_s: float = 0.0, start_together: threading.Barrier | None = None):
+                 port: int, start_delay_s: float = 0.0, start_together: threading.Barrier | None = None,
+                 udp_mbps: float | None = None):
         self.out: dict | None = None
         self.error: BaseException | None = None
+        self.udp_mbps = udp_mbps
         args = (tb, client, server, cca, seconds, interval_s)
         self._thread = threading.Thread(target=self._run, args=(args, port, start_delay_s, start_together),
                                         name=f"iperf-{client}-{port}", daemon=True)
@@ -101,7 +107,7 @@ class BackgroundFlow:
     def _run(self, args, port, start_delay_s, start_together):
         try:
             time.sleep(start_delay_s)
-            self.out = iperf(*args, port=port, start_together=start_together)
+            self.out = iperf(*args, port=port, start_together=start_together, udp_mbps=self.udp_mbps)
         except BaseException as e:     # raised in join(), in the caller's thread
             self.error = e
 

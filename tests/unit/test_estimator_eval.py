@@ -47,6 +47,29 @@ def test_the_hard_distribution_draws_what_the_paper_runs_never_had():
     assert {p["comp_flows"] for p in plans} == {1, 2, 3}
 
 
+def test_udp_cross_traffic_is_drawn_beside_a_distributions_runs_without_changing_them():
+    """--udp-cross adds a constant UDP rate of 5-30 % of the bottleneck's in about half the
+    runs; every other parameter stays the seed's, so a collection with and one without
+    it are the same networks."""
+    plans = [run_plan(i, 2806, "hard", udp_cross=True) for i in range(400)]
+    for i, p in enumerate(plans):
+        assert {k: v for k, v in p.items() if k != "udp_mbps"} == run_plan(i, 2806, "hard")
+        assert p["udp_mbps"] == 0 or 0.05 <= p["udp_mbps"] / p["params"]["bottleneck_mbps"] <= 0.30 + 1e-3
+    assert 0.4 < np.mean([p["udp_mbps"] > 0 for p in plans]) < 0.6
+    assert plans[5] == run_plan(5, 2806, "hard", udp_cross=True) and "udp_mbps" in run_plan(5, 30, "table2", True)
+
+
+def test_a_collection_resumes_only_with_its_cross_traffic_setting(tmp_path):
+    import json
+    from experiments.estimator_collect import CollectionError, collect
+    fake_dataset(tmp_path, runs=2)
+    (tmp_path / "collection.json").write_text(json.dumps({"seed": 7}))      # before --udp-cross: without
+    with pytest.raises(CollectionError, match="collected without --udp-cross, not with --udp-cross"):
+        collect(str(tmp_path), runs=2, seed=7, udp_cross=True)
+    with pytest.raises(CollectionError, match="collected with --seed 7, not with --seed 8"):
+        collect(str(tmp_path), runs=2, seed=8)
+
+
 def test_the_table2_distribution_is_the_fairness_experiments_networks():
     """Table II's rate and delay, the buffer on a log scale; one competitor starting with
     flow 1 on the same path: no late start, no extra RTT, no loss."""

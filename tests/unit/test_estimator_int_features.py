@@ -14,7 +14,7 @@ from estimator.evaluate import load_dataset, run_int_features
 from estimator.features import FEATURES, TraceError
 from estimator.int_features import (COMP_DYNAMICS_FEATURES, FEATURE_SETS, INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES, RUN_FEATURES,
                                     feature_set_of, int_features)
-from estimator.int_series import int_series_from_jsonl
+from estimator.int_series import causal_pick_share, hop_series_from_jsonl, int_series_from_jsonl
 
 
 def series(n=2000, seed=0, duration_s=20.0):
@@ -140,6 +140,24 @@ def test_series_from_the_sink_log_keeps_one_flow_at_the_fullest_queue(tmp_path):
         int_series_from_jsonl(str(log), "fd00::7")
     with pytest.raises(TraceError, match="No such file"):
         int_series_from_jsonl(str(tmp_path / "missing.jsonl"), "fd00::1")
+
+
+def test_the_live_choice_of_the_bottleneck_is_scored_against_the_whole_runs(tmp_path):
+    """Offline the bottleneck is the hop fullest over the whole run; live, the hop fullest
+    so far. Here an access queue leads for the first records: the live choice differs
+    until the bottleneck's mean passes it (4 of 10 records)."""
+    log = tmp_path / "sw2.int.jsonl"
+    with open(log, "w") as f:
+        for i in range(10):
+            ts = 1000 + i * 0.01
+            first, second = (0, 50_000) if i < 3 else (90_000, 0)
+            f.write(json.dumps(record("fd00::1", 5201, [hop(ts, first, 100_000), hop(ts, second, 100_000)])) + "\n")
+        f.write(json.dumps(record("fd00::1", 5201, [7])) + "\n")            # a malformed hop: skipped
+    per_hop = hop_series_from_jsonl(str(log), "fd00::1")
+    assert (int_series_from_jsonl(str(log), "fd00::1")[:, 1] == per_hop[0][:, 1]).all()    # hop 0 over the run
+    assert causal_pick_share(per_hop) == pytest.approx(0.6)
+    steady = {i: s[3:] for i, s in per_hop.items()}
+    assert causal_pick_share(steady) == 1.0
 
 
 def test_datasets_with_int_features_and_runs_without_them(tmp_path):
