@@ -15,6 +15,11 @@ CV_FOREST = {"n_estimators": [200], "max_depth": [20]}
 FEATURE_SET_NAMES = ["table1", "table1+int", "table1+int+dynamics", "table1+int+flows", "table1+int+flows+response",
                      "table1+int+flows+response+dips", "table1+int+flows+response+dips+ownloss",
                      "table1+int+flows+response+dips+ownloss+qcut"]
+#: evaluate.CONDITIONS' names, for --by (the same reason)
+BY_CONDITIONS = ("udp", "flows", "rtt", "buffer", "loss", "start", "share")
+BY_HELP = ("also break the runs down by a condition of their network: UDP cross traffic, number of competing "
+           "flows, competitor RTT / flow 1's, buffer, random loss, competitor's start, competitors' goodput "
+           "share; repeatable")
 
 
 @click.group("estimator")
@@ -186,10 +191,11 @@ def curve_cmd(data_dir, seed, feature_set, forest, fractions):
 @click.option("--trees", type=click.IntRange(min=1), default=CV_FOREST["n_estimators"][0], show_default=True)
 @click.option("--depth", type=click.IntRange(min=1), default=CV_FOREST["max_depth"][0], show_default=True)
 @click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="also write the tables to FILE as JSON")
+              help="also write the tables, with every run's accuracy and conditions, to FILE as JSON")
 @click.option("--shuffle-labels", is_flag=True,
               help="the control that must fail: competitor labels permuted across runs (expect ~0.25)")
-def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path, shuffle_labels):
+@click.option("--by", "conditions", multiple=True, type=click.Choice(BY_CONDITIONS), help=BY_HELP)
+def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path, shuffle_labels, conditions):
     """Tables III and IV with every run held out once (k folds split by experiment, one
     forest per fold trained on the other folds): uses the whole dataset for both."""
     from .evaluate import cross_validate, load_dataset, shuffled_labels
@@ -210,7 +216,7 @@ def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path, 
                              forest == "shared", progress)
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))
-    _emit_tables(res, json_path)
+    _emit_tables(res, json_path, conditions)
 
 
 @estimator_group.command("eval")
@@ -222,8 +228,9 @@ def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path, 
               help="every run of DATA the model was not trained on (a test set collected apart), not the "
                    "held-out half of the model's split")
 @click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="also write the tables to FILE as JSON")
-def eval_cmd(data_dir, model_path, seed, every_run, json_path):
+              help="also write the tables, with every run's accuracy and conditions, to FILE as JSON")
+@click.option("--by", "conditions", multiple=True, type=click.Choice(BY_CONDITIONS), help=BY_HELP)
+def eval_cmd(data_dir, model_path, seed, every_run, json_path, conditions):
     """Tables III and IV on the held-out runs (the model's split, or with --all every run
     it was not trained on)."""
     from .evaluate import evaluate, held_out, load_dataset, not_trained_on
@@ -245,13 +252,15 @@ def eval_cmd(data_dir, model_path, seed, every_run, json_path):
         res = evaluate(model, te)
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))
-    _emit_tables(res, json_path)
+    _emit_tables(res, json_path, conditions)
 
 
-def _emit_tables(res: dict, json_path: str | None):
-    """Print Tables III and IV; also write them as JSON if asked."""
-    from .evaluate import format_tables
+def _emit_tables(res: dict, json_path: str | None, conditions=()):
+    """Print Tables III and IV (and the runs by each condition asked); also write them as JSON if asked."""
+    from .evaluate import format_by_condition, format_tables
     click.echo(format_tables(res))
+    for condition in conditions:
+        click.echo("\n" + format_by_condition(res, condition))
     if json_path:
         with open(json_path, "w") as f:
             json.dump(res, f, indent=1)

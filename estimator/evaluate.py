@@ -159,6 +159,7 @@ def tables(preds) -> dict:
     cells = {}
     votes = {w: {} for w in VOTE_WINDOWS}
     stable = {w: [] for w in STABLE_WINDOWS}
+    per_run = []
     for meta, t, pred in preds:
         local, comp = meta["cca1"], meta["cca2"]
         cells.setdefault((local, comp), []).append((pred == comp))
@@ -167,6 +168,11 @@ def tables(preds) -> dict:
             votes[w].setdefault((local, comp), []).append(v == comp)
             if w in STABLE_WINDOWS:
                 stable[w].append(first_stable_correct(np.asarray(t), v == comp))
+        per_run.append({"seed": int(meta.get("seed", 0)), "index": int(meta["index"]), "cca1": local, "cca2": comp,
+                        "rows": len(pred), "rows_right": float(np.mean(pred == comp)) if len(pred) else None,
+                        "verdict_w50": votes[50][(local, comp)][-1][-1].item() if len(pred) else None,
+                        "stable_correct_s_w50": stable[50][-1],
+                        **{name: label(meta) for name, label in CONDITIONS.items()}})
     table3 = {l: {c: _acc(cells.get((l, c))) for c in CCAS} for l in CCAS}
     table4 = {str(w): {"mean": _mean_cells({k: _acc(v) for k, v in votes[w].items()}),
                        "pairs": {f"{l}/{c}": _acc(v) for (l, c), v in sorted(votes[w].items())}}
@@ -175,7 +181,59 @@ def tables(preds) -> dict:
                                "median_s": float(np.median([x for x in v if x is not None]))
                                if any(x is not None for x in v) else None} for w, v in stable.items()}
     return {"table3": table3, "mean_accuracy": _mean_cells({k: _acc(v) for k, v in cells.items()}),
-            "table4": table4, "time_to_stable_correct": time_to_stable, "test_runs": len(preds)}
+            "table4": table4, "time_to_stable_correct": time_to_stable, "test_runs": len(preds),
+            "runs": per_run}
+
+
+def _bands(value, edges, unit=""):
+    """'lo-hi' label of the band ``value`` falls in (edges ascending), None if unknown."""
+    if value is None:
+        return None
+    for lo, hi in zip(edges, edges[1:]):
+        if value < hi:
+            return f"{lo:g}-{hi:g}{unit}"
+    return f">= {edges[-1]:g}{unit}"
+
+
+#: Run conditions the held-out tables break down by (eval --by): each a label from a run's meta.
+CONDITIONS = {
+    "udp": lambda m: None if "udp_mbps" not in m else ("with UDP" if m["udp_mbps"] > 0 else "no UDP"),
+    "flows": lambda m: None if "comp_flows" not in m else f"{m['comp_flows']} competing",
+    "rtt": lambda m: _bands(m.get("rtt_factor"), (0, 1, 2), "x flow 1's RTT"),
+    "buffer": lambda m: _bands(m.get("params", {}).get("buffer_bdp"), (0, 3, 10, 30), " BDP"),
+    "loss": lambda m: None if "loss_pct" not in m.get("params", {}) else
+    ("random loss" if m["params"]["loss_pct"] > 0 else "no random loss"),
+    "start": lambda m: _bands(m.get("comp_start_s"), (0, 2, 5), " s late"),
+    "share": lambda m: _bands(_competitor_share(m), (0, 0.05, 0.15, 0.3, 0.5, 0.7), " of goodput"),
+}
+
+
+def _competitor_share(meta):
+    """The competitors' share of the run's goodput (its TCP flows; UDP is not in it)."""
+    g = meta.get("goodput_mbps")
+    if not g or len(g) < 2 or sum(g) <= 0:
+        return None
+    return float(sum(g[1:]) / sum(g))
+
+
+def by_condition(res: dict, condition: str) -> list[dict]:
+    """Per value of a CONDITIONS label, over the runs of ``tables``' result: runs, the mean of
+    their share of rows right, and the share whose final verdict (w = 50) is right."""
+    groups = {}
+    for r in res["runs"]:
+        if r["rows_right"] is not None:
+            groups.setdefault(r[condition], []).append(r)
+    return [{"value": v, "runs": len(rs), "rows_right": float(np.mean([r["rows_right"] for r in rs])),
+             "verdict_w50": float(np.mean([r["verdict_w50"] for r in rs]))}
+            for v, rs in sorted(groups.items(), key=lambda kv: (kv[0] is None, str(kv[0])))]
+
+
+def format_by_condition(res: dict, condition: str) -> str:
+    lines = [f"By {condition}: runs, mean share of rows right, final verdict (w = 50) right"]
+    for g in by_condition(res, condition):
+        lines.append(f"  {str(g['value'] or 'not recorded'):28s}{g['runs']:5d}{g['rows_right']:8.3f}"
+                     f"{g['verdict_w50']:8.3f}")
+    return "\n".join(lines)
 
 
 def fold_of(runs, folds: int, seed: int = 0) -> np.ndarray:

@@ -1,4 +1,6 @@
 """Dataset files, the split by experiment and the held-out tables, on synthetic runs."""
+import json
+
 import numpy as np
 import pytest
 
@@ -259,8 +261,12 @@ def test_cli_cross_validates_and_eval_follows_the_models_split(tmp_path):
     res = cli.invoke(estimator_group, ["train", "--data", data, "--model", model, "--grid", "compact",
                                        "--test-fraction", "0.25", "--seed", "2"])
     assert res.exit_code == 0 and "trained on 32 runs (16 held out)" in res.output, res.output
-    res = cli.invoke(estimator_group, ["eval", "--data", data, "--model", model, "--json-out", str(tmp_path / "e.json")])
+    res = cli.invoke(estimator_group, ["eval", "--data", data, "--model", model, "--json-out", str(tmp_path / "e.json"),
+                                       "--by", "udp", "--by", "buffer"])
     assert res.exit_code == 0 and json.load(open(tmp_path / "e.json"))["test_runs"] == 16, res.output
+    # paper-distribution runs have a buffer but no cross-traffic setting: said, not guessed
+    assert "By udp" in res.output and "not recorded" in res.output and "BDP" in res.output, res.output
+    assert len(json.load(open(tmp_path / "e.json"))["runs"]) == 16
     # --all: every run it was not trained on (here the same 16: the others trained it)
     res = cli.invoke(estimator_group, ["eval", "--data", data, "--model", model, "--all", "--json-out",
                                        str(tmp_path / "a.json")])
@@ -275,3 +281,27 @@ def test_a_run_cut_short_while_saving_is_not_read_as_a_run(tmp_path):
     (tmp_path / "runs" / "run00016.npz.part").write_bytes(b"PK\x03\x04 cut")       # this collector's
     (tmp_path / "runs" / "run00017.npz.tmp.npz").write_bytes(b"PK\x03\x04 cut")    # older collectors'
     assert len(load_dataset(data)) == 16
+
+
+def test_each_run_is_scored_and_the_runs_break_down_by_their_networks_conditions(tmp_path):
+    from estimator.cli import BY_CONDITIONS
+    from estimator.evaluate import CONDITIONS, by_condition, tables
+    assert BY_CONDITIONS == tuple(CONDITIONS)      # the CLI's list is kept apart so --help needs no numpy
+    base = {"cca1": "bbr", "cca2": "reno", "index": 0, "seed": 5, "rtt_factor": 2.5, "comp_start_s": 0.5,
+            "comp_flows": 2, "params": {"buffer_bdp": 4.0, "loss_pct": 0.0}, "goodput_mbps": [3.0, 0.5, 0.5]}
+    reno, cubic = np.array(["reno"] * 60), np.array(["cubic"] * 60)
+    preds = [({**base, "index": 0, "udp_mbps": 0.0}, np.arange(60) * 0.5, reno),
+             ({**base, "index": 1, "udp_mbps": 1.5}, np.arange(60) * 0.5, np.concatenate([reno[:15], cubic[:45]])),
+             ({**base, "index": 2, "udp_mbps": 0.7}, np.arange(60) * 0.5, reno)]
+    res = tables(preds)
+    assert [r["rows_right"] for r in res["runs"]] == [1.0, 0.25, 1.0]
+    assert [r["verdict_w50"] for r in res["runs"]] == [True, False, True]
+    assert res["runs"][0]["stable_correct_s_w50"] is not None and res["runs"][1]["stable_correct_s_w50"] is None
+    r = res["runs"][0]
+    assert (r["rtt"], r["buffer"], r["start"], r["flows"], r["loss"], r["share"]) == \
+        (">= 2x flow 1's RTT", "3-10 BDP", "0-2 s late", "2 competing", "no random loss", "0.15-0.3 of goodput")
+    assert by_condition(res, "udp") == [
+        {"value": "no UDP", "runs": 1, "rows_right": 1.0, "verdict_w50": 1.0},
+        {"value": "with UDP", "runs": 2, "rows_right": 0.625, "verdict_w50": 0.5}]
+    assert CONDITIONS["udp"]({"cca1": "bbr"}) is None and CONDITIONS["share"]({"goodput_mbps": [0, 0]}) is None
+    json.dumps(res)        # every value a JSON one (no numpy bools)
