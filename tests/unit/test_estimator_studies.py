@@ -20,3 +20,19 @@ def test_seed_curve_scores_each_point_and_the_given_model_on_the_unseen_seed(tmp
     assert all(p["test_runs"] == 32 and p["mean_accuracy"] > 0.9 for p in points)    # the fake CCAs separate
     assert "paired" not in points[0] and -1 <= points[1]["paired"]["mean"] <= 1
     assert res["models"][model_path]["test_runs"] == 32 and "paired" in res["models"][model_path]
+
+
+def test_a_straight_rise_after_a_loss_has_area_one_half_a_concave_one_more_and_a_flat_rate_none():
+    import numpy as np
+    from estimator.studies.rise_shape import rise_areas
+    bin_s, n = 0.02, 1200
+    lost = np.zeros(n)
+    lost[[300, 302, 700]] = 1                     # a loss burst of two bins is one event
+    ramp = np.linspace(0, 1, 399)
+    line, concave, flat = np.full(n, 10.0), np.full(n, 10.0), np.full(n, 10.0)
+    line[301:700] = 5 + 5 * ramp
+    concave[301:700] = 10 - 5 * (1 - ramp) ** 3
+    areas, events = rise_areas(line, lost, bin_s, 0.1)
+    assert events == 2 and len(areas) == 1 and abs(areas[0] - 0.5) < 0.03
+    assert rise_areas(concave, lost, bin_s, 0.1)[0][0] > 0.7
+    assert rise_areas(flat, lost, bin_s, 0.1) == ([], 2)
