@@ -62,3 +62,33 @@ def test_a_flow_that_fails_before_the_start_frees_the_others():
     with pytest.raises(RunFailed, match="nothing listens"):
         competitor.join()
     assert 5201 not in tb.client_start_s
+
+
+class LossySetupTestbed(FakeTestbed):
+    """A UDP client whose stream setup is lost ``lost_setups`` times, as iperf3 reports it."""
+
+    def __init__(self, lost_setups: int):
+        super().__init__({5300: 0.0})
+        self.lost_setups = lost_setups
+        self.client_seconds: list[float] = []
+
+    def run(self, host, argv, timeout=None):
+        self.client_seconds.append(int(argv[argv.index("-t") + 1]))
+        if len(self.client_seconds) <= self.lost_setups:
+            time.sleep(0.2)
+            return SimpleNamespace(stdout=json.dumps({"error": "error - unable to read from stream socket: "
+                                                               "Resource temporarily unavailable"}), stderr="")
+        return SimpleNamespace(stdout=json.dumps({"intervals": []}), stderr="")
+
+
+def test_a_udp_flow_whose_setup_was_lost_starts_again_to_end_when_it_would_have():
+    tb = LossySetupTestbed(lost_setups=2)
+    out = iperf(tb, "s2", "r2", "udp", 10, 1.0, port=5300, udp_mbps=1.0)
+    assert out["intcc_setup_retries"] == 2 and len(tb.client_seconds) == 3
+    assert tb.client_seconds == [10, 9, 9]       # the time the lost setups took, in iperf3's whole seconds
+    with pytest.raises(RunFailed, match="stream socket"):                        # three lost: the run fails
+        iperf(LossySetupTestbed(lost_setups=3), "s2", "r2", "udp", 10, 1.0, port=5300, udp_mbps=1.0)
+    tcp = LossySetupTestbed(lost_setups=1)                                       # TCP: iperf3's own error, once
+    with pytest.raises(RunFailed, match="stream socket"):
+        iperf(tcp, "s1", "r1", "cubic", 10, 1.0, port=5300)
+    assert len(tcp.client_seconds) == 1
