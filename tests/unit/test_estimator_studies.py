@@ -36,3 +36,23 @@ def test_a_straight_rise_after_a_loss_has_area_one_half_a_concave_one_more_and_a
     assert events == 2 and len(areas) == 1 and abs(areas[0] - 0.5) < 0.03
     assert rise_areas(concave, lost, bin_s, 0.1)[0][0] > 0.7
     assert rise_areas(flat, lost, bin_s, 0.1) == ([], 2)
+
+
+def test_the_udp_effect_pairs_each_network_with_itself_and_keeps_the_runs_without_udp_as_a_control(tmp_path):
+    from estimator.studies import udp_effect
+
+    def run(i, udp, right):
+        return {"seed": 9, "index": i, "cca2": ("reno", "cubic")[i % 2], "udp": udp, "rows_right": right,
+                "verdict_w50": right > 0.5}
+    with_udp = [run(i, "with UDP" if i < 10 else "no UDP", 0.4 if i < 10 else 0.8) for i in range(20)]
+    without = [run(i, "no UDP", 0.8) for i in range(20)]
+    paths = []
+    for name, runs in (("w", with_udp), ("wo", without)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps({"runs": runs}))
+    out = tmp_path / "effect.json"
+    udp_effect.main(["--with-udp", str(paths[0]), "--without-udp", str(paths[1]), "--out", str(out)])
+    res = json.loads(out.read_text())
+    assert res["with UDP"]["runs"] == 10 and abs(res["with UDP"]["rows_right_paired"]["mean"] + 0.4) < 1e-9
+    assert res["with UDP"]["verdict_paired"]["mean"] == -1.0
+    assert res["A/A control"]["rows_right_paired"]["mean"] == 0 and res["A/A control, competitor reno"]["runs"] == 5
