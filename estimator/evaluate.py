@@ -2,6 +2,8 @@
 by experiment: no run contributes rows to both training and test sets."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .dataset import CCAS, COMPETITOR_SETTLE_S, Run, load_raw, load_run, run_paths
@@ -225,7 +227,15 @@ def by_condition(res: dict, condition: str) -> list[dict]:
             groups.setdefault(r[condition], []).append(r)
     return [{"value": v, "runs": len(rs), "rows_right": float(np.mean([r["rows_right"] for r in rs])),
              "verdict_w50": float(np.mean([r["verdict_w50"] for r in rs]))}
-            for v, rs in sorted(groups.items(), key=lambda kv: (kv[0] is None, str(kv[0])))]
+            for v, rs in sorted(groups.items(), key=lambda kv: _label_order(kv[0]))]
+
+
+def _label_order(label):
+    """Bands by their lower edge ("10-30 BDP" after "3-10 BDP"), other labels by name, unknown last."""
+    if label is None:
+        return (2, 0.0, "")
+    m = re.match(r"(>= )?([0-9.]+)", label)
+    return (0, float(m.group(2)), label) if m else (1, 0.0, label)
 
 
 def format_by_condition(res: dict, condition: str) -> str:

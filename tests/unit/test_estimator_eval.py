@@ -303,5 +303,7 @@ def test_each_run_is_scored_and_the_runs_break_down_by_their_networks_conditions
     assert by_condition(res, "udp") == [
         {"value": "no UDP", "runs": 1, "rows_right": 1.0, "verdict_w50": 1.0},
         {"value": "with UDP", "runs": 2, "rows_right": 0.625, "verdict_w50": 0.5}]
+    res["runs"] += [{**res["runs"][0], "buffer": b} for b in (">= 30 BDP", "10-30 BDP", "0-3 BDP", None)]
+    assert [g["value"] for g in by_condition(res, "buffer")] == ["0-3 BDP", "3-10 BDP", "10-30 BDP", ">= 30 BDP", None]
     assert CONDITIONS["udp"]({"cca1": "bbr"}) is None and CONDITIONS["share"]({"goodput_mbps": [0, 0]}) is None
     json.dumps(res)        # every value a JSON one (no numpy bools)
