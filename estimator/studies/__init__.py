@@ -3,6 +3,9 @@ each printing the figures docs/estimator.md quotes. Not part of the estimator's 
 
 import numpy as np
 
+from estimator.dataset import COMPETITOR_SETTLE_S, load_raw, load_run
+from estimator.flow_features import CompetitorSeries
+
 
 def paired(a: dict, b: dict, seed: int = 0) -> dict:
     """b - a per run (the keys of ``a``), its mean with a bootstrap 95 % CI, and how many
@@ -11,3 +14,17 @@ def paired(a: dict, b: dict, seed: int = 0) -> dict:
     boot = np.random.default_rng(seed).choice(d, (5000, len(d))).mean(axis=1)
     return {"mean": float(d.mean()), "ci95": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
             "better_runs": int((d > 0).sum()), "worse_runs": int((d < 0).sum())}
+
+
+def run_inputs(path: str) -> dict:
+    """A collected run's raw material as the competitor features read it: the run, its
+    competitors' series (``comp``), flow 1's INT record stream (``series``), the sampled
+    ACKs' times and base RTTs (``at_t``, ``base_rtt_s``), and ``keep``: which of those rows
+    load_dataset keeps (from the competitor's start + COMPETITOR_SETTLE_S)."""
+    raw, run = load_raw(path), load_run(path)
+    return {"run": run,
+            "comp": CompetitorSeries.from_bins(raw["comp_packets_10ms"], float(raw["int_record_t"][0]),
+                                               lost=raw.get("comp_lost_10ms")),
+            "series": np.column_stack([raw["int_record_t"], raw["int_records"].astype(float)]),
+            "at_t": raw["sample_t"], "base_rtt_s": raw["sample_base_rtt_s"].astype(float),
+            "keep": run.t >= float(run.meta["comp_start_s"]) + COMPETITOR_SETTLE_S}

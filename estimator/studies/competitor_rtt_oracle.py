@@ -23,13 +23,13 @@ import json
 
 import numpy as np
 
-from estimator.dataset import COMPETITOR_SETTLE_S, load_raw, load_run, run_paths
+from estimator.dataset import run_paths
 from estimator.evaluate import fold_of, load_dataset, predictions, stack, tables
-from estimator.flow_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, CompetitorSeries,
-                                     own_loss_queue_response, own_loss_response)
+from estimator.flow_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, own_loss_queue_response,
+                                     own_loss_response)
 from estimator.int_features import FEATURE_SETS, busy_pps
 from estimator.model import CCAEstimator
-from estimator.studies import paired
+from estimator.studies import paired, run_inputs
 
 FEATURE_SET = "table1+int+flows+response+dips+ownloss+qcut"
 VARIANTS = ("baseline", "oracle_cut", "oracle_cut_add", "rtt_factor")
@@ -40,18 +40,14 @@ FOREST = {"n_estimators": [100], "max_depth": [20]}
 def oracle_columns(path: str) -> tuple:
     """(run key, the own-loss and queue-cut columns in the competitor's true RTT and the
     RTT factor, at the rows load_dataset keeps)."""
-    raw, run = load_raw(path), load_run(path)
-    series = np.column_stack([raw["int_record_t"], raw["int_records"].astype(float)])
-    at_t, base_rtt_s = raw["sample_t"], raw["sample_base_rtt_s"].astype(float)
-    comp = CompetitorSeries.from_bins(raw["comp_packets_10ms"], float(raw["int_record_t"][0]),
-                                      lost=raw.get("comp_lost_10ms"))
-    factor = float(run.meta["rtt_factor"])
-    comp_rtt_s = base_rtt_s * factor
-    cols = np.hstack([own_loss_response(comp, at_t, comp_rtt_s),
-                      own_loss_queue_response(comp, series, at_t, comp_rtt_s, busy_pps(series, at_t)),
-                      np.full((len(at_t), 1), factor)])
-    keep = run.t >= float(run.meta["comp_start_s"]) + COMPETITOR_SETTLE_S
-    return tuple(run.key), cols[keep]
+    r = run_inputs(path)
+    factor = float(r["run"].meta["rtt_factor"])
+    comp_rtt_s = r["base_rtt_s"] * factor
+    cols = np.hstack([own_loss_response(r["comp"], r["at_t"], comp_rtt_s),
+                      own_loss_queue_response(r["comp"], r["series"], r["at_t"], comp_rtt_s,
+                                              busy_pps(r["series"], r["at_t"])),
+                      np.full((len(r["at_t"]), 1), factor)])
+    return tuple(r["run"].key), cols[r["keep"]]
 
 
 def variant_runs(runs, oracle: dict, name: str) -> list:

@@ -28,12 +28,12 @@ import json
 
 import numpy as np
 
-from estimator.dataset import COMPETITOR_SETTLE_S, load_raw, load_run, run_paths
+from estimator.dataset import run_paths
 from estimator.evaluate import CONDITIONS, fold_of, load_dataset
 from estimator.int_features import busy_pps
 from estimator.flow_features import (OWN_LOSS_BIN_S, OWN_LOSS_MIN_PACKETS_PER_BIN, OWN_LOSS_MIN_RTT_S,
                                      OWN_LOSS_QUIET_RTTS, CompetitorSeries, _loss_windows)
-from estimator.studies import paired
+from estimator.studies import paired, run_inputs
 from estimator.studies.competitor_rtt_oracle import cross_validated
 
 FEATURE_SET = "table1+int+flows+response+dips+ownloss+qcut"
@@ -104,15 +104,11 @@ def rise_response(comp: CompetitorSeries | None, at_t, base_rtt_s, series=None, 
 
 def rise_columns(path: str) -> tuple:
     """(run key, the rise columns of the rate and of the window at the rows load_dataset keeps)."""
-    raw, run = load_raw(path), load_run(path)
-    comp = CompetitorSeries.from_bins(raw["comp_packets_10ms"], float(raw["int_record_t"][0]),
-                                      lost=raw.get("comp_lost_10ms"))
-    series = np.column_stack([raw["int_record_t"], raw["int_records"].astype(float)])
-    at_t, base = raw["sample_t"], raw["sample_base_rtt_s"].astype(float)
+    r = run_inputs(path)
+    comp, series, at_t, base = r["comp"], r["series"], r["at_t"], r["base_rtt_s"]
     cols = np.hstack([rise_response(comp, at_t, base),
                       rise_response(comp, at_t, base, series, busy_pps(series, at_t))])
-    keep = run.t >= float(run.meta["comp_start_s"]) + COMPETITOR_SETTLE_S
-    return tuple(run.key), cols[keep]
+    return tuple(r["run"].key), cols[r["keep"]]
 
 
 def main(argv=None) -> None:
