@@ -77,8 +77,8 @@ def rise_areas(packets, lost, bin_s: float, rtt_s: float) -> tuple[list, int]:
 def rise_response(comp: CompetitorSeries | None, at_t, base_rtt_s, series=None, busy=None) -> np.ndarray:
     """The RISE_FEATURES per time of ``at_t``; with flow 1's INT record ``series`` (and the
     link's ``busy`` packet rate per time) of the rate times the RTT of its bin (flow 1's
-    base RTT + the queue's delay): the flow's window, whose rise is Reno's straight line
-    where the rate's saturates as the queue fills."""
+    base RTT + the queue's delay): the flow's window, which for Reno rises in a straight
+    line where its rate saturates as the queue fills."""
     at_t = np.asarray(at_t, dtype=float)
     out = np.full((len(at_t), len(RISE_FEATURES)), -1.0)
     if comp is None or comp.empty or comp.lost is None:
