@@ -124,6 +124,18 @@ def load_raw(path: str) -> dict:
 COMPETITOR_SETTLE_S = 1.0
 
 
+def tcp_competitors(raw: dict, meta: dict) -> tuple:
+    """A run's competitors' packets and losses per 10 ms (``comp_packets_10ms``,
+    ``comp_lost_10ms`` or None), the TCP flows only: the UDP cross traffic of a run that had
+    some (``udp_mbps``) is the last row, its port the highest, and has no CCA to estimate. A
+    live sender leaves it out too (the sink's top_flows name each flow's protocol)."""
+    packets, lost = raw["comp_packets_10ms"], raw.get("comp_lost_10ms")
+    if meta.get("udp_mbps", 0) > 0 and np.ndim(packets) == 2 and len(packets) > 1:
+        packets = packets[:-1]
+        lost = None if lost is None or np.ndim(lost) != 2 else lost[:-1]
+    return packets, lost
+
+
 class Run(NamedTuple):
     """One collected run: features ``X`` (a row per sampled ACK), their times ``t``, and
     ``meta`` (parameters, CCA pair, feature names, format). Unpacks as (X, t, meta)."""

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from .dataset import CCAS, COMPETITOR_SETTLE_S, Run, load_raw, load_run, run_paths
+from .dataset import CCAS, COMPETITOR_SETTLE_S, Run, load_raw, load_run, run_paths, tcp_competitors
 from .features import TraceError
 from .flow_features import CompetitorSeries, competitor_features
 from .int_features import FEATURE_SETS, busy_pps, int_features, select_features, uses_flows
@@ -76,7 +76,8 @@ def run_int_features(path: str, per_packet: bool = False, flows: bool = False) -
     if "comp_packets_10ms" not in raw or np.asarray(raw["comp_packets_10ms"]).ndim != 2:
         raise TraceError(f"{path}: the competitors' packets were not kept (collected before issue 28's per-flow "
                          f"counts): no flow features")
-    comp = CompetitorSeries.from_bins(raw["comp_packets_10ms"], t0, lost=raw.get("comp_lost_10ms"))
+    packets, lost = tcp_competitors(raw, load_run(path).meta)
+    comp = CompetitorSeries.from_bins(packets, t0, lost=lost)
     busy = busy_pps(series, at_t)
     return np.hstack([F, competitor_features(comp, series, at_t, base_rtt, busy)])
 

@@ -82,6 +82,8 @@ from collections import deque
 
 import numpy as np
 
+from telemetry.flowid import PROTO_TCP
+
 WINDOW_S = 30.0
 TOP_BIN_S = 0.2
 MIN_FLOW_SHARE = 0.1
@@ -430,20 +432,25 @@ class HopFlows:
         # (node id, flow id) -> [first seen s, packets since, last seen s]: arrivals, over the whole run
         self._seen: dict = {}
         self.latest_s: float | None = None
+        self.not_tcp_entries = 0      # top_flows entries left out: flows of another protocol than TCP
 
     def add(self, rec) -> bool:
         """A telemetry.schema.HopRecord; False without top flows (or a first record)."""
         if not rec.top_flows or not rec.interval_ms:
             return False
+        # the IP protocol comes as a fourth element from a sink of session 58 on: a flow that is
+        # not TCP (UDP cross traffic) has no CCA to estimate and is no competitor of one
+        top = [e for e in rec.top_flows if len(e) < 4 or e[3] in (0, PROTO_TCP)]
+        self.not_tcp_entries += len(rec.top_flows) - len(top)
         rows = self._nodes.setdefault(rec.node_id, deque())
         t = rec.ts_ns * 1e-9
         # losses come as a third element from a sink of session 45 on (None: not known)
-        lost = {e[0]: e[2] for e in rec.top_flows} if all(len(e) > 2 for e in rec.top_flows) else None
-        rows.append((t, rec.interval_ms / 1e3, {e[0]: e[1] for e in rec.top_flows}, lost))
+        lost = {e[0]: e[2] for e in top} if all(len(e) > 2 for e in top) else None
+        rows.append((t, rec.interval_ms / 1e3, {e[0]: e[1] for e in top}, lost))
         while rows and rows[0][0] < t - self.KEEP_S:
             rows.popleft()
         self.latest_s = t if self.latest_s is None else max(self.latest_s, t)
-        for fid, k, *_ in rec.top_flows:
+        for fid, k, *_ in top:
             seen = self._seen.setdefault((rec.node_id, fid), [t, 0, t])
             seen[1] += k
             seen[2] = t

@@ -144,11 +144,12 @@ TOP_FLOWS_MAX = 8
 
 def _top_flows(v):
     if not isinstance(v, list) or len(v) > TOP_FLOWS_MAX:
-        return f"must be a list of at most {TOP_FLOWS_MAX} [flow_id, packets, lost] entries"
+        return f"must be a list of at most {TOP_FLOWS_MAX} [flow_id, packets, lost, proto] entries"
     for e in v:
-        # [flow_id, packets] from a sink before the losses were added
-        if not isinstance(e, list) or len(e) not in (2, 3) or _flow_id(e[0]) or any(_int(0)(x) for x in e[1:]):
-            return "must hold [flow_id (16 hex digits), packets, lost (integers >= 0)] entries"
+        # [flow_id, packets] from a sink before the losses were added, [.., lost] before the protocol
+        if not isinstance(e, list) or len(e) not in (2, 3, 4) or _flow_id(e[0]) or any(_int(0)(x) for x in e[1:]) \
+                or (len(e) == 4 and e[3] > 255):
+            return "must hold [flow_id (16 hex digits), packets, lost (integers >= 0), proto (0-255)] entries"
 
 
 @dataclass

@@ -93,6 +93,8 @@ class SinkTelemetry:
         self._hop_flow_pkts: Dict[int, Dict[str, int]] = {}
         # ... and the losses of each flow confirmed meanwhile (wherever on its path)
         self._hop_flow_lost: Dict[int, Dict[str, int]] = {}
+        # each known flow's IP protocol, for its top_flows entries (UDP has no CCA to estimate)
+        self._proto_of: Dict[str, int] = {}
         self._swept_ns = 0
         self.counters = {"packets": 0, "decode_errors": 0, "flow_records": 0, "hop_records": 0,
                          "flows_evicted": 0, "no_e2e": 0}
@@ -150,7 +152,7 @@ class SinkTelemetry:
                 self._hop_flow_pkts[n.node_id] = {}
                 lost = self._hop_flow_lost.pop(n.node_id, {})
                 rec = HopRecord(**vars(hop_state(n)), interval_ms=(now_ns - last_ns) / 1e6 if last_ns else None,
-                                top_flows=[[fid, k, lost.get(fid, 0)] for fid, k in top])
+                                top_flows=[[fid, k, lost.get(fid, 0), self._proto_of.get(fid, 0)] for fid, k in top])
                 out.append((hop_topic(rec.node_id), encode(rec)))
                 c["hop_records"] += 1
         if now_ns - self._swept_ns > 1_000_000_000:
@@ -161,9 +163,10 @@ class SinkTelemetry:
         f = self.flows.get(key)
         if f is None:
             if len(self.flows) >= self.max_flows:
-                self.flows.popitem(last=False)
+                self._proto_of.pop(self.flows.popitem(last=False)[1].flow_id, None)
                 self.counters["flows_evicted"] += 1
             f = self.flows[key] = _Flow(key, now_ns, self.reorder_pkts)
+            self._proto_of[f.flow_id] = f.tuple[2]
         else:
             self.flows.move_to_end(key)
         return f
@@ -175,6 +178,7 @@ class SinkTelemetry:
             if now_ns - f.last_seen_ns < self.idle_ns:
                 break
             del self.flows[key]
+            self._proto_of.pop(f.flow_id, None)
 
     def _flow_record(self, f: _Flow, now_ns: int, reason: str) -> Publication:
         t = f.tracker

@@ -3,7 +3,7 @@ each printing the figures docs/estimator.md quotes. Not part of the estimator's 
 
 import numpy as np
 
-from estimator.dataset import COMPETITOR_SETTLE_S, load_raw, load_run
+from estimator.dataset import COMPETITOR_SETTLE_S, load_raw, load_run, tcp_competitors
 from estimator.flow_features import CompetitorSeries
 
 
@@ -22,9 +22,9 @@ def run_inputs(path: str) -> dict:
     ACKs' times and base RTTs (``at_t``, ``base_rtt_s``), and ``keep``: which of those rows
     load_dataset keeps (from the competitor's start + COMPETITOR_SETTLE_S)."""
     raw, run = load_raw(path), load_run(path)
+    packets, lost = tcp_competitors(raw, run.meta)
     return {"run": run,
-            "comp": CompetitorSeries.from_bins(raw["comp_packets_10ms"], float(raw["int_record_t"][0]),
-                                               lost=raw.get("comp_lost_10ms")),
+            "comp": CompetitorSeries.from_bins(packets, float(raw["int_record_t"][0]), lost=lost),
             "series": np.column_stack([raw["int_record_t"], raw["int_records"].astype(float)]),
             "at_t": raw["sample_t"], "base_rtt_s": raw["sample_base_rtt_s"].astype(float),
             "keep": run.t >= float(run.meta["comp_start_s"]) + COMPETITOR_SETTLE_S}

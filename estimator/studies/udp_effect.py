@@ -9,25 +9,17 @@ w = 50):
   A/A control  the runs that had none in either: the same network collected twice, whose
                difference is the emulation's run-to-run noise alone (must straddle 0)
 
-each with a bootstrap 95 % CI, overall and per competitor. Where the cost comes from:
-``--strip-udp DIR --to DIR2`` writes a copy of a collection whose runs have the UDP flow's
-row taken out of the competitors' packets (the last row: it has the highest port), so that
-a model scored on the copy reads the competitors as if the UDP were not among them, while
-the queue it filled stays as it was.
+each with a bootstrap 95 % CI, overall and per competitor.
 
     python -m estimator.studies.udp_effect --with-udp EVAL.json --without-udp EVAL.json [--out FILE.json]
-    python -m estimator.studies.udp_effect --strip-udp DIR --to DIR2
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 
 import numpy as np
 
-from estimator.dataset import run_paths
 from estimator.studies import paired
 
 
@@ -60,41 +52,12 @@ def effect(with_udp: dict, without: dict) -> dict:
     return out
 
 
-def strip_udp(data_dir: str, out_dir: str) -> int:
-    """Copy ``data_dir``'s runs to ``out_dir`` with the UDP flow's row dropped from the
-    competitors' packets and losses of each run that had UDP; the number of runs changed."""
-    os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
-    if os.path.exists(os.path.join(data_dir, "collection.json")):
-        shutil.copy(os.path.join(data_dir, "collection.json"), out_dir)
-    changed = 0
-    for path in run_paths(data_dir):
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        if json.loads(str(arrays["meta"])).get("udp_mbps", 0) > 0:
-            for k in ("raw_comp_packets_10ms", "raw_comp_lost_10ms"):
-                if k in arrays and arrays[k].ndim == 2 and len(arrays[k]) > 1:
-                    arrays[k] = arrays[k][:-1]
-            changed += 1
-        with open(os.path.join(out_dir, "runs", os.path.basename(path)), "wb") as f:
-            np.savez_compressed(f, **arrays)
-    return changed
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--with-udp", help="eval --json-out on the collection with --udp-cross")
-    ap.add_argument("--without-udp", help="... on the same seed and distribution without it (or on a --strip-udp copy)")
+    ap.add_argument("--with-udp", required=True, help="eval --json-out on the collection with --udp-cross")
+    ap.add_argument("--without-udp", required=True, help="... on the same seed and distribution without it")
     ap.add_argument("--out", help="write the figures here (JSON)")
-    ap.add_argument("--strip-udp", metavar="DIR", help="a collection with --udp-cross to copy without the UDP row")
-    ap.add_argument("--to", metavar="DIR2", help="where --strip-udp writes the copy")
     args = ap.parse_args(argv)
-    if args.strip_udp:
-        if not args.to:
-            ap.error("--strip-udp needs --to")
-        print(f"{strip_udp(args.strip_udp, args.to)} runs without their UDP row -> {args.to}")
-        return
-    if not (args.with_udp and args.without_udp):
-        ap.error("--with-udp and --without-udp (or --strip-udp DIR --to DIR2)")
     res = effect(per_run(args.with_udp), per_run(args.without_udp))
     print("runs, rows right without / with, paired (95 % CI); final verdict without / with, paired (95 % CI)")
     for name, g in res.items():

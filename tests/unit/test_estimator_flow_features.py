@@ -305,3 +305,34 @@ def test_live_hop_records_give_the_offline_queue_cut():
     np.testing.assert_allclose(own_loss_queue_response(live.competitors(1, own), series, at, RTT, BUSY), offline,
                                atol=0.02)
     assert offline[1, 0] < 0.7 and offline[1, 1] == 1.0         # a cut (the +1 packet a bin lifts it)
+
+
+def test_udp_cross_traffic_is_no_competitor_live_or_offline():
+    """A constant-rate UDP flow beside a Reno-like competitor: the live sender leaves out the
+    top_flows entry whose protocol is not TCP (and counts it), the offline run its row
+    (tcp_competitors), and both read the competitor alone, as without the UDP."""
+    from estimator.dataset import tcp_competitors
+    from estimator.flow_features import competitor_features
+    c, lost = np.rint(competitor(0.5) + 1).astype(int), own_losses().astype(int)
+    udp = np.full((1, c.shape[1]), 3)                                  # 300 packets/s, never lost
+    own, live, plain = "00000000000000aa", HopFlows(), HopFlows()
+    for k in range(c.shape[1]):
+        common = dict(node_id=1, ts_ns=int(round((T0 + (k + 1) * 0.01) * 1e9)), queue_depth_bytes=0,
+                      queue_depth_pkts=0, queue_capacity_bytes=0, queue_drops=0, link_losses=0, data_rate_kbps=0,
+                      arrival_rate_pps=0, flow_count=3, interval_ms=10.0)
+        tcp = [["00000000000000b1", int(c[0, k]), int(lost[0, k]), 6], [own, 2, 0, 6]]
+        live.add(HopRecord(**common, top_flows=tcp + [["00000000000000c1", 3, 0, 17]]))
+        plain.add(HopRecord(**common, top_flows=tcp))
+    assert live.not_tcp_entries == c.shape[1] and plain.not_tcp_entries == 0
+    at, series = np.array([T0 + 12.0, T0 + 29.9]), records()
+    raw = {"comp_packets_10ms": np.vstack([c, udp]), "comp_lost_10ms": np.vstack([lost, 0 * udp])}
+    packets, lost_rows = tcp_competitors(raw, {"udp_mbps": 3.4})
+    assert packets.shape == c.shape and lost_rows.shape == c.shape
+    assert tcp_competitors(raw, {"udp_mbps": 0.0})[0].shape == (2, c.shape[1])     # no UDP in the run: kept
+    offline = competitor_features(CompetitorSeries.from_bins(packets, T0, lost=lost_rows), series, at, RTT, BUSY)
+    with_udp = competitor_features(CompetitorSeries.from_bins(raw["comp_packets_10ms"], T0,
+                                                              lost=raw["comp_lost_10ms"]), series, at, RTT, BUSY)
+    live_rows = competitor_features(live.competitors(1, own), series, at, RTT, BUSY)
+    np.testing.assert_allclose(live_rows, competitor_features(plain.competitors(1, own), series, at, RTT, BUSY))
+    np.testing.assert_allclose(live_rows, offline, atol=0.02)
+    assert not np.allclose(with_udp, offline, atol=0.02)          # read as a competitor, the UDP would change them

@@ -57,21 +57,3 @@ def test_the_udp_effect_pairs_each_network_with_itself_and_keeps_the_runs_withou
     assert res["with UDP"]["verdict_paired"]["mean"] == -1.0
     assert res["A/A control"]["rows_right_paired"]["mean"] == 0 and res["A/A control, competitor reno"]["runs"] == 5
 
-
-def test_strip_udp_drops_the_udp_row_of_the_runs_that_had_udp_and_nothing_else(tmp_path):
-    import numpy as np
-    from estimator.dataset import load_raw, load_run, save_run
-    from estimator.studies import udp_effect
-    (tmp_path / "d" / "runs").mkdir(parents=True)
-    for i, udp in enumerate((0.0, 1.5)):
-        rows = 3 if udp else 2          # two competing flows, and the UDP flow's row last
-        save_run(str(tmp_path / "d" / "runs" / f"run{i:05d}.npz"),
-                 {"run": f"run{i:05d}", "index": i, "seed": 9, "cca1": "bbr", "cca2": "reno", "udp_mbps": udp},
-                 np.zeros((4, 8)), np.arange(4.0), {}, {"comp_packets_10ms": np.arange(rows * 5).reshape(rows, 5),
-                                                         "comp_lost_10ms": np.zeros((rows, 5))})
-    udp_effect.main(["--strip-udp", str(tmp_path / "d"), "--to", str(tmp_path / "s")])
-    for i in (0, 1):
-        raw = load_raw(str(tmp_path / "s" / "runs" / f"run{i:05d}.npz"))
-        assert raw["comp_packets_10ms"].tolist() == np.arange(10).reshape(2, 5).tolist()
-        assert raw["comp_lost_10ms"].shape == (2, 5)
-        assert load_run(str(tmp_path / "s" / "runs" / f"run{i:05d}.npz")).meta["udp_mbps"] in (0.0, 1.5)

@@ -114,14 +114,15 @@ def test_hop_records_name_the_busiest_flows_through_the_node_since_the_last():
     hops = [r for _, r in pubs if r.type == "hop" and r.node_id == 1]
     assert len(hops) >= 10 and hops[0].interval_ms is None and hops[1].interval_ms >= 10
     for h in hops[1:]:
-        counts = [k for _, k, _ in h.top_flows]
+        counts = [k for _, k, _, _ in h.top_flows]
+        assert {proto for *_, proto in h.top_flows} == {17}                 # each flow's IP protocol (UDP here)
         assert len(h.top_flows) == 3 and counts == sorted(counts, reverse=True)
         assert sum(counts) == round(h.interval_ms * 10)                  # a packet per 0.1 ms
         assert 2.5 < counts[0] / counts[2] < 3.5
-    ids = {fid for h in hops for fid, _, _ in h.top_flows}
+    ids = {fid for h in hops for fid, *_ in h.top_flows}
     assert ids == {r.flow_id for r in flows(pubs)} and TOP_FLOWS_MAX == 8
     # each flow's E2E numbers skip the others' (one counter for the three): its losses, which
     # its hop-record entries carry as its flow records count them (up to the last hop record)
     final = {r.flow_id: r.lost for r in flows(pubs)}
-    in_hops = {fid: sum(lost for h in hops for f, _, lost in h.top_flows if f == fid) for fid in ids}
+    in_hops = {fid: sum(lost for h in hops for f, _, lost, _ in h.top_flows if f == fid) for fid in ids}
     assert all(0.8 * final[fid] <= in_hops[fid] <= final[fid] for fid in ids), (in_hops, final)   # 10 of 120 ms
