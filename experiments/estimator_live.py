@@ -79,6 +79,8 @@ def live_run(plan: dict, model, seconds: float, window: int, interval_s: float, 
             "correct": bool(steps and steps[-1][2] == truth),
             "first_stable_correct_s": None if stable is None else round(float(stable), 2),
             "telemetry_records": est.telemetry.records,
+            # top_flows entries of flows that are not TCP (the UDP cross traffic), left out
+            "not_tcp_entries": est.hop_flows.not_tcp_entries,
             **goodputs(outs, plan), "timeline": steps}
 
 
