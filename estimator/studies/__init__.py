@@ -1,9 +1,12 @@
 """One-off studies the docs cite: each runnable with ``python -m estimator.studies.NAME``,
 each printing the figures docs/estimator.md quotes. Not part of the estimator's API."""
 
+import argparse
+
 import numpy as np
 
-from estimator.dataset import COMPETITOR_SETTLE_S, load_raw, load_run, tcp_competitors
+from estimator.dataset import COMPETITOR_SETTLE_S, load_raw, load_run, run_paths, tcp_competitors
+from estimator.evaluate import load_dataset
 from estimator.flow_features import CompetitorSeries
 
 
@@ -28,3 +31,15 @@ def run_inputs(path: str) -> dict:
             "series": np.column_stack([raw["int_record_t"], raw["int_records"].astype(float)]),
             "at_t": raw["sample_t"], "base_rtt_s": raw["sample_base_rtt_s"].astype(float),
             "keep": run.t >= float(run.meta["comp_start_s"]) + COMPETITOR_SETTLE_S}
+
+
+def runs_with_columns(doc: str, argv, columns_of, feature_set: str, out_help: str):
+    """A study's command line (dataset directories, ``--out``) and what it reads: (args, the
+    runs with ``feature_set``, {run key: the study's extra columns at the kept rows}) with
+    ``columns_of(path) -> (key, columns)``."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("data", nargs="+", help="dataset directories (hard distribution, with the competitors' losses)")
+    ap.add_argument("--out", help=out_help)
+    args = ap.parse_args(argv)
+    extra = dict(columns_of(p) for d in args.data for p in run_paths(d))
+    return args, load_dataset(args.data, feature_set), extra

@@ -18,18 +18,16 @@ a bootstrap 95 % CI. The true RTT is not known to a sender: this is a bound, not
 """
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
 
-from estimator.dataset import run_paths
-from estimator.evaluate import fold_of, load_dataset, predictions, stack, tables
+from estimator.evaluate import fold_of, predictions, stack, tables
 from estimator.flow_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, own_loss_queue_response,
                                      own_loss_response)
 from estimator.int_features import FEATURE_SETS, busy_pps
 from estimator.model import CCAEstimator
-from estimator.studies import paired, run_inputs
+from estimator.studies import paired, run_inputs, runs_with_columns
 
 FEATURE_SET = "table1+int+flows+response+dips+ownloss+qcut"
 VARIANTS = ("baseline", "oracle_cut", "oracle_cut_add", "rtt_factor")
@@ -105,12 +103,8 @@ def by_rtt_band(runs, per_run: dict) -> dict:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("data", nargs="+", help="dataset directories (hard distribution, with the competitors' losses)")
-    ap.add_argument("--out", help="write every variant's figures and per-run accuracy here (JSON)")
-    args = ap.parse_args(argv)
-    oracle = dict(oracle_columns(p) for d in args.data for p in run_paths(d))
-    runs = load_dataset(args.data, FEATURE_SET)
+    args, runs, oracle = runs_with_columns(__doc__, argv, oracle_columns, FEATURE_SET,
+                                           "write every variant's figures and per-run accuracy here (JSON)")
     fold = fold_of(runs, FOLDS, 0)
     print(f"{len(runs)} runs, {FOLDS}-fold CV, shared forest {FOREST}", flush=True)
     results, base = {}, None

@@ -23,17 +23,15 @@ difference with a bootstrap 95 % CI, per competitor and by the competitor's RTT 
 """
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
 
-from estimator.dataset import run_paths
-from estimator.evaluate import CONDITIONS, fold_of, load_dataset
+from estimator.evaluate import CONDITIONS, fold_of
 from estimator.int_features import busy_pps
 from estimator.flow_features import (OWN_LOSS_BIN_S, OWN_LOSS_MIN_PACKETS_PER_BIN, OWN_LOSS_MIN_RTT_S,
                                      OWN_LOSS_QUIET_RTTS, CompetitorSeries, _loss_windows)
-from estimator.studies import paired, run_inputs
+from estimator.studies import paired, run_inputs, runs_with_columns
 from estimator.studies.competitor_rtt_oracle import cross_validated
 
 FEATURE_SET = "table1+int+flows+response+dips+ownloss+qcut"
@@ -112,12 +110,8 @@ def rise_columns(path: str) -> tuple:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("data", nargs="+", help="dataset directories (hard distribution, with the competitors' losses)")
-    ap.add_argument("--out", help="write the figures and every run's accuracy here (JSON)")
-    args = ap.parse_args(argv)
-    extra = dict(rise_columns(p) for d in args.data for p in run_paths(d))
-    runs = load_dataset(args.data, FEATURE_SET)
+    args, runs, extra = runs_with_columns(__doc__, argv, rise_columns, FEATURE_SET,
+                                          "write the figures and every run's accuracy here (JSON)")
     n = len(RISE_FEATURES)
     variants = {"+rise (rate)": slice(0, n), "+rise (window)": slice(n, 2 * n)}
     fold = fold_of(runs, 5, 0)
