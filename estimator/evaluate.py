@@ -41,20 +41,20 @@ def load_dataset(data_dirs, feature_set: str = "table1", settle_s: float | None 
     if feature_set != "table1":
         names = FEATURE_SETS[feature_set]
         flows = uses_flows(names)
-        runs = [r.with_features(select_features(np.hstack([r.X, run_int_features(p, flows=flows)]), names))
+        runs = [r.with_features(select_features(np.hstack([r.X, run_int_features(p, flows=flows, meta=r.meta)]), names))
                 for p, r in zip(paths, runs)]
     if settle_s is not None:
         runs = [r.with_competitor_present(settle_s) for r in runs]
     return runs
 
 
-def run_int_features(path: str, per_packet: bool = False, flows: bool = False) -> np.ndarray:
+def run_int_features(path: str, per_packet: bool = False, flows: bool = False, meta: dict | None = None) -> np.ndarray:
     """INT features of a collected run at the ACKs its Table I rows were taken at, from
     the record stream a live sender receives (one record per ~10 ms: int_features.
     record_stream), or with ``per_packet`` from every packet's telemetry (how models were
     trained before issue 28; a compact run has only the records). With ``flows`` the
     competitors' flow features follow (flow_features.py; the run must have kept the
-    competitors' packets)."""
+    competitors' packets; ``meta``: the run's, if already loaded)."""
     raw = load_raw(path)
     if "int_records" in raw:                              # a compact run (dataset.compact_raw)
         if per_packet:
@@ -76,7 +76,7 @@ def run_int_features(path: str, per_packet: bool = False, flows: bool = False) -
     if "comp_packets_10ms" not in raw or np.asarray(raw["comp_packets_10ms"]).ndim != 2:
         raise TraceError(f"{path}: the competitors' packets were not kept (collected before issue 28's per-flow "
                          f"counts): no flow features")
-    packets, lost = tcp_competitors(raw, load_run(path).meta)
+    packets, lost = tcp_competitors(raw, load_run(path).meta if meta is None else meta)
     comp = CompetitorSeries.from_bins(packets, t0, lost=lost)
     busy = busy_pps(series, at_t)
     return np.hstack([F, competitor_features(comp, series, at_t, base_rtt, busy)])
