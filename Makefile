@@ -8,14 +8,15 @@ PYPORTUS_VERSION = 0.6.1
 # INT nodes may run under PyPy (python = "pypy"; int_node/runtime.py): its own virtualenv, node deps only
 PYPY_VENV = /opt/intcc-pypy
 
-.PHONY: setup test test-accuracy unit integration demo bench clean-testbeds help
+.PHONY: setup test need-root test-accuracy unit integration demo bench report clean-testbeds help
 
 help:
 	@echo "make setup        install system packages and the intcc package (idempotent)"
 	@echo "make test         setup, then the whole test suite (unit + integration; root)"
 	@echo "make demo         setup, then the lossy-link experiment (quick) and its table"
 	@echo "make bench        setup, then the benchmarks in tests/perf (prints figures)"
-	@echo "make test-accuracy  the estimator's accuracy on live testbeds (minutes; not in CI yet)"
+	@echo "make test-accuracy  the estimator's accuracy on live testbeds (minutes; not in CI)"
+	@echo "make report       regenerate the docs' Results tables and figures from the records in data/"
 	@echo "make clean-testbeds  remove every intcc testbed left on this machine"
 
 setup: $(STAMP)
@@ -40,16 +41,21 @@ $(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc
 	$(MAKE) -C datapath
 	@touch $(STAMP)
 
-test: setup
+test: need-root setup
 	$(MAKE) -s -C datapath test
-	$(PYTHON) -m pytest -q -m "not accuracy" tests/unit tests/integration
+	$(PYTHON) -m pytest -q -m "not accuracy" tests/unit lab/tests tests/integration
 
-# the estimator's accuracy on live paths (issue 28): real testbeds, minutes, not in CI yet
+# the integration half needs namespaces, raw sockets and BPF: without root it would be skipped
+# silently, and a green run would hide it
+need-root:
+	@if [ "$$(id -u)" != 0 ]; then echo "make test needs root (namespaces, raw sockets, BPF); 'make unit' runs the unit tests alone" >&2; exit 1; fi
+
+# the estimator's accuracy on live paths: real testbeds, minutes, not in CI
 test-accuracy: setup
 	$(PYTHON) -m pytest -q -m accuracy tests/integration
 
 unit: setup
-	$(PYTHON) -m pytest -q tests/unit
+	$(PYTHON) -m pytest -q tests/unit lab/tests
 
 integration: setup
 	$(PYTHON) -m pytest -q -m "not accuracy" tests/integration
@@ -59,6 +65,9 @@ demo: setup
 
 bench: setup
 	$(PYTHON) -m pytest -q -s tests/perf/bench_*.py
+
+report: setup
+	intcc report
 
 clean-testbeds:
 	intcc testbed down

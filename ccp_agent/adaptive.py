@@ -67,7 +67,7 @@ class AdaptiveFlow(HostedFlow):
 
 class Adaptive(Host):
     name = "adaptive"
-    summary = "Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."
+    summary = "Switch each flow's algorithm on the estimator's verdict of its competitor (the ML-fairness paper)."
 
     def __init__(self, algorithms, initial: str, policy: SwitchPolicy, estimation=None, match_rate: bool = False,
                  match_at_start_below: float = 0.0, trace=None, **kwargs):
@@ -76,7 +76,7 @@ class Adaptive(Host):
         self.match_rate = match_rate            # a switch takes the verdict's competitor rate (INT)
         # the first verdict's competitor rate (competitor / flow), taken once before any switch
         # where below this (0: never), CCA kept: the gap the start opens (a Vegas competitor
-        # squeezed) does not wait ~10 s for a verdict. Session 54 (docs/fairness.md): a match
+        # squeezed) does not wait ~10 s for a verdict. Measured (docs/results/): a match
         # at ~1 restarts CUBIC's epoch and it fell behind; one up followed a slow start's burst
         self.match_at_start_below = match_at_start_below
         self.estimation = estimation            # EstimatorProcess (None: no verdicts, no switches)

@@ -9,6 +9,7 @@ import click
 
 from ccp_algs.contract import CCP_KERNEL, INTCC_DATAPATH, ContractError, DatapathCapabilities, read_datapath_contract
 from ccp_algs.registry import ALGORITHMS, Param, algorithm_class
+from estimator import DEFAULT_MODEL
 
 from .datapath import DEFAULT_STATE_DIR
 from .switching import POLICIES
@@ -161,8 +162,9 @@ for _name in ALGORITHMS:
 
 
 @run_group.command("adaptive")
-@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="estimator model (estimator/models/*.joblib): it names each flow's competitor")
+@click.option("--model", "model_path", default=DEFAULT_MODEL, show_default="the current release, estimator/models/",
+              type=click.Path(exists=True, dir_okay=False),
+              help="estimator model (.joblib): it names each flow's competitor")
 @click.option("--policy", type=click.Choice(POLICIES), default="mirror", show_default=True,
               help="mirror: the competitor's CCA; best-response: the smallest expected |D| (--table)")
 @click.option("--table", "table_path", type=click.Path(dir_okay=False),
@@ -203,7 +205,7 @@ for _name in ALGORITHMS:
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
                  min_confidence, warmup_s, min_votes, min_votes_unanimous, match_rate, match_at_start_below, broker_url, ipc, trace, verbose,
                  state_dir, decisions_url, pins=(), rt_priority=None):
-    """Switch each flow's algorithm on the estimator's verdict of its competitor (paper 002)."""
+    """Switch each flow's algorithm on the estimator's verdict of its competitor (the ML-fairness paper)."""
     from ccp_algs.handover import HandoverError
     from ccp_algs.registry import UnknownAlgorithm
     from estimator.model import CCAEstimator, ModelError

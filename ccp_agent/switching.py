@@ -1,10 +1,10 @@
 """When a flow of the adaptive agent changes algorithm, on the estimator's verdict of its
-competitor (paper 002, Section IV).
+competitor (the ML-fairness paper, Section IV).
 
 - ``mirror``: the competitor's CCA (the paper's rule);
 - ``best-response``: the local CCA with the smallest expected |D| against it, from a
   measured goodput table g(local, competitor) shipped beside the model
-  (D = (G1 - G2) / (G1 + G2), paper 002 Eq. (3)); the expectation is over the vote's
+  (D = (G1 - G2) / (G1 + G2), the ML-fairness paper Eq. (3)); the expectation is over the vote's
   shares (a vote of 70 % bbr, 30 % vegas weighs each local CCA's |D| against both), and
   over networks where the table has each pair's mean |D| per network.
 

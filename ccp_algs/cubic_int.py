@@ -1,4 +1,4 @@
-"""cubic-int: CUBIC that reads in-band network telemetry (paper 003, section VI).
+"""cubic-int: CUBIC that reads in-band network telemetry (the INT-eBPF paper, section VI).
 
 On a loss episode the flow's latest telemetry record from the sink (fresh: at
 most ``max_age_ms`` old) says what the loss was:
@@ -11,7 +11,7 @@ most ``max_age_ms`` old) says what the loss was:
   a small target (``queue_target_pct`` of its buffer), the link loss is a CUBIC cut by
   the excess, ``beta = 1 - (queue - target) / window``, between CUBIC's 0.7 and the
   policy's. Kept through every link loss, a window with the buffer full on top raised
-  everyone's RTT, and a loss-limited competitor's rate goes as 1/RTT (issue 27). A timeout
+  everyone's RTT, and a loss-limited competitor's rate goes as 1/RTT. A timeout
   the sink puts on the link restarts at 1 MSS (the ACK clock is gone); ssthresh is the
   policy's fraction of the window, but never above the last congestion cut's, and never
   below CUBIC's 0.7 of the window;
@@ -158,7 +158,7 @@ class CubicIntFlow(CubicFlow):
 
 class CubicInt(Cubic):
     name = "cubic-int"
-    summary = "INT-aware CUBIC: link losses do not cut cwnd like congestion (paper 003)."
+    summary = "INT-aware CUBIC: link losses do not cut cwnd like congestion (the INT-eBPF paper)."
     flow_class = CubicIntFlow
     params = (Param("policy", str, "l1", "on a link (non-congestive) loss: l1 keeps cwnd, l2 multiplies it by 0.95",
                     choices=tuple(POLICIES)),

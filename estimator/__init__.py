@@ -1,1 +1,6 @@
-"""Competing-flow CCA estimator (issue: competing-flow CCA estimator)."""
+"""Competing-flow CCA estimator: sender-side capture, features, Random Forest models,
+majority vote, online estimation."""
+import os
+
+#: The current model release, used wherever no --model is given; its card is models/README.md.
+DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "cca_rf_int_qcut_hard.joblib")

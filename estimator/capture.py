@@ -1,5 +1,5 @@
 """Observe flow 1 from the sender side only: a packet capture at the sender's
-interface (as paper 002 does at s1), turned into a ``SenderTrace``.
+interface (as the ML-fairness paper does at s1), turned into a ``SenderTrace``.
 
 Why packets and not socket statistics: a capture works for every CCA (kernel
 bbr/cubic/reno, Vegas or anything on the CCP datapath) without touching the

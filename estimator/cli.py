@@ -1,4 +1,4 @@
-"""``intcc estimator``: collect training data, train, evaluate (paper 002 tables)."""
+"""``intcc estimator``: collect training data, train, evaluate (the ML-fairness paper tables)."""
 from __future__ import annotations
 
 import json
@@ -7,6 +7,8 @@ import os
 import click
 
 from telemetry.schema import CCA_LABELS
+
+from . import DEFAULT_MODEL
 
 # the forest `cv` measures by default, and `train --grid cv` ships
 CV_FOREST = {"n_estimators": [200], "max_depth": [20]}
@@ -116,15 +118,15 @@ def pack_cmd(data_dir, out_dir):
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--features", "feature_set", type=click.Choice(FEATURE_SET_NAMES),
               default="table1", show_default=True,
-              help="table1: paper 002's sender-side features; table1+int: plus the bottleneck's INT "
+              help="table1: the ML-fairness paper's sender-side features; table1+int: plus the bottleneck's INT "
                    "telemetry (queue, arrivals, drops, the competitor's rate); table1+int+dynamics: plus "
                    "the competitor's backoff at drops and its growth (experimental); table1+int+flows: table1+int "
-                   "plus the competitors read from their own packets at the bottleneck (issue 28); +response: and "
+                   "plus the competitors read from their own packets at the bottleneck; +response: and "
                    "how they respond to the queue and its drops; +dips: the busiest competitor's dips (BBR's "
                    "ProbeRTT); +ownloss: the competitors' own losses and their cut after each; +qcut: that cut "
                    "read over the RTT of its time, queue included")
 @click.option("--forest", type=click.Choice(["per-local", "shared"]), default="per-local", show_default=True,
-              help="per-local: one forest per local CCA (paper 002); shared: one forest for all, the local "
+              help="per-local: one forest per local CCA (the ML-fairness paper); shared: one forest for all, the local "
                    "CCA as an input (learns the competitor from four times the runs)")
 @click.option("--test-fraction", type=click.FloatRange(0.05, 0.95), default=0.5, show_default=True,
               help="share of each CCA pair's runs held out (recorded in the model; eval uses the same)")
@@ -222,7 +224,7 @@ def cv_cmd(data_dir, folds, seed, feature_set, forest, trees, depth, json_path, 
 @estimator_group.command("eval")
 @click.option("--data", "data_dir", required=True, multiple=True, type=click.Path(exists=True, file_okay=False),
               help="dataset directory; repeat to combine collections of different seeds")
-@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", "model_path", default=DEFAULT_MODEL, show_default="the current release, estimator/models/", type=click.Path(exists=True, dir_okay=False))
 @click.option("--seed", type=int, help="split seed (default: the one the model was trained with)")
 @click.option("--all", "every_run", is_flag=True,
               help="every run of DATA the model was not trained on (a test set collected apart), not the "
@@ -252,22 +254,25 @@ def eval_cmd(data_dir, model_path, seed, every_run, json_path, conditions):
         res = evaluate(model, te)
     except (TraceError, ModelError) as e:
         raise click.ClickException(str(e))
-    _emit_tables(res, json_path, conditions)
+    _emit_tables({**res, "model": os.path.relpath(model_path), "targets": model.targets_}, json_path, conditions,
+                 model.targets_)
 
 
-def _emit_tables(res: dict, json_path: str | None, conditions=()):
-    """Print Tables III and IV (and the runs by each condition asked); also write them as JSON if asked."""
+def _emit_tables(res: dict, json_path: str | None, conditions=(), targets=None):
+    """Print Tables III and IV (and the runs by each condition asked); also write them, with
+    their provenance, as JSON if asked."""
+    from records import stamp
     from .evaluate import format_by_condition, format_tables
-    click.echo(format_tables(res))
+    click.echo(format_tables(res, targets))
     for condition in conditions:
         click.echo("\n" + format_by_condition(res, condition))
     if json_path:
         with open(json_path, "w") as f:
-            json.dump(res, f, indent=1)
+            json.dump({**res, "provenance": stamp()}, f, indent=1)
 
 
 @estimator_group.command("live-eval")
-@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", "model_path", default=DEFAULT_MODEL, show_default="the current release, estimator/models/", type=click.Path(exists=True, dir_okay=False))
 @click.option("--runs", type=click.IntRange(min=1), default=32, show_default=True)
 @click.option("--first", type=click.IntRange(min=0), default=0, show_default=True,
               help="run index to start from (the plan's runs first..first+runs-1)")
@@ -299,7 +304,7 @@ def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, 
 @estimator_group.command("run")
 @click.option("--netns", required=True, help="the sender's network namespace (testbed: intcc-<tb>-<host>)")
 @click.option("--interface", required=True, help="the sender's interface in it")
-@click.option("--model", "model_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", "model_path", default=DEFAULT_MODEL, show_default="the current release, estimator/models/", type=click.Path(exists=True, dir_okay=False))
 @click.option("--local-cca", required=True, type=click.Choice(CCA_LABELS),
               help="the CCA of the observed (local) flow")
 @click.option("--sender", help="the sender's address (default: whoever sends most)")

@@ -38,7 +38,7 @@ def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict, r
 
 def compact_raw(raw: dict) -> dict:
     """What a run needs for its features to be recomputed as a live sender would compute
-    them, small enough to ship (issue 28): the times and base RTTs of the sampled ACKs,
+    them, small enough to ship: the times and base RTTs of the sampled ACKs,
     flow 1's INT as the sink's record stream (float32), the competitor's packets per
     10 ms. The sender trace stays out (Table I rows are kept as computed)."""
     from .int_series import record_stream

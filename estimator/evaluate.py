@@ -1,4 +1,4 @@
-"""Held-out evaluation (paper 002, Tables III and IV) on collected runs, split
+"""Held-out evaluation (the ML-fairness paper, Tables III and IV) on collected runs, split
 by experiment: no run contributes rows to both training and test sets."""
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def run_int_features(path: str, per_packet: bool = False, flows: bool = False, m
     """INT features of a collected run at the ACKs its Table I rows were taken at, from
     the record stream a live sender receives (one record per ~10 ms: int_features.
     record_stream), or with ``per_packet`` from every packet's telemetry (how models were
-    trained before issue 28; a compact run has only the records). With ``flows`` the
+    trained before the per-flow packets were kept; a compact run has only the records). With ``flows`` the
     competitors' flow features follow (flow_features.py; the run must have kept the
     competitors' packets; ``meta``: the run's, if already loaded)."""
     raw = load_raw(path)
@@ -74,7 +74,7 @@ def run_int_features(path: str, per_packet: bool = False, flows: bool = False, m
     if not flows:
         return F
     if "comp_packets_10ms" not in raw or np.asarray(raw["comp_packets_10ms"]).ndim != 2:
-        raise TraceError(f"{path}: the competitors' packets were not kept (collected before issue 28's per-flow "
+        raise TraceError(f"{path}: the competitors' packets were not kept (collected before the per-flow "
                          f"counts): no flow features")
     packets, lost = tcp_competitors(raw, load_run(path).meta if meta is None else meta)
     comp = CompetitorSeries.from_bins(packets, t0, lost=lost)
@@ -287,7 +287,7 @@ def learning_curve(train_runs, test_runs, fractions=(0.25, 0.5, 0.75, 1.0), grid
                    feature_set: str = "table1", shared: bool = False) -> list[dict]:
     """Held-out accuracy against the number of training runs: the model trained on the
     first ``fraction`` of each CCA pair's training runs (at least 2), evaluated on the same
-    held-out runs. Whether more runs would still pay (issue 6: accuracy rose from 0.52 to
+    held-out runs. Whether more runs would still pay (accuracy rose from 0.52 to
     0.71 between 32 and 98 training runs)."""
     by_pair = {}
     for r in train_runs:
@@ -312,18 +312,31 @@ def _mean_cells(d):
     return float(np.mean(vals)) if vals else None
 
 
-def format_tables(res: dict) -> str:
+def _target_note(targets: dict, key: str) -> str:
+    """'(target 0.85, release hard-v4's)': the scored model's own target, if it has one."""
+    parts = []
+    if targets.get("paper", {}).get(key) is not None:
+        parts.append(f"paper: {targets['paper'][key]}")
+    if targets.get(key) is not None:
+        parts.append(f"target {targets[key]}" + (f", {targets['source']}" if targets.get("source") else ""))
+    return f"  ({'; '.join(parts)})" if parts else "  (no target recorded for this model)"
+
+
+def format_tables(res: dict, targets: dict | None = None) -> str:
+    """Tables III and IV; beside each headline figure, the target of the model scored
+    (its card's ``targets``: mean_accuracy, vote_w50, and the paper's where it applies)."""
+    targets = targets or {}
     lines = ["Table III: accuracy per local CCA (rows) and competitor (columns), held-out runs",
              f"{'local / competitor':20s}" + "".join(f"{c:>9s}" for c in CCAS)]
     for l in CCAS:
         lines.append(f"{l:20s}" + "".join(f"{v:9.2f}" if v is not None else f"{'-':>9s}"
                                            for v in res["table3"][l].values()))
-    lines.append(f"mean accuracy over pairs: {res['mean_accuracy']:.3f}  (paper: 0.53; target 0.70)")
+    lines.append(f"mean accuracy over pairs: {res['mean_accuracy']:.3f}" + _target_note(targets, "mean_accuracy"))
     lines += ["", "Table IV: majority vote over the last w estimates (mean over pairs)",
               "".join(f"{'w=' + w:>9s}" for w in res["table4"])]
     lines.append("".join(f"{v['mean']:9.3f}" if v["mean"] is not None else f"{'-':>9s}"
                          for v in res["table4"].values()))
-    lines.append("(paper: 0.576 at w=50; target 0.85)")
+    lines.append("at w=50:" + _target_note(targets, "vote_w50"))
     lines += ["", "Time from the first ACK to the first stable correct verdict (held-out runs; rows "
                   "start after a 10 % warm-up):"]
     for w, v in res.get("time_to_stable_correct", {}).items():

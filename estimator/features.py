@@ -1,4 +1,4 @@
-"""Sender-side features of paper 002, Table I, one row per ACK, vectorised.
+"""Sender-side features of the ML-fairness paper, Table I, one row per ACK, vectorised.
 
 Input: what the sender observes (``SenderTrace``): every ACK (time, RTT sample,
 newly acknowledged bytes) and every data packet sent (time, retransmission or

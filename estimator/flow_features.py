@@ -1,4 +1,4 @@
-"""Features of the competitors read from their own packets at flow 1's bottleneck (issue 28).
+"""Features of the competitors read from their own packets at flow 1's bottleneck.
 
 The INT model's comp_* features estimate the competitor as "arrivals at the queue minus my
 own packets": that holds with exactly two flows. The sink's hop records name the busiest
@@ -61,7 +61,7 @@ link loss or another flow's drop looks the same there. Here each flow is read af
   ol_events_per_s         own-loss events per second per competing flow
 
 (RTTs: flow 1's base RTT, at least 20 ms; the competitor's own is not known.) All four
-are -1 where the losses are not known: datasets before session 45, hop records of an
+are -1 where the losses are not known: datasets collected before the sink counted them, hop records of an
 older sink.
 
 The same cut read over the round trip the flow had when it lost (``own_loss_queue_response``,
@@ -438,13 +438,13 @@ class HopFlows:
         """A telemetry.schema.HopRecord; False without top flows (or a first record)."""
         if not rec.top_flows or not rec.interval_ms:
             return False
-        # the IP protocol comes as a fourth element from a sink of session 58 on: a flow that is
+        # the IP protocol comes as a fourth element from sinks that name it (2026-11-30 on): a flow that is
         # not TCP (UDP cross traffic) has no CCA to estimate and is no competitor of one
         top = [e for e in rec.top_flows if len(e) < 4 or e[3] in (0, PROTO_TCP)]
         self.not_tcp_entries += len(rec.top_flows) - len(top)
         rows = self._nodes.setdefault(rec.node_id, deque())
         t = rec.ts_ns * 1e-9
-        # losses come as a third element from a sink of session 45 on (None: not known)
+        # losses come as a third element from sinks that count them (2026-11-28 on; None: not known)
         lost = {e[0]: e[2] for e in top} if all(len(e) > 2 for e in top) else None
         rows.append((t, rec.interval_ms / 1e3, {e[0]: e[1] for e in top}, lost))
         while rows and rows[0][0] < t - self.KEEP_S:

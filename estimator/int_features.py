@@ -1,4 +1,4 @@
-"""Features beyond paper 002's Table I: what INT tells flow 1 about the bottleneck.
+"""Features beyond the ML-fairness paper's Table I: what INT tells flow 1 about the bottleneck.
 
 The sink strips the telemetry of every packet of flow 1 and publishes it (MQTT,
 or the testbed's JSON-lines log). From the hop whose queue is fullest on average
@@ -87,11 +87,11 @@ RUN_FEATURES = tuple(f"{name}_{w}" for w in _RUN_WINDOWS for name in
     + COMP_DYNAMICS_FEATURES
 #: Every column int_features() computes.
 INT_FEATURES = WINDOW_FEATURES + RUN_FEATURES
-#: Model 1: paper 002's Table I only. Model 2: plus what INT says about the bottleneck.
+#: Model 1: the ML-fairness paper's Table I only. Model 2: plus what INT says about the bottleneck.
 #: "table1+int+dynamics": model 2 plus the competitor's backoff and growth (not yet
 #: evaluated on collected runs; the shipped model is "table1+int").
 #: "table1+int+flows": model 2 plus the competitors read from their own packets at the
-#: bottleneck (flow_features.py, issue 28); "+response": and how they respond to the queue
+#: bottleneck (flow_features.py); "+response": and how they respond to the queue
 #: and its drops (flow_features.flow_response).
 FEATURE_SETS = {"table1": FEATURES,
                 "table1+int": FEATURES + tuple(n for n in INT_FEATURES if n not in COMP_DYNAMICS_FEATURES),

@@ -1,4 +1,4 @@
-"""Random Forest per local CCA (paper 002): the competitor's CCA from Table I
+"""Random Forest per local CCA (the ML-fairness paper): the competitor's CCA from Table I
 features, scikit-learn estimator API, grid search over trees and depth with
 folds split by experiment, persisted with its metadata.
 
@@ -59,6 +59,7 @@ class CCAEstimator:
         self.training_: dict = {}
         self.training_runs_: list = []     # [collection seed, run index] of every training run
         self.split_: dict = {}             # how the dataset was split: {"seed", "test_fraction"}
+        self.targets_: dict = {}           # accuracy targets of its release, from its card
 
     def fit(self, X, y, local_cca, groups):
         X, y, local_cca, groups = (np.asarray(a) for a in (X, y, local_cca, groups))
@@ -115,7 +116,8 @@ class CCAEstimator:
                 "sklearn": sklearn.__version__, "numpy": np.__version__, "python": platform.python_version(),
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "seed": self.seed, "shared": self.shared, "best_params": self.best_params_, "cv_accuracy": self.cv_accuracy_,
-                "training": self.training_, "training_runs": self.training_runs_, "split": self.split_}
+                "training": self.training_, "training_runs": self.training_runs_, "split": self.split_,
+                **({"targets": self.targets_} if self.targets_ else {})}
 
     def save(self, path: str):
         joblib.dump({"metadata": self.metadata(), "models": self.models_}, path, compress=3)
@@ -141,7 +143,19 @@ class CCAEstimator:
         est.training_ = meta.get("training", {})
         est.training_runs_ = meta.get("training_runs", [])
         est.split_ = meta.get("split", {})
+        est.targets_ = _card(path).get("targets", {})
         return est
+
+
+def _card(path: str) -> dict:
+    """The model's metadata file beside it (``X.joblib.json``): what it was trained for,
+    e.g. its accuracy targets; {} when absent or unreadable."""
+    try:
+        with open(path + ".json") as f:
+            card = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return card if isinstance(card, dict) else {}
 
 
 class _Fixed:

@@ -1,4 +1,4 @@
-"""Majority vote over the last w estimates (paper 002, Fig. 3)."""
+"""Majority vote over the last w estimates (the ML-fairness paper, Fig. 3)."""
 from __future__ import annotations
 
 import collections

@@ -126,6 +126,20 @@ def exp_group():
     """Scripted experiments on the testbed (scenario files)."""
 
 
+@exp_group.command("list")
+def list_cmd():
+    """The scenarios and topologies this intcc ships, with their descriptions (a scenario
+    may also be given to 'intcc exp run' as a path to a TOML file)."""
+    import os
+    from .scenario import HERE, describe, scenario_names, topology_names
+    for title, folder, names in (("scenarios", "scenarios", scenario_names()),
+                                 ("topologies", "topologies", topology_names())):
+        click.echo(f"{title} ({os.path.join(HERE, folder)}):")
+        width = max(map(len, names), default=0)
+        for name in names:
+            click.echo(f"  {name:{width}s}  {describe(os.path.join(HERE, folder, name + '.toml'))}")
+
+
 @exp_group.command("run")
 @click.argument("scenario")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="results directory "
@@ -283,7 +297,7 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, reruns, json_ou
 @exp_group.command("fairness")
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--plots", "plot_dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="also draw d_box.png and abs_d.png (paper 002 Figs. 6 and 7) in DIR")
+              help="also draw d_box.png and abs_d.png (the ML-fairness paper Figs. 6 and 7) in DIR")
 @click.option("--json-out", "json_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="also write the rows to FILE as JSON")
 @click.option("--table-out", "table_out", type=click.Path(dir_okay=False), metavar="FILE",

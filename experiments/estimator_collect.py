@@ -1,4 +1,4 @@
-"""The estimator's training data: randomised dumbbell experiments (paper 002, Table II).
+"""The estimator's training data: randomised dumbbell experiments (the ML-fairness paper, Table II).
 
 Each run draws the bottleneck (1-10 Mbit/s, one-way delay 1-100 ms, buffer
 1-100 BDP) from its own seed, runs flow 1 (s1 -> r1) and flow 2 (s2 -> r2)
@@ -59,7 +59,7 @@ def needs_agent(plan: dict) -> bool:
 
 
 RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
-#: The "hard" distribution (issue 28): the paper's ranges with the buffer on a log scale,
+#: The "hard" distribution: the paper's ranges with the buffer on a log scale,
 #: and what the paper's runs never had: a competitor of another RTT, arriving later, as
 #: 1-3 flows of its CCA, and random link loss in half the runs.
 HARD_RANGES = {"rtt_factor": (0.5, 4.0),        # the competitor's base RTT / flow 1's, log scale
@@ -75,7 +75,7 @@ HARD_RANGES = {"rtt_factor": (0.5, 4.0),        # the competitor's base RTT / fl
 #: start, where a competitor enters a queue flow 1 already fills).
 DISTRIBUTIONS = ("paper", "hard", "table2", "table2-live")
 LATE_START_S = (0.0, 10.0)
-#: --udp-cross (issue 28): constant-bit-rate UDP from s2 to r2 (iperf3 -u) through the
+#: --udp-cross: constant-bit-rate UDP from s2 to r2 (iperf3 -u) through the
 #: bottleneck in half the runs, at this share of its rate for the whole run: traffic that
 #: answers no loss and belongs to no CCA, beside the competitor. Drawn on a stream of its
 #: own: a collection's other parameters stay those of its seed and distribution.

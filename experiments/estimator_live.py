@@ -1,4 +1,4 @@
-"""The estimator scored on the live path (issue 28): runs of a collection plan, each on a
+"""The estimator scored on the live path: runs of a collection plan, each on a
 fresh dumbbell whose sink publishes over MQTT, flow 1 observed as a live sender observes
 it (estimator.online.OnlineEstimator: a capture at s1, the sink's flow and hop records
 from the broker), one estimate per interval from flow 1's start. Per run: the verdict at

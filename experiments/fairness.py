@@ -1,4 +1,4 @@
-"""Fairness of switching a flow's CCA to match its competitor's (paper 002, Section IV).
+"""Fairness of switching a flow's CCA to match its competitor's (the ML-fairness paper, Section IV).
 
 The paper's offline method: from per-pair goodputs g1(i, j), g2(i, j) (flow 1 running i,
 flow 2 running j, measured on the same network) and the time shares T_i / T flow 1 spent

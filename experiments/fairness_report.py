@@ -1,5 +1,5 @@
 """What a fairness scenario (a [sweep] over the competitor's CCA: fairness_switching)
-shows: per competitor and mode, the goodput difference D and |D| (paper 002 Eq. 3) with a
+shows: per competitor and mode, the goodput difference D and |D| (the ML-fairness paper Eq. 3) with a
 bootstrap 95 % CI, the harm to the competitor against the oracle of the same repeat,
 Jain's index, and the switches; and the paper's plots (Fig. 6: D per competitor and
 mode, Fig. 7: mean |D|), plus a timeline per adaptive run (both flows' goodput, flow 1's
@@ -138,6 +138,9 @@ def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[d
             paired = [(r, oracle[_network(r)]) for r in runs if _network(r) in oracle]
             h = (harm(sum(r["competitor_goodput_mbps"] for r, _ in paired),
                       sum(o["competitor_goodput_mbps"] for _, o in paired)) if paired else None)
+            # per network too: a pooled harm near 0 can hide large harms of either sign
+            per_net = [x for x in (harm(r["competitor_goodput_mbps"], o["competitor_goodput_mbps"])
+                                   for r, o in paired) if x is not None]
             firsts = [r["first_switch_s"] for r in runs if r.get("first_switch_s") is not None]
             jains = [r["jain_mean"] for r in runs if r.get("jain_mean") is not None]
             queue = [r["queue_delay_ms_mean"] for r in runs if r.get("queue_delay_ms_mean") is not None]
@@ -149,6 +152,9 @@ def rows(records: list[dict], offline: dict[int, float] | None = None) -> list[d
                         "paper_mean_abs_d": statistics.mean(paper) if paper else None,
                         "paper_abs_d_ci": _ci(paper) if paper else None, "paper_runs": len(paper),
                         "harm": h, "harm_pairs": len(paired),
+                        "harm_network_mean": statistics.mean(per_net) if per_net else None,
+                        "harm_network_abs_mean": statistics.mean(map(abs, per_net)) if per_net else None,
+                        "harm_networks": per_net,
                         "jain_mean": statistics.mean(jains) if jains else None,
                         "queue_delay_ms": statistics.mean(queue) if queue else None,
                         "time_on_competitors_cca": statistics.mean(on_comp) if on_comp else None,
@@ -173,7 +179,7 @@ def _paired(records: list[dict], comp: str, mode: str, other: str) -> tuple[np.n
 
 
 def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> list[dict]:
-    """Per competitor and mode, paired by network (paper 002's and issue 26's figures):
+    """Per competitor and mode, paired by network (the ML-fairness paper's figures):
     the cut in mean |D| against ``not used``, 1 - mean|D|(mode) / mean|D|(not used), and
     the gap to the oracle, mean|D|(mode) - mean|D|(oracle), each with a paired bootstrap
     95 % CI; a row "all" averages the competitors' cuts (each resampled on its own)."""
@@ -226,7 +232,7 @@ def format_comparisons(table: list[dict]) -> str:
         gap = (f"{r['gap_to_oracle']:+7.3f} ({r['gap_ci'][0]:+.3f} to {r['gap_ci'][1]:+.3f})"
                if "gap_to_oracle" in r else "-")
         lines.append(f"{r['competitor']:>10s}  {r['mode']:18s} {cut:>31s} {gap:>29s}")
-    lines.append("paired by network; paper 002 (Fig. 7, w = 50): |D| 77.9 % below not used against BBR")
+    lines.append("paired by network; the ML-fairness paper (Fig. 7, w = 50): |D| 77.9 % below not used against BBR")
     return "\n".join(lines)
 
 
@@ -400,9 +406,10 @@ def format_markdown(table: list[dict], versus: list[dict], detail: list[str] | N
         out.append(line(f"{mode} − oracle, paired (95 % CI)", lambda c: get(
             c, mode, "gap_to_oracle",
             lambda v, r: f"{signed(v)} ({signed(r['gap_ci'][0])} to {signed(r['gap_ci'][1])})", pair)))
-        out.append(line(f"{mode}: harm / on its CCA", lambda c: get(
-            c, mode, "harm", lambda v, r: pct(v) + ("" if r.get("time_on_competitors_cca") is None
-                                                      else f" / {100 * r['time_on_competitors_cca']:.0f} %"))))
+        out.append(line(f"{mode}: harm, pooled (mean \\|harm\\| per network) / time on its CCA", lambda c: get(
+            c, mode, "harm", lambda v, r: pct(v)
+            + ("" if r.get("harm_network_abs_mean") is None else f" ({pct(r['harm_network_abs_mean'])})")
+            + ("" if r.get("time_on_competitors_cca") is None else f" / {100 * r['time_on_competitors_cca']:.0f} %"))))
         if any(cell.get((c, mode), {}).get("paper_mean_abs_d") is not None for c in comps):
             out.append(line(f"paper method, {mode} (pairs of the same networks)", lambda c: get(
                 c, mode, "paper_mean_abs_d",
@@ -444,7 +451,7 @@ def _finish(fig, ax, competitors, ylabel, title, path) -> str:
 
 
 def plot(records: list[dict], out_dir: str, title: str, timelines: bool = True) -> list[str]:
-    """d_box.png (paper 002 Fig. 6), abs_d.png (Fig. 7) and (``timelines``)
+    """d_box.png (the ML-fairness paper Fig. 6), abs_d.png (Fig. 7) and (``timelines``)
     runs/<run>/timeline.png for every adaptive run; the paths written."""
     import matplotlib
     matplotlib.use("Agg")

@@ -115,7 +115,7 @@ EMULATION_BEHIND_MAX = 0.01
 def check_emulation(rec: dict) -> str | None:
     """Flag a run one of whose emulated links fell behind its rate by more than 1 % of the
     run (emulation_off): the host's CPUs did not keep up with the nodes, so the network was
-    not the configured one. Records from before the per-link count (session 52) are judged
+    not the configured one. Records from before the per-link count (2026-11-29) are judged
     by the sum over links, which is never below it."""
     behind_ms = rec.get("emulation_behind_ms_link_max", rec.get("emulation_behind_ms"))
     if behind_ms is None or not rec.get("seconds"):

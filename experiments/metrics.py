@@ -17,7 +17,7 @@ def jain(xs) -> float | None:
 
 def time_to_plateau_s(rows: list[dict], fraction: float = 0.9) -> float | None:
     """Seconds until cwnd first reaches ``fraction`` of its median over the run's
-    second half: when the window has grown to where the flow settles (paper 003
+    second half: when the window has grown to where the flow settles (the INT-eBPF paper
     Fig. 7's "reaches ssthresh"; works for kernel flows, which leave no trace)."""
     cw = [(r["t_s"], r["cwnd_bytes"]) for r in rows if r.get("cwnd_bytes")]
     if len(cw) < 4:
@@ -95,7 +95,7 @@ DIFFERENCE_PARTS = ("start", "right", "wrong")
 
 def goodput_difference_parts(rows: list[dict], spans: list[tuple[float, float, str]], competitor: str,
                              interval_s: float, competitor_from_s: float = 0.0) -> dict | None:
-    """Paper 002's D split over what flow 1 ran: ``start`` (before its first switch,
+    """The ML-fairness paper's D split over what flow 1 ran: ``start`` (before its first switch,
     whatever it ran), ``right`` (after it, on the competitor's CCA) and ``wrong`` (after
     it, on another). D = (G1 - G2) / (G1 + G2) = sum over parts p of (G1_p - G2_p) /
     (G1 + G2) exactly, so the parts add up to the D of the intervals (``d``; the record's
@@ -138,7 +138,7 @@ def verdict_scores(trace_csv: str, competitor: str, initial: str = "cubic") -> d
     by what flow 1 ran then and the time since it last switched (or started): does a
     switch, which puts the flow on another algorithm under the model's eyes, cost the
     estimates that follow it? Per cell: rows (verdicts), ``row_right`` (the step's own
-    estimate; traces before session 39 lack it: null) and ``vote_right`` (the majority
+    estimate; older traces lack it: null) and ``vote_right`` (the majority
     vote). None without verdicts in the trace."""
     rows = sender_rows(trace_csv)
     start = next((float(r["t_s"]) for r in rows if r["event"] == "start"), None)

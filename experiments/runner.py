@@ -420,7 +420,7 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
             extra["goodput_mbps_with_competitors"] = mine
         extra["jain_total"] = jain([mine] + each)
         extra["share"] = mine / (mine + sum(each)) if mine + sum(each) > 0 else None     # of all flows' goodput
-        if len(each) == 1:              # paper 002's goodput difference (Eq. 3) of the pair
+        if len(each) == 1:              # the ML-fairness paper's goodput difference (Eq. 3) of the pair
             d = goodput_difference(mine, each[0])
             extra["goodput_difference"] = d
             extra["abs_goodput_difference"] = abs(d) if d is not None else None

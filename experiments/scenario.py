@@ -22,7 +22,7 @@
     seconds = 8
     sweep = { loss_pct = [0, 5, 20] }
 
-Fairness scenarios (paper 002) add:
+Fairness scenarios (the ML-fairness paper) add:
 
     [draw]                         # topology parameters drawn per repeat (a new testbed each)
     bottleneck_mbps = { log_uniform = [1, 10] }
@@ -210,10 +210,48 @@ class Scenario:
 
 
 def _project_file(option: str) -> str:
-    """An option naming a file of the project (estimator/models/cca_rf.joblib) as an absolute
+    """An option naming a file of the project (estimator/models/archive/cca_rf.joblib) as an absolute
     path: the agent may run from anywhere."""
     path = os.path.join(PROJECT, option)
     return path if "/" in option and not os.path.isabs(option) and os.path.isfile(path) else option
+
+
+def topology_hosts(topology_path: str) -> List[str]:
+    """The host names a topology file declares (its [[hosts]])."""
+    with open(topology_path, "rb") as f:
+        return [h.get("name") for h in tomllib.load(f).get("hosts", []) if isinstance(h, dict)]
+
+
+def _check_flow_hosts(sc: "Scenario", path: str, flows_given: bool) -> None:
+    """Every flow's sender and receiver is a host of the topology, checked at load, not when
+    a testbed is already up (a [flows] table left out takes the wireless topology's hosts)."""
+    if not isinstance(sc.flows, dict) or not all(
+            isinstance(v, list) and len(v) == 2 and all(isinstance(h, str) for h in v) for v in sc.flows.values()):
+        raise ScenarioError(f"{path}: [flows] maps a role to [sender, receiver], e.g. main = [\"s1\", \"r1\"]")
+    hosts = topology_hosts(sc.topology_path)
+    for role, pair in sc.flows.items():
+        missing = [h for h in pair if h not in hosts]
+        if missing:
+            hint = "" if flows_given else " (the default flow; give [flows] main = [sender, receiver])"
+            raise ScenarioError(f"{path}: flow '{role}' names host {', '.join(map(repr, missing))}, which topology "
+                                f"'{sc.topology}' does not have{hint}; its hosts: {', '.join(hosts)}")
+
+
+def scenario_names() -> List[str]:
+    return sorted(f[:-5] for f in os.listdir(os.path.join(HERE, "scenarios")) if f.endswith(".toml"))
+
+
+def topology_names() -> List[str]:
+    return sorted(f[:-5] for f in os.listdir(os.path.join(HERE, "topologies")) if f.endswith(".toml"))
+
+
+def describe(path: str) -> str:
+    """A TOML file's 'description' (scenario or topology), '' when it has none or is unreadable."""
+    try:
+        with open(path, "rb") as f:
+            return str(tomllib.load(f).get("description", ""))
+    except (OSError, tomllib.TOMLDecodeError):
+        return ""
 
 
 def resolve(name_or_path: str) -> str:
@@ -222,8 +260,8 @@ def resolve(name_or_path: str) -> str:
     cand = os.path.join(HERE, "scenarios", f"{name_or_path}.toml")
     if os.path.exists(cand):
         return cand
-    known = sorted(f[:-5] for f in os.listdir(os.path.join(HERE, "scenarios")) if f.endswith(".toml"))
-    raise ScenarioError(f"no scenario '{name_or_path}' (known: {', '.join(known)})")
+    raise ScenarioError(f"no scenario '{name_or_path}' (known: {', '.join(scenario_names())}; "
+                        f"'intcc exp list' describes them)")
 
 
 def load(name_or_path: str, quick: bool = False) -> Scenario:
@@ -323,6 +361,7 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
         sc.flows = raw["flows"]
     if not os.path.exists(sc.topology_path):
         raise ScenarioError(f"{path}: topology '{sc.topology}' not found")
+    _check_flow_hosts(sc, path, flows_given="flows" in raw)
     if sc.repeats < 1 or sc.seconds <= 0:
         raise ScenarioError(f"{path}: repeats must be >= 1 and seconds > 0")
     return sc

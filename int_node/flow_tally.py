@@ -1,6 +1,6 @@
 """Per-flow counts at a node, in a bounded table: a queue's drops and a link's losses of
 each flow, so the sink can put a flow's losses on its own drops and link losses rather
-than on the node's totals, which every flow through it shares (issue 27).
+than on the node's totals, which every flow through it shares.
 
 Keyed by the 5-tuple key of int_node.packet.flow_key (the sink's flow id is a hash of
 it). The table holds at most ``max_flows`` flows; a new flow beyond that evicts the one

@@ -19,6 +19,34 @@ def main():
     """
 
 
+@main.command("report")
+@click.option("--check", is_flag=True,
+              help="change nothing: list the docs' tables that differ from what the records give (exit 1 if any)")
+@click.option("--no-figures", is_flag=True, help="tables only (the figures take a few seconds)")
+def report_cmd(check, no_figures):
+    """Rebuild every Results table in README.md and docs/ from the committed records in
+    data/ (each table names its records, with their date, commit and command), and the
+    figures in docs/img drawn from them."""
+    from .report import ReportError, check as check_docs, update
+    try:
+        if check:
+            stale = check_docs()
+            for line in stale:
+                click.echo(f"differs from its records: {line}")
+            if stale:
+                raise click.ClickException(f"{len(stale)} table(s) out of step: run 'intcc report'")
+            click.echo("every table matches its records")
+            return
+        done = update(echo=click.echo)
+    except ReportError as e:
+        raise click.ClickException(str(e))
+    click.echo(f"{len(done)} table(s) rewritten" if done else "every table already matched its records")
+    if not no_figures:
+        from .report_figures import draw_all
+        for path in draw_all():
+            click.echo(f"drew {path}")
+
+
 def _add_groups():
     from broker.cli import broker_group, telemetry_group
     from broker.publisher import register_exporters

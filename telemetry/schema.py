@@ -156,7 +156,7 @@ def _top_flows(v):
 class HopRecord(HopState):
     """A node's state (the latest packet's stamp) and, seen by this sink since the node's
     previous record (``interval_ms``), the busiest flows through it with their packets:
-    a sender reads its competitors from their own packets there (issue 28)."""
+    a sender reads its competitors from their own packets there."""
     v: int = VERSION
     type: str = "hop"
     interval_ms: Optional[float] = _f(_opt(_num(0.0)))

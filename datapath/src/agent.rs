@@ -73,7 +73,7 @@ pub fn bump(c: &Cell<u64>) {
 /// The socket connected to the agent, and whether the agent is still there.
 struct AgentTx {
     /// connected: a send resolves no path (sendto to the agent's path walked the file
-    /// system on every report: 12 % of the daemon's CPU under perf, session 49)
+    /// system on every report: 12 % of the daemon's CPU under perf, 2026-11-29)
     sock: Rc<UnixDatagram>,
     lost: Rc<Cell<bool>>,
     counters: Rc<Counters>,

@@ -98,7 +98,7 @@ struct Args {
 /// from the agent to the kernel fell from 569-819 to 205-331 us in alternated runs beside a
 /// 30 Gbit/s flow on 2 CPUs (docs/datapath.md); the agent is better left out (its Python
 /// then delays the ACKs). Only commands: with the reports' thread real-time too, every
-/// report was a wake-up of its own and the daemon took 0.036 cores against 0.025 (session 43).
+/// report was a wake-up of its own and the daemon took 0.036 cores against 0.025 (2026-11-28).
 const DEFAULT_RT_PRIORITY: u8 = 1;
 
 /// The thread the agent's commands are taken on (tests look for it by this name).
@@ -133,7 +133,7 @@ struct Daemon {
     /// the agent_present() probe
     probe: UnixDatagram,
     /// one receive buffer for the daemon's life: a fresh 64 KB one, zeroed at every pass of
-    /// the loop, was 6 % of the daemon's CPU (perf, session 42)
+    /// the loop, was 6 % of the daemon's CPU (perf, 2026-11-28)
     ipc_buf: Box<[u8]>,
     session: Option<Session>,
     epoch: u64,
@@ -219,7 +219,7 @@ impl Daemon {
 
     /// Is a socket bound at the agent's address? (connect() on a datagram socket sends nothing.)
     /// One probe socket, connected again at every heartbeat: a socket made and closed 50
-    /// times a second cost a flow on the bare veth ~6 % of its throughput (session 40).
+    /// times a second cost a flow on the bare veth ~6 % of its throughput (2026-11-28).
     fn agent_present(&self) -> bool {
         self.probe.connect(&self.agent_path).is_ok()
     }

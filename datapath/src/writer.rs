@@ -1,7 +1,7 @@
 //! File writes off the control loop.
 //!
 //! On ext4 a rename or an append can wait for a journal commit: measured on this kind of
-//! VM at up to 1.8 s (session 41, `stats.json` replaced once a second). In the daemon's
+//! VM at up to 1.8 s (2026-11-28, `stats.json` replaced once a second). In the daemon's
 //! single loop that wait stopped the heartbeat (flows fell back to Reno after 200 ms), the
 //! reports to the agent and its commands to the kernel. One thread does the writes, in
 //! order; the loop never waits for it: a write finding the queue full is dropped and

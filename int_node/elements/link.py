@@ -164,7 +164,7 @@ class RandomLoss(Element):
 
     def configured(self):
         self._draws = PacketKeyedDraws(self.seed)
-        self.flow_losses = FlowTally()       # per flow (issue 27), INTTransit stamps the packet's
+        self.flow_losses = FlowTally()       # per flow, INTTransit stamps the packet's
 
     def counters(self):
         c = super().counters()

@@ -75,7 +75,7 @@ class WirelessChannel(Element):
 
     def configured(self):
         self._seed_generators()
-        self.flow_losses = FlowTally()       # per flow (issue 27), INTTransit stamps the packet's
+        self.flow_losses = FlowTally()       # per flow, INTTransit stamps the packet's
         self._shadow_db = 0.0
         self._next_draw_ns = 0
         self._update(0)

@@ -5,7 +5,7 @@ model, fed by the sink over MQTT, in the agent's child) finds the flow and votes
 
 Whether the verdicts move the flow the right way — to bbr beside kernel bbr within 15 s,
 not away from cubic beside kernel cubic — is the estimator's accuracy on this path, a
-statistical property (session 35: 7 of 7 and 9 of 11 runs), so those two tests carry the
+statistical property (2026-11-27: 7 of 7 and 9 of 11 runs), so those two tests carry the
 ``accuracy`` marker and run with ``make test-accuracy``, not in CI. The network is the
 issue's BBR-coexistence setting (5 BDP); both flows start together, as in the
 estimator's training runs (a competitor ahead by a few hundred ms made a kernel cubic
@@ -28,8 +28,8 @@ from experiments.runner import free_port
 from experiments.traffic import BackgroundFlow, iperf, series
 from tests.integration.tbutil import require_ccp_free, start_testbed
 
-MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib")
-INT_MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int_t2.joblib")
+MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf.joblib")
+INT_MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf_int_t2.joblib")
 CREDS = "/run/intcc/test-broker/credentials.json"
 
 

@@ -114,7 +114,7 @@ def test_const_cwnd_gives_cwnd_over_rtt(tb, dp, agent_factory):
     Python node's queueing can add milliseconds over an idle ping."""
     set_rate(tb, 100)
     # the path's floor: the smallest ping (a busy host only adds to a ping; with the median,
-    # session 56 saw an idle RTT of 23.6 ms above the flow's mean 21.3 ms)
+    # a clean-clone run saw an idle RTT of 23.6 ms above the flow's mean 21.3 ms)
     idle_rtt_s = min(ping_rtts_ms(tb, "sta1", tb.addr("sta2"), count=20)) / 1e3
     window_bytes = {}
     for pkts in (10, 20):

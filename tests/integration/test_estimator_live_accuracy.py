@@ -1,9 +1,9 @@
-"""The current release's INT model (hard-v4) scored on the live path (issue 28): 32 runs of
+"""The current release's INT model (hard-v4) scored on the live path: 32 runs of
 its held-out test plan (hard distribution, seed 2804: a seed no training data uses,
 docs/estimator.md), each on a fresh dumbbell whose sink publishes over MQTT, flow 1
 observed as a live sender observes it. The w = 50 verdict at the end must be right in
->= 85 % of the runs (issue 28's target; hard-v2 on its seed 2802: 23 of 32, 0.72, in
-session 46; hard-v4 on seed 2804: 26 of 32, 0.81, in session 48).
+>= 85 % of the runs (the release's target; hard-v2 on its seed 2802: 23 of 32, 0.72, in
+2026-11-28; hard-v4 on seed 2804: 26 of 32, 0.81, on 2026-11-29).
 
 ~20 minutes: marker ``accuracy`` (make test-accuracy), not in CI."""
 import json

@@ -18,8 +18,8 @@ from estimator.model import CCAEstimator
 from estimator.online import OnlineEstimator, Publisher, first_stable_correct_s
 from tests.integration.tbutil import start_testbed
 
-MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf.joblib")
-INT_MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf_int.joblib")
+MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "archive", "cca_rf.joblib")
+INT_MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "archive", "cca_rf_int.joblib")
 CREDS = "/run/intcc/test-broker/credentials.json"
 
 

@@ -48,7 +48,7 @@ def test_a_loss_sweep_on_a_dumbbell_built_at_zero_loss_applies_the_loss(tmp_path
     assert rec["configured_loss_pct"] == 5 and rec["link_packets"] > 1000
     assert abs(rec["measured_configured_loss_pct"] - 5) <= 1.0, rec
     assert rec["loss_off"] is False
-    # three competing flows, each measured (issue 27: harm to each competitor)
+    # three competing flows, each measured (harm to each competitor)
     each = rec["competitors_goodput_mbps"]
     assert len(each) == 3 and all(g > 0 for g in each) and rec["competitor_goodput_mbps"] == sum(each)
     assert 0 < rec["jain_total"] <= 1 and 0 < rec["share"] < 1

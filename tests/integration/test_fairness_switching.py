@@ -1,6 +1,6 @@
 """fairness_switching --quick end to end (root, namespaces, the CCP datapath): randomised
 dumbbells, the adaptive agent beside kernel and CCP (vegas) competitors, the records and
-plots paper 002's figures are made from."""
+plots the ML-fairness paper's figures are made from."""
 import json
 import os
 

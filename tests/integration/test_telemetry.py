@@ -80,7 +80,7 @@ def test_congestion_losses_are_attributed_to_congestion(mosquitto):
 
 
 def test_four_flows_through_a_lossy_congested_hop_each_get_their_own_losses(wireless, mosquitto):
-    """Issue 27: the node counts drops and link losses per flow and stamps each packet's
+    """The node counts drops and link losses per flow and stamps each packet's
     own; the sink puts each flow's losses on them. Four UDP flows of 3.5 Mbit/s into the
     10 Mbit/s wireless hop at 5 % link loss: congestion and link losses at once, every
     flow both. Each flow's attribution is checked against the elements' per-flow counts."""

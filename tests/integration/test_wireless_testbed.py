@@ -1,4 +1,4 @@
-"""The wireless topology (paper 003 Fig. 3) with INT, measured."""
+"""The wireless topology (the INT-eBPF paper Fig. 3) with INT, measured."""
 import os
 import signal
 import socket

@@ -1,4 +1,4 @@
-"""Benchmark: the dashboard (issue 25).
+"""Benchmark: the dashboard.
 
 1. Record published -> drawn in the browser: a flow record a quarter second apart with a
    running count, headless chromium on the page; per record, from the publisher's clock

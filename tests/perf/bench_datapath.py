@@ -231,7 +231,7 @@ def run_benchmark() -> dict:
             "best_ratio": best_gbps(ccps) / best_gbps(natives), "best_ratio_per_ack": best_gbps(per_acks) / best_gbps(natives),
             # rounds without a retransmission: the runs of either that met losses at the
             # receiving veth's backlog settle at a window of ~100-200 and ~20 Gbit/s, the others
-            # at ~7,000 and ~32 (ss, session 39); which one a round gets is luck, on both sides
+            # at ~7,000 and ~32 (ss, 2026-11-28); which one a round gets is luck, on both sides
             "loss_free": loss_free_ratio(natives, ccps),
             # the round's own native run is the baseline: the speed the machine had then
             "paired": ratio_ci([r["gbps"] for r in ccps], [r["gbps"] for r in natives], paired=True),

@@ -29,7 +29,7 @@ def minute_trace(rate_mbps: float, rng, seconds=60.0, mss=1448):
 
 def live_estimate_line(tr: SenderTrace) -> str:
     """A live estimate 0.5 s of packets after the last, at the end of the flow: the trace
-    from the capture's lists (all of them, as before session 52, and the new packets only)
+    from the capture's lists (all of them, as the capture once did, and the new packets only)
     and the last feature row (full and last_features)."""
     flow = _Flow()
     n_ack, n_send = len(tr.ack_t) - 400, len(tr.send_t) - 800      # the last 0.5 s come later

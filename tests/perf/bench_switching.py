@@ -1,4 +1,4 @@
-"""Benchmark: live CCA switching (issue 24), on an unconstrained veth pair.
+"""Benchmark: live CCA switching, on an unconstrained veth pair.
 
 1. Verdict -> new algorithm in control: an adaptive agent whose verdicts are scripted
    (each flow alternates cubic <-> bbr every 0.5 s, no dwell) over N flows, for at least
@@ -15,7 +15,7 @@
    flow's wait for its next ACK (tests/perf/ackwait.py), which the verdict's report and
    then its command each wait for.
 2. Agent CPU per controlled flow with the real estimator running (`intcc alg run adaptive
-   --model estimator/models/cca_rf.joblib`: a capture and a forest per flow), for 1, 10
+   --model estimator/models/archive/cca_rf.joblib`: a capture and a forest per flow), for 1, 10
    and 50 flows: the agent, its estimator child and its captures, CPU seconds per second.
 
 Prints figures; asserts nothing about speed.   python -m tests.perf.bench_switching
@@ -43,7 +43,7 @@ PERIOD_S = 0.5                # a switch per flow this often
 MIN_SWITCHES = 100            # per latency case: a p99 of fewer is the maximum
 VETH = VethPair("swb", "10.97.0")
 NS_A, NS_B = VETH.ns_a, VETH.ns_b
-MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "cca_rf.joblib")
+MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "estimator", "models", "archive", "cca_rf.joblib")
 
 
 def latency_seconds(flows: int, base_s: float = SECONDS) -> float:

@@ -185,7 +185,7 @@ def test_the_estimator_process_reports_a_bad_model_instead_of_crashing(tmp_path)
 def test_the_estimator_process_reports_a_flow_it_cannot_find(tmp_path):
     from ccp_agent.adaptive import __file__ as here
     import os
-    model = os.path.join(os.path.dirname(here), "..", "estimator", "models", "cca_rf.joblib")
+    model = os.path.join(os.path.dirname(here), "..", "estimator", "models", "archive", "cca_rf.joblib")
     proc = EstimatorProcess(model, interval_s=0.1, state_dir=str(tmp_path)).start()
     try:
         proc.observe(7, (1, 40000, 2, 5201), "cubic")
@@ -203,7 +203,7 @@ def test_the_estimator_process_ends_with_the_agent(tmp_path):
             f"p = EstimatorProcess(sys.argv[1], interval_s=0.05, state_dir={str(tmp_path)!r}).start(); "
             "print(p._proc.pid, flush=True); time.sleep(0.5)")
     import estimator
-    model = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib")
+    model = os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf.joblib")
     out = subprocess.run([sys.executable, "-c", code, model], capture_output=True, text=True, timeout=60)
     child = int(out.stdout.split()[0])
     deadline = time.monotonic() + 5
@@ -242,7 +242,7 @@ def test_the_vote_goes_on_across_a_switch():
     import estimator
     from ccp_agent.estimation import _Watched
     from estimator.model import CCAEstimator
-    model = CCAEstimator.load(os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib"))
+    model = CCAEstimator.load(os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf.joblib"))
     watched = _Watched(1, ("10.0.0.1", 5201, "10.0.0.2", 40000), "cubic", model, 50, directory=None, warmup_s=5)
     for label in ["bbr"] * 8 + ["cubic"] * 2:
         watched.est.vote.update(label)
@@ -259,7 +259,7 @@ def test_an_int_models_warm_up_counts_from_the_competitors_arrival():
     import estimator
     from ccp_agent.estimation import _Watched
     from estimator.model import CCAEstimator
-    model = CCAEstimator.load(os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int_t2.joblib"))
+    model = CCAEstimator.load(os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf_int_t2.joblib"))
     watched = _Watched(1, ("10.0.0.1", 5201, "10.0.0.2", 40000), "cubic", model, 50, directory=None, warmup_s=5)
     watched.vote_from = 0.0                                          # the flow's own warm-up is over
     watched.tail = None

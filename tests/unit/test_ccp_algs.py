@@ -333,7 +333,7 @@ def test_a_timeout_in_a_link_loss_recovery_before_any_cut_leaves_a_target_the_da
     """L1 keeps the window on a link loss, ssthresh stays unset; a timeout inside that
     recovery is the same episode (CUBIC's path, ssthresh kept): its target was inf // mss,
     NaN, and the registers after the next link timeout's slow start raised on it (the agent
-    failed in lossy_link at 20 %, session 45)."""
+    failed in lossy_link at 20 %, 2026-11-28)."""
     flow, dp = cubic_int("l1", flow_record(lost_link=3, cause="link"))
     flow.ssthresh = float("inf")
     flow.on_report(report(acked=MSS, loss=1, inflight=100))       # kept: ssthresh still unset

@@ -108,7 +108,7 @@ def test_an_unknown_algorithm_is_named_with_the_known_ones():
 ])
 def test_the_adaptive_agent_refuses_bad_setups_at_start(args, words):
     import estimator
-    model = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf.joblib")
+    model = os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf.joblib")
     r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", model, *args])
     assert r.exit_code == 1 and words in r.output and "Traceback" not in r.output
 
@@ -122,7 +122,7 @@ def test_the_adaptive_agent_refuses_a_foreign_model(tmp_path):
 
 def test_the_adaptive_agent_with_an_int_model_needs_the_broker():
     import estimator
-    model = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int.joblib")
+    model = os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf_int.joblib")
     r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", model])
     assert r.exit_code == 1 and "uses INT features" in r.output and "--broker" in r.output, r.output
 

@@ -246,7 +246,7 @@ def test_the_own_loss_features_read_the_competitors_answer_to_its_own_losses():
 
 
 def test_live_hop_records_give_the_offline_own_loss_figures():
-    """Hop records whose top flows carry the losses (a sink of session 45 on) against the
+    """Hop records whose top flows carry the losses (sinks that count them) against the
     collection's per-flow losses; records without them leave the losses unknown."""
     from estimator.flow_features import own_loss_response
     c, lost = np.rint(competitor(0.5) + 1).astype(int), own_losses().astype(int)

@@ -93,3 +93,34 @@ def test_bad_inputs_are_named(tmp_path):
     joblib.dump({"metadata": {"format": 99}, "models": {}}, str(tmp_path / "old.joblib"))
     with pytest.raises(ModelError, match="format 99"):
         CCAEstimator.load(str(tmp_path / "old.joblib"))
+
+
+def test_the_install_pins_the_scikit_learn_every_shipped_model_was_saved_with():
+    """A model pickled by one scikit-learn loads only under it: the pin in setup.cfg makes pip
+    install that version (or refuse) at install time, never a refusal at run time."""
+    import configparser
+    import glob
+    import json
+    import os
+    import re
+    import estimator
+    root = os.path.dirname(os.path.dirname(estimator.__file__))
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(root, "setup.cfg"))
+    pins = re.findall(r"^\s*scikit-learn==([\d.]+)\s*$", cfg["options"]["install_requires"], re.M)
+    assert len(pins) == 1, "setup.cfg must pin scikit-learn to one version"
+    cards = glob.glob(os.path.join(os.path.dirname(estimator.__file__), "models", "**", "*.joblib.json"), recursive=True)
+    assert cards and {json.load(open(c))["sklearn"] for c in cards} == {pins[0]}
+
+
+def test_the_default_model_is_the_current_release_and_eval_prints_its_own_targets():
+    from estimator import DEFAULT_MODEL
+    from estimator.evaluate import format_tables
+    model = CCAEstimator.load(DEFAULT_MODEL)
+    assert model.targets_["mean_accuracy"] == 0.85 and model.targets_["vote_w50"] == 0.90
+    res = {"table3": {c: {d: 0.5 for d in CCAS} for c in CCAS}, "mean_accuracy": 0.5,
+           "table4": {"50": {"mean": 0.6}}, "time_to_stable_correct": {}}
+    text = format_tables(res, model.targets_)
+    assert "mean accuracy over pairs: 0.500  (target 0.85" in text and "at w=50:  (target 0.9" in text
+    assert "paper" not in text                                    # the paper's figures are not this model's
+    assert "no target recorded" in format_tables(res, {})

@@ -1,4 +1,4 @@
-"""Paper 002's fairness arithmetic (experiments/fairness.py): Eqs. 1-3, time shares, harm."""
+"""The ML-fairness paper's fairness arithmetic (experiments/fairness.py): Eqs. 1-3, time shares, harm."""
 import pytest
 
 from experiments.fairness import goodput_difference, harm, switched_goodputs, time_shares

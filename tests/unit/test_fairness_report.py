@@ -106,7 +106,9 @@ def test_the_markdown_table_has_every_mode_and_the_detailed_modes_paired_figures
     gap = next(x for x in lines if x.startswith("| mirror w50 − oracle"))
     assert gap.split(" | ")[1:] == ["+0.000 (−0.200 to +0.200)", "+0.000 (+0.000 to +0.000) |"]
     harm = next(x for x in lines if x.startswith("| mirror w50: harm"))
-    assert harm == "| mirror w50: harm / on its CCA | 18.2 % | 0.0 % |"     # no trace: no time on its CCA
+    # pooled, and the mean |harm| per network (1/5 and 1/6 on bbr's); no trace: no time on its CCA
+    assert harm == ("| mirror w50: harm, pooled (mean \\|harm\\| per network) / time on its CCA "
+                    "| 18.2 % (18.3 %) | 0.0 % (0.0 %) |")
     assert "oracle: cut" not in text and "paper method" not in text   # baselines and pairs not detailed
     assert lines[-1].startswith("Cut vs not used averaged over the competitors (95 % CI): mirror w50 ")
     with pytest.raises(ValueError, match="'best-response'.*modes: oracle"):
@@ -178,7 +180,7 @@ def test_verdicts_pool_by_time_since_the_switch_and_old_traces_have_no_row_score
     from experiments.metrics import verdict_scores
     trace = tmp_path / "trace.csv"
     trace.write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0,1,7,start,14480,init\n"
-                     "3.0,1,7,verdict,,cubic (60% of 20)\n"              # before session 39: no row
+                     "3.0,1,7,verdict,,cubic (60% of 20)\n"              # an older trace: no row
                      "7.0,1,7,verdict,,bbr (70% of 40)\n"
                      "7.0,1,7,switch,28960,cubic -> bbr: verdict bbr\n"
                      "20.0,1,7,verdict,,cubic (65% of 50)\n")
@@ -260,3 +262,12 @@ def test_the_cli_writes_the_markdown_table_and_names_an_unknown_mode(tmp_path):
     res = CliRunner().invoke(exp_group, ["fairness", str(tmp_path), "--markdown", str(out),
                                          "--markdown-mode", "mirror w10"])
     assert res.exit_code != 0 and "--markdown-mode: no runs of 'mirror w10'" in res.output
+
+
+def test_harm_per_network_keeps_what_a_pooled_harm_of_opposite_signs_hides():
+    records = [rec("oracle", "bbr", 0, 5, 4), rec("oracle", "bbr", 1, 5, 4),
+               rec("mirror w50", "bbr", 0, 5, 6), rec("mirror w50", "bbr", 1, 5, 2)]   # +50 % taken, -50 % given
+    row = next(r for r in fairness_report.rows(records) if r["mode"] == "mirror w50")
+    assert row["harm"] == pytest.approx(0.0)
+    assert row["harm_network_mean"] == pytest.approx(0.0)
+    assert row["harm_network_abs_mean"] == pytest.approx(0.5)

@@ -1,4 +1,4 @@
-"""Per-flow drops and link losses at a node (issue 27): counted per 5-tuple in bounded
+"""Per-flow drops and link losses at a node: counted per 5-tuple in bounded
 tables, stamped into each packet's slot as its own flow's, read back by the sink's decoder."""
 from int_node import ioam, ioam_decode
 from int_node.flow_tally import FlowTally

@@ -9,7 +9,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLOORS = {
-    "int_node": 0,
+    "int_node": 0, "records": 0,
     "telemetry": 1,
     "broker": 2, "ccp_algs": 2, "estimator": 2,
     "ccp_agent": 3,

@@ -203,6 +203,7 @@ def test_a_sweep_value_alone_meets_the_networks_of_the_whole_sweep(monkeypatch, 
 FAIRNESS = '''topology = "dumbbell"
 seconds = 5
 repeats = 50
+flows = { main = ["s1", "r1"], competitor = ["s2", "r2"] }
 [draw]
 bottleneck_mbps = { log_uniform = [1, 10] }
 bottleneck_delay_ms = { uniform = [1, 100] }
@@ -277,17 +278,19 @@ def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():
     on_ccp = by_label["oracle ccp"]
     assert (on_ccp.for_run("bbr", 1).cca, on_ccp.for_run("bbr", 1).agent([5202])) == (None, ("bbr", []))
     assert on_ccp.for_run("vegas", 1).agent([5202]) == ("vegas", [])                 # one algorithm for both
-    mirror = by_label["mirror w50"].for_run("vegas", 1)
+    mirror = by_label["mirror int w50"].for_run("vegas", 1)
     name, opts = mirror.agent([5202])
     assert name == "adaptive" and opts[-2:] == ["--port-algorithm", "5202=vegas"]
-    assert opts[opts.index("--model") + 1].endswith("/estimator/models/cca_rf.joblib")   # made absolute
-    assert by_label["mirror w50 late"].competitor_delay_s == 10
+    assert opts[opts.index("--model") + 1].endswith("/estimator/models/archive/cca_rf_int_t2.joblib")   # made absolute
+    assert by_label["mirror int w50 late"].competitor_delay_s == 10
+    name, opts = by_label["mirror default w50"].for_run("bbr", 1).agent([5202])
+    assert name == "adaptive" and "--model" not in opts                             # the default model
     assert {by_label["not used"].for_run("bbr", s).cca for s in range(40)} == {"bbr", "cubic", "reno", None}
 
 
 def test_the_ccp_datapath_runs_for_flow_1_on_the_competitors_cca_as_ccp(tmp_path):
     from experiments.runner import needs_ccp_datapath
-    text = ('topology = "dumbbell"\nseconds = 5\n[sweep]\ncompetitor = ["bbr", "cubic"]\n'
+    text = ('topology = "dumbbell"\nseconds = 5\nflows = {{ main = ["s1", "r1"] }}\n[sweep]\ncompetitor = ["bbr", "cubic"]\n'
             '[[algorithms]]\nlabel = "x"\nsame_as_competitor = {}\n')
     assert not needs_ccp_datapath(load(write(tmp_path, text.format("true"))))        # all in the kernel
     assert needs_ccp_datapath(load(write(tmp_path, text.format('"ccp"'))))        # 'oracle ccp' alone needed it
@@ -327,8 +330,26 @@ def test_a_competitor_the_agent_runs_too_gets_its_own_trace(tmp_path):
 
 def test_the_adaptive_agent_needs_telemetry_only_with_an_int_model():
     from experiments.scenario import Algorithm
-    table1 = Algorithm("a", ccp="adaptive", options=["--model", "estimator/models/cca_rf.joblib"])
-    with_int = Algorithm("b", ccp="adaptive", options=["--model", "estimator/models/cca_rf_int.joblib"])
+    table1 = Algorithm("a", ccp="adaptive", options=["--model", "estimator/models/archive/cca_rf.joblib"])
+    with_int = Algorithm("b", ccp="adaptive", options=["--model", "estimator/models/archive/cca_rf_int.joblib"])
     assert not table1.needs_telemetry and with_int.needs_telemetry
     assert Algorithm("c", ccp="cubic-int").needs_telemetry and not Algorithm("d", cca="cubic").needs_telemetry
     assert not Algorithm("e", ccp="adaptive", options=["--model", "/nonexistent.joblib"]).needs_telemetry
+
+
+def test_a_flow_on_a_host_the_topology_lacks_is_refused_at_load_naming_its_hosts(tmp_path):
+    text = 'topology = "dumbbell"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "cubic"\n'
+    with pytest.raises(ScenarioError, match=r"flow 'main' names host 'sta1', 'sta2', which topology 'dumbbell' does "
+                                            r"not have \(the default flow.*its hosts: s1, s2, r1, r2"):
+        load(write(tmp_path, text))
+    flows = 'flows = { main = ["s1", "r1"], competitor = ["s2", "h9"] }\n'
+    with pytest.raises(ScenarioError, match=r"flow 'competitor' names host 'h9'"):
+        load(write(tmp_path, flows + text))
+    assert load(write(tmp_path, 'flows = { main = ["s1", "r1"] }\n' + text)).flows == {"main": ["s1", "r1"]}
+
+
+def test_every_shipped_scenario_loads_and_has_a_description():
+    from experiments.scenario import describe, resolve, scenario_names
+    for name in scenario_names():
+        load(name)
+        assert describe(resolve(name)), f"{name} has no description"

@@ -37,7 +37,7 @@ def test_hop_record_roundtrip():
 
 def test_top_flows_carry_each_flows_protocol_and_older_sinks_entries_still_decode():
     fid = "0123456789abcdef"
-    for entry in ([fid, 9, 1, 17], [fid, 9, 1], [fid, 9]):         # now, session 45's, before it
+    for entry in ([fid, 9, 1, 17], [fid, 9, 1], [fid, 9]):         # now, with losses, before them
         rec = HopRecord(**HOP, interval_ms=10.0, top_flows=[entry])
         assert decode(encode(rec), hop_topic(3)).top_flows == [entry]
     for bad in ([fid, 9, 1, 300], [fid, 9, 1, 6, 0], [fid, 9, 1, -6]):

@@ -1,0 +1,33 @@
+"""The docs' figures, drawn from the same committed records as their tables."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import List
+
+from experiments import fairness_report
+from experiments.compare import load_records
+from experiments.plots import plot_summary
+
+from .report_sections import LOSSY_LINK, ROOT, _fairness_records
+
+IMG = os.path.join(ROOT, "docs", "img")
+
+
+def draw_all() -> List[str]:
+    """docs/img/lossy_link.png, fairness_d_box.png, fairness_abs_d.png; their paths."""
+    os.makedirs(IMG, exist_ok=True)
+    drawn = []
+    path = os.path.join(IMG, "lossy_link.png")
+    plot_summary(load_records([os.path.join(ROOT, LOSSY_LINK)]), "loss_pct", path,
+                 "goodput against random link loss (wireless testbed, 30 s runs)")
+    drawn.append(path)
+    records, _paths = _fairness_records()
+    with tempfile.TemporaryDirectory(prefix="intcc-report-") as tmp:
+        fairness_report.plot(records, tmp, "held-out networks, seed 2617", timelines=False)
+        for name in ("d_box.png", "abs_d.png"):
+            target = os.path.join(IMG, f"fairness_{name}")
+            shutil.copyfile(os.path.join(tmp, name), target)
+            drawn.append(target)
+    return [os.path.relpath(p, ROOT) for p in drawn]

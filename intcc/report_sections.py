@@ -1,0 +1,282 @@
+"""The sections ``intcc report`` renders: each reads committed records under data/ and
+returns Markdown (a table, then the records it came from with their date, commit and
+command). A section's name is the marker a doc uses: ``<!-- report:NAME -->``."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import statistics
+from typing import Callable, Dict, List
+
+from estimator import DEFAULT_MODEL
+from experiments import fairness_report
+from experiments.compare import compare, load_records, with_reruns
+from records import provenance_of
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "data")
+
+LOSSY_LINK = "data/experiments/lossy_link-seed1-2026-11-29.json"
+CUBIC_FIDELITY = "data/experiments/cubic_fidelity-seed1-2026-11-29.json"
+CONGESTION_FAIRNESS = "data/experiments/congestion_fairness-seed1-2026-11-26.json"
+#: the held-out fairness networks (seed 2617): switching runs and the pairs of the same networks
+FAIRNESS_SWITCHING = "data/experiments/fairness_switching-seed2617-*-r*.json"
+FAIRNESS_RERUN = "data/experiments/fairness_switching-seed2617-2026-11-30-reno-fix-r0-15.json"
+FAIRNESS_PAIRS = "data/experiments/fairness_pairs-seed2617-*.json"
+FORWARDING_BENCH = "data/bench/forwarding-2026-11-29.json"
+DATAPATH_BENCH = "data/bench/datapath-2026-11-29.txt"
+SCORES = "data/estimator/scores"
+
+
+def _load(path: str) -> dict:
+    with open(os.path.join(ROOT, path)) as f:
+        return json.load(f)
+
+
+def _source(paths: List[str]) -> str:
+    """'Records: `path` (date, commit, `command`)', one per record; reconstructed
+    provenance is marked, so a reader knows the command was written down afterwards."""
+    lines = []
+    for p in paths:
+        prov = provenance_of(_load(p))
+        mark = " (provenance filled in from git history)" if prov.reconstructed else ""
+        lines.append(f"`{p}`: {prov.date}, {prov.commit}, `{prov.command}`{mark}")
+    head = "Record" if len(lines) == 1 else "Records"
+    return f"{head}: " + lines[0] if len(lines) == 1 else f"{head}:\n" + "\n".join(f"- {x}" for x in lines)
+
+
+def _glob(pattern: str, exclude: str = "") -> List[str]:
+    found = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, pattern)))
+    return [p for p in found if p != exclude]
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.1f} %".replace("-", "−")
+
+
+# ---------------------------------------------------------------- INT-aware CUBIC
+
+
+def lossy_link() -> str:
+    """Goodput per algorithm and link loss on the wireless testbed, and each algorithm's
+    ratio to kernel cubic (bootstrap 95 % CI, runs paired by loss draws)."""
+    records = load_records([os.path.join(ROOT, LOSSY_LINK)])
+    losses = sorted({r["loss_pct"] for r in records})
+    algs = list(dict.fromkeys(r["algorithm"] for r in records))
+    rows = {(r["algorithm"], r["loss_pct"]): r for r in compare(records, "kernel cubic", "loss_pct")}
+    out = ["| goodput, Mbit/s (ratio to kernel cubic, 95 % CI) | " + " | ".join(f"{v:g} % loss" for v in losses) + " |",
+           "|---|" + "---|" * len(losses)]
+    for a in algs:
+        cells = []
+        for v in losses:
+            r = rows.get((a, v))
+            if r is None:
+                cells.append("–")
+            elif a == "kernel cubic" or r.get("ratio") is None:
+                cells.append(f"{r['mean']:.2f}")
+            else:
+                cells.append(f"{r['mean']:.2f} ({r['ratio']:.2f}×, {r['ci_low']:.2f}–{r['ci_high']:.2f})")
+        out.append(f"| {a} | " + " | ".join(cells) + " |")
+    runs = sorted({r["runs"] for r in rows.values()})
+    out += ["", f"{runs[0]} runs of 30 s per cell; " + _source([LOSSY_LINK])]
+    return "\n".join(out)
+
+
+def cubic_fidelity() -> str:
+    """CUBIC on the CCP datapath against the kernel's, same loss draws."""
+    records = load_records([os.path.join(ROOT, CUBIC_FIDELITY)])
+    rows = compare(records, "kernel cubic", "loss_pct")
+    out = ["| link loss | kernel cubic, Mbit/s | ccp cubic, Mbit/s | ratio (95 % CI) | runs |", "|---|---|---|---|---|"]
+    for v in sorted({r["loss_pct"] for r in rows}):
+        k = next(r for r in rows if r["loss_pct"] == v and r["algorithm"] == "kernel cubic")
+        c = next(r for r in rows if r["loss_pct"] == v and r["algorithm"] == "ccp cubic")
+        out.append(f"| {v:g} % | {k['mean']:.2f} | {c['mean']:.2f} | {c['ratio']:.2f} ({c['ci_low']:.2f}–{c['ci_high']:.2f}) "
+                   f"| {c['runs']} |")
+    out += ["", _source([CUBIC_FIDELITY])]
+    return "\n".join(out)
+
+
+def congestion_fairness() -> str:
+    """What an INT-aware flow takes from kernel-cubic neighbours: their goodput beside it
+    against beside a kernel cubic flow, same loss draws; harm = 1 - that ratio."""
+    records = load_records([os.path.join(ROOT, CONGESTION_FAIRNESS)])
+    out = ["| link loss | neighbours | flow 1 | flow 1, Mbit/s | neighbours' goodput, Mbit/s | harm to the neighbours: "
+           "signed (mean \\|harm\\| per run) |", "|---|---|---|---|---|---|"]
+    for loss in sorted({r["loss_pct"] for r in records}):
+        for n in sorted({r["competitors"] for r in records if r.get("competitors")}):
+            base = {r["loss_seed"]: r for r in records
+                    if r["loss_pct"] == loss and r["algorithm"] == f"kernel cubic vs {n}"}
+            for alg in ("kernel cubic", "cubic-int L1", "cubic-int L2"):
+                runs = [r for r in records if r["loss_pct"] == loss and r["algorithm"] == f"{alg} vs {n}"]
+                if not runs:
+                    continue
+                g1 = statistics.mean(r["goodput_mbps"] for r in runs)
+                gn = statistics.mean(r["competitor_goodput_mbps"] for r in runs)
+                if alg == "kernel cubic":
+                    harm = "(baseline)"
+                else:
+                    paired = [(r, base[r["loss_seed"]]) for r in runs if r["loss_seed"] in base]
+                    per_run = [1 - r["competitor_goodput_mbps"] / b["competitor_goodput_mbps"]
+                               for r, b in paired if b["competitor_goodput_mbps"] > 0]
+                    pooled = 1 - sum(r["competitor_goodput_mbps"] for r, _ in paired) / sum(
+                        b["competitor_goodput_mbps"] for _, b in paired)
+                    harm = f"{_pct(pooled)} ({_pct(statistics.mean(map(abs, per_run)))})"
+                out.append(f"| {loss:g} % | {n} kernel cubic | {alg} | {g1:.2f} | {gn:.2f} | {harm} |")
+    out += ["", _source([CONGESTION_FAIRNESS])]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- fairness of switching
+
+
+def _fairness_records() -> tuple[list, list]:
+    switching = _glob(FAIRNESS_SWITCHING, exclude=FAIRNESS_RERUN)
+    pairs = _glob(FAIRNESS_PAIRS)
+    records = load_records([os.path.join(ROOT, p) for p in switching + pairs])
+    records, _replaced = with_reruns(records, load_records([os.path.join(ROOT, FAIRNESS_RERUN)]))
+    return records, switching + [FAIRNESS_RERUN] + pairs
+
+
+def fairness() -> str:
+    """Mean |D| per mode and competitor on the held-out networks, each adaptive mode's
+    paired cut against 'not used' and gap to the oracle, and its harm to the competitor."""
+    records, paths = _fairness_records()
+    offline = fairness_report.offline_d(records, lambda r: os.path.dirname(r["source"]))
+    rows = fairness_report.rows(records, offline)
+    versus = fairness_report.comparisons(records)
+    table = fairness_report.format_markdown(rows, versus, ["mirror int w50", "best-response int w50"])
+    return table + "\n\n" + _source(paths)
+
+
+def fairness_headline() -> str:
+    """One line for README: the cut of mirror int w50 averaged over the competitors, its
+    gap to the oracle, and its harm (signed and absolute) over every network."""
+    records, _paths = _fairness_records()
+    mode = "mirror int w50"
+    rows = [r for r in fairness_report.rows(records) if r["mode"] == mode]
+    versus = fairness_report.comparisons(records)
+    cut = next(r for r in versus if r["competitor"] == "all" and r["mode"] == mode)
+    gaps = [r["gap_to_oracle"] for r in versus if r["mode"] == mode and "gap_to_oracle" in r]
+    harms = [h for r in rows for h in r["harm_networks"]]
+    bbr = next((r for r in versus if r["competitor"] == "bbr" and r["mode"] == mode), None)
+    networks = sum(r["runs"] for r in rows)
+    pooled = [r["harm"] for r in rows if r.get("harm") is not None]
+    return (f"On {networks} dumbbell networks of seed 2617 (held out from the switching's development; two fixes "
+            f"were made while it ran and the reno cells of its first 64 networks run again after the first, so it is "
+            f"no longer untouched), live switching (`{mode}`: the adaptive agent, mirror policy, vote over 50 "
+            f"estimates, with the INT model trained on these networks' distribution, "
+            f"`estimator/models/archive/cca_rf_int_t2.joblib`, not the default model) cuts mean |D| against a CCA "
+            f"drawn at random by **{_pct(cut['cut_vs_not_used'])}** averaged over the four competitors (95 % CI "
+            f"{_pct(cut['cut_ci'][0])[:-2]}–{_pct(cut['cut_ci'][1])})"
+            + (f", {_pct(bbr['cut_vs_not_used'])} against BBR (the paper: 77.9 %)" if bbr else "")
+            + f"; it stays {min(gaps):.2f}–{max(gaps):.2f} above the oracle's mean |D| per competitor. Its harm to "
+            f"the competitor against the oracle's: mean {_pct(statistics.mean(harms))} signed and "
+            f"**{_pct(statistics.mean(map(abs, harms)))} absolute** per network; averaged over the four "
+            f"competitors' pooled harms, {_pct(statistics.mean(pooled))} signed and "
+            f"{_pct(statistics.mean(map(abs, pooled)))} absolute (target: within 10 %: not met).")
+
+
+# ---------------------------------------------------------------- the estimator
+
+
+def _score(name: str) -> dict:
+    return _load(os.path.join(SCORES, name))
+
+
+def _offline_row(label: str, name: str) -> str:
+    s = _score(name)
+    t = s["time_to_stable_correct"]["50"]
+    med = "–" if t["median_s"] is None else f"{t['median_s']:.1f} s"
+    return (f"| {label} | offline, {s['test_runs']} runs | {s['mean_accuracy']:.3f} | {s['table4']['50']['mean']:.3f} "
+            f"| {t['runs_stable']:.0%} / {med} |")
+
+
+def _live_row(label: str, name: str) -> str:
+    s = _score(name)
+    right = round(s["final_accuracy"] * s["live_runs"])
+    med = "–" if s["median_stable_correct_s"] is None else f"{s['median_stable_correct_s']:.1f} s"
+    return (f"| {label} | live, {s['live_runs']} runs | – | {s['final_accuracy']:.3f} ({right} of {s['live_runs']}) "
+            f"| {s['stable_correct_runs'] / s['live_runs']:.0%} / {med} |")
+
+
+def estimator() -> str:
+    """The default model's scores on test seeds it never saw, with its targets."""
+    with open(DEFAULT_MODEL + ".json") as f:
+        card = json.load(f)
+    targets = card.get("targets", {})
+    scored = [  # (test networks, how the seed was used, record)
+        ("seed 2804, the release's test seed", "scored once", "hard-v4_int_qcut_on_seed2804.json"),
+        ("seed 2804, runs 0–31", "scored once", "hard-v4_int_qcut_live_seed2804.json"),
+        ("seed 2806 with UDP cross traffic", "scored once", "hard-v4_int_qcut_on_seed2806-udp.json"),
+        ("seed 2806 with UDP, runs 0–31", "scored once", "hard-v4_int_qcut_live_seed2806-udp.json"),
+        ("seed 2806 with UDP, UDP flows left out of the competitors (today's code)",
+         "development seed of that filter", "hard-v4_int_qcut_tcp-only_on_seed2806-udp.json"),
+        ("seed 2806 without UDP (the same networks)", "scored once", "hard-v4_int_qcut_on_seed2806.json"),
+    ]
+    rows = [(_live_row if "_live_" in name else _offline_row)(f"{label} | {status}", name)
+            for label, status, name in scored]
+    names = [name for _l, _s, name in scored]
+    out = ["| test networks (hard distribution) | the seed | scored | rows right | verdict right, w = 50 | runs ending "
+           "on a stable correct verdict / median time from flow 1's start |", "|---|---|---|---|---|---|", *rows, "",
+           f"Targets of this release: rows right {targets.get('mean_accuracy')}, verdict {targets.get('vote_w50')} "
+           f"(not met). " + _source([os.path.join(SCORES, n) for n in names])]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- benchmarks
+
+
+def forwarding_bench() -> str:
+    """The INT node's forwarding rate and added latency beside kernel forwarding."""
+    d = _load(FORWARDING_BENCH)
+    kernel = d["kernel"]
+    out = ["| node (INT insert + stamp, own core) | UDP pps, 1500 B (× kernel) | TCP Mbit/s | added RTT p50 at 1,000 ping/s |",
+           "|---|---|---|---|"]
+    for name, v in d["variants"].items():
+        k = v.get("kernel_same_rounds", {})
+        added = (f"{v['rtt_us_p50_1000hz'] - k['rtt_us_p50_1000hz']:.0f} µs"
+                 if "rtt_us_p50_1000hz" in k else "–")
+        out.append(f"| {name} | {v['udp_rx_pps']:,.0f} ({v['udp_rx_pps'] / kernel['udp_rx_pps']:.2f}×) "
+                   f"| {v['tcp_mbps']:.0f} | {added} |")
+    out.append(f"| kernel forwarding | {kernel['udp_rx_pps']:,.0f} | {kernel['tcp_mbps']:.0f} | |")
+    out += ["", _source([FORWARDING_BENCH])]
+    return "\n".join(out)
+
+
+def datapath_bench() -> str:
+    """The CCP datapath against native reno: throughput, daemon CPU, update latency."""
+    with open(os.path.join(ROOT, DATAPATH_BENCH)) as f:
+        text = f.read()
+    head = text.splitlines()[0]
+
+    def find(pattern):
+        m = re.search(pattern, text)
+        if not m:
+            raise ValueError(f"{DATAPATH_BENCH}: no line matches {pattern!r}")
+        return m.groups()
+    ratio = find(r"paired by round, 95 % CI\): kernel fold ([\d.]+) \(([\d.]+)-([\d.]+)\)")
+    clean = find(r"without a retransmission[^:]*: kernel fold ([\d.]+)")
+    cores = find(r"daemon cores \(median\): kernel fold ([\d.]+).*per-ACK events ([\d.]+)")
+    latency = find(r"applied in kernel[^:]*: p50 (\d+) us, p99 (\d+) us")
+    out = ["| figure | value | target |", "|---|---|---|",
+           f"| throughput, ccp (kernel fold) / native reno, 8 paired rounds | {ratio[0]} (95 % CI {ratio[1]}–{ratio[2]}) "
+           f"| ≥ 0.95 |",
+           f"| the same, median of the rounds without a retransmission | {clean[0]} | |",
+           f"| daemon CPU, cores (per-ACK events instead of the fold) | {cores[0]} ({cores[1]}) | ≤ 0.03 |",
+           f"| agent's update → cwnd applied in the kernel, p50 / p99 | {latency[0]} / {latency[1]} µs | p99 ≤ 500 µs |",
+           "", f"Record: `{DATAPATH_BENCH}` ({head.lstrip('# ').strip()})"]
+    return "\n".join(out)
+
+
+SECTIONS: Dict[str, Callable[[], str]] = {
+    "lossy-link": lossy_link,
+    "cubic-fidelity": cubic_fidelity,
+    "congestion-fairness": congestion_fairness,
+    "fairness": fairness,
+    "fairness-headline": fairness_headline,
+    "estimator": estimator,
+    "forwarding-bench": forwarding_bench,
+    "datapath-bench": datapath_bench,
+}

@@ -1,0 +1,59 @@
+"""The studies' drivers on synthetic runs (the studies themselves run on collected data)."""
+import json
+
+from lab.estimator import seed_curve
+from tests.unit.test_estimator_eval import fake_dataset
+
+
+def test_seed_curve_scores_each_point_and_the_given_model_on_the_unseen_seed(tmp_path, monkeypatch):
+    monkeypatch.setattr(seed_curve, "FEATURE_SET", "table1")     # the fake runs carry Table I rows only
+    train_dirs = [fake_dataset(tmp_path / f"s{seed}", runs=32, seed=seed) for seed in (7, 8)]
+    test_dir = fake_dataset(tmp_path / "s9", runs=32, seed=9)
+    model_path = str(tmp_path / "m.joblib")
+    seed_curve.train([r for d in train_dirs[:1] for r in seed_curve.load_dataset([d], "table1")],
+                     {"n_estimators": [10], "max_depth": [5]}, feature_set="table1", shared=True).save(model_path)
+    out = tmp_path / "curve.json"
+    seed_curve.main([*train_dirs, "--test", test_dir, "--model", model_path, "--out", str(out)])
+    res = json.loads(out.read_text())
+    points = res["points"]
+    assert [p["train_runs"] for p in points] == [32, 64] and [len(p["collections"]) for p in points] == [1, 2]
+    assert all(p["test_runs"] == 32 and p["mean_accuracy"] > 0.9 for p in points)    # the fake CCAs separate
+    assert "paired" not in points[0] and -1 <= points[1]["paired"]["mean"] <= 1
+    assert res["models"][model_path]["test_runs"] == 32 and "paired" in res["models"][model_path]
+
+
+def test_a_straight_rise_after_a_loss_has_area_one_half_a_concave_one_more_and_a_flat_rate_none():
+    import numpy as np
+    from lab.estimator.rise_shape import rise_areas
+    bin_s, n = 0.02, 1200
+    lost = np.zeros(n)
+    lost[[300, 302, 700]] = 1                     # a loss burst of two bins is one event
+    ramp = np.linspace(0, 1, 399)
+    line, concave, flat = np.full(n, 10.0), np.full(n, 10.0), np.full(n, 10.0)
+    line[301:700] = 5 + 5 * ramp
+    concave[301:700] = 10 - 5 * (1 - ramp) ** 3
+    areas, events = rise_areas(line, lost, bin_s, 0.1)
+    assert events == 2 and len(areas) == 1 and abs(areas[0] - 0.5) < 0.03
+    assert rise_areas(concave, lost, bin_s, 0.1)[0][0] > 0.7
+    assert rise_areas(flat, lost, bin_s, 0.1) == ([], 2)
+
+
+def test_the_udp_effect_pairs_each_network_with_itself_and_keeps_the_runs_without_udp_as_a_control(tmp_path):
+    from lab.estimator import udp_effect
+
+    def run(i, udp, right):
+        return {"seed": 9, "index": i, "cca2": ("reno", "cubic")[i % 2], "udp": udp, "rows_right": right,
+                "verdict_w50": right > 0.5}
+    with_udp = [run(i, "with UDP" if i < 10 else "no UDP", 0.4 if i < 10 else 0.8) for i in range(20)]
+    without = [run(i, "no UDP", 0.8) for i in range(20)]
+    paths = []
+    for name, runs in (("w", with_udp), ("wo", without)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps({"runs": runs}))
+    out = tmp_path / "effect.json"
+    udp_effect.main(["--with-udp", str(paths[0]), "--without-udp", str(paths[1]), "--out", str(out)])
+    res = json.loads(out.read_text())
+    assert res["with UDP"]["runs"] == 10 and abs(res["with UDP"]["rows_right_paired"]["mean"] + 0.4) < 1e-9
+    assert res["with UDP"]["verdict_paired"]["mean"] == -1.0
+    assert res["A/A control"]["rows_right_paired"]["mean"] == 0 and res["A/A control, competitor reno"]["runs"] == 5
+
