@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from estimator.capture import Capture, PcapTail
+from records import stamp
 from estimator.vote import first_stable_correct
 
 from .estimator_collect import check_agent, goodputs, join_flows, needs_agent, run_plan, start_agent, start_flows
@@ -121,7 +122,7 @@ def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard",
         shutil.rmtree(workdir, ignore_errors=True)
     summary = summarise(results)
     summary.update(model=model_path, seed=seed, distribution=distribution, seconds=seconds, window=window,
-                   interval_s=interval_s, failed=failed, runs=results)
+                   interval_s=interval_s, failed=failed, runs=results, provenance=stamp())
     if out_path:
         with open(out_path, "w") as f:
             json.dump(summary, f, indent=1)

@@ -42,6 +42,8 @@ from .metrics import (algorithm_spans, goodput_difference_parts, jain, mean_queu
                       switches, time_to_plateau_s, verdict_scores)
 from .plots import plot_overlay, plot_series, plot_summary
 from .scenario import KERNEL_CCAS, Algorithm, Scenario
+from records import stamp
+
 from .teardown import RUN_ROOT, teardown
 from .testbed import Testbed
 from .topo import load_topo
@@ -177,6 +179,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
     base_seed = sc.seed if sc.seed is not None else random.SystemRandom().randrange(2**31)
     echo(f"loss draws seeded from {base_seed} (--seed {base_seed} repeats them)")
     t_start = time.monotonic()
+    provenance = stamp()                     # the code and command this run started with
     with ExitStack() as stack:
         stack.enter_context(_exclusive_testbeds())
         exporter, broker_url = "jsonl", None
@@ -254,7 +257,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                 eta = (time.monotonic() - t_start) / done * (n_runs - done)
                 echo(f"[{done}/{n_runs}] {alg.label:16s} {what}repeat {rep}: "
                      f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits  (eta {eta / 60:.0f} min)")
-            write_summary(out_dir, sc.name, records)   # after every batch: readable mid-run
+            write_summary(out_dir, sc.name, records, provenance)   # after every batch: readable mid-run
     if failed:
         echo(f"{len(failed)} of {n_runs} runs failed: {os.path.join(out_dir, 'failed.json')}")
     if not records:
@@ -452,9 +455,11 @@ def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict
             "sender_tcp": res.sender_tcp, **extra}
 
 
-def write_summary(out_dir: str, scenario: str, records: list[dict]) -> None:
-    """OUT/summary.json, format SUMMARY_FORMAT (written whole, then renamed into place)."""
+def write_summary(out_dir: str, scenario: str, records: list[dict], provenance: dict | None = None) -> None:
+    """OUT/summary.json, format SUMMARY_FORMAT (written whole, then renamed into place),
+    with its provenance (date, commit, command: the run's start, else now)."""
     path = os.path.join(out_dir, "summary.json")
     with open(path + ".part", "w") as f:
-        json.dump({"format": SUMMARY_FORMAT, "scenario": scenario, "records": records}, f, indent=1)
+        json.dump({"format": SUMMARY_FORMAT, "scenario": scenario, "provenance": provenance or stamp(),
+                   "records": records}, f, indent=1)
     os.replace(path + ".part", path)

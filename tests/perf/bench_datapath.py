@@ -308,4 +308,8 @@ def test_datapath_benchmark():
 
 if __name__ == "__main__":
     answer_help(__doc__)
+    from records import stamp
+    prov = stamp()
+    # the first line names the run, as a record kept in data/bench/ needs
+    print(f"# provenance: date {prov['date']}, commit {prov['commit']}, command: {prov['command']}")
     print(report(run_benchmark()))

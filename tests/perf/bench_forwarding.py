@@ -241,4 +241,5 @@ if __name__ == "__main__":
     answer_help(__doc__)
     res = run_benchmark()
     print(report(res))
-    print(json.dumps(res, indent=1))
+    from records import stamp
+    print(json.dumps({**res, "provenance": stamp()}, indent=1))
