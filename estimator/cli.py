@@ -288,9 +288,12 @@ def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, 
     """Score a model on the live path (root): each run on a fresh dumbbell whose sink
     publishes over MQTT, flow 1 observed as a live sender observes it; the verdict at the
     end and the time from flow 1's start to a stable correct verdict."""
+    import sys
     from experiments.estimator_live import live_eval
+    from experiments.signals import unwind_on_signals
     from .features import TraceError
     from .model import ModelError
+    unwind_on_signals(lambda signum: sys.exit(128 + signum))   # its testbeds, agent and datapath stopped
     try:
         res = live_eval(model_path, runs, seed, distribution, seconds, window, interval_s, out_path,
                         echo=click.echo, first=first, udp_cross=udp_cross)

@@ -29,7 +29,7 @@ from estimator.dataset import CCAS, DATA_FORMAT, save_run
 from estimator.features import TraceError, features
 from estimator.int_series import bottleneck_series, causal_pick_share, flow_counts_from_jsonl, hop_series_from_jsonl
 
-from .signals import unwind_on_sigterm
+from .signals import restore as restore_signals, unwind_on_signals
 from .traffic import BackgroundFlow, RunFailed
 
 KERNEL = {"bbr", "cubic", "reno"}          # vegas runs on the CCP datapath
@@ -361,7 +361,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
 
     # SIGTERM ends a collection like Ctrl-C: through the finally blocks that stop
     # the testbeds, the datapath and the agent (a run cut short is not kept).
-    old_term = unwind_on_sigterm(_interrupt)
+    previous = unwind_on_signals(_interrupt)
     try:
         dp, agent = start_agent(todo, workdir)
         args = (seconds, samples, warmup_frac, workdir, out_dir, node_python, node_rt_priority)
@@ -383,7 +383,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
                 else:
                     report(ev)
     finally:
-        signal.signal(signal.SIGTERM, old_term)
+        restore_signals(previous)
         for pr in procs:
             if pr.is_alive():
                 pr.terminate()     # SIGTERM: the worker's finally blocks take its testbed down

@@ -1,6 +1,10 @@
-"""SIGTERM (kill, a job scheduler, timeout) unwinding a long run like Ctrl-C, so that
-its finally blocks stop agents, datapath, broker and testbeds: a leftover namespace
+"""SIGTERM (kill, a job scheduler, timeout) and SIGINT (Ctrl-C) unwinding a long run, so
+that its finally blocks stop agents, datapath, broker and testbeds: a leftover namespace
 breaks the next run.
+
+The first signal unwinds; a second one while the run is tearing down is noted and
+ignored, or it would cut the teardown short and leave namespaces behind (SIGKILL still
+ends the process; ``intcc testbed down`` then removes what it left).
 
 Only in the process that installed the handler. Processes it forks inherit the handler
 (pyroute2's netns helpers, which pyroute2 itself ends with SIGTERM): an exception raised
@@ -11,15 +15,36 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+
+UNWOUND_BY = (signal.SIGTERM, signal.SIGINT)
+
+
+def unwind_on_signals(raise_in_owner, signals=UNWOUND_BY) -> dict:
+    """Install the handler for ``signals``; ``raise_in_owner(signum)`` raises in the
+    installing process at the first one. Returns {signal: previous handler}, for
+    ``restore``."""
+    owner_pid = os.getpid()
+    unwinding = []
+
+    def on_signal(signum, _frame):
+        if os.getpid() != owner_pid:
+            os._exit(128 + signum)
+        if unwinding:
+            print(f"{signal.Signals(signum).name}: still tearing down, please wait (SIGKILL would leave the "
+                  f"testbed behind: 'intcc testbed down' removes it)", file=sys.stderr, flush=True)
+            return
+        unwinding.append(signum)
+        raise_in_owner(signum)
+    return {s: signal.signal(s, on_signal) for s in signals}
+
+
+def restore(previous: dict) -> None:
+    for s, handler in previous.items():
+        signal.signal(s, handler)
 
 
 def unwind_on_sigterm(raise_in_owner):
-    """Install the handler; ``raise_in_owner(signum)`` raises in the installing process.
-    Returns the previous handler (for signal.signal to restore)."""
-    owner_pid = os.getpid()
-
-    def on_sigterm(signum, _frame):
-        if os.getpid() != owner_pid:
-            os._exit(128 + signum)
-        raise_in_owner(signum)
-    return signal.signal(signal.SIGTERM, on_sigterm)
+    """SIGTERM alone (SIGINT keeps raising KeyboardInterrupt); returns the previous
+    handler, for signal.signal to restore."""
+    return unwind_on_signals(raise_in_owner, (signal.SIGTERM,))[signal.SIGTERM]

@@ -98,6 +98,36 @@ def cubic_fidelity() -> str:
     return "\n".join(out)
 
 
+def _neighbour_harms() -> list[tuple[float, float]]:
+    """(pooled harm, mean |harm| per run) of each INT-aware cell of congestion_fairness."""
+    records = load_records([os.path.join(ROOT, CONGESTION_FAIRNESS)])
+    out = []
+    for loss in sorted({r["loss_pct"] for r in records}):
+        for n in sorted({r["competitors"] for r in records if r.get("competitors")}):
+            base = {r["loss_seed"]: r for r in records if r["loss_pct"] == loss and r["algorithm"] == f"kernel cubic vs {n}"}
+            for alg in ("cubic-int L1", "cubic-int L2"):
+                paired = [(r, base[r["loss_seed"]]) for r in records if r["loss_pct"] == loss
+                          and r["algorithm"] == f"{alg} vs {n}" and r["loss_seed"] in base]
+                if not paired:
+                    continue
+                per_run = [1 - r["competitor_goodput_mbps"] / b["competitor_goodput_mbps"]
+                           for r, b in paired if b["competitor_goodput_mbps"] > 0]
+                pooled = 1 - sum(r["competitor_goodput_mbps"] for r, _ in paired) / sum(
+                    b["competitor_goodput_mbps"] for _, b in paired)
+                out.append((pooled, statistics.mean(map(abs, per_run))))
+    return out
+
+
+def congestion_fairness_headline() -> str:
+    harms = _neighbour_harms()
+    pooled, absolute = [h for h, _ in harms], [a for _, a in harms]
+    return (f"**Harm to neighbours**: beside 1 or 3 kernel cubic flows at 0–5 % link loss, an INT-aware flow "
+            f"takes {_pct(min(pooled))[:-2]} to {_pct(max(pooled))} of their goodput (pooled per cell; "
+            f"{_pct(min(absolute))[:-2]}–{_pct(max(absolute))} as a mean of absolute per-run harms) against a kernel "
+            f"cubic flow in its place, on the same loss draws (`{provenance_of(_load(CONGESTION_FAIRNESS)).command}`; "
+            f"the table in [docs/experiments.md](docs/experiments.md#results)).")
+
+
 def congestion_fairness() -> str:
     """What an INT-aware flow takes from kernel-cubic neighbours: their goodput beside it
     against beside a kernel cubic flow, same loss draws; harm = 1 - that ratio."""
@@ -274,6 +304,7 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "lossy-link": lossy_link,
     "cubic-fidelity": cubic_fidelity,
     "congestion-fairness": congestion_fairness,
+    "congestion-fairness-headline": congestion_fairness_headline,
     "fairness": fairness,
     "fairness-headline": fairness_headline,
     "estimator": estimator,

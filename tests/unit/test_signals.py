@@ -30,3 +30,20 @@ def test_sigterm_unwinds_the_owner_and_ends_a_forked_copy_at_once():
             os.kill(os.getpid(), signal.SIGTERM)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_sigint_unwinds_like_sigterm_and_a_second_signal_does_not_cut_the_teardown_short():
+    from experiments.signals import restore, unwind_on_signals
+    previous = unwind_on_signals(_raise)
+    torn_down = []
+    try:
+        with pytest.raises(Unwound):
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+            finally:
+                os.kill(os.getpid(), signal.SIGTERM)     # during the teardown: noted, not raised
+                torn_down.append(True)
+        assert torn_down == [True]
+    finally:
+        restore(previous)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
