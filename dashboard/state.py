@@ -44,7 +44,7 @@ class DashboardState:
         self.flows: dict[str, _Series] = {}
         self.decisions: dict[str, _Series] = {}       # the senders' decisions, by flow
         self.events: deque = deque(maxlen=1000)       # verdicts (changes only) and switches
-        self._verdicts: dict[str, str] = {}
+        self._verdicts: dict[str, dict] = {}          # flow id -> its latest verdict
         self._arrivals: deque = deque()                # (arrival s, kind) for records/s
         self._sinks: dict[int, float] = {}             # sink node id -> newest record's arrival
         self.seq = 0                                   # bumped per closed second: pages ask since
@@ -66,8 +66,9 @@ class DashboardState:
                 self.events.append({"t": now, "kind": "switch", "flow_id": rec.flow_id, "from": rec.from_cca,
                                     "to": rec.to_cca, "verdict": rec.verdict})
             elif isinstance(rec, EstimateRecord):
-                if self._verdicts.get(rec.flow_id) != rec.estimate:
-                    self._verdicts[rec.flow_id] = rec.estimate
+                before = self._verdicts.get(rec.flow_id, {}).get("estimate")
+                self._verdicts[rec.flow_id] = {"estimate": rec.estimate, "confidence": rec.confidence, "t": now}
+                if before != rec.estimate:
                     self.events.append({"t": now, "kind": "verdict", "flow_id": rec.flow_id,
                                         "estimate": rec.estimate, "confidence": rec.confidence})
 
@@ -187,7 +188,7 @@ class DashboardState:
             per_kind[kind] = per_kind.get(kind, 0) + 1
         span = min(RATE_WINDOW_S, max(now - (self._arrivals[0][0] if self._arrivals else now), 1.0))
         paths = {fid: [h.node_id for h in s.latest.path] for fid, s in self.flows.items() if s.latest is not None}
-        return {"paths": paths, "worst": self._worst(now),
+        return {"paths": paths, "worst": self._worst(now), "verdicts": dict(self._verdicts),
                 "health": {"records_per_s": {k: round(v / span, 1) for k, v in sorted(per_kind.items())},
                            "sink_age_s": {str(k): round(now - t, 2) for k, t in sorted(self._sinks.items())}}}
 

@@ -290,15 +290,17 @@ def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, 
     end and the time from flow 1's start to a stable correct verdict."""
     import sys
     from experiments.estimator_live import live_eval
-    from experiments.signals import unwind_on_signals
+    from experiments.signals import restore as restore_signals, unwind_on_signals
     from .features import TraceError
     from .model import ModelError
-    unwind_on_signals(lambda signum: sys.exit(128 + signum))   # its testbeds, agent and datapath stopped
+    previous = unwind_on_signals(lambda signum: sys.exit(128 + signum))   # its testbeds, agent and datapath stopped
     try:
         res = live_eval(model_path, runs, seed, distribution, seconds, window, interval_s, out_path,
                         echo=click.echo, first=first, udp_cross=udp_cross)
     except (ModelError, TraceError, OSError) as e:
         raise click.ClickException(str(e))
+    finally:
+        restore_signals(previous)
     click.echo(f"{res['live_runs']} live runs ({len(res['failed'])} failed): final verdict (w={window}) right in "
                f"{res['final_accuracy']}; per local CCA {res['per_local']}; {res['stable_correct_runs']} runs reach "
                f"a stable correct verdict, median {res['median_stable_correct_s']} s after flow 1's start")

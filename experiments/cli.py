@@ -185,7 +185,7 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat,
     from .runner import run_scenario
     from .tables import table, table_by_algorithm
     from .scenario import ScenarioError, load
-    from .signals import unwind_on_signals
+    from .signals import restore as restore_signals, unwind_on_signals
     from .testbed import TestbedError
     try:
         sc = load(scenario, quick=quick)
@@ -228,11 +228,13 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat,
     n = sum(1 for _ in sc.runs())
     click.echo(f"{sc.name}: {n} runs of {sc.seconds:g} s" + (f" on {jobs} testbeds" if jobs > 1 else "")
                + f" -> {out_dir}")
-    unwind_on_signals(lambda signum: sys.exit(128 + signum))   # agents, datapath, testbeds stopped
+    previous = unwind_on_signals(lambda signum: sys.exit(128 + signum))   # agents, datapath, testbeds stopped
     try:
         records = run_scenario(sc, out_dir, echo=click.echo, jobs=jobs, dashboard_port=dashboard_port)
     except (TestbedError, OSError, RuntimeError) as exc:
         raise click.ClickException(str(exc))
+    finally:
+        restore_signals(previous)
     key = next(iter(sc.sweep), None)
     baseline = next((a.label for a in sc.algorithms if a.cca == "cubic"), None)
     click.echo("")

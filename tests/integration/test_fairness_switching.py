@@ -12,8 +12,8 @@ from experiments.teardown import list_testbeds
 
 def test_the_quick_fairness_scenario_gives_d_harm_and_plots(tmp_path):
     out = tmp_path / "fs"
-    # one mode of each kind (mirror w10 and w50 differ from w1 by an option only)
-    modes = ("not used", "oracle", "oracle ccp", "mirror w1", "mirror w50 late")
+    # one mode of each kind (mirror int w10 and w50 differ from w1 by an option only)
+    modes = ("not used", "oracle", "oracle ccp", "mirror int w1", "mirror int w50 late")
     res = CliRunner().invoke(exp_group, ["run", "fairness_switching", "--quick", "--seed", "11", "--out", str(out)]
                              + [a for m in modes for a in ("--algorithm", m)])
     assert res.exit_code == 0, res.output
@@ -33,12 +33,12 @@ def test_the_quick_fairness_scenario_gives_d_harm_and_plots(tmp_path):
     assert by[("oracle", "vegas")]["flow1"] == "vegas" and by[("oracle", "bbr")]["flow1"] == "bbr"
     assert by[("oracle ccp", "bbr")]["flow1"] == "bbr" and by[("oracle ccp", "vegas")]["flow1"] == "vegas"
     for c in ("bbr", "vegas"):
-        assert by[("mirror w1", c)]["flow1"] == "adaptive" and "switches" in by[("mirror w1", c)]
-    late = by[("mirror w50 late", "bbr")]
+        assert by[("mirror int w1", c)]["flow1"] == "adaptive" and "switches" in by[("mirror int w1", c)]
+    late = by[("mirror int w50 late", "bbr")]
     assert "goodput_mbps_with_competitors" in late
     assert "harm" in res.output and "mean |D|" in res.output
     for png in ("d_box.png", "abs_d.png"):
         assert (out / png).stat().st_size > 5000
-    assert (out / "runs" / "mirror-w1_competitor-vegas_r0" / "timeline.png").exists()
+    assert (out / "runs" / "mirror-int-w1_competitor-vegas_r0" / "timeline.png").exists()
     assert not [p for p in os.listdir(out / "runs") if p.endswith(".agent-trace.csv")]   # every row claimed
     assert "exp" not in list_testbeds()

@@ -103,6 +103,9 @@ def test_verdict_changes_and_switches_are_events():
                         votes={"bbr": 9}, policy="mirror"))
     kinds = [(e["kind"], e.get("estimate") or e.get("to")) for e in st.snapshot()["events"]]
     assert kinds == [("verdict", "cubic"), ("verdict", "bbr"), ("switch", "bbr")]
+    # each flow's latest verdict, for the Paths view, in the snapshot and in every update
+    for view in (st.snapshot(), st.since(0)):
+        assert view["verdicts"][FID]["estimate"] == "bbr" and view["verdicts"][FID]["confidence"] == 0.9
 
 
 def test_metrics_parse_and_match_the_latest_records():

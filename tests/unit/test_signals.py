@@ -34,6 +34,7 @@ def test_sigterm_unwinds_the_owner_and_ends_a_forked_copy_at_once():
 
 def test_sigint_unwinds_like_sigterm_and_a_second_signal_does_not_cut_the_teardown_short():
     from experiments.signals import restore, unwind_on_signals
+    before = signal.getsignal(signal.SIGINT)
     previous = unwind_on_signals(_raise)
     torn_down = []
     try:
@@ -46,4 +47,4 @@ def test_sigint_unwinds_like_sigterm_and_a_second_signal_does_not_cut_the_teardo
         assert torn_down == [True]
     finally:
         restore(previous)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before
