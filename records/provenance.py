@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = _REPO_ROOT     # the checkout the records describe
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ def command_line(argv: Optional[list] = None) -> str:
     argv = list(sys.argv if argv is None else argv)
     if argv and os.path.basename(argv[0]) in ("intcc", "__main__.py"):
         argv[0] = "intcc"
+    elif argv and argv[0].endswith(".py") and os.path.abspath(argv[0]).startswith(_REPO_ROOT + os.sep):
+        # python -m tests.perf.bench_x puts the file's path in argv[0]: give the module back
+        module = os.path.relpath(os.path.abspath(argv[0]), _REPO_ROOT)[:-3].replace(os.sep, ".")
+        return shlex.join(["python", "-m", module, *argv[1:]])
     return shlex.join(argv)
 
 
