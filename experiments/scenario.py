@@ -79,11 +79,15 @@ class ScenarioError(ValueError):
 def _model_uses_int(options: List[str]) -> bool:
     """Whether the ``--model`` in an adaptive algorithm's options has features beyond
     Table I (from the metadata saved beside it); the agent checks the model itself."""
-    if "--model" not in options or options.index("--model") + 1 >= len(options):
-        return False
+    from estimator import DEFAULT_MODEL
     from estimator.features import TraceError
     from estimator.int_features import uses_int
-    path = options[options.index("--model") + 1]
+    if "--model" not in options:
+        path = DEFAULT_MODEL                      # the agent's default when no --model is given
+    elif options.index("--model") + 1 >= len(options):
+        return False
+    else:
+        path = options[options.index("--model") + 1]
     if not os.path.isabs(path) and not os.path.exists(path):
         path = os.path.join(PROJECT, path)
     try:

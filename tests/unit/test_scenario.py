@@ -284,7 +284,8 @@ def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():
     assert opts[opts.index("--model") + 1].endswith("/estimator/models/archive/cca_rf_int_t2.joblib")   # made absolute
     assert by_label["mirror int w50 late"].competitor_delay_s == 10
     name, opts = by_label["mirror default w50"].for_run("bbr", 1).agent([5202])
-    assert name == "adaptive" and "--model" not in opts                             # the default model
+    assert name == "adaptive" and "--model" not in opts                             # the default model,
+    assert by_label["mirror default w50"].needs_telemetry                           # which reads INT
     assert {by_label["not used"].for_run("bbr", s).cca for s in range(40)} == {"bbr", "cubic", "reno", None}
 
 
