@@ -55,6 +55,9 @@ def _add_groups():
     from dashboard.cli import dashboard_cmd
     from estimator.cli import estimator_group
     from experiments.cli import exp_group, testbed_group
+    from experiments.estimator_cli import collect_cmd, live_eval_cmd
+    estimator_group.add_command(collect_cmd)      # the estimator's commands that run testbeds
+    estimator_group.add_command(live_eval_cmd)
     from int_node.cli import node_group
     main.add_command(node_group)
     main.add_command(testbed_group)

@@ -1,7 +1,9 @@
-"""The house is built ground up (DESIGN.md): a package imports only from its own
-floor or the floors below. Entry points (``<pkg>.cli``, ``__main__``, the node
-launcher) compose the floors and may import anything; nothing else imports them.
-Imports inside functions count: a lazy import is still a dependency."""
+"""The house is built ground up (docs/design.md): a package imports only from its own
+floor or the floors below, its command line (``<pkg>.cli``) included: a package's commands
+compose what is on its floor and below. The top (``intcc``), ``__main__`` modules and the
+node launcher compose the floors and may import anything; nothing else imports an entry
+point or a command line. Imports inside functions count: a lazy import is still a
+dependency."""
 import ast
 import os
 
@@ -21,8 +23,14 @@ ENTRY_POINTS = {"broker.node"}
 
 
 def is_entry_point(module: str) -> bool:
+    """Exempt from the floors: the top package, ``__main__`` modules, the node launcher."""
     last = module.rsplit(".", 1)[-1]
-    return module in ENTRY_POINTS or last in ("cli", "__main__") or module.split(".")[0] == "intcc"
+    return module in ENTRY_POINTS or last == "__main__" or module.split(".")[0] == "intcc"
+
+
+def is_command_line(module: str) -> bool:
+    """``<pkg>.cli``: bound by its package's floor; only the top imports it."""
+    return module.rsplit(".", 1)[-1] == "cli"
 
 
 def imports_of(path: str, module: str):
@@ -66,7 +74,7 @@ def violations(root: str = ROOT):
                                      f"(floor {FLOORS[top]})")
                     else:
                         found += [f"{rel}.py:{line}: imports the entry point {m}" for m in modules
-                                  if is_entry_point(m)][:1]
+                                  if is_entry_point(m) or is_command_line(m)][:1]
     return found
 
 
@@ -82,8 +90,11 @@ def test_an_upward_import_is_caught(tmp_path):
     (tmp_path / "telemetry" / "schema.py").write_text("from .flowid import FLOW_ID_RE\n")
     (tmp_path / "estimator" / "evaluate.py").write_text("from experiments.estimator_collect import collect\n")
     (tmp_path / "broker" / "x.py").write_text("from estimator import cli\n")
+    # a command line is bound by its floor too: estimator's may not reach into experiments
+    (tmp_path / "estimator" / "cli.py").write_text("def run():\n    from experiments.estimator_live import live_eval\n")
     found = violations(str(tmp_path))
-    assert len(found) == 3, found
+    assert len(found) == 4, found
+    assert any("estimator.cli.py:2: estimator (floor 2) imports experiments.estimator_live" in v for v in found)
     assert any("int_node.exporters.py:2: int_node (floor 0) imports broker.publisher" in v for v in found)
     assert any("estimator (floor 2) imports experiments.estimator_collect" in v for v in found)
     assert any("imports the entry point estimator.cli" in v for v in found)
