@@ -15,7 +15,9 @@ import os
 
 import numpy as np
 
-DEFAULT_RESAMPLES = 4000
+from records import bootstrap
+
+DEFAULT_RESAMPLES = bootstrap.DEFAULT_RESAMPLES
 FEW_RUNS = 5        # a bootstrap of fewer runs sees too few of the possible outcomes
 
 
@@ -68,14 +70,12 @@ def ratio_ci(values, baseline, resamples: int = DEFAULT_RESAMPLES, level: float 
         raise CompareError("paired runs need as many runs on each side")
     if b.mean() <= 0:
         raise CompareError("the baseline's mean goodput is 0: no ratio")
-    rng = np.random.default_rng(seed)
-    idx_a = rng.integers(0, a.size, (resamples, a.size))
-    idx_b = idx_a if paired else rng.integers(0, b.size, (resamples, b.size))
-    ma, mb = a[idx_a].mean(axis=1), b[idx_b].mean(axis=1)
-    ok = mb > 0
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(ma[ok] / mb[ok], [tail, 100 - tail])
-    return float(a.mean() / b.mean()), float(low), float(high)
+    def ratio(x, y):
+        my = y.mean(axis=-1)
+        return np.where(my > 0, x.mean(axis=-1) / np.where(my > 0, my, 1), np.nan)   # a 0 baseline: no ratio
+    low, high = bootstrap.interval(bootstrap.draws(ratio, [a, b], resamples, np.random.default_rng(seed), paired),
+                                   level)
+    return float(a.mean() / b.mean()), low, high
 
 
 def _pairs(runs, base_runs, metric):

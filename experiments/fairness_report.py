@@ -22,6 +22,8 @@ import statistics
 
 import numpy as np
 
+from records import bootstrap
+
 from .fairness import goodput_difference, harm, switched_goodputs
 from .metrics import DIFFERENCE_PARTS as PARTS, algorithm_spans, goodput_difference_parts
 
@@ -33,12 +35,7 @@ COLOURS = {"bbr": "tab:blue", "cubic": "tab:orange", "reno": "tab:green", "vegas
 
 def _ci(values, resamples: int = 4000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap 95 % interval of the mean (the value itself for one run)."""
-    a = np.asarray(values, float)
-    if a.size < 2:
-        return float(a.mean()), float(a.mean())
-    means = a[np.random.default_rng(seed).integers(0, a.size, (resamples, a.size))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)
+    return bootstrap.mean_interval(values, resamples, seed)
 
 
 def _network(r: dict) -> tuple:
@@ -187,8 +184,7 @@ def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> li
 
     def boot(a, b, stat):
         """stat(a, b) and its paired bootstrap draws (resampling networks)."""
-        idx = rng.integers(0, a.size, (resamples, a.size))
-        return float(stat(a, b)), stat(a[idx], b[idx])
+        return float(stat(a, b)), bootstrap.draws(stat, [a, b], resamples, rng)
 
     def cut(a, b):
         return 1 - a.mean(axis=-1) / np.maximum(b.mean(axis=-1), 1e-12)
@@ -207,19 +203,19 @@ def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> li
             if a.size and b.mean() > 0:
                 value, draws = boot(a, b, cut)
                 cut_draws.setdefault(mode, []).append(draws)
-                row.update(cut_vs_not_used=value, cut_ci=tuple(np.percentile(draws, [2.5, 97.5])),
+                row.update(cut_vs_not_used=value, cut_ci=bootstrap.interval(draws),
                            cut_networks=int(a.size))
             a, o = _paired(records, comp, mode, ORACLE) if not _is(mode, ORACLE) else (np.array([]), None)
             if a.size:
                 value, draws = boot(a, o, gap)
-                row.update(gap_to_oracle=value, gap_ci=tuple(np.percentile(draws, [2.5, 97.5])),
+                row.update(gap_to_oracle=value, gap_ci=bootstrap.interval(draws),
                            gap_networks=int(a.size))
             if len(row) > 2:
                 out.append(row)
         if len(cut_draws.get(mode, [])) == len(competitors) > 1:
             cuts = [r["cut_vs_not_used"] for r in out if r["mode"] == mode and "cut_vs_not_used" in r]
             out.append({"competitor": "all", "mode": mode, "cut_vs_not_used": float(np.mean(cuts)),
-                        "cut_ci": tuple(np.percentile(np.mean(cut_draws[mode], axis=0), [2.5, 97.5]))})
+                        "cut_ci": bootstrap.interval(np.mean(cut_draws[mode], axis=0))})
     return out
 
 

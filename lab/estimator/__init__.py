@@ -8,14 +8,15 @@ import numpy as np
 from estimator.dataset import COMPETITOR_SETTLE_S, load_raw, load_run, run_paths, tcp_competitors
 from estimator.evaluate import load_dataset
 from estimator.flow_features import CompetitorSeries
+from records import bootstrap
 
 
 def paired(a: dict, b: dict, seed: int = 0) -> dict:
     """b - a per run (the keys of ``a``), its mean with a bootstrap 95 % CI, and how many
     runs went each way."""
     d = np.array([b[k] - a[k] for k in sorted(a)])
-    boot = np.random.default_rng(seed).choice(d, (5000, len(d))).mean(axis=1)
-    return {"mean": float(d.mean()), "ci95": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
+    ci = bootstrap.interval(bootstrap.draws(lambda x: x.mean(axis=-1), [d], 5000, np.random.default_rng(seed)))
+    return {"mean": float(d.mean()), "ci95": list(ci),
             "better_runs": int((d > 0).sum()), "worse_runs": int((d < 0).sum())}
 
 
