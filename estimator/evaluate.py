@@ -12,6 +12,7 @@ from .flow_features import CompetitorSeries, competitor_features
 from .int_features import FEATURE_SETS, busy_pps, int_features, select_features, uses_flows
 from .int_series import record_stream
 from .model import CCAEstimator
+from .model_selection import assign_folds
 from .vote import first_stable_correct, vote_series
 
 VOTE_WINDOWS = (1, 10, 20, 30, 40, 50)
@@ -248,18 +249,9 @@ def format_by_condition(res: dict, condition: str) -> str:
 
 
 def fold_of(runs, folds: int, seed: int = 0) -> np.ndarray:
-    """Each run's fold (0..folds-1), whole runs, every CCA pair spread evenly over the folds."""
-    rng = np.random.default_rng(seed)
-    fold = np.empty(len(runs), int)
-    by_pair = {}
-    for i, r in enumerate(runs):
-        by_pair.setdefault(r.pair, []).append(i)
-    offset = 0
-    for pair in sorted(by_pair):
-        idx = np.asarray(by_pair[pair])[rng.permutation(len(by_pair[pair]))]
-        fold[idx] = (np.arange(len(idx)) + offset) % folds     # offset: the remainders spread too
-        offset += len(idx)
-    return fold
+    """Each run's fold (0..folds-1), whole runs, every CCA pair spread evenly over the folds
+    (the assignment ``model_selection.RunFolds`` makes for scikit-learn)."""
+    return assign_folds([r.pair for r in runs], folds, seed)
 
 
 def cross_validate(runs, folds: int = 5, grid=None, seed: int = 0, feature_set: str = "table1",

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from estimator.features import FEATURES
-from estimator.model import CCAS, CCAEstimator, ModelError
+from estimator.model import CCAS, CCAEstimator, ModelError, with_local_cca
+from estimator.model_selection import RunFolds
 from estimator.vote import MajorityVote, vote_series
 
 
@@ -72,8 +73,12 @@ def test_shared_forest_uses_the_local_cca_and_round_trips(tmp_path):
     back = CCAEstimator.load(path)
     assert back.shared
     np.testing.assert_array_equal(back.predict(Xt, "cubic"), est.predict(Xt, "cubic"))
-    classes, proba = back.predict_proba(Xt[:3], "bbr")
-    assert proba.shape == (3, len(classes))
+    proba = back.predict_proba(Xt[:3], "bbr")
+    assert proba.shape == (3, len(CCAS)) and np.allclose(proba.sum(axis=1), 1)
+    # rows of several local CCAs at once, in the single-array form: the same answers
+    mixed = with_local_cca(Xt, lt)
+    np.testing.assert_array_equal(back.predict(mixed), np.concatenate(
+        [back.predict(Xt[i:i + 1], lt[i]) for i in range(len(Xt))]))
 
 
 def test_bad_inputs_are_named(tmp_path):
@@ -124,3 +129,47 @@ def test_the_default_model_is_the_current_release_and_eval_prints_its_own_target
     assert "mean accuracy over pairs: 0.500  (target 0.85" in text and "at w=50:  (target 0.9" in text
     assert "paper" not in text                                    # the paper's figures are not this model's
     assert "no target recorded" in format_tables(res, {})
+
+
+def test_the_estimator_follows_scikit_learns_api_clone_pipeline_grid_search_and_cross_val_score():
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+    X, y, local, groups = synthetic(np.random.default_rng(11), experiments=24)
+    Xl = with_local_cca(X, local)
+    est = CCAEstimator(grid={"n_estimators": [10], "max_depth": [4]}, folds=2, seed=1)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params() and not hasattr(twin, "models_")
+    scores = cross_val_score(est, Xl, y, groups=groups, cv=RunFolds(3))
+    assert scores.shape == (3,) and scores.mean() > 0.5                   # the synthetic CCAs are separable
+    pipe = Pipeline([("same", FunctionTransformer()), ("rf", clone(est))]).fit(Xl, y)
+    assert (pipe.predict(Xl) == y).mean() > 0.8
+    search = GridSearchCV(est, {"shared": [False, True]}, cv=RunFolds(2)).fit(Xl, y, groups=groups)
+    assert search.best_params_["shared"] in (False, True)
+    # the control: shuffled labels score at chance
+    shuffled = np.random.default_rng(0).permutation(y)
+    assert cross_val_score(est, Xl, shuffled, groups=groups, cv=RunFolds(3)).mean() < 0.4
+
+
+def test_run_folds_keep_a_run_whole_and_deal_the_folds_as_the_list_of_runs_is_dealt():
+    from estimator.evaluate import fold_of
+    from estimator.model_selection import assign_folds
+    X, y, local, groups = synthetic(np.random.default_rng(2), experiments=16)
+    Xl = with_local_cca(X, local)
+    seen = set()
+    for train, test in RunFolds(4, seed=3).split(Xl, y, groups):
+        assert not set(groups[train]) & set(groups[test])
+        seen |= set(groups[test])
+    assert seen == set(groups)
+    runs = list(dict.fromkeys(groups))
+    first = {g: i for i, g in reversed(list(enumerate(groups)))}
+    pairs = [(local[first[g]], y[first[g]]) for g in runs]
+    by_run = dict(zip(runs, assign_folds(pairs, 4, 3)))
+    for k, (_, test) in enumerate(RunFolds(4, seed=3).split(Xl, y, groups)):
+        assert {by_run[g] for g in groups[test]} == {k}
+
+    class R:                                  # fold_of over Run objects deals the same way
+        def __init__(self, pair):
+            self.pair = pair
+    assert list(fold_of([R(p) for p in pairs], 4, 3)) == [by_run[g] for g in runs]
