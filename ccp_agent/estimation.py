@@ -20,7 +20,6 @@ gets one error message and is left alone: it stays on the algorithm it has.
 """
 from __future__ import annotations
 
-import collections
 import ipaddress
 import multiprocessing as mp
 import os
@@ -28,6 +27,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from types import SimpleNamespace
+
+from estimator.loop import EstimationLoop, WatchedFlow
 
 from .child import fork_child, stop_child
 
@@ -55,20 +56,17 @@ class Verdict:
     row_estimate: str | None = None  # this step's own estimate, the vote's newest entry
 
 
-class _Watched:
-    """One flow under estimation, in the child."""
+class _Located(WatchedFlow):
+    """One of the agent's flows: found by its 4-tuple in the datapath's flows.json, its
+    sending socket's namespace and interface located, captured there."""
 
     def __init__(self, sid, ccp_tuple, local_cca, model, window, directory: FlowDirectory, warmup_s: float = 0.0):
         from estimator.online import OnlineEstimator
+        super().__init__(OnlineEstimator(model, local_cca, window), warmup_s)
         self.sid, self.ccp_tuple = sid, ccp_tuple
-        self.model = model
         self.directory = directory
-        self.capture = self.tail = None
+        self.capture = None
         self.pcap = None
-        self.est = OnlineEstimator(model, local_cca, window)
-        self.started = False
-        self.warmup_s = warmup_s
-        self.vote_from = time.monotonic() + warmup_s      # no estimates before (training rows skip a warm-up)
 
     def start(self):
         """Find the flow and start its capture (raises LocateError / TraceError)."""
@@ -89,32 +87,6 @@ class _Watched:
         self.capture.__enter__()
         self.tail = PcapTail(self.pcap)
         self.started = True
-
-    def add_record(self, rec):
-        self.est.add_record(rec)
-
-    def local_changed(self, cca: str):
-        """A new local algorithm: the model for it (the features go on over the whole
-        flow, the time on the earlier algorithm included); a warm-up again. The vote
-        goes on: its estimates were of the same competitor (a fresh vote after every
-        switch let the first few estimates of the new local CCA, in the switch's
-        transient, switch the flow back: flows flip-flopped every 10 s)."""
-        self.est.model._model(cca)
-        self.est.local_cca = cca
-        self.est.t0 = time.monotonic()
-        self.vote_from = time.monotonic() + self.warmup_s
-
-    def step(self):
-        self.est.feed_pcap(self.tail)
-        if time.monotonic() < self.vote_from:
-            return None
-        if self.est.uses_int:
-            # the warm-up counts from the competitor's arrival too (one that came 10 s
-            # late met a vote already full of a lone flow's estimates)
-            age = self.est.competitor_age_s()
-            if age is None or age < self.warmup_s:
-                return None
-        return self.est.step()
 
     def stop(self):
         if self.capture is not None:
@@ -138,31 +110,28 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
         conn.send(("error", None, str(e)))
         return
     publisher = view = None
-    # records arrive on paho's thread; the loop below hands them to the flows (one thread
-    # touches an estimator); a bounded queue: a stalled loop loses old records, not memory
-    records: collections.deque = collections.deque(maxlen=100_000)
-    recent: collections.deque = collections.deque(maxlen=100_000)     # (arrival, record), REPLAY_S
     if broker_url:
         from estimator.online import Publisher
         publisher = Publisher(broker_url)
-        if _uses_int(model):
-            from broker.subscriber import TelemetryView
-            from telemetry.schema import FLOW_TOPIC, HOP_TOPIC, FlowRecord, HopRecord
-            # hop records for every INT model: the competitors' rates a switch matches
-            topics = (FLOW_TOPIC.format(flow_id="+"), HOP_TOPIC.format(node_id="+"))
-            view = TelemetryView(broker_url, topics=topics)
-            view.on_record(lambda rec, topic: records.append(rec) if isinstance(rec, (FlowRecord, HopRecord))
-                           else None)
-            view.start()
     elif _uses_int(model):
         conn.send(("error", None, f"{model_path} uses INT features: the estimator needs the sink's telemetry "
                                   f"(--broker)"))
         return
+    loop = EstimationLoop(publisher, replay_s=REPLAY_S)
+    if broker_url and _uses_int(model):
+        from broker.subscriber import TelemetryView
+        from telemetry.schema import FLOW_TOPIC, HOP_TOPIC
+        # hop records for every INT model: the competitors' rates a switch matches
+        view = TelemetryView(broker_url, topics=(FLOW_TOPIC.format(flow_id="+"), HOP_TOPIC.format(node_id="+")))
+        view.on_record(lambda rec, topic: loop.add_record(rec))      # paho's thread; the loop's deque
+        view.start()
     directory = FlowDirectory(state_dir)
     requester = ReportRequester()
-    flows: dict[int, _Watched] = {}
     next_step = time.monotonic() + interval_s
     next_sweep = time.monotonic() + SWEEP_S
+
+    def failed(sid, e):
+        conn.send(("error", sid, f"flow {sid}: {e}"))
     try:
         while os.getppid() == parent_pid:
             if conn.poll(max(0.0, next_step - time.monotonic())):
@@ -173,57 +142,31 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
                 kind, sid = msg[0], msg[1]
                 try:
                     if kind == "observe":
-                        flows[sid] = _Watched(sid, msg[2], msg[3], model, window, directory, warmup_s)
-                    elif kind == "local" and sid in flows:
-                        flows[sid].local_changed(msg[2])
+                        loop.watch(sid, _Located(sid, msg[2], msg[3], model, window, directory, warmup_s))
+                    elif kind == "local" and sid in loop.flows:
+                        loop.flows[sid].local_changed(msg[2])
                     elif kind == "publish" and publisher is not None:
                         publisher.client.publish(msg[2], msg[3], qos=0)
                 except (ModelError, LocateError, TraceError, OSError) as e:
                     conn.send(("error", sid, str(e)))
-                    flows.pop(sid, None)
+                    loop.forget(sid)
                 continue
             next_step += interval_s
             if time.monotonic() >= next_sweep:      # flows that ended: their captures stop
                 next_sweep = time.monotonic() + SWEEP_S
                 live = directory.live_tuples()
-                for sid, w in list(flows.items()):
+                for sid, w in list(loop.flows.items()):
                     if w.started and live is not None and w.ccp_tuple not in live:
-                        w.stop()
-                        del flows[sid]
-            now = time.monotonic()
-            while records:
-                rec = records.popleft()
-                recent.append((now, rec))
-                for w in flows.values():
-                    if w.started:
-                        w.add_record(rec)
-            while recent and recent[0][0] < now - REPLAY_S:
-                recent.popleft()
-            for sid, w in list(flows.items()):
-                try:
-                    if not w.started:
-                        w.start()
-                        for _, rec in recent:
-                            w.add_record(rec)
-                    step = w.step()
-                except (LocateError, TraceError, ModelError, OSError) as e:
-                    conn.send(("error", sid, f"flow {sid}: {e}"))
-                    w.stop()
-                    del flows[sid]
-                    continue
-                if step is None or step.flow_id is None:
-                    continue
+                        loop.forget(sid)
+            for sid, step, _record in loop.step_all(failed, errors=(LocateError,)):   # published by the loop
                 v = step.verdict
                 conn.send(("verdict", sid, Verdict(sid, step.flow_id, v.estimate, v.confidence, v.votes, step.t_s,
                                                     time.monotonic_ns(), step.competitor_rate_ratio, step.estimate)))
                 requester.request(sid)              # the agent reads it at the report this brings
-                if publisher is not None:
-                    publisher.publish(w.est.record(step))
     except BrokenPipeError:
         pass                                         # the agent is gone: so are we
     finally:
-        for w in flows.values():
-            w.stop()
+        loop.stop()
         if view is not None:
             view.stop()
         if publisher is not None:

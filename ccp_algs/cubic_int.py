@@ -53,13 +53,31 @@ def bottleneck(rec):
     return min(hops, key=lambda h: h.queue_capacity_bytes - h.queue_depth_bytes)
 
 
+_UNREAD = object()
+
+
 class CubicIntFlow(CubicFlow):
     def __init__(self, alg, datapath, datapath_info):
         self.flow_id = None
         self.seen_congestion = self.seen_link = 0
+        self._snapshot = _UNREAD
         super().__init__(alg, datapath, datapath_info)
 
+    def on_report(self, r):
+        # one telemetry snapshot per report: HyStart's check, the datapath's slow start,
+        # Eq. (1) and the loss backoff all read the record its first use fetched
+        self._snapshot = _UNREAD
+        try:
+            return super().on_report(r)
+        finally:
+            self._snapshot = _UNREAD        # between reports (a switch, an install) read afresh
+
     def _telemetry(self):
+        if self._snapshot is _UNREAD:
+            self._snapshot = self._read_telemetry()
+        return self._snapshot
+
+    def _read_telemetry(self):
         alg = self.alg
         if alg.telemetry is None:
             return None

@@ -230,65 +230,60 @@ def _emit_tables(res: dict, json_path: str | None, conditions=(), targets=None):
 def run_cmd(netns, interface, model_path, local_cca, sender, window, interval_s, broker_url, telemetry_url,
             seconds, as_json):
     """Estimate online for a live flow (root): capture, features, forest, vote, publish."""
-    import collections
     import tempfile
     import time as _time
     from .capture import Capture, PcapTail
     from .features import TraceError
+    from .loop import EstimationLoop, WatchedFlow
     from .model import CCAEstimator, ModelError
     from .online import OnlineEstimator, Publisher
     try:
         est = OnlineEstimator(CCAEstimator.load(model_path), local_cca, window, sender)
     except (ModelError, TraceError) as e:
         raise click.ClickException(str(e))
-    view = None
-    records: collections.deque = collections.deque(maxlen=200_000)
-    if est.uses_int:
-        from telemetry.schema import FlowRecord, HopRecord
-        from broker.subscriber import TelemetryView
-        url = telemetry_url or broker_url
-        if not url:
-            raise click.ClickException(f"{model_path} uses INT features: give --telemetry (or --broker) "
-                                       f"where the sink publishes")
-        view = TelemetryView(url).start()
-        # records arrive on paho's thread and wait for this loop: one thread touches the estimator
-        view.on_record(lambda rec, topic: records.append(rec) if isinstance(rec, (FlowRecord, HopRecord)) else None)
-    pcap = tempfile.mktemp(prefix="intcc-est-", suffix=".pcap")
+    url = telemetry_url or broker_url
+    if est.uses_int and not url:
+        raise click.ClickException(f"{model_path} uses INT features: give --telemetry (or --broker) "
+                                   f"where the sink publishes")
     pub = Publisher(broker_url) if broker_url else None
+    loop = EstimationLoop(pub)
+    view = None
+    if est.uses_int:
+        from broker.subscriber import TelemetryView
+        view = TelemetryView(url).start()
+        view.on_record(lambda rec, topic: loop.add_record(rec))     # paho's thread; the loop's deque
+    pcap = tempfile.mktemp(prefix="intcc-est-", suffix=".pcap")
+    errors: list = []
     try:
         with Capture(netns, interface, pcap):
-            tail = PcapTail(pcap)
+            flow = WatchedFlow(est, tail=PcapTail(pcap))
+            loop.watch(0, flow)
             t_end = _time.monotonic() + seconds if seconds else None
             said_alone = False
-            while t_end is None or _time.monotonic() < t_end:
+            while (t_end is None or _time.monotonic() < t_end) and not errors:
                 _time.sleep(interval_s)
-                est.feed_pcap(tail)
-                while records:
-                    est.add_record(records.popleft())
-                step = est.step()
-                if step is None and est.uses_int and est.telemetry.records and est.competitor_age_s() is None \
-                        and not said_alone:
+                steps = loop.step_all(lambda key, e: errors.append(e))
+                if not steps and not said_alone and flow.alone():
                     click.echo("the flow is alone on its path (the sink's hop records show no other flow): "
                                "no estimate until a competitor arrives", err=True)
                     said_alone = True
-                if step is None or step.flow_id is None:
-                    continue
-                rec = est.record(step)
-                if pub:
-                    pub.publish(rec)
-                if as_json:
-                    click.echo(json.dumps({**rec.to_dict(), "t_s": round(step.t_s, 3), "raw": step.estimate}))
-                else:
-                    click.echo(f"{step.t_s:7.1f} s  flow {step.flow_id}: estimate {step.estimate:5}  verdict "
-                               f"{rec.estimate} ({rec.confidence:.0%} of {sum(rec.votes.values())})")
+                for _key, step, rec in steps:       # published by the loop
+                    if as_json:
+                        click.echo(json.dumps({**rec.to_dict(), "t_s": round(step.t_s, 3), "raw": step.estimate}))
+                    else:
+                        click.echo(f"{step.t_s:7.1f} s  flow {step.flow_id}: estimate {step.estimate:5}  verdict "
+                                   f"{rec.estimate} ({rec.confidence:.0%} of {sum(rec.votes.values())})")
     except TraceError as e:
         raise click.ClickException(str(e))
     except KeyboardInterrupt:
         pass
     finally:
+        loop.stop()
         if pub:
             pub.close()
         if view:
             view.stop()
         if os.path.exists(pcap):
             os.remove(pcap)
+    if errors:
+        raise click.ClickException(str(errors[0]))

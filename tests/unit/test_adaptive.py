@@ -240,10 +240,10 @@ def test_the_vote_goes_on_across_a_switch():
     import os
     import time
     import estimator
-    from ccp_agent.estimation import _Watched
+    from ccp_agent.estimation import _Located
     from estimator.model import CCAEstimator
     model = CCAEstimator.load(os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf.joblib"))
-    watched = _Watched(1, ("10.0.0.1", 5201, "10.0.0.2", 40000), "cubic", model, 50, directory=None, warmup_s=5)
+    watched = _Located(1, ("10.0.0.1", 5201, "10.0.0.2", 40000), "cubic", model, 50, directory=None, warmup_s=5)
     for label in ["bbr"] * 8 + ["cubic"] * 2:
         watched.est.vote.update(label)
     watched.local_changed("bbr")
@@ -257,10 +257,10 @@ def test_an_int_models_warm_up_counts_from_the_competitors_arrival():
     import os
     from types import SimpleNamespace
     import estimator
-    from ccp_agent.estimation import _Watched
+    from ccp_agent.estimation import _Located
     from estimator.model import CCAEstimator
     model = CCAEstimator.load(os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf_int_t2.joblib"))
-    watched = _Watched(1, ("10.0.0.1", 5201, "10.0.0.2", 40000), "cubic", model, 50, directory=None, warmup_s=5)
+    watched = _Located(1, ("10.0.0.1", 5201, "10.0.0.2", 40000), "cubic", model, 50, directory=None, warmup_s=5)
     watched.vote_from = 0.0                                          # the flow's own warm-up is over
     watched.tail = None
     ages, made = [None, 4.9, 5.0], []

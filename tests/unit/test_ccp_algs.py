@@ -37,8 +37,10 @@ def flow_record(lost_congestion=0, lost_link=0, cause=None, depth=0, capacity=15
 class FakeTelemetry:
     def __init__(self, rec=None, age_s=0.01):
         self.rec, self.age_s = rec, age_s
+        self.reads = 0
 
     def flow(self, flow_id, max_age_s=None):
+        self.reads += 1
         if self.rec is None or (max_age_s is not None and self.age_s > max_age_s):
             return None
         return Fresh(self.rec, self.age_s, time.monotonic_ns())
@@ -393,6 +395,19 @@ def test_eq1_increment_multiplies_slow_start_while_the_buffer_has_room():
         before = dp.cwnd
         flow.on_report(report(acked=10 * MSS, rtt_us=20_000, inflight=200))
         assert dp.cwnd - before == pytest.approx(increment * 10 * MSS, abs=1)
+
+
+def test_a_report_reads_the_telemetry_once_whatever_asks_for_it():
+    """Slow start with fresh hop telemetry asks HyStart, the datapath's slow start and Eq. (1);
+    a loss asks the backoff too: one snapshot serves them all (each read was a request to
+    the agent's telemetry child, up to 50 ms when it is slow)."""
+    flow, dp = eq1_flow(1, depth=0)
+    tele = flow.alg.telemetry
+    for r in (report(acked=10 * MSS, rtt_us=20_000, inflight=200),
+              report(acked=MSS, loss=1, rtt_us=20_000, inflight=200)):
+        before = tele.reads
+        flow.on_report(r)
+        assert tele.reads - before == 1
 
 
 def test_eq1_growth_fades_as_the_queue_fills_and_splits_between_flows():
