@@ -9,6 +9,9 @@ import json
 
 import numpy as np
 
+from telemetry.attribution import SeqTracker
+from telemetry.sink import PERIOD_MS, record_due
+
 from .features import TraceError
 
 INT_SERIES_COLUMNS = ("t_s", "qdepth_bytes", "capacity_bytes", "arrival_pps", "flow_count", "queue_drops")
@@ -95,22 +98,27 @@ def causal_pick_share(per_hop: dict[int, np.ndarray]) -> float:
 
 
 #: The sink publishes a flow's record every 10 ms while it has packets (telemetry/sink.py).
-SINK_PERIOD_S = 0.01
+SINK_PERIOD_S = PERIOD_MS / 1e3
 
 
 def record_stream(series: np.ndarray, period_s: float = SINK_PERIOD_S) -> np.ndarray:
     """The FlowRecords the sink publishes for a per-packet series, as a live sender
-    receives them: on the first packet ``period_s`` or more after the last record, that
-    packet's hop values, with the packets since the last record (PACKETS_COLUMN).
-    Loss-triggered records (at most one per ms) are left out."""
+    receives them: cut by the sink's own rule (telemetry.sink.record_due) on the series'
+    times, that packet's hop values with the packets since the last record
+    (PACKETS_COLUMN). Loss-triggered records (at most one per ms) are left out: the
+    series carries no losses. The times are the bottleneck hop's stamps, the sink's
+    arrival shifted by the path after it; exact to the ns where the times keep them (seconds
+    from a run's start do; epoch seconds as floats keep ~0.2 µs)."""
     s = np.asarray(series, dtype=float)
     if len(s) == 0:
         return np.zeros((0, len(INT_SERIES_COLUMNS) + 1))
-    keep, last_t = [], -np.inf
+    period_ns = int(round(period_s * 1e9))
+    keep, last_ns = [], None
     for i, t in enumerate(s[:, 0]):
-        if t - last_t >= period_s - 1e-9:      # the sink compares integer ns
+        now_ns = int(round(t * 1e9))
+        if last_ns is None or record_due(now_ns - last_ns, False, period_ns, 0):
             keep.append(i)
-            last_t = t
+            last_ns = now_ns
     keep = np.asarray(keep)
     counts = np.diff(np.concatenate(([-1], keep)))       # packets since the last record, this one included
     return np.hstack([s[keep, :len(INT_SERIES_COLUMNS)], counts[:, None].astype(float)])
@@ -127,7 +135,7 @@ def flow_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01
     bin of the packet after the gap (a packet that comes back late is not subtracted).
     Two (flows, bins) uint16 arrays, by the first hop's timestamp (the bottleneck's on
     the dumbbell)."""
-    times, ports, gaps, last_seq = [], [], [], {}
+    times, ports, gaps, trackers = [], [], [], {}
     for rec in _sink_log(path, src):
         try:
             hop = rec["trace"]["hops"][0]
@@ -138,13 +146,9 @@ def flow_counts_from_jsonl(path: str, src: str, t0_s: float, bin_s: float = 0.01
         seq = (rec.get("e2e") or {}).get("seq")
         gap = 0
         if isinstance(seq, int):
-            prev = last_seq.get(port, (seq - 1) % 2 ** 32)
-            ahead, behind = (seq - prev) % 2 ** 32, (prev - seq) % 2 ** 32
-            if 1 <= ahead < E2E_RESYNC_JUMP:
-                gap = ahead - 1
-                last_seq[port] = seq
-            elif behind >= E2E_RESYNC_JUMP:      # a restart; behind it: a late or repeated packet
-                last_seq[port] = seq
+            # the sink's own sequence rule (a gap opened ahead; a jump of 2^16 a restart)
+            tracker = trackers.get(port) or trackers.setdefault(port, SeqTracker(resync_gap=E2E_RESYNC_JUMP))
+            gap = tracker.observe(seq).gap
         ports.append(port)
         times.append(t)
         gaps.append(gap)

@@ -77,8 +77,22 @@ class _Flow:
         self.last_seen_ns = now_ns
 
 
+def record_due(since_ns: int, loss_due: bool, period_ns: int, min_gap_ns: int) -> Optional[str]:
+    """Whether a flow's packet brings a record, and why: every ``period_ns`` while the flow
+    has packets ("periodic"), sooner after a new loss, but ``min_gap_ns`` apart ("loss").
+    The one rule: the sink publishes by it, and the estimator's offline record stream
+    (estimator/int_series.py) is cut by it."""
+    if loss_due and since_ns >= min_gap_ns:
+        return "loss"
+    return "periodic" if since_ns >= period_ns else None
+
+
+#: The sink's defaults, for what replays its rule offline.
+PERIOD_MS, MIN_GAP_MS = 10.0, 1.0
+
+
 class SinkTelemetry:
-    def __init__(self, period_ms: float = 10.0, min_gap_ms: float = 1.0, reorder_pkts: int = 3,
+    def __init__(self, period_ms: float = PERIOD_MS, min_gap_ms: float = MIN_GAP_MS, reorder_pkts: int = 3,
                  max_flows: int = 4096, idle_s: float = 60.0):
         if period_ms <= 0 or min_gap_ms < 0:
             raise ValueError("period_ms must be > 0 and min_gap_ms >= 0")
@@ -136,9 +150,9 @@ class SinkTelemetry:
             c["no_e2e"] += 1
         f.nodes = nodes
         out: List[Publication] = []
-        since = now_ns - f.last_pub_ns
-        if (f.loss_due and since >= self.min_gap_ns) or since >= self.period_ns:
-            out.append(self._flow_record(f, now_ns, "loss" if f.loss_due else "periodic"))
+        reason = record_due(now_ns - f.last_pub_ns, f.loss_due, self.period_ns, self.min_gap_ns)
+        if reason:
+            out.append(self._flow_record(f, now_ns, reason))
         for n in nodes:
             seen = self._hop_flow_pkts.setdefault(n.node_id, {})
             seen[f.flow_id] = seen.get(f.flow_id, 0) + 1

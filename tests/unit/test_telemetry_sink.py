@@ -126,3 +126,27 @@ def test_hop_records_name_the_busiest_flows_through_the_node_since_the_last():
     final = {r.flow_id: r.lost for r in flows(pubs)}
     in_hops = {fid: sum(lost for h in hops for f, _, lost, _ in h.top_flows if f == fid) for fid in ids}
     assert all(0.8 * final[fid] <= in_hops[fid] <= final[fid] for fid in ids), (in_hops, final)   # 10 of 120 ms
+
+
+def test_the_estimators_offline_record_stream_is_cut_where_the_sink_publishes():
+    """Training cuts a flow's per-packet series into records by the sink's own rule: on
+    the same packet times (irregular gaps, bursts) the rows it keeps are the packets the
+    sink published a periodic flow record on, each with the packets since the last."""
+    import numpy as np
+    from estimator.int_series import INT_SERIES_COLUMNS, record_stream
+    rng = np.random.default_rng(4)
+    gaps_ns = rng.choice([20_000, 300_000, 2_000_000, 9_999_999, 10_000_000, 25_000_000], 400)
+    times = 1_700_000_000 * 10**9 + np.cumsum(gaps_ns)
+    tel = SinkTelemetry()                                      # the sink's defaults: 10 ms, no loss here
+    published = []
+    for i, t in enumerate(times):
+        for _, raw in tel.on_packet(*packet(i), int(t)):
+            rec = decode(raw)
+            if rec.type == "flow":
+                published.append((rec.ts_ns, rec.interval_packets))
+    series = np.zeros((len(times), len(INT_SERIES_COLUMNS)))
+    t0 = int(times[0])
+    series[:, 0] = (times - t0) / 1e9     # from the run's start: seconds as floats keep every ns
+    offline = record_stream(series)
+    assert [(t0 + int(round(t * 1e9)), int(n)) for t, n in offline[:, [0, -1]]] == published
+    assert len(published) > 100
