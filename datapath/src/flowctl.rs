@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use libccp::CongestionOps;
 
-use crate::agent::{bump, Counters};
+use crate::counters::{bump, Counters};
 use crate::bpf::{Ctl, Event, Maps, CTL_HAS_CWND, CTL_HAS_RATE};
 use crate::writer::FileWriter;
 

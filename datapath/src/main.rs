@@ -12,6 +12,7 @@ mod agent;
 mod agent_msg;
 mod bpf;
 mod contract;
+mod counters;
 mod flowctl;
 mod fold;
 mod host;
@@ -30,7 +31,8 @@ use clap::Parser;
 use libbpf_rs::{MapCore, RingBufferBuilder};
 use serde_json::json;
 
-use agent::{bump, monotonic_ns, AppliedLog, Counters, Session};
+use agent::{monotonic_ns, AppliedLog, Session};
+use counters::{bump, Counters};
 use host::{bind_ipc, raise_dgram_qlen, write_atomic, Epoll, IPC_DIR};
 use pimutex::PiMutex;
 use bpf::{Cfg, Event, Maps, EV_APPLIED, EV_CLOSE, EV_CREATE, EV_FOLDED_ACK, EV_MEASURE, EV_REPORT};
