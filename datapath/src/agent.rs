@@ -9,13 +9,13 @@ use std::os::unix::net::UnixDatagram;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use libccp::{Connection, Datapath, DatapathBuilder, DatapathOps, FlowInfo, Primitives};
+use libccp::{Connection, Datapath, DatapathBuilder, DatapathOps, FlowInfo};
 
 use crate::agent_msg::{control_updates, msg_header, take_contract_registers, MSG_CHANGE_PROG, MSG_CREATE,
                        MSG_INSTALL_EXPR, MSG_MEASURE, MSG_UPDATE_FIELDS};
 use crate::bpf::{Event, Maps, CTL_HAS_CWND};
 use crate::contract;
-use crate::fold::{install_fingerprint, measure_msg, Fold, REPORT_FIELD_NAMES, R_GROWN};
+use crate::fold::{install_fingerprint, measure_msg, primitives, Fold, REPORT_FIELD_NAMES, R_GROWN};
 pub use crate::flowctl::{monotonic_ns, AppliedLog};
 use crate::counters::{bump, Counters};
 use crate::flowctl::FlowCtl;
@@ -411,27 +411,6 @@ fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
         flow.conn.load_primitives(primitives(ev, snd_cwnd, ev.grown_pkts.wrapping_sub(flow.grown_at_create)));
     }
     flow.conn.invoke()
-}
-
-/// An ACK's event as libccp's primitives (what they carry on this datapath: see invoke).
-pub(crate) fn primitives(ev: &Event, snd_cwnd: u32, grown_since_create: u32) -> Primitives {
-    Primitives::default()
-        .with_bytes_acked(ev.bytes_acked)
-        .with_packets_acked(ev.packets_acked)
-        .with_bytes_misordered(ev.reductions)
-        .with_packets_misordered(ev.packets_misordered)
-        .with_ecn_bytes(ev.undo_cwnd_bytes)
-        .with_ecn_packets(ev.ecn_packets)
-        .with_lost_pkts_sample(ev.lost_pkts_sample)
-        .with_was_timeout(ev.was_timeout != 0)
-        .with_rtt_sample_us(ev.rtt_sample_us as u64)
-        .with_rate_outgoing(ev.extra_acked_pkts as u64) // SIGNALS["extra_acked"]
-        .with_rate_incoming(ev.rate_incoming_bps)
-        .with_bytes_in_flight(ev.bytes_in_flight)
-        .with_packets_in_flight(ev.packets_in_flight)
-        .with_snd_cwnd(snd_cwnd)
-        .with_snd_rate(ev.snd_rate_bps)
-        .with_bytes_pending(grown_since_create)
 }
 
 impl Session {

@@ -3,6 +3,8 @@
 //! it was told to fold (folded here and added to its first report), and the measure
 //! message the agent gets for a kernel report, as libccp's.
 
+use libccp::Primitives;
+
 use crate::bpf::Event;
 use crate::contract::REPORT_FIELDS;
 
@@ -127,6 +129,27 @@ impl Fold {
     }
 }
 
+/// An ACK's event as libccp's primitives (what they carry on this datapath: see invoke).
+pub(crate) fn primitives(ev: &Event, snd_cwnd: u32, grown_since_create: u32) -> Primitives {
+    Primitives::default()
+        .with_bytes_acked(ev.bytes_acked)
+        .with_packets_acked(ev.packets_acked)
+        .with_bytes_misordered(ev.reductions)
+        .with_packets_misordered(ev.packets_misordered)
+        .with_ecn_bytes(ev.undo_cwnd_bytes)
+        .with_ecn_packets(ev.ecn_packets)
+        .with_lost_pkts_sample(ev.lost_pkts_sample)
+        .with_was_timeout(ev.was_timeout != 0)
+        .with_rtt_sample_us(ev.rtt_sample_us as u64)
+        .with_rate_outgoing(ev.extra_acked_pkts as u64) // SIGNALS["extra_acked"]
+        .with_rate_incoming(ev.rate_incoming_bps)
+        .with_bytes_in_flight(ev.bytes_in_flight)
+        .with_packets_in_flight(ev.packets_in_flight)
+        .with_snd_cwnd(snd_cwnd)
+        .with_snd_rate(ev.snd_rate_bps)
+        .with_bytes_pending(grown_since_create)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,7 +158,6 @@ mod tests {
 
     use libccp::{Connection, CongestionOps, DatapathBuilder, DatapathOps, FlowInfo};
 
-    use crate::agent::primitives;
     use crate::agent_msg::{msg_header, MSG_CHANGE_PROG, MSG_CREATE, MSG_MEASURE};
     use crate::contract::NATIVE_FOLD_FINGERPRINT;
 
