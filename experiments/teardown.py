@@ -114,6 +114,10 @@ def teardown(name: str) -> List[str]:
             continue
         res = _sh(["ip", "netns", "pids", ns], check=False)
         _kill_all([int(p) for p in res.stdout.split()], grace_s=1.0)
+        # A flow killed mid-transfer leaves its socket to the kernel, which retransmits it
+        # for minutes, namespace gone or not: a later run's kernel trace (tracefs sees every
+        # namespace) then holds a flow that is not its own. Destroy them with the namespace.
+        _sh(["ip", "netns", "exec", ns, "ss", "-K", "-t", "-a"], check=False)
         netns.remove(ns)   # takes its veths with it
         removed.append(f"netns {ns}")
     tag = hashlib.sha1(name.encode()).hexdigest()[:4]

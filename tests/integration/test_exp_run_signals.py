@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from experiments.kernel_trace import KernelTcpTrace
 from experiments.teardown import list_testbeds
 
 
@@ -60,6 +61,11 @@ def test_a_run_stopped_mid_flow_leaves_nothing_behind(tmp_path, args, signals):
     assert not os.path.exists("/tmp/ccp/portus")
     time.sleep(0.5)
     assert _processes_of_session(proc.pid) == []                        # no node, agent, iperf3 or daemon
+    # nor a socket the kernel keeps retransmitting for the killed flow (its timeouts would
+    # show in the next run's kernel trace, which sees every namespace): silence on its port
+    with KernelTcpTrace(port=5201) as trace:
+        time.sleep(5)
+    assert trace.rows == [], trace.rows[:3]
 
 
 def _netns() -> list[str]:
