@@ -239,8 +239,8 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat,
     baseline = next((a.label for a in sc.algorithms if a.cca == "cubic"), None)
     click.echo("")
     if key == "competitor":
-        from . import fairness_report
-        click.echo(fairness_report.format_rows(fairness_report.rows(records)))
+        from . import fairness_report, fairness_tables
+        click.echo(fairness_tables.format_rows(fairness_report.rows(records)))
         plots = "d_box.png, abs_d.png, runs/*/timeline.png"
     else:
         click.echo(table(records, key, baseline) if key else table_by_algorithm(records))
@@ -323,34 +323,34 @@ def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_
 
     Example: intcc exp fairness results/fairness_switching-S1 results/fairness_pairs-S1
     """
-    from . import fairness_report
+    from . import fairness_plots, fairness_report, fairness_tables
     records = _records_with_reruns(results, reruns)
     if not any(r.get("competitor") for r in records):
         raise click.ClickException("no run in RESULTS has a competitor: not a fairness scenario's results")
     offline = fairness_report.offline_d(records, lambda r: os.path.dirname(r["source"]))
     table = fairness_report.rows(records, offline)
-    click.echo(fairness_report.format_rows(table))
+    click.echo(fairness_tables.format_rows(table))
     versus = fairness_report.comparisons(records)
     if versus:
-        click.echo("\n" + fairness_report.format_comparisons(versus))
+        click.echo("\n" + fairness_tables.format_comparisons(versus))
     verdicts = fairness_report.verdict_table(records)
     if verdicts:
         click.echo("\nthe estimator's verdicts, by time since flow 1's start or last switch:\n"
-                   + fairness_report.format_verdict_table(verdicts))
+                   + fairness_tables.format_verdict_table(verdicts))
     fairness_report.fill_parts(records, lambda r: os.path.dirname(r["source"]))
     parts = fairness_report.parts_table(records)
     if parts:
-        click.echo("\nwhere D comes from, by what flow 1 ran:\n" + fairness_report.format_parts_table(parts))
+        click.echo("\nwhere D comes from, by what flow 1 ran:\n" + fairness_tables.format_parts_table(parts))
     if plot_dir:
         os.makedirs(plot_dir, exist_ok=True)
-        fairness_report.plot(records, plot_dir, "fairness", timelines=False)
+        fairness_plots.plot(records, plot_dir, "fairness", timelines=False)
         click.echo(f"plots in {plot_dir}: d_box.png, abs_d.png")
     if json_out:
         with open(json_out, "w") as f:
             json.dump({"rows": table, "comparisons": versus, "verdicts": verdicts, "parts": parts}, f, indent=1)
     if markdown_out:
         try:
-            text = fairness_report.format_markdown(table, versus, list(markdown_modes) or None)
+            text = fairness_tables.format_markdown(table, versus, list(markdown_modes) or None)
         except ValueError as e:
             raise click.ClickException(f"--markdown-mode: {e}")
         with open(markdown_out, "w") as f:

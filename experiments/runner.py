@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, Optional
 
 from int_node.runtime import run_path
 
-from . import fairness_report
+from . import fairness_plots
 from .agent_trace import split_agent_trace
 from .fairness import goodput_difference
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
@@ -263,7 +263,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
     if not records:
         raise RuntimeError(f"every run failed; first: {failed[0]['error']}")
     if "competitor" in sc.sweep:
-        fairness_report.plot(records, out_dir, sc.name)
+        fairness_plots.plot(records, out_dir, sc.name)
     elif sc.sweep:
         key = next(iter(sc.sweep))
         plot_summary(records, key, os.path.join(out_dir, "goodput.png"), sc.description or sc.name)

@@ -6,7 +6,7 @@ import shutil
 import tempfile
 from typing import List
 
-from experiments import fairness_report
+from experiments import fairness_plots
 from experiments.compare import load_records
 from experiments.plots import plot_summary
 
@@ -25,7 +25,7 @@ def draw_all() -> List[str]:
     drawn.append(path)
     records, _paths = _fairness_records()
     with tempfile.TemporaryDirectory(prefix="intcc-report-") as tmp:
-        fairness_report.plot(records, tmp, "held-out networks, seed 2617", timelines=False)
+        fairness_plots.plot(records, tmp, "held-out networks, seed 2617", timelines=False)
         for name in ("d_box.png", "abs_d.png"):
             target = os.path.join(IMG, f"fairness_{name}")
             shutil.copyfile(os.path.join(tmp, name), target)

@@ -11,7 +11,7 @@ import statistics
 from typing import Callable, Dict, List
 
 from estimator import DEFAULT_MODEL
-from experiments import fairness_report
+from experiments import fairness_report, fairness_tables
 from experiments.compare import compare, load_records, with_reruns
 from records import provenance_of
 
@@ -177,7 +177,7 @@ def fairness() -> str:
     offline = fairness_report.offline_d(records, lambda r: os.path.dirname(r["source"]))
     rows = fairness_report.rows(records, offline)
     versus = fairness_report.comparisons(records)
-    table = fairness_report.format_markdown(rows, versus, ["mirror int w50", "best-response int w50"])
+    table = fairness_tables.format_markdown(rows, versus, ["mirror int w50", "best-response int w50"])
     return table + "\n\n" + _source(paths)
 
 

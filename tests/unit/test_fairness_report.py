@@ -1,7 +1,7 @@
 """The fairness scenario's table and plots from run records (no testbed)."""
 import pytest
 
-from experiments import fairness_report
+from experiments import fairness_plots, fairness_report, fairness_tables
 
 
 def rec(mode, comp, rep, g1, g2, **extra):
@@ -44,7 +44,7 @@ def test_rows_give_d_abs_d_and_harm_against_the_same_repeats_oracle():
     assert mirror["median_first_switch_s"] == 20.0 and mirror["switched_runs"] == 1
     assert table[("bbr", "oracle")]["harm"] == 0
     assert table[("cubic", "oracle")]["runs"] == 1
-    text = fairness_report.format_rows(list(table.values()))
+    text = fairness_tables.format_rows(list(table.values()))
     assert "mirror w50" in text and "harm" in text
 
 
@@ -61,7 +61,7 @@ def test_modes_are_compared_with_not_used_and_the_oracle_on_the_same_networks():
     two = RECORDS + [rec("not used", "cubic", 0, 8, 2), rec("mirror w50", "cubic", 0, 5, 5)]
     rows = {(r["competitor"], r["mode"]): r for r in fairness_report.comparisons(two)}
     assert rows[("all", "mirror w50")]["cut_vs_not_used"] == pytest.approx(((1 - 0.1 / 0.7) + 1) / 2)
-    assert "77.9 %" in fairness_report.format_comparisons(list(rows.values()))
+    assert "77.9 %" in fairness_tables.format_comparisons(list(rows.values()))
 
 
 def test_modes_of_one_seed_run_apart_pair_up_and_another_seeds_do_not():
@@ -95,7 +95,7 @@ def test_a_late_mode_is_compared_with_the_late_baselines_only():
 
 def test_the_markdown_table_has_every_mode_and_the_detailed_modes_paired_figures():
     records = RECORDS + [rec("not used", "cubic", 0, 8, 2), rec("mirror w50", "cubic", 0, 5, 5)]
-    text = fairness_report.format_markdown(fairness_report.rows(records), fairness_report.comparisons(records))
+    text = fairness_tables.format_markdown(fairness_report.rows(records), fairness_report.comparisons(records))
     lines = text.splitlines()
     assert lines[0] == "| mean \\|D\\| (95 % CI), 1–2 networks each | bbr | cubic |"
     assert lines[1] == "|---|---|---|"
@@ -112,11 +112,11 @@ def test_the_markdown_table_has_every_mode_and_the_detailed_modes_paired_figures
     assert "oracle: cut" not in text and "paper method" not in text   # baselines and pairs not detailed
     assert lines[-1].startswith("Cut vs not used averaged over the competitors (95 % CI): mirror w50 ")
     with pytest.raises(ValueError, match="'best-response'.*modes: oracle"):
-        fairness_report.format_markdown(fairness_report.rows(records), [], ["best-response"])
+        fairness_tables.format_markdown(fairness_report.rows(records), [], ["best-response"])
 
 
 def test_plots_are_written(tmp_path):
-    paths = fairness_report.plot(RECORDS, str(tmp_path), "t", timelines=False)
+    paths = fairness_plots.plot(RECORDS, str(tmp_path), "t", timelines=False)
     assert [p.rsplit("/", 1)[1] for p in paths] == ["d_box.png", "abs_d.png"]
     assert all((tmp_path / p.rsplit("/", 1)[1]).stat().st_size > 5000 for p in paths)
 
@@ -128,7 +128,7 @@ def test_the_timeline_colours_flow_1s_algorithm_from_its_trace(tmp_path):
                   "3.7,1,7,switch,28960,bbr -> cubic: verdict cubic\n")   # as the run ended
     spans = fairness_report.algorithm_spans(str(run / "trace.csv"), "cubic", 3.0)
     assert spans == [(0.0, 1.5, "cubic"), (1.5, 3.0, "bbr")]
-    path = fairness_report.plot_timeline(str(run), {"algorithm": "mirror w50", "competitor": "bbr",
+    path = fairness_plots.plot_timeline(str(run), {"algorithm": "mirror w50", "competitor": "bbr",
                                                     "goodput_difference": -0.05})
     assert path.endswith("timeline.png")
 
@@ -154,7 +154,7 @@ def test_the_paper_method_weighs_the_networks_pairs_by_the_live_runs_time_shares
     assert "pair: bbr" not in table
     assert table["mirror w50"]["paper_mean_abs_d"] == pytest.approx(0.15)
     assert table["not used"]["paper_runs"] == 1 and table["not used"]["runs"] == 2
-    assert "paper method" in fairness_report.format_rows(list(table.values()))
+    assert "paper method" in fairness_tables.format_rows(list(table.values()))
     # a shipped record whose run directory is gone: its time_on weighs the pairs alike
     shipped = {**live, "time_on": {"cubic": 0.25, "bbr": 0.75}}
     assert fairness_report.offline_d(pairs + [shipped], lambda r: str(tmp_path / "gone"))[4] == pytest.approx(-0.15)
@@ -199,7 +199,7 @@ def test_verdicts_pool_by_time_since_the_switch_and_old_traces_have_no_row_score
     assert (after["rows"], after["vote_accuracy"], after["row_accuracy"]) == (4, 0.75, 2 / 3)
     assert after["vote_accuracy_by_competitor"] == {"bbr": 0.0, "vegas": 1.0}
     assert table[("start", "other", "2-5")]["row_accuracy"] is None
-    text = fairness_report.format_verdict_table(fairness_report.verdict_table(records))
+    text = fairness_tables.format_verdict_table(fairness_report.verdict_table(records))
     assert "10-20" in text and "0.75" in text
 
 
@@ -229,7 +229,7 @@ def test_d_splits_exactly_into_the_start_the_right_and_the_wrong_cca():
                                           "goodput_difference_parts": p}, {"algorithm": "not used",
                                                                            "competitor": "bbr"}])
     assert len(table) == 1 and table[0]["mean_abs_part"]["wrong"] == pytest.approx(8 / 60)
-    assert "start" in fairness_report.format_parts_table(table)
+    assert "start" in fairness_tables.format_parts_table(table)
 
 
 def test_a_flows_spans_start_on_what_its_trace_says_it_left(tmp_path):
