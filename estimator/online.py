@@ -21,7 +21,8 @@ from telemetry.schema import EstimateRecord, encode, estimate_topic
 
 from .capture import PcapTail, SenderObserver, parse_tcp
 from .features import TraceError, last_features
-from .flow_features import HopFlows, competitor_features
+from .flow_features import competitor_features
+from .hop_flows import HopFlows
 from .int_features import busy_pps, int_features, select_features, uses_flows, uses_int
 from .int_series import IntSeries
 from .model import CCAEstimator

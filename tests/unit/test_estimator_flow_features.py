@@ -7,7 +7,8 @@ import pytest
 from estimator.dataset import save_run
 from estimator.evaluate import load_dataset
 from estimator.features import FEATURES, TraceError
-from estimator.flow_features import FLOW_FEATURES, CompetitorSeries, HopFlows, flow_features
+from estimator.flow_features import FLOW_FEATURES, CompetitorSeries, flow_features
+from estimator.hop_flows import HopFlows
 from estimator.int_features import FEATURE_SETS
 from experiments.estimator_collect import run_plan
 from telemetry.schema import HopRecord

@@ -433,7 +433,8 @@ def test_no_estimate_while_the_flow_is_alone_and_the_warm_up_counts_from_the_com
     arrived (seed 2615, 'mirror int w50 late', |D| 0.4-0.6). No estimate is made until
     another data flow has carried COMPETITOR_MIN_PACKETS through a node of the flow's path
     (iperf3's control connection does not count), and its age is from its first packet."""
-    from estimator.flow_features import COMPETITOR_MIN_PACKETS, HopFlows
+    from estimator.flow_features import COMPETITOR_MIN_PACKETS
+    from estimator.hop_flows import HopFlows
     own, control, data, elsewhere = "a" * 16, "c" * 16, "d" * 16, "e" * 16
     hops = HopFlows()
     for k in range(100):                                       # 10 s alone, a control connection's few packets
