@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import time
 
-from .base import Algorithm, Report, WindowFlow
+from .base import Algorithm, Report
+from .window import WindowFlow
 from .registry import INIT_CWND, Param
 
 HYSTART = Param("hystart", bool, True, "HyStart delay detection ends slow start before the first loss (as Linux)")

@@ -4,7 +4,8 @@ slow start to ssthresh, +1 MSS per RTT after, halve once per window on loss
 NewReno's recovery point), back to one MSS on a timeout."""
 from __future__ import annotations
 
-from .base import Algorithm, WindowFlow
+from .base import Algorithm
+from .window import WindowFlow
 
 
 class RenoFlow(WindowFlow):

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .base import Algorithm, Report, WindowFlow
+from .base import Algorithm, Report
+from .window import WindowFlow
 
 ALPHA, BETA, GAMMA = 2, 4, 1
 
