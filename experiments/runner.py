@@ -12,7 +12,6 @@ on the running nodes. A run whose flow fails is listed in OUT/failed.json; the r
 """
 from __future__ import annotations
 
-import csv
 import fcntl
 import json
 import logging
@@ -21,37 +20,32 @@ import random
 import re
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import threading
 import time
 from contextlib import ExitStack, contextmanager, nullcontext
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 from int_node.runtime import run_path
 
 from . import fairness_plots
 from .agent_trace import split_agent_trace
-from .fairness import goodput_difference
 from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from .linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, emulation_lag_fields,
                       link_loss_counts, run_seed, seed_losses, set_loss)
-from .metrics import (algorithm_spans, goodput_difference_parts, jain, mean_queue_delay_ms, slow_start_exit_s,
-                      switches, time_to_plateau_s, verdict_scores)
-from .plots import plot_overlay, plot_series, plot_summary
+from .metrics import mean_queue_delay_ms
+from .plots import plot_overlay, plot_summary
+from .run_record import FlowResult, record, write_summary
 from .scenario import KERNEL_CCAS, Algorithm, Scenario
 from records import stamp
 
 from .teardown import RUN_ROOT, teardown
 from .testbed import Testbed
 from .topo import load_topo
-from .traffic import MAIN_PORT, PORT_STRIDE, BackgroundFlow, RunFailed, iperf, series, tcp_counters
+from .traffic import MAIN_PORT, PORT_STRIDE, BackgroundFlow, RunFailed, iperf, tcp_counters
 
-#: summary.json's layout: {"format": SUMMARY_FORMAT, "scenario": name, "records": [...]}
-#: (docs/experiments.md gives every field); format 1 was the bare list of records.
-SUMMARY_FORMAT = 2
 TESTBED_NAME = "exp"
 log = logging.getLogger(__name__)
 CREDS = run_path("exp-broker", "credentials.json")
@@ -74,18 +68,6 @@ class RunSpec:
     loss_seed: int
     port: int
     alg: Optional[Algorithm] = None           # the batch's algorithm as this run runs it (Algorithm.for_run)
-
-
-@dataclass
-class FlowResult:
-    """What a run's flows left: iperf3's output (and the competitor's), link and TCP counters."""
-    iperf: dict
-    competitor: dict                          # {"outs": [iperf3 output per competing flow]} or {"error": text}; {} without one
-    extra: dict
-    link_passed: int
-    link_lost: int
-    link_lost_configured: int
-    sender_tcp: Dict[str, int] = field(default_factory=dict)
 
 
 @contextmanager
@@ -336,7 +318,7 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
     for spec, res in zip(specs, results):
         try:
             records.append(res if isinstance(res, RunFailed)
-                           else _record(spec.alg or alg, services.scenario, spec.run_dir, res))
+                           else record(spec.alg or alg, services.scenario, spec.run_dir, res))
         except RunFailed as e:
             records.append(e)
     return records
@@ -390,76 +372,3 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     return FlowResult(out, comp, extra, link_passed=after[0] - before[0], link_lost=after[1] - before[1],
                       link_lost_configured=after[2] - before[2],
                       sender_tcp={k.split(".")[1]: tcp_after[k] - tcp_before.get(k, 0) for k in tcp_after})
-
-
-def _record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict:
-    """A run's record, series.csv, iperf3.json and plot from what _flow gathered."""
-    out, comp, extra = res.iperf, res.competitor, dict(res.extra)
-    rows = series(out)
-    if alg.competitor:
-        if "error" in comp or len(comp.get("outs", [])) != alg.competitors:
-            raise RunFailed(f"competitor flow failed: {comp.get('error')}")
-        crows = [series(o) for o in comp["outs"]]
-        late = round(alg.competitor_delay_s / sc.interval_s)     # intervals before the competitors start
-        for i, r in enumerate(rows):
-            if i < late:
-                r["competitor_goodput_mbps"], r["jain"] = 0.0, None
-                continue
-            theirs_now = [c[i - late]["goodput_mbps"] if i - late < len(c) else None for c in crows]
-            known = [x for x in theirs_now if x is not None]
-            r["competitor_goodput_mbps"] = sum(known) if known else None
-            r["jain"] = jain([r["goodput_mbps"]] + theirs_now) if None not in theirs_now else None
-        warm = [r["jain"] for r in rows if r["t_s"] > 0.2 * sc.seconds and r.get("jain") is not None]
-        each = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in comp["outs"]]
-        extra |= {"competitor": alg.competitor, "competitors": alg.competitors,
-                  "competitor_goodput_mbps": sum(each),          # all competing flows together
-                  "competitors_goodput_mbps": each,
-                  "jain_mean": statistics.mean(warm) if warm else None,
-                  "jain_min": min(warm) if warm else None}
-        mine = out["end"]["sum_received"]["bits_per_second"] / 1e6
-        if late:        # flow 1's goodput while the competitors ran
-            while_both = [r["goodput_mbps"] for r in rows[late:] if r["goodput_mbps"] is not None]
-            mine = statistics.mean(while_both) if while_both else 0.0
-            extra["goodput_mbps_with_competitors"] = mine
-        extra["jain_total"] = jain([mine] + each)
-        extra["share"] = mine / (mine + sum(each)) if mine + sum(each) > 0 else None     # of all flows' goodput
-        if len(each) == 1:              # the ML-fairness paper's goodput difference (Eq. 3) of the pair
-            d = goodput_difference(mine, each[0])
-            extra["goodput_difference"] = d
-            extra["abs_goodput_difference"] = abs(d) if d is not None else None
-    if alg.ccp == "adaptive":
-        trace_csv = os.path.join(run_dir, "trace.csv")
-        extra |= switches(trace_csv, alg.initial) or {}
-        if alg.competitor:
-            extra["verdicts"] = verdict_scores(trace_csv, alg.competitor, alg.initial)
-            spans = algorithm_spans(trace_csv, alg.initial, sc.seconds)
-            if spans:
-                extra["goodput_difference_parts"] = goodput_difference_parts(
-                    rows, spans, alg.competitor, sc.interval_s, alg.competitor_delay_s)
-    with open(os.path.join(run_dir, "series.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, list(rows[0]) if rows else ["t_s"])
-        w.writeheader()
-        w.writerows(rows)
-    with open(os.path.join(run_dir, "iperf3.json"), "w") as f:
-        json.dump(out, f)
-    plot_series(rows, f"{alg.label}", os.path.join(run_dir, "series.png"))
-    passed, lost, lost_configured = res.link_passed, res.link_lost, res.link_lost_configured
-    return {"goodput_mbps": out["end"]["sum_received"]["bits_per_second"] / 1e6,
-            "retransmits": out["end"]["sum_sent"].get("retransmits", 0),
-            "seconds": sc.seconds, "link_packets": passed + lost,
-            "measured_link_loss_pct": 100 * lost / max(passed + lost, 1),
-            "measured_configured_loss_pct": 100 * lost_configured / max(passed + lost, 1),
-            "mss": out["start"].get("tcp_mss_default"),
-            "slow_start_exit_s": slow_start_exit_s(os.path.join(run_dir, "trace.csv")),
-            "plateau_s": time_to_plateau_s(rows),
-            "sender_tcp": res.sender_tcp, **extra}
-
-
-def write_summary(out_dir: str, scenario: str, records: list[dict], provenance: dict | None = None) -> None:
-    """OUT/summary.json, format SUMMARY_FORMAT (written whole, then renamed into place),
-    with its provenance (date, commit, command: the run's start, else now)."""
-    path = os.path.join(out_dir, "summary.json")
-    with open(path + ".part", "w") as f:
-        json.dump({"format": SUMMARY_FORMAT, "scenario": scenario, "provenance": provenance or stamp(),
-                   "records": records}, f, indent=1)
-    os.replace(path + ".part", path)

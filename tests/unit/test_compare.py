@@ -54,7 +54,7 @@ def test_bad_input_is_a_clear_error(tmp_path):
 
 
 def test_both_summary_formats_are_read(tmp_path):
-    from experiments.runner import write_summary
+    from experiments.run_record import write_summary
     write_summary(str(tmp_path), "lossy_link", [rec("kernel cubic", 0.1)])
     doc = json.loads((tmp_path / "summary.json").read_text())
     assert doc["format"] == 2 and doc["scenario"] == "lossy_link"
