@@ -10,6 +10,7 @@ import click
 from ccp_algs.contract import CCP_KERNEL, INTCC_DATAPATH, ContractError, DatapathCapabilities, read_datapath_contract
 from ccp_algs.registry import ALGORITHMS, Param, algorithm_class
 from estimator import DEFAULT_MODEL
+from telemetry.schema import CCA_LABELS
 
 from .datapath import DEFAULT_STATE_DIR
 from .switching import POLICIES
@@ -171,7 +172,7 @@ for _name in ALGORITHMS:
               help="measured goodput table g(local, competitor) for best-response (JSON)")
 @click.option("--initial", help="the algorithm every flow starts on [default: cubic; best-response: the "
                                 "smallest expected |D| in --table against any competitor the model names, alike]")
-@click.option("--algorithms", default="bbr,cubic,reno,vegas", show_default=True,
+@click.option("--algorithms", default=",".join(CCA_LABELS), show_default=True,
               help="the algorithms a flow may move between (comma-separated, one datapath program)")
 @click.option("--window", type=click.IntRange(min=1), default=50, show_default=True, help="majority vote window")
 @click.option("--interval-s", type=click.FloatRange(min=0.05), default=0.5, show_default=True,

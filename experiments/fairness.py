@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-CCAS = ("bbr", "cubic", "reno", "vegas")
+from telemetry.schema import CCA_LABELS as CCAS     # the one list of the CCAs intcc names
 
 
 def goodput_difference(g1: float, g2: float) -> float | None:
