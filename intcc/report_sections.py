@@ -195,8 +195,8 @@ def fairness_headline() -> str:
     networks = sum(r["runs"] for r in rows)
     pooled = [r["harm"] for r in rows if r.get("harm") is not None]
     return (f"On {networks} dumbbell networks of seed 2617 (held out from the switching's development; two fixes "
-            f"were made while it ran and the reno cells of its first 64 networks run again after the first, so it is "
-            f"no longer untouched), live switching (`{mode}`: the adaptive agent, mirror policy, vote over 50 "
+            f"were made while it ran, and the adaptive modes' runs on its first 16 reno networks were run again after "
+            f"the first, so it is no longer untouched), live switching (`{mode}`: the adaptive agent, mirror policy, vote over 50 "
             f"estimates, with the INT model trained on these networks' distribution, "
             f"`estimator/models/archive/cca_rf_int_t2.joblib`, not the default model) cuts mean |D| against a CCA "
             f"drawn at random by **{_pct(cut['cut_vs_not_used'])}** averaged over the four competitors (95 % CI "
