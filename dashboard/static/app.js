@@ -264,10 +264,18 @@
     }
   }
 
-  function redraw() {
+  // the list holds still under the pointer: rewritten every second, a row would be replaced
+  // between a person's press and release, and the click lost
+  let listHeld = false;
+  const list = document.getElementById("flow-list");
+  list.addEventListener("mouseenter", () => { listHeld = true; });
+  list.addEventListener("mouseleave", () => { listHeld = false; drawList(); });
+
+  function redraw(listToo = true) {
     dash.loss = {};
     for (const fid of Object.keys(dash.latest.flows)) dash.loss[fid] = flowLoss(fid);
-    drawCharts(); drawPaths(); drawList();
+    drawCharts(); drawPaths();
+    if (listToo) drawList();
   }
 
   function apply(u) {
@@ -277,7 +285,7 @@
     Object.assign(dash.verdicts, u.verdicts || {});
     if (u.paths) dash.paths = u.paths;
     dash.seq = u.seq; dash.now = u.t;
-    redraw(); drawWorst(u.worst); drawHealth(u); drawEvents(u.events);
+    redraw(!listHeld); drawWorst(u.worst); drawHealth(u); drawEvents(u.events);
     dash.updates += 1; dash.lastUpdate = Date.now();
     for (const h of dash.hooks) h(u);
   }

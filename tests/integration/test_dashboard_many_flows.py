@@ -79,6 +79,19 @@ def publish(url: str, stop: threading.Event):
         c.disconnect()
 
 
+def fresh(read):
+    """``read()`` of elements the page may have redrawn meanwhile (it rewrites the list and
+    the paths every second): tried again on a stale element, as a person would look again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    def attempt():
+        try:
+            return [read()]
+        except StaleElementReferenceException:
+            return None
+    return wait(attempt, 10, "elements that stay put")[0]
+
+
 def test_a_thousand_flows_chart_the_worst_and_the_chosen_and_list_the_rest(browser, tmp_path):  # noqa: F811
     port = free_port()
     broker = BrokerProcess("mosquitto", port=port, credentials_file=CREDS).start()
@@ -114,15 +127,17 @@ def test_a_thousand_flows_chart_the_worst_and_the_chosen_and_list_the_rest(brows
         # search finds a quiet flow; choosing it charts it, and its path shows its sender and verdict
         box = browser.find_element("id", "flow-search")
         box.send_keys(WATCHED)
-        wait(lambda: [r.get_attribute("data-flow") for r in
-                      browser.find_elements("css selector", "#flow-list tbody tr")] == [WATCHED], 10, "the search")
-        browser.find_element("css selector", f'#flow-list tr[data-flow="{WATCHED}"] input.choose').click()
+        wait(lambda: fresh(lambda: [r.get_attribute("data-flow") for r in
+                                    browser.find_elements("css selector", "#flow-list tbody tr")]) == [WATCHED],
+             10, "the search")
+        fresh(lambda: browser.find_element("css selector", f'#flow-list tr[data-flow="{WATCHED}"] input.choose').click()
+              or True)
         wait(lambda: browser.execute_script(f"return 'flow-{WATCHED}-rate' in intccDash.charts"), 10,
              "the chosen flow's charts")
-        path = browser.find_element("css selector", f'.path[data-flow="{WATCHED}"]').text
+        path = fresh(lambda: browser.find_element("css selector", f'.path[data-flow="{WATCHED}"]').text)
         assert "sender: bbr" in path and "competitor: cubic (80 %)" in path, path
-        assert [e.get_attribute("data-node") for e in
-                browser.find_elements("css selector", f'.path[data-flow="{WATCHED}"] .node')] == ["1", "2"]
+        assert fresh(lambda: [e.get_attribute("data-node") for e in browser.find_elements(
+            "css selector", f'.path[data-flow="{WATCHED}"] .node')]) == ["1", "2"]
         assert f"flows={WATCHED}" in browser.current_url            # a link to this view keeps the choice
         # a flow with one point: its chart spans a minute, not years
         browser.execute_script(f"intccDash.choose('{ONCE}', true)")
