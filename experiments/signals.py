@@ -43,8 +43,3 @@ def restore(previous: dict) -> None:
     for s, handler in previous.items():
         signal.signal(s, handler)
 
-
-def unwind_on_sigterm(raise_in_owner):
-    """SIGTERM alone (SIGINT keeps raising KeyboardInterrupt); returns the previous
-    handler, for signal.signal to restore."""
-    return unwind_on_signals(raise_in_owner, (signal.SIGTERM,))[signal.SIGTERM]

@@ -3,7 +3,7 @@ import signal
 
 import pytest
 
-from experiments.signals import unwind_on_sigterm
+from experiments.signals import restore, unwind_on_signals
 
 
 class Unwound(Exception):
@@ -15,7 +15,7 @@ def _raise(signum):
 
 
 def test_sigterm_unwinds_the_owner_and_ends_a_forked_copy_at_once():
-    previous = unwind_on_sigterm(_raise)
+    previous = unwind_on_signals(_raise, (signal.SIGTERM,))
     try:
         pid = os.fork()
         if pid == 0:                                  # a forked helper inherits the handler
@@ -29,11 +29,10 @@ def test_sigterm_unwinds_the_owner_and_ends_a_forked_copy_at_once():
         with pytest.raises(Unwound):
             os.kill(os.getpid(), signal.SIGTERM)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore(previous)
 
 
 def test_sigint_unwinds_like_sigterm_and_a_second_signal_does_not_cut_the_teardown_short():
-    from experiments.signals import restore, unwind_on_signals
     before = signal.getsignal(signal.SIGINT)
     previous = unwind_on_signals(_raise)
     torn_down = []
