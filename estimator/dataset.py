@@ -39,17 +39,21 @@ def save_run(path: str, plan: dict, X: np.ndarray, t: np.ndarray, extra: dict, r
 def compact_raw(raw: dict) -> dict:
     """What a run needs for its features to be recomputed as a live sender would compute
     them, small enough to ship: the times and base RTTs of the sampled ACKs,
-    flow 1's INT as the sink's record stream (float32), the competitor's packets per
-    10 ms. The sender trace stays out (Table I rows are kept as computed)."""
+    flow 1's INT as the sink's record stream, its competitors (from the sink's hop records,
+    and per 10 ms from its log). The sender trace stays out (Table I rows are kept as computed)."""
     from .int_series import record_stream
     idx = raw["sample_idx"]
     out = {"sample_t": raw["ack_t"][idx],
            "sample_base_rtt_s": np.minimum.accumulate(raw["rtt_s"].astype(float))[idx].astype(np.float32)}
-    if "int_series" in raw:
+    # the sink's records replayed (collections from 2026-12-02 on), else the stream cut from
+    # the bottleneck's per-packet series on the hop's clock (record_stream)
+    rec = raw.get("int_record_series")
+    if rec is None and "int_series" in raw:
         rec = record_stream(raw["int_series"])
+    if rec is not None:
         out["int_record_t"] = rec[:, 0]                        # float64: window edges at ms resolution
         out["int_records"] = rec[:, 1:]      # float64: the drop counter is a wrapping u32
-    for name in ("comp_packets_10ms", "comp_lost_10ms"):
+    for name in ("comp_packets_10ms", "comp_lost_10ms", "comp_t_end", "comp_span_s", "comp_packets", "comp_lost"):
         if name in raw:
             out[name] = raw[name]
     return out

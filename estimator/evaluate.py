@@ -8,11 +8,12 @@ import numpy as np
 
 from .dataset import CCAS, COMPETITOR_SETTLE_S, Run, load_raw, load_run, run_paths, tcp_competitors
 from .features import TraceError
-from .flow_features import CompetitorSeries, competitor_features
-from .int_features import FEATURE_SETS, busy_pps, int_features, select_features, uses_flows
+from .flow_features import CompetitorSeries
+from .int_features import FEATURE_SETS, select_features, uses_flows
 from .int_series import record_stream
 from .model import CCAEstimator
 from .model_selection import assign_folds
+from .sink_view import stored_competitors, telemetry_features
 from .vote import first_stable_correct, vote_series
 
 VOTE_WINDOWS = (1, 10, 20, 30, 40, 50)
@@ -63,6 +64,12 @@ def run_int_features(path: str, per_packet: bool = False, flows: bool = False, m
         series = np.column_stack([raw["int_record_t"], raw["int_records"].astype(float)])
         at_t, base_rtt = raw["sample_t"], raw["sample_base_rtt_s"].astype(float)
         t0 = float(raw["int_record_t"][0])
+    elif "int_record_series" in raw and "sample_idx" in raw and not per_packet:
+        idx = raw["sample_idx"]
+        base_rtt = np.minimum.accumulate(raw["rtt_s"].astype(float))[idx]
+        at_t = raw["ack_t"][idx]
+        series = raw["int_record_series"]
+        t0 = float(raw["int_series"][0, 0]) if "int_series" in raw else float(series[0, 0])
     elif "int_series" in raw and "sample_idx" in raw:
         idx = raw["sample_idx"]
         base_rtt = np.minimum.accumulate(raw["rtt_s"].astype(float))[idx]     # known to the sender by then
@@ -71,16 +78,16 @@ def run_int_features(path: str, per_packet: bool = False, flows: bool = False, m
         series = raw["int_series"] if per_packet else record_stream(raw["int_series"])
     else:
         raise TraceError(f"{path}: no INT series stored (collected before data format 2)")
-    F = int_features(series, at_t, base_rtt)
-    if not flows:
-        return F
-    if "comp_packets_10ms" not in raw or np.asarray(raw["comp_packets_10ms"]).ndim != 2:
-        raise TraceError(f"{path}: the competitors' packets were not kept (collected before the per-flow "
-                         f"counts): no flow features")
-    packets, lost = tcp_competitors(raw, load_run(path).meta if meta is None else meta)
-    comp = CompetitorSeries.from_bins(packets, t0, lost=lost)
-    busy = busy_pps(series, at_t)
-    return np.hstack([F, competitor_features(comp, series, at_t, base_rtt, busy)])
+    comp = None
+    if flows:
+        comp = None if per_packet else stored_competitors(raw)     # from the sink's hop records, as live
+        if comp is None:
+            if "comp_packets_10ms" not in raw or np.asarray(raw["comp_packets_10ms"]).ndim != 2:
+                raise TraceError(f"{path}: the competitors' packets were not kept (collected before the "
+                                 f"per-flow counts): no flow features")
+            packets, lost = tcp_competitors(raw, load_run(path).meta if meta is None else meta)
+            comp = CompetitorSeries.from_bins(packets, t0, lost=lost)
+    return telemetry_features(series, comp, at_t, base_rtt, flows)
 
 
 def split(runs, test_fraction: float = 0.5, seed: int = 0):

@@ -21,7 +21,8 @@ class HopFlows:
     KEEP_S = WINDOW_S + 5.0          # what the features' window can still reach
     SEEN_MAX = 4096                  # flows tracked for arrival; beyond, the quiet ones are forgotten
 
-    def __init__(self):
+    def __init__(self, keep_s: float | None = KEEP_S):
+        self.keep_s = keep_s           # None: keep every record (a whole run replayed offline)
         self._nodes: dict = {}        # node id -> deque[(t_end_s, span_s, {flow id: packets}, {flow id: lost} or None)]
         # (node id, flow id) -> [first seen s, packets since, last seen s]: arrivals, over the whole run
         self._seen: dict = {}
@@ -41,7 +42,7 @@ class HopFlows:
         # losses come as a third element from sinks that count them (2026-11-28 on; None: not known)
         lost = {e[0]: e[2] for e in top} if all(len(e) > 2 for e in top) else None
         rows.append((t, rec.interval_ms / 1e3, {e[0]: e[1] for e in top}, lost))
-        while rows and rows[0][0] < t - self.KEEP_S:
+        while self.keep_s is not None and rows and rows[0][0] < t - self.keep_s:
             rows.popleft()
         self.latest_s = t if self.latest_s is None else max(self.latest_s, t)
         for fid, k, *_ in top:
@@ -50,7 +51,7 @@ class HopFlows:
             seen[2] = t
         if len(self._seen) > self.SEEN_MAX:
             self._seen = {key: v for key, v in self._seen.items()
-                          if v[1] >= COMPETITOR_MIN_PACKETS or v[2] >= t - self.KEEP_S}
+                          if v[1] >= COMPETITOR_MIN_PACKETS or v[2] >= t - (self.keep_s or self.KEEP_S)}
         return True
 
     def competitor_age_s(self, own_flow_id: str | None) -> float | None:

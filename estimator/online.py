@@ -21,11 +21,11 @@ from telemetry.schema import EstimateRecord, encode, estimate_topic
 
 from .capture import PcapTail, SenderObserver, parse_tcp
 from .features import TraceError, last_features
-from .flow_features import competitor_features
 from .hop_flows import HopFlows
-from .int_features import busy_pps, int_features, select_features, uses_flows, uses_int
+from .int_features import select_features, uses_flows, uses_int
 from .int_series import IntSeries
 from .model import CCAEstimator
+from .sink_view import SinkView
 from .vote import MajorityVote, Verdict, first_stable_correct
 
 
@@ -50,16 +50,13 @@ class OnlineEstimator:
     def __init__(self, model: CCAEstimator, local_cca: str, window: int = 50, sender: str | None = None):
         self.uses_int = uses_int(model.feature_names)
         self.uses_flows = uses_flows(model.feature_names)
-        self.hop_flows = HopFlows()
         model._model(local_cca)                       # fails early, naming the CCAs it has
         self.model, self.local_cca = model, local_cca
         self.vote = MajorityVote(window)
         self.observer = SenderObserver(sender)
         self.estimates = 0
         self.t0 = time.monotonic()
-        self.telemetry = IntSeries()
-        self._first_record_ns = None
-        self._early_hops: deque = deque(maxlen=1000)
+        self.view = SinkView()
         # FlowRecords that came before the capture showed which flow is observed (iperf3's
         # control connection carries the first payload; latching onto it kept a flow's
         # records out for the whole run); more than this are counted and left out
@@ -98,14 +95,18 @@ class OnlineEstimator:
             self._keep(self._early_records.popleft())
         return True
 
+    @property
+    def telemetry(self) -> IntSeries:
+        """The observed flow's FlowRecords."""
+        return self.view.series
+
+    @property
+    def hop_flows(self) -> HopFlows:
+        """The hop records: the competitors at each node."""
+        return self.view.hops
+
     def _keep(self, rec) -> bool:
-        if not self.telemetry.add(rec):
-            return False
-        if self._first_record_ns is None:
-            self._first_record_ns = rec.ts_ns
-            while self._early_hops:
-                self.add_hop(self._early_hops.popleft())
-        return True
+        return self.view.add_flow_record(rec)
 
     def add_record(self, rec) -> bool:
         """A FlowRecord or HopRecord from the sink, to add_telemetry or add_hop."""
@@ -114,10 +115,7 @@ class OnlineEstimator:
     def add_hop(self, rec) -> bool:
         """A telemetry.schema.HopRecord (its top flows: the competitors at each node);
         none from before the flow's first FlowRecord (the training series start there)."""
-        if self._first_record_ns is None:
-            self._early_hops.append(rec)       # kept until that record tells which count
-            return False
-        return rec.ts_ns >= self._first_record_ns and self.hop_flows.add(rec)
+        return self.view.add_hop(rec)
 
     def feed_pcap(self, tail: PcapTail) -> int:
         n = 0
@@ -137,16 +135,12 @@ class OnlineEstimator:
             if self.uses_int:
                 if self.telemetry.flow_id is None:
                     self._resolve_flow()
-                series = self.telemetry.array()
-                if series is None or len(series) < 2 or self.competitor_age_s() is None:
+                if self.competitor_age_s() is None:
                     return None
-                at, base = trace.ack_t[-1:], self.base_rtt_s(trace)
-                parts = [x, int_features(series, at, base)]
-                if self.uses_flows:
-                    comp = self.hop_flows.competitors(self.telemetry.bottleneck_node(), self.telemetry.flow_id)
-                    busy = busy_pps(series, at)
-                    parts.append(competitor_features(comp, series, at, base, busy))
-                x = select_features(np.hstack(parts), self.model.feature_names)
+                F = self.view.features(trace.ack_t[-1:], self.base_rtt_s(trace), self.uses_flows)
+                if F is None:
+                    return None
+                x = select_features(np.hstack([x, F]), self.model.feature_names)
         except TraceError:
             return None
         est = str(self.model.predict(x, self.local_cca)[0])

@@ -27,6 +27,7 @@ import numpy as np
 from estimator.capture import Capture, sender_trace
 from estimator.dataset import CCAS, DATA_FORMAT, save_run
 from estimator.features import TraceError, features
+from estimator.sink_view import replayed_view, view_arrays
 from estimator.int_series import bottleneck_series, causal_pick_share, flow_counts_from_jsonl, hop_series_from_jsonl
 
 from .signals import restore as restore_signals, unwind_on_signals
@@ -239,6 +240,8 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
         # not assume two flows can read each competing flow from its own packets later),
         # and the packets each lost on the way (its response to its own losses)
         comp_counts, comp_lost = flow_counts_from_jsonl(int_log, tb.addr("s2"), t0_s=float(int_series[0, 0]))
+        # what a live sender receives: the sink's own records, replayed from its log
+        sink_raw = view_arrays(replayed_view(int_log, tb.addr("s1"), dport=flow1_port(plan)))
     finally:
         tb.down()
         if os.path.exists(pcap):
@@ -248,7 +251,7 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
     idx = np.unique(np.linspace(start, len(F) - 1, samples).astype(int))
     raw = {"ack_t": tr.ack_t, "rtt_s": tr.rtt_s.astype(np.float32), "acked_bytes": tr.acked_bytes.astype(np.int32),
            "send_t": tr.send_t, "retrans": tr.retrans.astype(bool), "sample_idx": idx, "int_series": int_series,
-           "comp_packets_10ms": comp_counts, "comp_lost_10ms": comp_lost}
+           "comp_packets_10ms": comp_counts, "comp_lost_10ms": comp_lost, **sink_raw}
     return F[idx], tr.ack_t[idx] - tr.ack_t[0], {"acks": int(len(F)), **goodputs(outs, plan), **lag,
                                                    "bottleneck_causal_share": causal_pick_share(per_hop),
                                                    "node_rt_priority": node_rt_priority}, raw

@@ -198,8 +198,8 @@ class Testbed:
         nodes = {}
         for n, info in topo.nodes.items():
             exp = "none"
-            if exporter == "jsonl" and "sink" in info["int"]:
-                exp = f"jsonl:{os.path.join(self.dir, n + '.int.jsonl')}"
+            if exporter in ("jsonl", "capture") and "sink" in info["int"]:
+                exp = f"{exporter}:{os.path.join(self.dir, n + '.int.' + exporter)}"
             elif exporter.startswith(("mqtt:", "mqtts:")) and "sink" in info["int"]:
                 exp = exporter    # the sink publishes telemetry to this broker
             conf = os.path.join(self.dir, f"{n}.click")

@@ -2,7 +2,8 @@
 
 An exporter receives raw IOAM data per packet and must never block the packet
 path for long. ``jsonl:PATH`` decodes and appends one JSON object per packet
-(buffered, flushed at least every 200 ms); ``none`` discards. Whoever builds
+(buffered, flushed at least every 200 ms); ``capture:PATH`` the same with the raw bytes,
+undecoded; ``none`` discards. Whoever builds
 the node adds others through :func:`register_exporter` before the configuration
 is read: the MQTT publisher (``broker.publisher.register_exporters``) is added by
 ``intcc node run`` and ``python -m broker.node``; this package knows nothing of MQTT.
@@ -74,9 +75,25 @@ class JsonLinesExporter(Exporter):
         self._f.close()
 
 
+class CaptureExporter(JsonLinesExporter):
+    """The packets as the sink received them: per packet, its arrival (``sink_ns``), its
+    flow key and its raw trace and E2E option in hex, undecoded. What a replay of the sink
+    needs byte for byte (tests/data ships one; telemetry.replay.capture_packets reads it)."""
+
+    def export(self, flow_key, trace_raw, e2e_raw, sink_ns):
+        self._f.write(json.dumps({"sink_ns": sink_ns, "key": bytes(flow_key).hex(), "trace": bytes(trace_raw).hex(),
+                                  "e2e": bytes(e2e_raw or b"").hex()}, separators=(",", ":")) + "\n")
+        self.exported += 1
+        now = time.monotonic_ns()
+        if now - self._flushed_ns > self.FLUSH_NS:
+            self._f.flush()
+            self._flushed_ns = now
+
+
 _FACTORIES: Dict[str, Callable[[str], Exporter]] = {
     "none": lambda arg: Exporter(),
     "jsonl": JsonLinesExporter,
+    "capture": CaptureExporter,
 }
 
 

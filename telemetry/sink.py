@@ -114,13 +114,20 @@ class SinkTelemetry:
                          "flows_evicted": 0, "no_e2e": 0}
 
     def on_packet(self, key: bytes, trace_raw, e2e_raw, now_ns: int) -> List[Publication]:
-        c = self.counters
+        """One stripped packet's raw IOAM trace and E2E option, arrived at ``now_ns``."""
         try:
             nodes = ioam_decode.decode_trace(trace_raw).nodes
             e2e = ioam_decode.decode_e2e(e2e_raw, 0, len(e2e_raw)) if e2e_raw else None
         except ioam_decode.IOAMError:
-            c["decode_errors"] += 1
+            self.counters["decode_errors"] += 1
             return []
+        return self.on_decoded(key, nodes, e2e, now_ns)
+
+    def on_decoded(self, key: bytes, nodes, e2e, now_ns: int) -> List[Publication]:
+        """on_packet after decoding (ioam_decode NodeData list, E2E or None): where a sink's
+        per-packet log is replayed (telemetry/replay.py), so offline records are this
+        sink's records."""
+        c = self.counters
         c["packets"] += 1
         f = self._flow(key, now_ns)
         f.packets += 1
