@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from telemetry.ccas import KERNEL_CCAS
 from estimator.capture import Capture, sender_trace
 from estimator.dataset import CCAS, DATA_FORMAT, save_run
 from estimator.features import TraceError, features
@@ -33,7 +34,7 @@ from estimator.int_series import bottleneck_series, causal_pick_share, flow_coun
 from .signals import restore as restore_signals, unwind_on_signals
 from .traffic import BackgroundFlow, RunFailed
 
-KERNEL = {"bbr", "cubic", "reno"}          # vegas runs on the CCP datapath
+KERNEL = set(KERNEL_CCAS)          # the others (vegas) run on the CCP datapath
 #: flow 1's port when it runs through the CCP datapath (table2-live), one per CCA: the one
 #: agent of a collection serves testbeds running different flow-1 CCAs at once, and tells
 #: their flows apart by port (ccp_agent/by_port.py)

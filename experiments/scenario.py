@@ -57,15 +57,17 @@ import zlib
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional
 
+from telemetry import ccas
+
 HERE = os.path.dirname(__file__)
 PROJECT = os.path.dirname(os.path.abspath(HERE))
 #: loss_pct is applied at run time, without restarting the testbed; competitor sets every
 #: algorithm's competing flows' CCA
 SWEEPABLE = {"loss_pct", "competitor"}
 DRAWS = ("log_uniform", "uniform")
-#: CCAs this kernel has built in; any other CCA named in a scenario (vegas) runs on the
-#: CCP datapath as the algorithm of that name
-KERNEL_CCAS = ("bbr", "cubic", "reno")
+#: CCAs this kernel has built in (telemetry/ccas.py); any other CCA named in a scenario
+#: (vegas) runs on the CCP datapath as the algorithm of that name
+KERNEL_CCAS = ccas.KERNEL_CCAS
 
 
 #: competing flows of one run: ports main + 1 .. main + n, below the next testbed's

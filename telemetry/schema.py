@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import List, Optional
 
+from .ccas import CCA_LABELS     # the CCAs the estimator tells apart: the one list
+
 from .flowid import FLOW_ID_RE
 
 VERSION = 1
@@ -230,8 +232,6 @@ class FlowRecord:
         return max((h.queue_occupancy or 0.0 for h in self.path), default=0.0)
 
 
-#: The CCAs the estimator tells apart: the one list every part uses (estimator, datasets, agents).
-CCA_LABELS = ("bbr", "cubic", "reno", "vegas")
 ESTIMATE_LABELS = CCA_LABELS
 
 
