@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import time
 
-from .contract import CONTRACT_VERSION, CONTROL_REGISTERS, INTCC_DATAPATH, DatapathCapabilities, check_program
+from .contract import (CONTRACT_VERSION, CONTROL_REGISTERS, FAMILY_OF_REGISTER, INTCC_DATAPATH, ContractError,
+                       DatapathCapabilities, check_program)
 from .registry import INIT_CWND
 from .programs import NO_RTT_SAMPLE, REGISTER_MAX, REPORT_PER_RTT_AND_ON_LOSS, REPORT_PER_RTT_AND_ON_LOSS_FOLDED_SLOW_START
 from .flowstate import FlowState
@@ -122,6 +123,8 @@ class FlowBase:
         cwnd_bytes = min(max(int(cwnd_bytes), self.mss), REGISTER_MAX)
         now_ns = time.monotonic_ns()    # before the call: the latency benchmark starts here
         registers = None if registers is None else [(name, min(max(int(v), 0), REGISTER_MAX)) for name, v in registers]
+        if registers:
+            self._check_families(registers)
         if self._changes_nothing(cwnd_bytes, event, r, registers):
             unsent = getattr(self.datapath, "unsent_update", None)    # the unit tests' mock keeps count
             if unsent:
@@ -143,6 +146,17 @@ class FlowBase:
                        inflight_pkts=r.inflight if r else None, reason=reason,
                        cwnd_before_bytes=None if cwnd_before_bytes is None else int(cwnd_before_bytes))
         return cwnd_bytes
+
+    def _check_families(self, registers) -> None:
+        """A register of a family the algorithm does not declare (Algorithm.families) would
+        drive kernel arithmetic no one reviewed for it: refused, naming the family. Setting
+        one back to its default (a switch's reset, resume) is always allowed."""
+        defaults = {r.name: r.default for r in CONTROL_REGISTERS}
+        for name, value in registers:
+            family = FAMILY_OF_REGISTER.get(name)
+            if family is not None and family not in self.alg.families and value != defaults[name]:
+                raise ContractError(f"{self.alg.name or type(self.alg).__name__} sets register {name} of family "
+                                    f"{family} without declaring it (families = {self.alg.families})")
 
     def _changes_nothing(self, cwnd_bytes: int, event: str, r: Report | None, registers) -> bool:
         """An update the intcc datapath would take as no command (agent.rs, set_cwnd): on a
@@ -168,6 +182,8 @@ class Algorithm(AlgBase):
     program = REPORT_PER_RTT_AND_ON_LOSS
     params = (INIT_CWND,)        # the constructor's options (registry.Param), for the command line
     needs_telemetry = False      # built with telemetry= and directory= (the sink's MQTT feed)
+    # The datapath families whose kernel half it drives (contract.FAMILIES): their registers
+    families: tuple[str, ...] = ("slow_start",)
 
     # The window kept after a congestive loss, /1024: the kernel's ssthresh on the intcc
     # datapath until the agent answers the loss (contract register loss_beta).

@@ -420,6 +420,7 @@ class BbrFlow(FlowBase):
 
 
 class Bbr(Algorithm):
+    families = ("slow_start", "bbr")
     name = "bbr"
     summary = "BBR v1 (Linux tcp_bbr): bandwidth and min-RTT model, pacing, gain cycling, ProbeRTT."
     flow_class = BbrFlow

@@ -27,10 +27,10 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-CONTRACT_VERSION = 9     # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
+CONTRACT_VERSION = 10    # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
                         # 3: no own_recovery, no per-ACK loss accounting; 4: no HyStart per ACK;
                         # 5: no fold in the kernel; 6: no cubic curve in the kernel; 7: no report on request;
-                        # 8: every report wakes the daemon
+                        # 8: every report wakes the daemon; 9: no additive family (ai_pkts)
 
 
 @dataclass(frozen=True)
@@ -80,10 +80,48 @@ CONTROL_REGISTERS = (
              "(the epoch starts at the first such ACK after ca_epoch changed; K and the origin from the "
              "window there and ca_w_max), this far ahead on the curve (tcp_cubic's delay_min, us; 0: off, "
              "ca_target is the target)"),
+    Register("ai_pkts", 0, "ai_pkts",
+             "congestion avoidance per ACK as the kernel's Reno (tcp_cong_avoid_ai), this many segments per "
+             "window delivered (0: off; before the cubic family's, which it then leaves alone)"),
 )
 REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
-GROWTH_REGISTER_NAMES = ("ss_until", "ca_target", "ca_cnt_max", "reno_scale", "ca_epoch", "ss_exit_rtt",
-                         "ca_w_max", "ca_ahead")
+
+
+@dataclass(frozen=True)
+class Family:
+    """An algorithm family's kernel half: the per-ACK arithmetic in
+    ``datapath/bpf/families/<name>.h``, driven by these control registers, whose control
+    fields no other file reads (check_family_sources). The Rust daemon has nothing of its
+    own per family: it copies every register to its field (the generated map)."""
+    name: str
+    registers: tuple[str, ...]
+    doc: str
+
+    @property
+    def header(self) -> str:
+        return f"families/{self.name}.h"
+
+    @property
+    def ctl_fields(self) -> tuple[str, ...]:
+        by_name = {r.name: r.ctl_field for r in CONTROL_REGISTERS}
+        return tuple(by_name[r] for r in self.registers)
+
+
+#: The families, in the order their headers are included (one may use an earlier one's).
+FAMILIES = (
+    Family("slow_start", ("ss_until", "ss_exit_rtt"),
+           "slow start per ACK up to the agent's bound, paused by tcp_cubic's HyStart delay detection"),
+    Family("cubic", ("ca_target", "ca_cnt_max", "reno_scale", "ca_epoch", "ca_w_max", "ca_ahead"),
+           "tcp_cubic's congestion avoidance per ACK: the cubic curve or a fixed target, W_est, the credit"),
+    Family("bbr", ("bw", "own_recovery"),
+           "tcp_bbr's window around losses per ACK, and its ACK-aggregation sample"),
+    Family("additive", ("ai_pkts",),
+           "additive increase per ACK, the kernel's Reno with a segments per window (tests/examples/aimd.py)"),
+)
+FAMILY_OF_REGISTER = {reg: f.name for f in FAMILIES for reg in f.registers}
+#: The registers of the per-ACK window growth (slow start and congestion avoidance)
+GROWTH_REGISTER_NAMES = tuple(r for f in FAMILIES if f.name in ("slow_start", "cubic", "additive")
+                              for r in f.registers)
 
 # libccp primitives the intcc datapath gives another meaning (libccp has no field for them).
 # On ccp-kernel they keep libccp's: an algorithm reads them only where the capability says so.
@@ -173,6 +211,10 @@ def read_datapath_contract(state_dir) -> DatapathCapabilities | None:
     if version != CONTRACT_VERSION:
         raise ContractError(f"the datapath in {path.parent} speaks contract version {version}, this agent "
                             f"{CONTRACT_VERSION}: rebuild ('make setup') and restart 'intcc datapath run'")
+    missing = [f.name for f in FAMILIES if f.name not in announced.get("families", [f.name])]
+    if missing:
+        raise ContractError(f"the datapath in {path.parent} has no kernel half for famil"
+                            f"{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)}: rebuild ('make setup')")
     return DatapathCapabilities.from_names(announced.get("capabilities", []))
 
 
@@ -182,7 +224,7 @@ def read_datapath_contract(state_dir) -> DatapathCapabilities | None:
 # the fingerprint of portus's compiled form (FNV-1a 64 of the install message after its
 # program uid; the daemon logs it with -v): programs.REPORT_PER_RTT_AND_ON_LOSS. Another
 # program, or this one changed, runs in libccp on per-ACK events, as before.
-NATIVE_FOLD_FINGERPRINT = 0xa27c3176214659b2
+NATIVE_FOLD_FINGERPRINT = 0x606fbf650efb92a6
 # A datagram to the daemon's socket asking for a flow's report at its next ACK: this, then
 # libccp's flow id (u32, little endian); ccp_agent.datapath.ReportRequester sends it
 REPORT_REQUEST_MAGIC = b"INTCCRPT"
@@ -210,7 +252,7 @@ STRUCTS = {
         ("ca_target_bytes", "u32"), ("ca_cnt_max", "u32"), ("reno_scale", "u32"), ("ca_epoch", "u32"),
         ("loss_beta_1024", "u32"), ("bw_bytes_per_s", "u32"), ("own_recovery", "u32"),
         ("lost_base", "u32"), ("ss_exit_rtt_us", "u32"), ("fold_gen", "u32"), ("ca_w_max_bytes", "u32"),
-        ("ca_ahead_us", "u32"), ("report_req", "u32"),
+        ("ca_ahead_us", "u32"), ("report_req", "u32"), ("ai_pkts", "u32"),
     ]),
     "intcc_ccp_cfg": ("Cfg", [
         ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),
@@ -224,6 +266,58 @@ STRUCTS = {
         ("reports_waited", "u64"),
     ]),
 }
+
+
+#: What the control fields that are not a register's carry (a register's field is
+#: documented by its Register.doc): the generated struct's comments, in C and Rust.
+CTL_FIELD_DOCS = {
+    "flags": "CTL_HAS_CWND | CTL_HAS_RATE",
+    "cwnd_bytes": "the agent's window; the kernel's per-ACK growth since grown_base comes on top",
+    "rate_bps": "the pacing rate (bytes per second)",
+    "seq": "bumped by userspace on every write",
+    "answered_hold": "the agent answered a report carrying this hold_id",
+    "grown_base": "the window is cwnd_bytes plus the growth after the flow's grown_pkts was this",
+    "lost_base": "own_recovery: the window also loses what tp->lost grew by since this",
+    "fold_gen": "0: an event per ACK, libccp folds; else the kernel folds the shared program and sends "
+                "its reports (a new value starts a fresh fold)",
+    "report_req": "bumped by the daemon: a report at the next ACK, whatever the program's schedule",
+}
+#: The structs both sides take from here, not only check: the control struct, which a new
+#: register extends (a family's register needs nothing else in the daemon)
+GENERATED_STRUCTS = ("intcc_ccp_ctl",)
+
+
+def field_doc(struct: str, field: str) -> str:
+    for r in CONTROL_REGISTERS:
+        if r.ctl_field == field:
+            return f"register {r.name}: {r.doc}"
+    return CTL_FIELD_DOCS.get(field, "")
+
+
+def c_struct(struct: str) -> str:
+    lines = [f"struct {struct} {{"]
+    for name, ctype in STRUCTS[struct][1]:
+        m = re.fullmatch(r"(u\d+)(?:\[(\d+)\])?", ctype)
+        dims = f"[{m.group(2)}]" if m.group(2) else ""
+        lines.append(f"\t/* {field_doc(struct, name)} */")
+        lines.append(f"\t{_C_TYPES[m.group(1)][1]} {name}{dims};")
+    return "\n".join(lines + ["};"])
+
+
+def rust_struct(struct: str) -> str:
+    rust_name = STRUCTS[struct][0]
+    lines = ["#[repr(C)]", "#[derive(Clone, Copy, Debug, Default, PartialEq)]", f"pub struct {rust_name} {{"]
+    for name, ctype in STRUCTS[struct][1]:
+        m = re.fullmatch(r"(u\d+)(?:\[(\d+)\])?", ctype)
+        kind = f"[{m.group(1)}; {m.group(2)}]" if m.group(2) else m.group(1)
+        lines.append(f"    /// {field_doc(struct, name)}")
+        lines.append(f"    pub {name}: {kind},")
+    return "\n".join(lines + ["}"])
+
+
+def c_structs_header() -> str:
+    return "\n".join(["/* Generated by 'python -m ccp_algs.contract' from ccp_algs/contract.py: do not edit. */",
+                      "#pragma once", ""] + [c_struct(s) for s in GENERATED_STRUCTS]) + "\n"
 
 
 def _size_align(ctype: str) -> tuple[int, int]:
@@ -276,7 +370,8 @@ def c_header() -> str:
 
 def rust_module() -> str:
     lines = ["// Generated by 'python -m ccp_algs.contract' from ccp_algs/contract.py: do not edit.",
-             "use crate::bpf::{Cfg, Ctl, Event, Stats};", "",
+             "use crate::bpf::{Cfg, Event, Stats};", "",
+             *(rust_struct(st) + "\n" for st in GENERATED_STRUCTS),
              f"pub const CONTRACT_VERSION: u32 = {CONTRACT_VERSION};",
              f"pub const REGISTER_COUNT: u32 = {len(CONTROL_REGISTERS)};",
              "/// portus's compiled form of the program the kernel folds itself (programs.REPORT_PER_RTT_AND_ON_LOSS)",
@@ -287,8 +382,13 @@ def rust_module() -> str:
     for i, r in enumerate(CONTROL_REGISTERS):
         lines.append(f"/// {r.doc}")
         lines.append(f"pub const REG_{r.name.upper()}: u32 = {i};")
+    lines.append("/// Each algorithm family's kernel half and the registers it reads (FAMILIES)")
+    lines.append("pub const FAMILIES: &[(&str, &[u32])] = &[")
+    for f in FAMILIES:
+        lines.append(f"    (\"{f.name}\", &[{', '.join(str(REGISTER_INDEX[r]) for r in f.registers)}]),")
+    lines.append("];")
     caps = json.dumps(INTCC_DATAPATH.names())
-    lines += [f"/// What this datapath offers agents (contract.json)",
+    lines += ["/// What this datapath offers agents (contract.json)",
               f"pub const CAPABILITIES: &[&str] = &[{caps[1:-1]}];", "",
               "/// Copy control register `index` to the control-map field it drives; false: none.",
               "pub fn set_ctl_register(ctl: &mut Ctl, index: u32, value: u32) -> bool {",
@@ -305,6 +405,34 @@ def rust_module() -> str:
     return "\n".join(lines) + "\n"
 
 
+def families_header() -> str:
+    """The C header that includes each family's kernel half, in FAMILIES order."""
+    lines = ["/* Generated by 'python -m ccp_algs.contract' from ccp_algs/contract.py: do not edit.",
+             " * Each algorithm family's kernel half (datapath/bpf/families/), in the description's order. */",
+             "#pragma once"]
+    for f in FAMILIES:
+        lines.append(f"#include \"{f.header}\"   /* {f.doc}; registers {', '.join(f.registers)} */")
+    return "\n".join(lines) + "\n"
+
+
+def check_family_sources(bpf_dir) -> list[str]:
+    """What breaks the families' rule in the kernel's sources under ``bpf_dir``: a family
+    without its header, or a family register's control field read outside its family's
+    header (the core and the other families call the family's functions instead)."""
+    root = Path(bpf_dir)
+    problems = [f"family {f.name}: no {root / f.header}" for f in FAMILIES if not (root / f.header).is_file()]
+    owner = {field: f for f in FAMILIES for field in f.ctl_fields}
+    for path in sorted(list(root.rglob("*.h")) + list(root.rglob("*.c"))):
+        rel = path.relative_to(root).as_posix()
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            for field in re.findall(r"ctl->(\w+)", line):
+                f = owner.get(field)
+                if f is not None and rel != f.header:
+                    problems.append(f"{rel}:{n}: reads ctl->{field}, register {f.registers[f.ctl_fields.index(field)]} "
+                                    f"of family {f.name}: only {f.header} may (call its functions)")
+    return problems
+
+
 def _write(path: str, text: str) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(text)
@@ -314,9 +442,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="write the agent-datapath contract as C and Rust source")
     ap.add_argument("--c-header", help="generated C header (BPF struct layout asserts)")
     ap.add_argument("--rust", help="generated Rust module (registers, layout asserts)")
+    ap.add_argument("--c-structs", metavar="FILE", help="generated C header defining GENERATED_STRUCTS")
+    ap.add_argument("--c-families", metavar="FILE",
+                    help="generated C header including each family's kernel half; with --bpf-dir, checked first")
+    ap.add_argument("--bpf-dir", help="the kernel's sources, checked against FAMILIES (check_family_sources)")
     args = ap.parse_args(argv)
-    if not (args.c_header or args.rust):
-        ap.error("nothing to write: give --c-header and/or --rust")
+    if not (args.c_header or args.rust or args.c_families or args.c_structs):
+        ap.error("nothing to write: give --c-header, --c-structs, --c-families and/or --rust")
+    if args.bpf_dir:
+        problems = check_family_sources(args.bpf_dir)
+        if problems:
+            sys.exit("the kernel's sources break the families' rule (ccp_algs/contract.py FAMILIES):\n  "
+                     + "\n  ".join(problems))
+    if args.c_families:
+        _write(args.c_families, families_header())
+    if args.c_structs:
+        _write(args.c_structs, c_structs_header())
     if args.c_header:
         _write(args.c_header, c_header())
     if args.rust:

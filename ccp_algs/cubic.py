@@ -333,6 +333,7 @@ class CubicFlow(WindowFlow):
 
 
 class Cubic(Algorithm):
+    families = ("slow_start", "cubic")
     name = "cubic"
     summary = "CUBIC (RFC 9438: beta 0.7, C 0.4, fast convergence, Reno-friendly region, HyStart)."
     flow_class = CubicFlow

@@ -2,10 +2,13 @@
 
 A new algorithm is one file in ccp_algs/ (an ``Algorithm`` subclass whose ``params``
 name its options) and one line in ``ALGORITHMS``: the agent's command line
-(``intcc alg run NAME``) and the adaptive agent find it here."""
+(``intcc alg run NAME``) and the adaptive agent find it here. One outside the package
+is named in the environment: ``INTCC_ALGORITHMS="aimd=tests.examples.aimd:Aimd"``
+(several separated by commas). docs/algorithms.md walks through adding one."""
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +21,26 @@ ALGORITHMS = {
     "reno": "ccp_algs.reno:Reno",
     "vegas": "ccp_algs.vegas:Vegas",
 }
+ENV_ALGORITHMS = "INTCC_ALGORITHMS"
+
+
+class AlgorithmSpecError(ValueError):
+    pass
+
+
+def parse_algorithm_specs(text: str) -> dict[str, str]:
+    """``name=module:Class[,name=module:Class...]`` -> {name: "module:Class"}."""
+    out = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, target = item.partition("=")
+        module, _, cls = target.partition(":")
+        if not name or not module or not cls:
+            raise AlgorithmSpecError(f"{ENV_ALGORITHMS}: {item!r} is not name=module:Class")
+        out[name.strip()] = f"{module.strip()}:{cls.strip()}"
+    return out
+
+
+ALGORITHMS.update(parse_algorithm_specs(os.environ.get(ENV_ALGORITHMS, "")))
 
 
 @dataclass(frozen=True)
@@ -58,4 +81,7 @@ def algorithm_class(name: str):
         module, cls = ALGORITHMS[name].split(":")
     except KeyError:
         raise UnknownAlgorithm(name) from None
-    return getattr(importlib.import_module(module), cls)
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError) as e:
+        raise AlgorithmSpecError(f"algorithm {name!r} is {module}:{cls}, which cannot be loaded: {e}") from None

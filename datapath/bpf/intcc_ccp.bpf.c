@@ -26,7 +26,7 @@
 char _license[] SEC("license") = "GPL";
 
 #include "intcc_ccp_state.h"    /* the shared structs, maps, per-socket state */
-#include "intcc_ccp_window.h"   /* the kernel's window arithmetic: slow start, CUBIC per ACK, PRR */
+#include "intcc_ccp_window.h"   /* the kernel's window arithmetic, and each family's (families/) */
 #include "intcc_ccp_fold.h"     /* the shared datapath program, folded per ACK */
 
 /* A zeroed event with its header filled, or NULL (counted) when the ring is full. */
@@ -139,30 +139,6 @@ void BPF_PROG(ccp_init, struct sock *sk)
 	/* else: the flow runs the fallback and announces itself once an agent beats */
 }
 
-/* tcp_bbr's bbr_update_ack_aggregation, against the agent's bandwidth estimate: packets
- * delivered since the ACK epoch began beyond what bw would have delivered, at most a
- * window; the epoch restarts whenever ACKs fall behind bw. The agent keeps the max over
- * rounds (it knows them) and adds it to BBR's window target. */
-#define ACK_EPOCH_ACKED_RESET 0x100000
-static __always_inline __u32 ack_aggregation(struct tcp_sock *tp, struct ccp_priv *p,
-					      const struct rate_sample *rs, __u32 bw_bytes_per_s, __u32 mss)
-{
-	__u32 now_us = (__u32)tp->delivered_mstamp;
-	__u32 expected, extra;
-
-	if (!bw_bytes_per_s || !mss || rs->acked_sacked <= 0 || rs->delivered < 0 || rs->interval_us <= 0)
-		return 0;
-	expected = (__u32)((__u64)bw_bytes_per_s * (__u32)(now_us - p->ack_epoch_us) / 1000000 / mss);
-	if (p->ack_epoch_acked <= expected || p->ack_epoch_acked + rs->acked_sacked >= ACK_EPOCH_ACKED_RESET) {
-		p->ack_epoch_acked = 0;
-		p->ack_epoch_us = now_us;
-		expected = 0;
-	}
-	p->ack_epoch_acked += rs->acked_sacked;
-	extra = p->ack_epoch_acked - expected;
-	return extra < tp->snd_cwnd ? extra : tp->snd_cwnd;
-}
-
 /* This ACK's primitives: what changed since the last sample (the ACK before). */
 static __always_inline void take_sample(struct sock *sk, const struct rate_sample *rs, struct ccp_ack *s,
 					__u32 extra_acked)
@@ -249,7 +225,7 @@ static __always_inline __u32 program_cwnd_bytes(struct sock *sk, struct intcc_cc
 	if (!(ctl->flags & CTL_HAS_CWND) || p->undo_pkts)
 		return tp->snd_cwnd * mss;
 	window = ctl->cwnd_bytes + grown_since(p, ctl) * mss;
-	if (!ctl->own_recovery)
+	if (!bbr_owns_recovery(ctl))
 		return window;
 	lost = tp->lost - ctl->lost_base;
 	if ((__s32)lost > 0)
@@ -332,7 +308,7 @@ static __always_inline void report(struct sock *sk, const struct rate_sample *rs
 	struct intcc_ccp_event *e;
 	struct ccp_ack s = {};
 	/* every ACK counts in the epoch, also one whose event the full ring drops */
-	__u32 extra_acked = ack_aggregation(tp, p, rs, ctl ? ctl->bw_bytes_per_s : 0, tp->mss_cache);
+	__u32 extra_acked = bbr_extra_acked(tp, p, rs, ctl);
 
 	take_sample(sk, rs, &s, extra_acked);
 	if (ctl && ctl->fold_gen) {
@@ -364,7 +340,7 @@ static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, in
 
 		if (pkts < 1)
 			pkts = 1;
-		if (ctl->own_recovery) {
+		if (bbr_owns_recovery(ctl)) {
 			pkts = bbr_recovery_window(sk, ctl, rs, pkts);   /* tcp_bbr's, no PRR */
 		} else if (state == TCP_CA_Recovery || state == TCP_CA_CWR) {
 			__u32 prr;

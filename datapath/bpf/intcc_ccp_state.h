@@ -74,33 +74,9 @@ struct intcc_ccp_event {
 	__u64 report_fields[16];
 };
 
-struct intcc_ccp_ctl {
-	__u32 flags;             /* CTL_HAS_CWND | CTL_HAS_RATE */
-	__u32 cwnd_bytes;
-	__u64 rate_bps;          /* bytes per second */
-	__u64 seq;               /* bumped by userspace on every write */
-	__u32 answered_hold;     /* the agent answered a report carrying this hold_id */
-	/* The window is cwnd_bytes plus what the per-ACK growth added after the flow's
-	 * grown_pkts was grown_base (the report the agent decided on). Growth per ACK, as
-	 * the kernel's own, between the agent's decisions (0 turns each part off): */
-	__u32 grown_base;
-	__u32 ss_until_bytes;    /* slow start: a segment per packet delivered up to here */
-	__u32 ca_target_bytes;   /* congestion avoidance towards here (tcp_cubic's bictcp_update) */
-	__u32 ca_cnt_max;        /* at most this many packets delivered per segment of growth */
-	__u32 reno_scale;        /* Reno-friendly W_est: +1 segment per (cwnd * scale) >> 3 delivered */
-	__u32 ca_epoch;          /* a change restarts W_est at the window (a new CUBIC epoch) */
-	__u32 loss_beta_1024;    /* the algorithm's cut on a loss, /1024: ssthresh until it answers (0: Reno's) */
-	__u32 bw_bytes_per_s;    /* the algorithm's bandwidth estimate: ACK aggregation is measured against it */
-	__u32 own_recovery;      /* 1: recoveries as tcp_bbr (conservation per ACK, growth on); 0: PRR */
-	__u32 lost_base;         /* own_recovery: the window also loses what tp->lost grew by since this */
-	__u32 ss_exit_rtt_us;    /* HyStart per ACK: slow start pauses for the round at this RTT (us; 0: off) */
-	__u32 fold_gen;          /* 0: an event per ACK, libccp folds; else the kernel folds the shared
-	                          * program and sends its reports (a new value starts a fresh fold) */
-	__u32 ca_w_max_bytes;    /* with ca_ahead_us: tcp_cubic's last_max_cwnd (0: no loss yet) */
-	__u32 ca_ahead_us;       /* the cubic curve per ACK, this far ahead (delay_min; 0: ca_target) */
-	__u32 report_req;        /* bumped by the daemon: a report at the next ACK, whatever the program's
-	                          * schedule (a verdict waits for the agent's next callback) */
-};
+/* The agent's command per flow, written by the daemon: generated from the contract, whose
+ * registers (and so a family's) are its fields. */
+#include "intcc_ccp_ctl.h"
 
 /* Written by userspace only (a whole-value update must not race BPF's counters). */
 struct intcc_ccp_cfg {

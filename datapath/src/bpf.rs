@@ -99,40 +99,8 @@ fn ip(family: u32, raw: &[u8; 16]) -> std::net::IpAddr {
     }
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Ctl {
-    pub flags: u32,
-    pub cwnd_bytes: u32,
-    pub rate_bps: u64,
-    pub seq: u64,
-    pub answered_hold: u32,
-    /// the window is cwnd_bytes plus the growth after the flow's grown_pkts was this
-    pub grown_base: u32,
-    /// per-ACK growth parameters (the agent's control registers, see agent.rs)
-    pub ss_until_bytes: u32,
-    pub ca_target_bytes: u32,
-    pub ca_cnt_max: u32,
-    pub reno_scale: u32,
-    pub ca_epoch: u32,
-    /// the algorithm's cut on a loss (/1024): the kernel's ssthresh until it answers (0: Reno's)
-    pub loss_beta_1024: u32,
-    pub bw_bytes_per_s: u32,
-    pub own_recovery: u32,
-    /// own_recovery: the window also loses what the flow's lost_total_pkts grew by since this
-    pub lost_base: u32,
-    /// HyStart per ACK: slow start pauses for the round once its RTT reaches this (us; 0: off)
-    pub ss_exit_rtt_us: u32,
-    /// 0: an event per ACK, libccp folds; else the kernel folds the shared program and
-    /// sends its reports (a new value starts a fresh fold)
-    pub fold_gen: u32,
-    /// with ca_ahead_us: tcp_cubic's last_max_cwnd, the plateau of the curve the kernel follows
-    pub ca_w_max_bytes: u32,
-    /// the cubic curve per ACK in the kernel, this far ahead (delay_min, us; 0: ca_target_bytes)
-    pub ca_ahead_us: u32,
-    /// bumped to have the kernel's fold report at the flow's next ACK (FlowCtl::request_report)
-    pub report_req: u32,
-}
+/// The agent's command per flow: generated from ccp_algs/contract.py (its registers are fields).
+pub use crate::contract::Ctl;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]

@@ -409,7 +409,8 @@ fn run(args: Args) -> Result<(), String> {
     // The contract an agent reads before it starts (ccp_algs.contract.read_datapath_contract).
     write_atomic(
         &state_dir.join("contract.json"),
-        &json!({"contract_version": contract::CONTRACT_VERSION, "capabilities": contract::CAPABILITIES}),
+        &json!({"contract_version": contract::CONTRACT_VERSION, "capabilities": contract::CAPABILITIES,
+                "families": contract::FAMILIES.iter().map(|(name, _)| *name).collect::<Vec<_>>()}),
     );
     eprintln!(
         "intcc-datapath: 'ccp' registered; IPC {} <-> {}; state in {}",

@@ -598,3 +598,30 @@ def test_an_agent_removes_its_socket_file_however_it_ends(tmp_path):
             time.sleep(0.02)
         assert not os.path.exists(AGENT_SOCKET), f"{AGENT_SOCKET} left behind after {end}"
         a.stop()
+
+
+def test_the_example_algorithm_grows_a_segments_per_round_in_the_kernel(tb, dp, agent_factory, tmp_path, monkeypatch):
+    """docs/algorithms.md's example (tests/examples/aimd.py), named in the environment as an
+    algorithm outside the package is: its congestion avoidance, a = 3 segments per window,
+    grows per ACK in the kernel (the additive family); the agent only takes it in."""
+    monkeypatch.setenv("INTCC_ALGORITHMS", "aimd=tests.examples.aimd:Aimd")
+    set_rate(tb, 10)
+    set_distance(tb, 1)
+    trace = tmp_path / "aimd.csv"
+    agent_factory("aimd", "--increase-pkts", "3", "--beta", "0.5", "--trace", str(trace))
+    try:
+        out = iperf3(tb, "sta1", "sta2", seconds=15, port=5290, extra=["-C", "ccp", "-O", "2"])
+    finally:
+        set_rate(tb, 100)
+        set_distance(tb, 10)
+    port = str(out["start"]["connected"][0]["remote_port"])
+    rows = list(csv.DictReader(open(trace)))
+    sids = {r["sid"] for r in rows if r["event"] == "start" and r["dst_port"] == port}
+    rows = [r for r in rows if r["sid"] in sids and r["event"] in ("report", "loss", "timeout", "recovery")]
+    mss = int(out["start"]["tcp_mss_default"])
+    steps = [(int(b["cwnd_bytes"]) - int(a["cwnd_bytes"])) / mss for a, b in zip(rows, rows[1:])
+             if b["reason"] == "congestion avoidance (datapath)" and a["event"] == "report"]
+    cuts = [r for r in rows if r["event"] == "loss" and "cut to 0.5" in r["reason"]]
+    assert len(steps) >= 30 and len(cuts) >= 2, (len(steps), len(cuts))
+    per_round = statistics.mean(steps)
+    assert 2.4 <= per_round <= 3.6, f"{per_round:.2f} segments per report in congestion avoidance (a = 3)"

@@ -69,7 +69,7 @@ def test_layouts_follow_c_alignment():
     assert dict(offsets)["ts_ns"] == 8 and dict(offsets)["src_addr"] == 32 and dict(offsets)["lost_total_pkts"] == 172
     assert dict(offsets)["report_fields"] == 176 and size == 304
     offsets, size = contract.layout("intcc_ccp_ctl")
-    assert dict(offsets)["rate_bps"] == 8 and dict(offsets)["loss_beta_1024"] == 52 and size == 88
+    assert dict(offsets)["rate_bps"] == 8 and dict(offsets)["loss_beta_1024"] == 52 and size == 96
     assert contract.layout("intcc_ccp_cfg")[1] == 48
 
 
@@ -106,7 +106,7 @@ def test_an_agent_reads_the_daemons_contract(tmp_path):
 
 def test_pack_places_fields_at_their_offsets():
     raw = contract.pack("intcc_ccp_ctl", flags=1, cwnd_bytes=2896, seq=7, loss_beta_1024=717)
-    assert len(raw) == 88
+    assert len(raw) == 96
     assert int.from_bytes(raw[4:8], "little") == 2896 and int.from_bytes(raw[16:24], "little") == 7
     assert int.from_bytes(raw[52:56], "little") == 717
     with pytest.raises(KeyError, match="no field 'cwnd'"):
