@@ -26,6 +26,7 @@ import random
 from collections import deque
 
 from .base import Algorithm, FlowBase, Report
+from .bbr_policer import EXPIRED, POLICED, LongTermBw
 from .flowstate import FlowState
 from .programs import REPORT_PER_RTT_AND_ON_LOSS
 from .registry import INIT_CWND
@@ -44,11 +45,6 @@ PACING_MARGIN = 0.99             # tcp_bbr paces 1 % below the estimate
 TSO_BUDGET_PKTS = 3 * 2          # bbr_quantization_budget at low rates: 3 x 2 TSO segments
 EXTRA_ACKED_WIN_ROUNDS = 5       # the aggregation max is kept in two windows of 5 rounds
 EXTRA_ACKED_MAX_S = 0.1          # ... and allows at most 100 ms at bw
-LT_INTVL_MIN_RTTS = 4            # long-term sampling intervals last 4-16 rounds
-LT_LOSS_THRESH = 50 / 256        # ... and count when they lost this share of what they delivered
-LT_BW_RATIO = 1 / 8              # two such intervals' rates this close: a policer
-LT_BW_DIFF_BYTES_PER_S = 4000 / 8    # ... or this close in absolute terms
-LT_BW_MAX_RTTS = 48              # the policed rate is used for this many rounds
 STARTUP, DRAIN, PROBE_BW, PROBE_RTT = "startup", "drain", "probe_bw", "probe_rtt"
 
 class BbrFlow(FlowBase):
@@ -79,8 +75,7 @@ class BbrFlow(FlowBase):
         self.extra_acked_idx = 0
         self.extra_acked_rounds = 0
         self.lost_pkts_total = 0
-        self.lt_use_bw, self.lt_bw, self.lt_is_sampling, self.lt_rtt_cnt = False, 0.0, False, 0
-        self.lt_last_delivered_pkts, self.lt_last_lost_pkts, self.lt_last_stamp_ns = 0.0, 0, now
+        self.lt = LongTermBw(now, self.mss)      # tcp_bbr's policer detection
         self.install(int(self.cwnd_pkts * self.mss), [("seg_bytes", self.mss)] + self._growth(self.cwnd_pkts))
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=int(self.cwnd_pkts * self.mss), reason="bbr startup",
                        src_port=self.ports[0], dst_port=self.ports[1])
@@ -97,58 +92,22 @@ class BbrFlow(FlowBase):
         else the max sample of the last 10 rounds (tcp_bbr's bbr_bw)."""
         return self.lt_bw if self.lt_use_bw else self.max_bw
 
-    # tcp_bbr's bbr_lt_bw_sampling, per report: the agent's counts of delivered and lost
-    # packets stand for tp->delivered and tp->lost
-    def _reset_lt_interval(self, now: int):
-        self.lt_last_stamp_ns = now
-        self.lt_last_delivered_pkts = self.delivered_bytes / self.mss
-        self.lt_last_lost_pkts = self.lost_pkts_total
-        self.lt_rtt_cnt = 0
+    @property
+    def lt_use_bw(self) -> bool:
+        """Pacing at a policer's rate (bbr_policer.py)."""
+        return self.lt.use_bw
 
-    def _reset_lt(self, now: int):
-        self.lt_bw, self.lt_use_bw, self.lt_is_sampling = 0.0, False, False
-        self._reset_lt_interval(now)
-
-    def _lt_interval_done(self, bw: float, now: int):
-        if self.lt_bw:
-            diff = abs(bw - self.lt_bw)
-            if diff <= LT_BW_RATIO * self.lt_bw or diff <= LT_BW_DIFF_BYTES_PER_S:
-                self.lt_bw = (bw + self.lt_bw) / 2          # policed: the mean of two intervals
-                self.lt_use_bw, self.pacing_gain, self.lt_rtt_cnt = True, 1.0, 0
-                return
-        self.lt_bw = bw
-        self._reset_lt_interval(now)
+    @property
+    def lt_bw(self) -> float:
+        return self.lt.bw
 
     def _lt_bw_sampling(self, losses: int, round_start: bool, now: int):
-        if self.lt_use_bw:
-            if self.mode == PROBE_BW and round_start:
-                self.lt_rtt_cnt += 1
-                if self.lt_rtt_cnt >= LT_BW_MAX_RTTS:
-                    self._reset_lt(now)
-                    self._enter_probe_bw(now)          # gain cycling again
-            return
-        if not self.lt_is_sampling:
-            if not losses:
-                return          # the first loss: the policer's tokens are spent from here
-            self._reset_lt_interval(now)
-            self.lt_is_sampling = True
-        if round_start:
-            self.lt_rtt_cnt += 1
-        if self.lt_rtt_cnt < LT_INTVL_MIN_RTTS:
-            return
-        if self.lt_rtt_cnt > 4 * LT_INTVL_MIN_RTTS:
-            self._reset_lt(now)
-            return
-        if not losses:
-            return              # an interval ends on a loss
-        lost = self.lost_pkts_total - self.lt_last_lost_pkts
-        delivered = self.delivered_bytes / self.mss - self.lt_last_delivered_pkts
-        if delivered <= 0 or lost < LT_LOSS_THRESH * delivered:
-            return
-        span_s = (now - self.lt_last_stamp_ns) / 1e9
-        if span_s < 1e-3:
-            return
-        self._lt_interval_done(delivered * self.mss / span_s, now)
+        done = self.lt.on_report(losses, round_start, now, self.delivered_bytes / self.mss, self.lost_pkts_total,
+                                 in_probe_bw=self.mode == PROBE_BW)
+        if done == POLICED:
+            self.pacing_gain = 1.0
+        elif done == EXPIRED:
+            self._enter_probe_bw(now)          # gain cycling again
 
     def bdp_pkts(self, gain: float) -> float:
         if self.min_rtt_us is None or self.bw <= 0:

@@ -7,148 +7,21 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::os::unix::net::UnixDatagram;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-use libccp::{Connection, Datapath, DatapathBuilder, DatapathOps, FlowInfo};
+use libccp::{Connection, Datapath, DatapathBuilder, FlowInfo};
 
-use crate::agent_msg::{control_updates, msg_header, take_contract_registers, MSG_CHANGE_PROG, MSG_CREATE,
-                       MSG_INSTALL_EXPR, MSG_MEASURE, MSG_UPDATE_FIELDS};
+use crate::agent_msg::{control_updates, msg_header, take_contract_registers, MSG_CHANGE_PROG, MSG_INSTALL_EXPR,
+                       MSG_UPDATE_FIELDS};
 use crate::bpf::{Event, Maps, CTL_HAS_CWND};
 use crate::contract;
-use crate::fold::{install_fingerprint, measure_msg, primitives, Fold, REPORT_FIELD_NAMES, R_GROWN};
+use crate::fold::{install_fingerprint, Fold};
 pub use crate::flowctl::{monotonic_ns, AppliedLog};
 use crate::counters::{bump, Counters};
 use crate::flowctl::FlowCtl;
-
-/// A datagram asking for a report of libccp's flow `sid` at its next ACK
-/// (contract::REPORT_REQUEST_MAGIC, then the sid). Sent by the agent's estimator when it has
-/// a verdict, so the agent, which runs only in its callbacks, reads it within a round trip
-/// rather than at the program's next report (one a millisecond at most, one a round trip at least).
-pub fn parse_report_request(msg: &[u8]) -> Option<u32> {
-    match msg {
-        [m @ .., a, b, c, d] if m == contract::REPORT_REQUEST_MAGIC => Some(u32::from_le_bytes([*a, *b, *c, *d])),
-        _ => None,
-    }
-}
-
-/// The socket connected to the agent, and whether the agent is still there.
-struct AgentTx {
-    /// connected: a send resolves no path (sendto to the agent's path walked the file
-    /// system on every report: 12 % of the daemon's CPU under perf, 2026-11-29)
-    sock: Rc<UnixDatagram>,
-    lost: Rc<Cell<bool>>,
-    counters: Rc<Counters>,
-}
-
-impl AgentTx {
-    fn send(&self, msg: &[u8]) {
-        match self.sock.send(msg) {
-            Ok(_) => bump(&self.counters.ipc_sent),
-            Err(e) => match e.raw_os_error() {
-                // the socket connected to is closed (then the connection is gone): the agent is gone
-                Some(libc::ECONNREFUSED) | Some(libc::ENOTCONN) => self.lost.set(true),
-                _ => bump(&self.counters.ipc_send_dropped),
-            },
-        }
-    }
-}
-
-/// libccp's way to the agent.
-struct AgentLink {
-    tx: Rc<AgentTx>,
-    /// socket id in the latest CREATE message libccp sent: the id portus will use
-    created_sid: Rc<Cell<Option<u32>>>,
-    /// set when libccp sends a report (MEASURE): the program run being processed made one
-    reported: Rc<Cell<bool>>,
-    /// libccp runs a folding flow's program only to apply a command: its reports are not sent
-    mute_reports: Rc<Cell<bool>>,
-}
-
-impl DatapathOps for AgentLink {
-    fn send_msg(&mut self, msg: &[u8]) {
-        match msg_header(msg) {
-            Some((MSG_CREATE, sid)) => self.created_sid.set(Some(sid)),
-            Some((MSG_MEASURE, _)) if self.mute_reports.get() => return,
-            Some((MSG_MEASURE, _)) => self.reported.set(true),
-            _ => {}
-        }
-        self.tx.send(msg);
-    }
-}
-
-/// What a flow looked like when it was announced (for flows.json).
-#[derive(Clone)]
-pub struct FlowMeta {
-    pub sid: u32,
-    pub event: Event,
-    /// the 32-bit addresses libccp's create message carries (IPv6: the low 32 bits)
-    pub ccp_src_ip: u32,
-    pub ccp_dst_ip: u32,
-}
-
-fn ccp_ip(family: u32, raw: &[u8; 16]) -> u32 {
-    let b = if family == crate::bpf::AF_INET6 { &raw[12..16] } else { &raw[0..4] };
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-struct Flow {
-    // 'static is a lie told to libccp's borrow: Session keeps the Datapath alive and
-    // drops every Connection before it (field order).
-    conn: Connection<'static, FlowCtl>,
-    meta: FlowMeta,
-    /// libccp's socket id for it (portus's sock_id)
-    ccp_sid: u32,
-    /// the latest primitives, replayed as an empty ACK to apply a command at once
-    last: Event,
-    /// an RTO / recovery (BPF hold_id) whose report the agent has, not yet answered
-    awaiting_answer: Option<u32>,
-    /// the kernel's growth counter on the ACK of the latest report sent to the agent
-    reported_grown: u32,
-    /// the kernel's loss counter at that report
-    reported_lost: u32,
-    /// ... when the flow was announced: the agent is told the growth since
-    grown_at_create: u32,
-    /// the agent's contract_version register matched ours: its control registers are
-    /// the contract's (ccp_algs/contract.py)
-    contract: bool,
-    /// the program the agent set for the flow (ChangeProg), and whether the kernel folds it
-    program_uid: u32,
-    kernel_folds: bool,
-    /// a folding flow's ACKs that still came as events, for its next kernel report
-    folded_here: Option<Fold>,
-    /// --check-fold: the ACKs the kernel folded since its last report, folded here
-    check: Option<Fold>,
-}
-
-/// A fold generation no flow has had in this daemon's life (agents come and go; the
-/// kernel's fold state outlives a session).
-fn next_fold_gen() -> u32 {
-    static LAST: AtomicU32 = AtomicU32::new(0);
-    loop {
-        let gen = LAST.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        if gen != 0 {
-            return gen;
-        }
-    }
-}
-
-impl Flow {
-    /// The kernel's state on the ACK of this event; true when it carries a new hold.
-    fn take_state(&mut self, ev: &Event) -> bool {
-        self.conn.kernel_rate_bps = ev.snd_rate_bps;
-        if self.conn.has_pending() {
-            self.conn.saw_applied(ev.applied_seq, ev.ts_ns);
-        }
-        let new_hold = ev.hold_id != self.last.hold_id;
-        self.last = *ev;
-        self.conn.mss = ev.mss.max(1);
-        self.conn.grown_now = ev.grown_pkts;
-        self.conn.grown_basis = ev.grown_pkts;
-        self.conn.lost_now = ev.lost_total_pkts;
-        self.conn.lost_basis = ev.lost_total_pkts;
-        new_hold
-    }
-}
+use crate::agent_link::{AgentLink, AgentTx};
+pub use crate::flow::FlowMeta;
+use crate::flow::{ccp_ip, compare_folds, invoke, next_fold_gen, send_report, Flow};
+pub use crate::agent_link::parse_report_request;
 
 /// One connected agent: libccp state and its flows.
 pub struct Session {
@@ -357,62 +230,6 @@ impl Session {
     }
 }
 
-/// --check-fold: the kernel's report against the daemon's fold of the same ACKs.
-fn compare_folds(counters: &Counters, here: &Fold, ev: &Event) {
-    bump(&counters.fold_checks);
-    if here.r == ev.report_fields {
-        return;
-    }
-    bump(&counters.fold_mismatches);
-    if counters.fold_mismatches.get() <= 5 {
-        let differ: Vec<String> = (0..contract::REPORT_FIELDS)
-            .filter(|&i| here.r[i] != ev.report_fields[i])
-            .map(|i| format!("{} kernel {} daemon {}", REPORT_FIELD_NAMES[i], ev.report_fields[i], here.r[i]))
-            .collect();
-        eprintln!("intcc-datapath: flow {}: the kernel's fold differs: {}", ev.sid, differ.join(", "));
-    }
-}
-
-/// Send a report of the program's registers; `ev` is the reporting ACK's event.
-fn send_report(tx: &AgentTx, counters: &Counters, flow: &mut Flow, ev: &Event, fields: &mut [u64; contract::REPORT_FIELDS]) {
-    fields[R_GROWN] = ev.grown_pkts.wrapping_sub(flow.grown_at_create) as u64; // Flow.bytes_pending
-    tx.send(&measure_msg(flow.ccp_sid, flow.program_uid, fields));
-    bump(&counters.kernel_reports);
-    flow.reported_grown = ev.grown_pkts;
-    flow.reported_lost = ev.lost_total_pkts;
-}
-
-/// Run the flow's datapath program on these primitives (libccp applies staged commands first).
-///
-/// The window fed to the program is the command plus what the kernel's per-ACK growth
-/// added since (grow_per_ack in the BPF program), and Flow.bytes_pending carries the
-/// growth since the flow was announced (segments), so the agent adds exactly the growth it has been told
-/// of to the window it decides on (ccp_algs.base.Report.grown_pkts). No intcc algorithm
-/// reads bytes_pending as such.
-///
-/// libccp loads the Cwnd register from snd_cwnd and hands it back through set_cwnd
-/// after the program, as a command. So a controlled flow reports the command in force,
-/// not the kernel's window: in a recovery that is PRR's step toward the command, in a
-/// hold the kernel's own response, and handed back it became the command, PRR aiming
-/// at where it already was (the window stayed flat through recoveries: ccp cubic +5 %
-/// over kernel cubic at 1 % link loss); an event sent before the latest command reached
-/// the kernel would revert it. An undo is the kernel's decision and stands; it reaches
-/// the agent as Ack.ecn_bytes (libccp has no undo primitive; ECN marks stay in
-/// Ack.ecn_packets). Likewise Ack.bytes_misordered carries the count of window
-/// reductions the kernel has begun (Event.reductions; the SACKed data is in
-/// Ack.packets_misordered): a loss-based algorithm cuts once per reduction, as the kernel.
-/// Flow.rate_outgoing (on this datapath a copy of the incoming rate) carries the ACK
-/// aggregation the kernel measured against the agent's bw register (Event.extra_acked_pkts).
-fn invoke(flow: &mut Flow, ev: &Event) -> Result<(), libccp::LibccpError> {
-    {
-        let ctl = &flow.conn.ctl;
-        let commanded = ev.undo_cwnd_bytes == 0 && ctl.flags & CTL_HAS_CWND != 0;
-        let snd_cwnd = if commanded { flow.conn.commanded_bytes() } else { ev.snd_cwnd_bytes };
-        flow.conn.load_primitives(primitives(ev, snd_cwnd, ev.grown_pkts.wrapping_sub(flow.grown_at_create)));
-    }
-    flow.conn.invoke()
-}
-
 impl Session {
     pub fn on_close(&mut self, sid: u32) {
         if self.remove(sid) {
@@ -537,23 +354,5 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.flows.clear(); // every Connection before the Datapath it points into
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn report_request_parses_only_magic_and_sid() {
-        let mut msg = contract::REPORT_REQUEST_MAGIC.to_vec();
-        msg.extend_from_slice(&7u32.to_le_bytes());
-        assert_eq!(parse_report_request(&msg), Some(7));
-        assert_eq!(parse_report_request(&msg[..11]), None); // short
-        msg.push(0);
-        assert_eq!(parse_report_request(&msg), None); // long
-        let mut other = b"INTCCRPX".to_vec();
-        other.extend_from_slice(&7u32.to_le_bytes());
-        assert_eq!(parse_report_request(&other), None);
     }
 }

@@ -9,14 +9,19 @@
 //! to obey the agent; without one, flows run the BPF Reno fallback.
 
 mod agent;
+mod args;
+mod agent_link;
 mod agent_msg;
 mod bpf;
+mod commands;
 mod contract;
 mod counters;
+mod flow;
 mod flowctl;
 mod fold;
 mod host;
 mod pimutex;
+mod status;
 mod writer;
 
 use std::os::fd::AsRawFd;
@@ -24,7 +29,7 @@ use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -36,88 +41,10 @@ use counters::{bump, Counters};
 use host::{bind_ipc, raise_dgram_qlen, write_atomic, Epoll, IPC_DIR};
 use pimutex::PiMutex;
 use bpf::{Cfg, Event, Maps, EV_APPLIED, EV_CLOSE, EV_CREATE, EV_FOLDED_ACK, EV_MEASURE, EV_REPORT};
+use args::Args;
+use commands::spawn_command_thread;
 use writer::FileWriter;
 
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "intcc-datapath",
-    about = "CCP datapath for stock Linux: BPF struct_ops congestion control 'ccp' (the agent's program folded \
-             per ACK in the kernel) + libccp + portus unix IPC",
-    after_help = "Flows opt in with the congestion control 'ccp' (sysctl net.ipv4.tcp_congestion_control, \
-                  setsockopt TCP_CONGESTION, iperf3 -C ccp). Start an agent with 'intcc alg run NAME'.\n\
-                  SIGTERM/SIGINT unregister 'ccp' and remove the socket and state files."
-)]
-struct Args {
-    /// Name of the agent's socket in /tmp/ccp (portus binds 'portus')
-    #[arg(long, default_value = "portus")]
-    agent: String,
-    /// Name of this datapath's socket in /tmp/ccp
-    #[arg(long, default_value = "intcc-datapath")]
-    name: String,
-    /// How often the agent is probed and the heartbeat refreshed (ms)
-    #[arg(long, default_value_t = 20)]
-    heartbeat_ms: u64,
-    /// Without a heartbeat for this long, the kernel falls back to Reno (ms)
-    #[arg(long, default_value_t = 200)]
-    agent_timeout_ms: u64,
-    /// Where contract.json is written and flows.json and stats.json are kept up to date
-    #[arg(long, default_value = "/run/intcc/datapath")]
-    state_dir: PathBuf,
-    /// Write every cwnd command and when the kernel applied it (CSV), for latency figures
-    #[arg(long)]
-    applied_log: Option<PathBuf>,
-    /// Send every ACK to userspace and fold it in libccp, also for the program the kernel
-    /// folds itself (tracing; the fold's cost, compared)
-    #[arg(long)]
-    per_ack_events: bool,
-    /// The kernel also sends each ACK it folds; the daemon folds them too and counts the
-    /// reports that differ (stats.json: fold_checks, fold_mismatches; the first few logged)
-    #[arg(long, conflicts_with = "per_ack_events")]
-    check_fold: bool,
-    /// A routine report (the program's schedule: no loss, timeout, undo or request) that
-    /// comes less than this after the ring last woke the daemon waits in the ring for the
-    /// next wake-up (us; 0: every report wakes it). A loss-free flow's reports, one per RTT
-    /// or per millisecond, then share wake-ups; news goes at once (stats.json:
-    /// reports_waited). Off by default: at 2,000 on the bare veth the daemon woke half as
-    /// often (0.018 against 0.022 cores) but the flow lost 8 % of its 40 Gbit/s, alternated
-    /// A/B (docs/datapath.md)
-    #[arg(long, default_value_t = 0)]
-    report_coalesce_us: u64,
-    /// Take the agent's commands on a thread under SCHED_FIFO at this priority (0: not
-    /// real-time) [default: 1; a host that refuses it (no CAP_SYS_NICE) gets a warning and a
-    /// daemon without]. On a host whose CPUs the flows keep busy, a command then waits for
-    /// no other task on its way to the kernel; the kernel's reports go to the agent from a
-    /// normal thread, a few at a wake-up when the CPUs are busy
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=99))]
-    rt_priority: Option<u8>,
-    /// Print agent sessions and flows as they come and go
-    #[arg(short, long)]
-    verbose: bool,
-}
-
-/// The command thread's SCHED_FIFO priority unless told otherwise: with it a command's p99
-/// from the agent to the kernel fell from 569-819 to 205-331 us in alternated runs beside a
-/// 30 Gbit/s flow on 2 CPUs (docs/datapath.md); the agent is better left out (its Python
-/// then delays the ACKs). Only commands: with the reports' thread real-time too, every
-/// report was a wake-up of its own and the daemon took 0.036 cores against 0.025 (2026-11-28).
-const DEFAULT_RT_PRIORITY: u8 = 1;
-
-/// The thread the agent's commands are taken on (tests look for it by this name).
-const COMMAND_THREAD: &str = "intcc-commands";
-
-/// SCHED_FIFO at `priority` for the calling thread.
-fn set_realtime(priority: u8) -> Result<(), String> {
-    let param = libc::sched_param { sched_priority: priority as libc::c_int };
-    // SAFETY: a plain system call with a valid parameter block (pid 0: the calling thread)
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(format!(
-            "--rt-priority {priority}: cannot run under SCHED_FIFO ({}; needs root or CAP_SYS_NICE)",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
-}
 
 struct Daemon {
     args: Args,
@@ -292,75 +219,6 @@ impl Daemon {
         self.log("agent gone: flows run the fallback");
     }
 
-    fn write_flows(&mut self) {
-        let flows: Vec<_> = self
-            .session
-            .iter()
-            .flat_map(|s| s.flows())
-            .map(|f| {
-                json!({
-                    "sid": f.sid,
-                    "family": if f.event.family == bpf::AF_INET6 { "ipv6" } else { "ipv4" },
-                    "src": f.event.src_ip().to_string(),
-                    "dst": f.event.dst_ip().to_string(),
-                    "sport": f.event.src_port,
-                    "dport": f.event.dst_port,
-                    "mss": f.event.mss,
-                    "ccp_src_ip": f.ccp_src_ip,
-                    "ccp_dst_ip": f.ccp_dst_ip,
-                })
-            })
-            .collect();
-        self.files.replace(self.args.state_dir.join("flows.json"), json!({ "epoch": self.epoch, "flows": flows }));
-        self.flows_dirty = false;
-    }
-
-    fn write_stats(&self) {
-        let c = &self.counters;
-        let k = self.maps.stats();
-        let lat = {
-            let mut v: Vec<u64> = self.applied.lat_ns.borrow().iter().copied().collect();
-            v.sort_unstable();
-            let pct = |p: f64| v.get(((v.len() as f64 - 1.0) * p).round() as usize).map(|x| *x as f64 / 1000.0);
-            json!({"samples": v.len(), "p50_us": pct(0.5), "p99_us": pct(0.99), "max_us": v.last().map(|x| *x as f64 / 1000.0)})
-        };
-        let stats = json!({
-            "pid": std::process::id(),
-            "uptime_s": self.started.elapsed().as_secs_f64(),
-            "agent_connected": self.session.is_some(),
-            "agent": self.agent_path,
-            "epoch": self.epoch,
-            "flows": self.session.as_ref().map(|s| s.flow_count()).unwrap_or(0),
-            "flows_folded_in_kernel": self.session.as_ref().map(|s| s.folding_flow_count()).unwrap_or(0),
-            "daemon": {
-                "agent_sessions": c.agent_sessions.get(), "creates": c.creates.get(), "closes": c.closes.get(),
-                "measures": c.measures.get(), "measures_unknown_flow": c.measures_unknown_flow.get(),
-                "bad_events": c.bad_events.get(), "ipc_sent": c.ipc_sent.get(),
-                "ipc_send_dropped": c.ipc_send_dropped.get(), "ipc_received": c.ipc_received.get(),
-                "ipc_rejected": c.ipc_rejected.get(), "ipc_not_from_agent": c.ipc_not_from_agent.get(),
-                "ipc_applied_at_once": c.ipc_applied_at_once.get(), "cmds_written": c.cmds_written.get(),
-                "holds_answered": c.holds_answered.get(),
-                "cmd_write_errors": c.cmd_write_errors.get(), "invoke_errors": c.invoke_errors.get(),
-                "contract_mismatches": c.contract_mismatches.get(),
-                "kernel_reports": c.kernel_reports.get(), "kernel_reports_stale": c.kernel_reports_stale.get(),
-                "report_requests": c.report_requests.get(), "report_requests_unserved": c.report_requests_unserved.get(),
-                "acks_folded_here": c.acks_folded_here.get(),
-                "fold_checks": c.fold_checks.get(), "fold_mismatches": c.fold_mismatches.get(),
-                "file_writes_dropped": self.files.dropped.get(),
-            },
-            "kernel": {
-                "flows_created": k.flows_created, "creates_sent": k.creates_sent, "events_lost": k.events_lost,
-                "fallback_acks": k.fallback_acks, "controlled_acks": k.controlled_acks, "cmds_applied": k.cmds_applied,
-                "undos": k.undos,
-                "rto_hold_acks": k.rto_hold_acks, "cut_hold_acks": k.cut_hold_acks,
-                "uncut_recovery_acks": k.uncut_recovery_acks,
-                "folded_acks": k.folded_acks, "kernel_reports": k.kernel_reports, "requested_reports": k.requested_reports,
-                "reports_waited": k.reports_waited,
-            },
-            "cmd_apply_latency": lat,
-        });
-        self.files.replace(self.args.state_dir.join("stats.json"), stats);
-    }
 }
 
 fn run(args: Args) -> Result<(), String> {
@@ -488,62 +346,6 @@ fn run(args: Args) -> Result<(), String> {
     let _ = std::fs::remove_file(state_dir.join("contract.json"));
     eprintln!("intcc-datapath: stopped; 'ccp' unregistered");
     Ok(())
-}
-
-/// What the command thread needs once the daemon is up.
-type CommandWork = (Arc<PiMutex<Daemon>>, [i32; 2]);
-
-/// The agent's commands, on a thread of their own (real-time unless `rt_priority` is 0):
-/// each is written to the kernel's maps as soon as it arrives, whatever the report thread
-/// is doing. Started first, so that an explicit priority the host refuses is an error
-/// before anything is loaded (the default's refusal is a warning); it waits for the daemon
-/// on the returned sender, and ends if that is dropped.
-fn spawn_command_thread(
-    rt_priority: Option<u8>,
-    stop: Arc<AtomicBool>,
-) -> Result<(std::thread::JoinHandle<()>, mpsc::Sender<CommandWork>), String> {
-    let (ready_tx, ready) = mpsc::channel();
-    let (work_tx, work) = mpsc::channel::<CommandWork>();
-    let thread = std::thread::Builder::new()
-        .name(COMMAND_THREAD.into())
-        .spawn(move || {
-            let policy = match rt_priority {
-                None => {
-                    if let Err(e) = set_realtime(DEFAULT_RT_PRIORITY) {
-                        eprintln!("intcc-datapath: {e}: running without real-time priority");
-                    }
-                    Ok(())
-                }
-                Some(0) => Ok(()),
-                Some(priority) => set_realtime(priority),
-            };
-            let refused = policy.is_err();
-            let _ = ready_tx.send(policy);
-            let (daemon, sock_fds) = match work.recv() {
-                Ok(w) if !refused => w,
-                _ => return,
-            };
-            let mut pfds = sock_fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
-            while !stop.load(Ordering::Relaxed) {
-                // SAFETY: two valid pollfds. The timeout only bounds how late a stop is seen.
-                unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) };
-                let ready = pfds.map(|p| p.revents != 0);
-                if ready[0] || ready[1] {
-                    let mut d = daemon.lock();
-                    for (i, r) in ready.iter().enumerate() {
-                        if *r {
-                            d.drain_ipc(i == 1);
-                        }
-                    }
-                }
-            }
-        })
-        .map_err(|e| format!("command thread: {e}"))?;
-    match ready.recv() {
-        Ok(Ok(())) => Ok((thread, work_tx)),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err("command thread ended before it started".into()),
-    }
 }
 
 fn main() {

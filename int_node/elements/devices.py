@@ -24,113 +24,17 @@ from __future__ import annotations
 
 import errno
 import logging
-import mmap
 import socket
-import struct
 import time
 
-from ..element import AGNOSTIC, PULL, PUSH, Arg, ConfigError, Element, parse_bool, register
-from ..compat import if_nametoindex
+from ..element import AGNOSTIC, PULL, PUSH, Arg, Element, parse_bool, register
 from ..netns import interface_mtu, netns
 from ..packet import ETH_HDR_BYTES, ETHERTYPE_IPV6, Packet
 from ..units import parse_pos_int
+from .packet_socket import (PACKET_IGNORE_OUTGOING, PACKET_LOSS, PACKET_QDISC_BYPASS, PACKET_RX_RING, PACKET_STATISTICS, PACKET_TX_RING, SOL_PACKET, STATS_EVERY_NS, TP2_HDR, TP_STATS, TP_STATUS_AVAILABLE, TP_STATUS_SEND_REQUEST, TP_STATUS_USER, TX_DATA_OFF, TX_RETRY_NS, U32, attach_refusal_filter, map_ring, open_packet_socket, parse_proto, rx_packets)
 from .queues import find_upstream_queues
 
 log = logging.getLogger("intcc.node")
-
-SOL_PACKET = 263
-PACKET_RX_RING = 5
-PACKET_VERSION = 10
-PACKET_QDISC_BYPASS = 20
-PACKET_STATISTICS = 6
-PACKET_IGNORE_OUTGOING = 23
-PACKET_TX_RING = 13
-PACKET_LOSS = 14
-SO_ATTACH_FILTER = 26
-TPACKET_V2 = 1
-TP_STATUS_USER = 1
-TP_STATUS_AVAILABLE = 0
-TP_STATUS_SEND_REQUEST = 1
-TX_DATA_OFF = 32            # TPACKET_ALIGN(sizeof(struct tpacket2_hdr)): a TX frame's data
-TX_RETRY_NS = (200_000, 100_000_000)   # a flush the kernel refused is tried again: first, longest wait
-ETH_P_ALL = 0x0003
-_TP2_HDR = struct.Struct("=IIIHHII")   # status, len, snaplen, mac, net, sec, nsec
-_U32 = struct.Struct("=I")
-_TP_STATS = struct.Struct("=II")       # tp_packets (frames that passed the filter), tp_drops
-STATS_EVERY_NS = 100_000_000
-
-# Classic BPF run by the kernel before the ring: refuse an 802.1Q tag still in the
-# frame's metadata (sockets bound to all protocols see it), and frames for another
-# host (PACKET_OTHERHOST): that is also what a tagged frame (VID != 0) becomes for a
-# socket bound to IPv6 once the kernel, finding no VLAN device, strips the tag.
-_SKF_AD_OFF = -0x1000
-_LD_ANC = 0x30                 # BPF_LD | BPF_B | BPF_ABS on an ancillary offset
-_JEQ_K, _RET_K = 0x15, 0x06
-PACKET_OTHERHOST = 3
-_REFUSAL_FILTER = [
-    (_LD_ANC, 0, 0, (_SKF_AD_OFF + 48) & 0xFFFFFFFF),   # A = vlan tag present
-    (_JEQ_K, 0, 3, 0),                                    # tagged -> refuse
-    (_LD_ANC, 0, 0, (_SKF_AD_OFF + 4) & 0xFFFFFFFF),    # A = packet type
-    (_JEQ_K, 1, 0, PACKET_OTHERHOST),                     # another host's -> refuse
-    (_RET_K, 0, 0, 0xFFFFFFFF),                           # accept
-    (_RET_K, 0, 0, 0),                                    # refuse
-]
-
-
-def _attach_refusal_filter(sock) -> None:
-    import ctypes
-    insns = b"".join(struct.pack("=HBBI", *i) for i in _REFUSAL_FILTER)
-    buf = ctypes.create_string_buffer(insns, len(insns))
-    fprog = struct.pack("HL", len(_REFUSAL_FILTER), ctypes.addressof(buf))
-    sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
-
-
-def _rx_packets(devstats, dev: str):
-    """The interface's received-frame count from an open /proc/.../net/dev, None if absent."""
-    devstats.seek(0)
-    for line in devstats.read().decode().splitlines()[2:]:
-        name, _, rest = line.partition(":")
-        if name.strip() == dev:
-            return int(rest.split()[1])
-    return None
-
-
-def _map_ring(sock, option: int, frame_min_bytes: int, frames: int):
-    """A TPACKET_V2 ring (PACKET_RX_RING or PACKET_TX_RING) of at least ``frames`` frames
-    of at least ``frame_min_bytes``, mapped: (mmap, frame size, frame count)."""
-    frame = 2048
-    while frame < frame_min_bytes:
-        frame *= 2
-    block = max(frame, 1 << 16)
-    per_block = block // frame
-    blocks = max(1, -(-frames // per_block))
-    sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
-    sock.setsockopt(SOL_PACKET, option, struct.pack("IIII", block, blocks, frame, blocks * per_block))
-    mm = mmap.mmap(sock.fileno(), block * blocks, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-    return mm, frame, blocks * per_block
-
-
-def _proto(text: str) -> int:
-    t = text.strip().lower()
-    if t == "ipv6":
-        return ETHERTYPE_IPV6
-    if t == "all":
-        return ETH_P_ALL
-    raise ValueError("proto must be ipv6 or all")
-
-
-def _open_packet_socket(dev: str, proto: int, ns):
-    """(socket, ifindex) for ``dev`` in namespace ``ns``."""
-    with netns(ns):
-        try:
-            ifindex = if_nametoindex(dev)
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(proto))
-            sock.bind((dev, proto))
-        except OSError as exc:
-            where = f" in namespace '{ns}'" if ns else ""
-            raise ConfigError(f"cannot open interface '{dev}'{where}: {exc.strerror}") from None
-    return sock, ifindex
-
 
 @register
 class FromDevice(Element):
@@ -141,7 +45,7 @@ class FromDevice(Element):
     n_inputs = (0, 0)
     output_kind = PUSH
     ARGS = (Arg("devname", str), Arg("burst", parse_pos_int, 256), Arg("ring", parse_bool, True),
-            Arg("proto", _proto, ETHERTYPE_IPV6), Arg("rcvbuf_bytes", parse_pos_int, 8 << 20),
+            Arg("proto", parse_proto, ETHERTYPE_IPV6), Arg("rcvbuf_bytes", parse_pos_int, 8 << 20),
             Arg("ring_frames", parse_pos_int, 4096), Arg("batch", parse_pos_int, 32))
     counter_names = ("packets", "bytes", "truncated", "element_errors", "ring_resyncs", "kernel_drops",
                      "refused")
@@ -149,8 +53,8 @@ class FromDevice(Element):
 
     def initialize(self):
         self._empty_since_ns = 0
-        self.sock, self.ifindex = _open_packet_socket(self.devname, self.proto, self.router.netns)
-        _attach_refusal_filter(self.sock)
+        self.sock, self.ifindex = open_packet_socket(self.devname, self.proto, self.router.netns)
+        attach_refusal_filter(self.sock)
         self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
         # /proc/thread-self/net follows this thread's namespace when opened, and keeps it
         with netns(self.router.netns):
@@ -182,10 +86,10 @@ class FromDevice(Element):
         """Fold the kernel's counts in (reading PACKET_STATISTICS resets them)."""
         if getattr(self, "sock", None) is None:
             return
-        seen, drops = _TP_STATS.unpack(self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, _TP_STATS.size))
+        seen, drops = TP_STATS.unpack(self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, TP_STATS.size))
         self._seen_pkts += seen                 # the kernel's tp_packets includes its drops
         self.kernel_drops += drops
-        rx = _rx_packets(self._devstats, self.devname)
+        rx = rx_packets(self._devstats, self.devname)
         if rx is not None:
             if self._rx_base is None:
                 self._rx_base = rx - self._seen_pkts
@@ -200,7 +104,7 @@ class FromDevice(Element):
         return super().counters()
 
     def _setup_ring(self):
-        self._mm, self._frame_size, self._nframes = _map_ring(
+        self._mm, self._frame_size, self._nframes = map_ring(
             self.sock, PACKET_RX_RING, self.mtu + ETH_HDR_BYTES + 96, self.ring_frames)
         self._idx = 0
         self._mv = memoryview(self._mm)
@@ -217,7 +121,7 @@ class FromDevice(Element):
 
     def _read_ring(self):
         mv, fs, nf, idx = self._mv, self._frame_size, self._nframes, self._idx
-        unpack, set_status, port = _TP2_HDR.unpack_from, _U32.pack_into, self.port_id
+        unpack, set_status, port = TP2_HDR.unpack_from, U32.pack_into, self.port_id
         batch, batch_max = [], self.batch
         for n in range(self.burst):
             off = idx * fs
@@ -258,7 +162,7 @@ class FromDevice(Element):
         if now - self._empty_since_ns < self.RESYNC_AFTER_NS:
             return idx
         self._empty_since_ns = 0
-        mv, fs, nf, unpack = self._mv, self._frame_size, self._nframes, _U32.unpack_from
+        mv, fs, nf, unpack = self._mv, self._frame_size, self._nframes, U32.unpack_from
         for step in range(1, nf):
             j = (idx + step) % nf
             if unpack(mv, j * fs)[0] & TP_STATUS_USER:
@@ -332,7 +236,7 @@ class ToDevice(Element):
             self._task = self.router.loop.timer(self._drain)
 
     def _open_send_socket(self):
-        sock, ifindex = _open_packet_socket(self.devname, 0, self.router.netns)
+        sock, ifindex = open_packet_socket(self.devname, 0, self.router.netns)
         if self.qdisc_bypass:
             sock.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 1)
         sock.setblocking(False)
@@ -342,7 +246,7 @@ class ToDevice(Element):
         # a frame the kernel finds malformed is skipped, not left to stop the ring
         # (this element sends none: it checks the length first)
         self.sock.setsockopt(SOL_PACKET, PACKET_LOSS, 1)
-        self._tx_mm, self._tx_frame, self._tx_nframes = _map_ring(
+        self._tx_mm, self._tx_frame, self._tx_nframes = map_ring(
             self.sock, PACKET_TX_RING, TX_DATA_OFF + self._max_frame, self.tx_ring_frames)
         self._tx_idx = 0
         self._tx_mv = memoryview(self._tx_mm)
@@ -375,14 +279,14 @@ class ToDevice(Element):
             if not self._retry.scheduled and self._sent_at_once(data, n):
                 return
         mv, off = self._tx_mv, self._tx_idx * self._tx_frame
-        if _U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
+        if U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
             self._flush()       # the kernel frees the slots of frames it has sent
-            if _U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
+            if U32.unpack_from(mv, off)[0] != TP_STATUS_AVAILABLE:
                 self.send_drops += 1
                 return
         mv[off + TX_DATA_OFF:off + TX_DATA_OFF + n] = data
-        _U32.pack_into(mv, off + 4, n)                        # tp_len
-        _U32.pack_into(mv, off, TP_STATUS_SEND_REQUEST)       # the frame is the kernel's now
+        U32.pack_into(mv, off + 4, n)                        # tp_len
+        U32.pack_into(mv, off, TP_STATUS_SEND_REQUEST)       # the frame is the kernel's now
         self._tx_idx = self._tx_idx + 1 if self._tx_idx + 1 < self._tx_nframes else 0
         self._ring_written += 1
         self.packets += 1
@@ -422,7 +326,7 @@ class ToDevice(Element):
         # The kernel also stops early, and says nothing, when the send buffer runs out:
         # the last frame written still waiting means some were not taken.
         last = (self._tx_idx - 1) % self._tx_nframes
-        if _U32.unpack_from(self._tx_mv, last * self._tx_frame)[0] == TP_STATUS_SEND_REQUEST:
+        if U32.unpack_from(self._tx_mv, last * self._tx_frame)[0] == TP_STATUS_SEND_REQUEST:
             self._retry_later()
             return
         self._retry_ns = TX_RETRY_NS[0]

@@ -8,8 +8,9 @@ import shutil
 
 import pytest
 
-from ccp_algs import contract
-from ccp_algs.contract import FAMILIES, ContractError, check_family_sources, families_header
+from ccp_algs import codegen, contract
+from ccp_algs.codegen import check_family_sources, families_header
+from ccp_algs.contract import FAMILIES, ContractError
 from ccp_algs.mock import MockDatapath, datapath_info, report
 from ccp_algs.registry import AlgorithmSpecError, algorithm_class, parse_algorithm_specs
 from tests.examples.aimd import Aimd
@@ -98,7 +99,7 @@ def test_the_families_are_included_in_the_descriptions_order_and_own_their_regis
 
 
 def test_the_control_struct_is_generated_for_both_languages_from_the_contract():
-    c, rust = contract.c_structs_header(), contract.rust_module()
+    c, rust = codegen.c_structs_header(), codegen.rust_module()
     for name, ctype in contract.STRUCTS["intcc_ccp_ctl"][1]:
         assert re.search(rf"__{ctype} {name};", c), name
         assert f"pub {name}: {ctype}," in rust, name

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ccp_algs import contract
+from ccp_algs import codegen, contract
 from ccp_algs.contract import (CCP_KERNEL, CONTRACT_VERSION, INTCC_DATAPATH, ContractError,
                                DatapathCapabilities, read_datapath_contract)
 from ccp_algs.cubic import Cubic
@@ -74,7 +74,7 @@ def test_layouts_follow_c_alignment():
 
 
 def test_the_generated_sources_name_every_register_and_field():
-    header, rust = contract.c_header(), contract.rust_module()
+    header, rust = codegen.c_header(), codegen.rust_module()
     for struct, (rust_name, struct_fields) in contract.STRUCTS.items():
         for name, _ in struct_fields:
             assert f"struct {struct}, {name})" in header
