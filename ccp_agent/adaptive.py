@@ -49,7 +49,7 @@ class AdaptiveFlow(HostedFlow):
                 self.match_competitor_rate(v.competitor_rate_ratio, why="the estimator's first verdict",
                                 cause_mono_ns=v.sent_mono_ns or None)
         # every verdict in the trace: what the estimator said, not only what it moved (and
-        # the step's own estimate: scored by time since a switch, experiments/metrics.py)
+        # the step's own estimate: scored by time since a switch, experiments/runs/metrics.py)
         self.flow.trace.row(sid=self.flow.sid, event="verdict",
                             reason=f"{v.estimate} ({v.confidence:.0%} of {sum(v.votes.values())}); row {v.row_estimate}")
         target = self.host.policy.decide(self.current, time.monotonic() - self.in_control_since, v.estimate,

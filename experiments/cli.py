@@ -8,9 +8,9 @@ import time
 
 import click
 
-from .topo import TopologyError, load_topo, parse_set
+from experiments.testbed.topo import TopologyError, load_topo, parse_set
 
-TOPO_DIR = os.path.join(os.path.dirname(__file__), "topologies")
+TOPO_DIR = os.path.join(os.path.dirname(__file__), "testbed", "topologies")
 
 
 def _topo_path(topo: str) -> str:
@@ -44,7 +44,7 @@ def testbed_group():
                    "per node, else 0: the normal scheduler): their links' timers then wait for no host process.")
 def up_cmd(topo, sets, name, exporter, node_python, node_rt_priority):
     """Build the testbed of TOPO (a .toml file or a shipped name) and start its nodes."""
-    from .testbed import Testbed, TestbedError
+    from experiments.testbed.bed import Testbed, TestbedError
     if exporter not in ("jsonl", "none") and not exporter.startswith(("mqtt://", "mqtts://")):
         raise click.BadParameter("must be jsonl, none or an mqtt:// URL", param_hint="--exporter")
     try:
@@ -66,7 +66,7 @@ def up_cmd(topo, sets, name, exporter, node_python, node_rt_priority):
 @click.option("--name", help="Testbed to remove (default: every intcc testbed).")
 def down_cmd(name):
     """Remove a testbed: processes, namespaces, interfaces, run directory. Idempotent."""
-    from .teardown import list_testbeds, teardown
+    from experiments.testbed.teardown import list_testbeds, teardown
     names = [name] if name else list_testbeds()
     for n in names:
         removed = teardown(n)
@@ -79,7 +79,7 @@ def down_cmd(name):
 @click.option("--name", help="Testbed (default: the only one up).")
 def status_cmd(name):
     """Print hosts with addresses and nodes with pids and counters, as JSON."""
-    from .testbed import Testbed, TestbedError
+    from experiments.testbed.bed import Testbed, TestbedError
     try:
         click.echo(json.dumps(Testbed.attach(name).status(), indent=1))
     except TestbedError as exc:
@@ -92,7 +92,7 @@ def status_cmd(name):
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_cmd(name, host, command):
     """Run COMMAND inside HOST's namespace: intcc testbed exec sta1 -- ping -6 ..."""
-    from .testbed import Testbed, TestbedError
+    from experiments.testbed.bed import Testbed, TestbedError
     try:
         tb = Testbed.attach(name)
     except TestbedError as exc:
@@ -112,7 +112,7 @@ def exec_cmd(name, host, command):
 @click.argument("value")
 def write_cmd(name, node, target, value):
     """Change a running node's parameter, e.g. ``ap1 wl1.distance_m 40``."""
-    from .testbed import Testbed, TestbedError
+    from experiments.testbed.bed import Testbed, TestbedError
     elem, _, handler = target.partition(".")
     try:
         reply = Testbed.attach(name).write(node, elem, handler, value)
@@ -131,13 +131,13 @@ def list_cmd():
     """The scenarios and topologies this intcc ships, with their descriptions (a scenario
     may also be given to 'intcc exp run' as a path to a TOML file)."""
     import os
-    from .scenario import HERE, describe, scenario_names, topology_names
-    for title, folder, names in (("scenarios", "scenarios", scenario_names()),
-                                 ("topologies", "topologies", topology_names())):
-        click.echo(f"{title} ({os.path.join(HERE, folder)}):")
+    from experiments.runs.scenario import HERE, TOPOLOGIES, describe, scenario_names, topology_names
+    for title, folder, names in (("scenarios", os.path.join(HERE, "scenarios"), scenario_names()),
+                                 ("topologies", TOPOLOGIES, topology_names())):
+        click.echo(f"{title} ({folder}):")
         width = max(map(len, names), default=0)
         for name in names:
-            click.echo(f"  {name:{width}s}  {describe(os.path.join(HERE, folder, name + '.toml'))}")
+            click.echo(f"  {name:{width}s}  {describe(os.path.join(folder, name + '.toml'))}")
 
 
 @exp_group.command("run")
@@ -177,16 +177,16 @@ def list_cmd():
                    "runs (the sinks then publish to the run's broker)")
 def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat, seconds, loss_pct, only, jobs,
             node_rt_priority, sweep_values, dashboard_port):
-    """Run SCENARIO (a name in experiments/scenarios or a .toml path); print its table.
+    """Run SCENARIO (a name in experiments/runs/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
     agent traces and OUT/goodput.png.
     """
-    from .runner import run_scenario
-    from .tables import table, table_by_algorithm
-    from .scenario import ScenarioError, load
-    from .signals import restore as restore_signals, unwind_on_signals
-    from .testbed import TestbedError
+    from experiments.runs.runner import run_scenario
+    from experiments.reports.tables import table, table_by_algorithm
+    from experiments.runs.scenario import ScenarioError, load
+    from experiments.runs.signals import restore as restore_signals, unwind_on_signals
+    from experiments.testbed.bed import TestbedError
     try:
         sc = load(scenario, quick=quick)
     except ScenarioError as e:
@@ -239,7 +239,7 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, seed, repeats, first_repeat,
     baseline = next((a.label for a in sc.algorithms if a.cca == "cubic"), None)
     click.echo("")
     if key == "competitor":
-        from . import fairness_report, fairness_tables
+        from experiments.reports import fairness_report, fairness_tables
         click.echo(fairness_tables.format_rows(fairness_report.rows(records)))
         plots = "d_box.png, abs_d.png, runs/*/timeline.png"
     else:
@@ -256,7 +256,7 @@ _rerun_option = click.option(
 
 def _records_with_reruns(results, reruns) -> list[dict]:
     """RESULTS' records, the runs of --rerun in place of those they ran again."""
-    from .compare import CompareError, load_records, with_reruns
+    from experiments.reports.compare import CompareError, load_records, with_reruns
     try:
         records, replaced = with_reruns(load_records(results), load_records(reruns) if reruns else [])
     except CompareError as e:
@@ -284,7 +284,7 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, reruns, json_ou
 
     Example: intcc exp compare results/lossy_link-* --baseline "kernel cubic"
     """
-    from .compare import CompareError, compare, format_rows
+    from experiments.reports.compare import CompareError, compare, format_rows
     records = _records_with_reruns(results, reruns)
     try:
         rows = compare(records, baseline, key or None, metric, resamples, seed)
@@ -323,7 +323,7 @@ def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_
 
     Example: intcc exp fairness results/fairness_switching-S1 results/fairness_pairs-S1
     """
-    from . import fairness_plots, fairness_report, fairness_tables
+    from experiments.reports import fairness_plots, fairness_report, fairness_tables
     records = _records_with_reruns(results, reruns)
     if not any(r.get("competitor") for r in records):
         raise click.ClickException("no run in RESULTS has a competitor: not a fairness scenario's results")

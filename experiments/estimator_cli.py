@@ -48,7 +48,7 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node
     from estimator.dataset import run_paths
     from estimator.features import TraceError
 
-    from .estimator_collect import CollectionError, collect
+    from experiments.runs.estimator_collect import CollectionError, collect
 
     with click.progressbar(length=runs, label="collecting", show_pos=True) as bar:
         done_before = len(run_paths(out_dir))
@@ -93,8 +93,8 @@ def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, 
     from estimator.features import TraceError
     from estimator.model import ModelError
 
-    from .estimator_live import live_eval
-    from .signals import restore as restore_signals, unwind_on_signals
+    from experiments.runs.estimator_live import live_eval
+    from experiments.runs.signals import restore as restore_signals, unwind_on_signals
     previous = unwind_on_signals(lambda signum: sys.exit(128 + signum))   # its testbeds, agent and datapath stopped
     try:
         res = live_eval(model_path, runs, seed, distribution, seconds, window, interval_s, out_path,

@@ -6,9 +6,9 @@ import shutil
 import tempfile
 from typing import List
 
-from experiments import fairness_plots
-from experiments.compare import load_records
-from experiments.plots import plot_summary
+from experiments.reports import fairness_plots
+from experiments.reports.compare import load_records
+from experiments.reports.plots import plot_summary
 
 from .report_sections import LOSSY_LINK, ROOT, _fairness_records
 

@@ -11,8 +11,8 @@ import statistics
 from typing import Callable, Dict, List
 
 from estimator import DEFAULT_MODEL
-from experiments import fairness_report, fairness_tables
-from experiments.compare import compare, load_records, with_reruns
+from experiments.reports import fairness_report, fairness_tables
+from experiments.reports.compare import compare, load_records, with_reruns
 from records import provenance_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -14,11 +14,11 @@ import sys
 import threading
 import time
 
-from experiments.testbed import Testbed, teardown
-from experiments.topo import load_topo
-from experiments.traffic import BackgroundFlow
+from experiments.testbed.bed import Testbed, teardown
+from experiments.testbed.topo import load_topo
+from experiments.testbed.traffic import BackgroundFlow
 
-TOPOLOGY = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies", "dumbbell.toml")
+TOPOLOGY = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "testbed", "topologies", "dumbbell.toml")
 TESTBED = "capt"
 
 

@@ -11,12 +11,12 @@ import sys
 import threading
 import time
 
-from experiments.nodeconf import INT_HEADROOM_BYTES
-from experiments.testbed import Testbed
-from experiments.topo import load_topo
+from experiments.testbed.nodeconf import INT_HEADROOM_BYTES
+from experiments.testbed.bed import Testbed
+from experiments.testbed.topo import load_topo
 
 UDPGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "udpgen.py")
-TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies")
+TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "testbed", "topologies")
 
 
 def require_ccp_free():
@@ -155,7 +155,7 @@ def ccp_flow_with_a_blackout(tb: Testbed, port: int, seconds: float, dark_at_s: 
                              loss_pct: float = 0):
     """A sta1 -> sta2 iperf3 flow with congestion control ccp, the wireless hop dark (100 %
     loss) from dark_at_s for dark_s and at loss_pct otherwise; the loss back at 0 after."""
-    from experiments.linkctl import set_loss
+    from experiments.testbed.linkctl import set_loss
     set_loss(tb, loss_pct)
     srv = tb.popen("sta2", ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)

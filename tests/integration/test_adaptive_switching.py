@@ -24,8 +24,8 @@ import pytest
 import estimator
 from broker.launch import BrokerProcess
 from ccp_agent.datapath import AgentProcess, DatapathProcess
-from experiments.runner import free_port
-from experiments.traffic import BackgroundFlow, iperf, series
+from experiments.runs.runner import free_port
+from experiments.testbed.traffic import BackgroundFlow, iperf, series
 from tests.integration.tbutil import require_ccp_free, start_testbed
 
 MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf.joblib")

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from ccp_agent.datapath import AgentProcess, DatapathProcess, ReportRequester, ccp_registered
-from experiments.linkctl import set_loss
-from experiments.traffic import tcp_counters
+from experiments.testbed.linkctl import set_loss
+from experiments.testbed.traffic import tcp_counters
 from int_node import ioam
 from tests.integration.tbutil import (SocketSampler, ccp_flow_with_a_blackout, fresh_datapath_stats, iperf3,
                                      ping_rtts_ms, require_ccp_free, start_testbed)
@@ -352,7 +352,7 @@ def traced_lossy_ccp_flow(tb, port: int, seconds: float, loss_pct: float = 2, cc
                           ) -> tuple[list[dict], int]:
     """A ccp (or ``cca``) flow over the 10 Mbit/s hop at loss_pct, its sender traced per
     ACK (kernel_trace.py), and its MSS."""
-    from experiments.kernel_trace import KernelTcpTrace
+    from experiments.testbed.kernel_trace import KernelTcpTrace
     set_rate(tb, 10)
     set_loss(tb, loss_pct)
     try:
@@ -367,7 +367,7 @@ def traced_lossy_ccp_flow(tb, port: int, seconds: float, loss_pct: float = 2, cc
 def recovery_windows(rows: list[dict]) -> list[list[int]]:
     """Per recovery of the data connection (not iperf3's control one), the kernel's window
     on each of its ACKs."""
-    from experiments.kernel_trace import data_port
+    from experiments.testbed.kernel_trace import data_port
     port = data_port(rows)
     windows, current = [], None
     for r in (r for r in rows if r["sport"] == port):
@@ -439,7 +439,7 @@ def test_every_recovery_the_kernel_begins_reaches_the_agent_as_a_loss(tb, dp, ag
     since the last report, not only that ACK's (rs->losses). Before, those never reached
     the agent, and ccp cubic cut for none of them (a fifth of the recoveries at 10 % link
     loss) where kernel cubic cuts for each."""
-    from experiments.kernel_trace import data_port
+    from experiments.testbed.kernel_trace import data_port
     trace = tmp_path / "cubic.csv"
     agent_factory("cubic", "--trace", str(trace))
     # 12 s: one suite run of 8 s saw only 7 recoveries (the flow in RTO backoff early), too few to judge
@@ -469,7 +469,7 @@ def test_slow_start_grows_the_window_on_the_ack_that_earns_it_as_the_kernels(tb,
     processed, so the window it shows has grown by every packet delivered before. Grown
     by the agent (per report) the window lagged a round; grown by the daemon's run of the
     datapath program it lagged an ACK: short by the last ACK's packets at every probe."""
-    from experiments.kernel_trace import data_port
+    from experiments.testbed.kernel_trace import data_port
     agent_factory("cubic", "--no-hystart")
     rows, mss = traced_lossy_ccp_flow(tb, port=5213, seconds=2, loss_pct=0)
     port = data_port(rows)
@@ -492,7 +492,7 @@ def slow_start_exit(rows) -> tuple[int, str]:
     it; and the first 0.3 s of the window as text, for a failure's message. Two RTTs, not
     one: ACKs come through the Python node in bursts, and a window that stood still for an
     RTT between two of them read as slow start's end (19 where the kernel left it at 28)."""
-    from experiments.kernel_trace import data_port
+    from experiments.testbed.kernel_trace import data_port
     port = data_port(rows)
     ours = [r for r in rows if r["sport"] == port]
     probes = [(float(r["t_s"]), r["cwnd_pkts"], r["srtt_us"]) for r in ours if r["event"] == "tcp_probe"]

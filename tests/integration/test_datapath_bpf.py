@@ -11,7 +11,7 @@ import pytest
 
 from ccp_algs import contract
 from ccp_agent.datapath import ccp_holder
-from experiments.testbed import wait_listening
+from experiments.testbed.bed import wait_listening
 
 OBJ = os.path.join(os.path.dirname(__file__), "..", "..", "datapath", "build", "intcc_ccp_nolink.bpf.o")
 NS_A, NS_B = "intcc-dpt-a", "intcc-dpt-b"

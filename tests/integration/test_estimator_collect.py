@@ -3,7 +3,7 @@ hard --udp-cross` does: two competing flows that start 3 s after flow 1 and UDP 
 traffic from flow 1's start, each seen at the bottleneck."""
 import numpy as np
 
-from experiments.estimator_collect import one_run, run_plan
+from experiments.runs.estimator_collect import one_run, run_plan
 
 BIN_S = 0.01
 

@@ -12,7 +12,7 @@ import os
 import pytest
 
 import estimator
-from experiments.estimator_live import live_eval
+from experiments.runs.estimator_live import live_eval
 
 INT_MODEL = os.path.join(os.path.dirname(estimator.__file__), "models", "cca_rf_int_qcut_hard.joblib")
 TEST_SEED = 2804

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from experiments.kernel_trace import KernelTcpTrace
-from experiments.teardown import list_testbeds
+from experiments.testbed.kernel_trace import KernelTcpTrace
+from experiments.testbed.teardown import list_testbeds
 
 
 def _processes_of_session(sid: int) -> list[str]:

@@ -2,9 +2,9 @@
 import csv
 import os
 
-from experiments.runner import run_scenario
-from experiments.scenario import load
-from experiments.teardown import list_testbeds
+from experiments.runs.runner import run_scenario
+from experiments.runs.scenario import load
+from experiments.testbed.teardown import list_testbeds
 
 
 def _rows(path):

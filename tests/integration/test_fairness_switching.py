@@ -7,7 +7,7 @@ import os
 from click.testing import CliRunner
 
 from experiments.cli import exp_group
-from experiments.teardown import list_testbeds
+from experiments.testbed.teardown import list_testbeds
 
 
 def test_the_quick_fairness_scenario_gives_d_harm_and_plots(tmp_path):

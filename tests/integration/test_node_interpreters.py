@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from experiments import testbed
-from experiments.testbed import Testbed
-from experiments.topo import load_topo
+from experiments.testbed import bed as testbed
+from experiments.testbed.bed import Testbed
+from experiments.testbed.topo import load_topo
 from int_node import runtime
 from tests.integration.tbutil import TOPO_DIR, ping_rtts_ms
 

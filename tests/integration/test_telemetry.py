@@ -13,10 +13,10 @@ import pytest
 
 from broker.auth import AGENT_USER, SINK_USER, load_credentials
 from broker.launch import BrokerProcess
-from experiments.runner import free_port
+from experiments.runs.runner import free_port
 from telemetry.schema import decode, flow_topic, hop_topic
 from broker.subscriber import TelemetryView
-from experiments.teardown import teardown
+from experiments.testbed.teardown import teardown
 from tests.integration.tbutil import start_testbed, udp_flow
 
 CREDS = "/run/intcc/test-broker/credentials.json"

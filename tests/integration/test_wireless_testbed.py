@@ -10,7 +10,7 @@ import time
 import pytest
 from pyroute2 import netns
 
-from experiments.teardown import teardown
+from experiments.testbed.teardown import teardown
 from int_node import ioam
 from tests.helpers import ipv6_frame
 from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed, udp_flow
@@ -192,9 +192,9 @@ def test_down_after_kill_9_leaves_nothing_behind():
 
 
 def test_kernel_trace_sees_every_retransmission_of_a_lossy_flow(tb):
-    """The tracefs recorder (experiments/kernel_trace.py) on a real kernel flow: its
+    """The tracefs recorder (experiments/testbed/kernel_trace.py) on a real kernel flow: its
     retransmissions are the ones iperf3 reports, its windows reach iperf3's largest."""
-    from experiments.kernel_trace import KernelTcpTrace, summarize
+    from experiments.testbed.kernel_trace import KernelTcpTrace, summarize
     tb.write("ap1", "wl1", "loss", "5%")
     try:
         with KernelTcpTrace(port=5203) as trace:
@@ -224,7 +224,7 @@ def test_kernel_trace_sees_every_retransmission_of_a_lossy_flow(tb):
 def test_a_loss_seed_replays_the_same_wireless_losses(tb):
     """Common random numbers on the real testbed: reseeded alike, the same traffic meets
     the same losses in both directions; another seed, other losses."""
-    from experiments.linkctl import seed_losses, set_loss
+    from experiments.testbed.linkctl import seed_losses, set_loss
 
     def wireless_losses():
         return {(n, el): c["configured_losses"] for n in tb.node_names

@@ -15,7 +15,7 @@ import os
 import statistics
 import tempfile
 
-from experiments.compare import ratio_ci
+from experiments.reports.compare import ratio_ci
 from tests.perf import bench_datapath
 
 

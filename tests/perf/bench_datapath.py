@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 
 from ccp_agent.datapath import AgentProcess, DatapathProcess, ccp_registered
-from experiments.compare import ratio_ci
+from experiments.reports.compare import ratio_ci
 
 from tests.integration.tbutil import fresh_datapath_stats
 from tests.perf import ackwait, answer_help

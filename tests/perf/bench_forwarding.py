@@ -25,9 +25,9 @@ import statistics
 import subprocess
 import time
 
-from experiments.teardown import TestbedError, teardown
-from experiments.testbed import Testbed
-from experiments.topo import load_topo
+from experiments.testbed.teardown import TestbedError, teardown
+from experiments.testbed.bed import Testbed
+from experiments.testbed.topo import load_topo
 from tests.perf import answer_help
 
 TOPO = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies", "line.toml")

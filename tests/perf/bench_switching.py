@@ -267,8 +267,8 @@ def main():
                 # command for the one after; a native flow's wait for one on the same veth
                 print(f"    the floor, native cubic's wait for its next ACK from a random instant ({n} flows): "
                       + ackwait.describe(ackwait.measure(lambda: iperf(n, SECONDS, "cubic"))))
-            from experiments.topo import load_topo
-            from experiments.testbed import Testbed
+            from experiments.testbed.topo import load_topo
+            from experiments.testbed.bed import Testbed
             topo = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies", "dumbbell.toml")
             tb = Testbed(load_topo(topo, {"bottleneck_mbps": 10.0, "bottleneck_delay_ms": 20.0, "buffer_bdp": 2.0}),
                          "swbt").up(exporter="none")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from experiments.testbed import wait_listening
+from experiments.testbed.bed import wait_listening
 
 
 def _sh(*cmd):

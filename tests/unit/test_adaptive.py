@@ -105,9 +105,9 @@ def test_a_switchs_command_goes_out_before_its_trace_rows_which_keep_order_and_t
 
 
 def test_the_verdicts_a_run_traced_are_scored_by_time_since_the_switch(tmp_path):
-    """What the agent writes is what experiments.metrics reads: verdicts before the switch
+    """What the agent writes is what experiments.runs.metrics reads: verdicts before the switch
     count against the start, those after against the switch, each row's own estimate too."""
-    from experiments.metrics import verdict_scores
+    from experiments.runs.metrics import verdict_scores
     flow, dp, est = adaptive(trace=str(tmp_path / "t.csv"))
     tick(flow)
     est.inbox.append(("verdict", 1, verdict("cubic", 0.55, row="bbr")))     # too weak to move it

@@ -4,7 +4,7 @@ import pytest
 from click.testing import CliRunner
 
 from experiments.cli import exp_group
-from experiments.compare import CompareError, compare, format_rows, load_records, ratio_ci
+from experiments.reports.compare import CompareError, compare, format_rows, load_records, ratio_ci
 
 
 def rec(alg, goodput, loss=20, rep=0):
@@ -54,7 +54,7 @@ def test_bad_input_is_a_clear_error(tmp_path):
 
 
 def test_both_summary_formats_are_read(tmp_path):
-    from experiments.run_record import write_summary
+    from experiments.runs.run_record import write_summary
     write_summary(str(tmp_path), "lossy_link", [rec("kernel cubic", 0.1)])
     doc = json.loads((tmp_path / "summary.json").read_text())
     assert doc["format"] == 2 and doc["scenario"] == "lossy_link"
@@ -99,7 +99,7 @@ def test_a_failed_run_leaves_its_partner_out_of_the_pairs():
 
 
 def test_reruns_replace_the_runs_they_ran_again_and_pooling_alone_keeps_both(tmp_path):
-    from experiments.compare import with_reruns
+    from experiments.reports.compare import with_reruns
     net = {"seed": 7, "params": {"bottleneck_mbps": 5.0}}
     first = [rec("L2", 1.0) | net | {"run": "L2_r0"}, rec("L2", 2.0) | net | {"run": "L2_r1"}]
     again = [rec("L2", 3.0) | net | {"run": "L2_r0"},                                   # the re-run

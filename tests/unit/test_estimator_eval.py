@@ -7,7 +7,7 @@ import pytest
 from estimator.dataset import CCAS, Run, load_run, save_run
 from estimator.evaluate import evaluate, format_tables, learning_curve, load_dataset, split, train
 from estimator.features import FEATURES, TraceError
-from experiments.estimator_collect import run_plan
+from experiments.runs.estimator_collect import run_plan
 
 
 def fake_dataset(tmp_path, runs=64, rows=30, seed=7):
@@ -63,7 +63,7 @@ def test_udp_cross_traffic_is_drawn_beside_a_distributions_runs_without_changing
 
 def test_a_collection_resumes_only_with_its_cross_traffic_setting(tmp_path):
     import json
-    from experiments.estimator_collect import CollectionError, collect
+    from experiments.runs.estimator_collect import CollectionError, collect
     fake_dataset(tmp_path, runs=2)
     (tmp_path / "collection.json").write_text(json.dumps({"seed": 7}))      # before --udp-cross: without
     with pytest.raises(CollectionError, match="collected without --udp-cross, not with --udp-cross"):
@@ -92,7 +92,7 @@ def test_the_live_distribution_is_table2s_networks_with_flow_1_on_ccp_and_late_c
     """The networks are table2's (same seed, same draws); flow 1 runs its CCA through the CCP
     datapath on a port of its CCA; the competitor starts with it in about half the runs and
     0-10 s later in the others."""
-    from experiments.estimator_collect import CCP_LOCAL_PORTS, flow1_port
+    from experiments.runs.estimator_collect import CCP_LOCAL_PORTS, flow1_port
     plans = [run_plan(i, 31, "table2-live") for i in range(400)]
     assert [p["params"] for p in plans] == [run_plan(i, 31, "table2")["params"] for i in range(400)]
     assert all(p["local_via"] == "ccp" for p in plans) and len({(p["cca1"], p["cca2"]) for p in plans}) == 16
@@ -195,7 +195,7 @@ def test_a_collection_resumes_only_with_the_interpreter_its_nodes_ran_on(tmp_pat
     """The nodes' interpreter shapes the emulated links (timing, jitter): a dataset mixing
     two would train on two networks. Checked before anything starts (no root needed)."""
     import json
-    from experiments.estimator_collect import CollectionError, collect
+    from experiments.runs.estimator_collect import CollectionError, collect
     fake_dataset(tmp_path, runs=2)
     (tmp_path / "collection.json").write_text(json.dumps({"seed": 7, "node_python": "pypy"}))
     with pytest.raises(CollectionError, match="collected with node interpreter 'pypy'.*--node-python pypy"):

@@ -1,7 +1,7 @@
-"""The ML-fairness paper's fairness arithmetic (experiments/fairness.py): Eqs. 1-3, time shares, harm."""
+"""The ML-fairness paper's fairness arithmetic (experiments/reports/fairness.py): Eqs. 1-3, time shares, harm."""
 import pytest
 
-from experiments.fairness import goodput_difference, harm, switched_goodputs, time_shares
+from experiments.reports.fairness import goodput_difference, harm, switched_goodputs, time_shares
 
 # one dumbbell's pair table: flow 1 on i, flow 2 on j (Mbit/s); bbr takes from cubic
 G1 = {("cubic", "bbr"): 2.0, ("bbr", "bbr"): 4.5, ("reno", "bbr"): 1.5, ("vegas", "bbr"): 0.5}

@@ -1,7 +1,7 @@
 """The fairness scenario's table and plots from run records (no testbed)."""
 import pytest
 
-from experiments import fairness_plots, fairness_report, fairness_tables
+from experiments.reports import fairness_plots, fairness_report, fairness_tables
 
 
 def rec(mode, comp, rep, g1, g2, **extra):
@@ -177,7 +177,7 @@ def test_the_pair_runs_give_the_table_best_response_reads(tmp_path):
 
 
 def test_verdicts_pool_by_time_since_the_switch_and_old_traces_have_no_row_scores(tmp_path):
-    from experiments.metrics import verdict_scores
+    from experiments.runs.metrics import verdict_scores
     trace = tmp_path / "trace.csv"
     trace.write_text("t_s,mono_ns,sid,event,cwnd_bytes,reason\n0,1,7,start,14480,init\n"
                      "3.0,1,7,verdict,,cubic (60% of 20)\n"              # an older trace: no row
@@ -204,13 +204,13 @@ def test_verdicts_pool_by_time_since_the_switch_and_old_traces_have_no_row_score
 
 
 def test_the_adaptive_agents_first_algorithm_is_its_initial_option():
-    from experiments.scenario import Algorithm
+    from experiments.runs.scenario import Algorithm
     assert Algorithm("a", ccp="adaptive", options=["--model", "m", "--initial", "reno"]).initial == "reno"
     assert Algorithm("a", ccp="adaptive", options=["--model", "m"]).initial == "cubic"
 
 
 def test_d_splits_exactly_into_the_start_the_right_and_the_wrong_cca():
-    from experiments.metrics import goodput_difference_parts
+    from experiments.runs.metrics import goodput_difference_parts
     rows = [{"t_s": float(t), "goodput_mbps": g1, "competitor_goodput_mbps": g2}
             for t, (g1, g2) in enumerate([(8, 2), (8, 2), (5, 5), (5, 5), (1, 9), (6, 4)], start=1)]
     spans = [(0.0, 2.0, "cubic"), (2.0, 4.0, "bbr"), (4.0, 5.0, "reno"), (5.0, 6.0, "bbr")]

@@ -1,5 +1,5 @@
-"""Parsing and summarising the sender's tracefs events (experiments/kernel_trace.py)."""
-from experiments.kernel_trace import parse, summarize
+"""Parsing and summarising the sender's tracefs events (experiments/testbed/kernel_trace.py)."""
+from experiments.testbed.kernel_trace import parse, summarize
 
 
 def probe(t, cwnd, una, nxt, port=40000, ssthresh=2147483647, srtt=21000, dport=5201):

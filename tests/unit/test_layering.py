@@ -88,15 +88,15 @@ def test_an_upward_import_is_caught(tmp_path):
         os.makedirs(tmp_path / pkg, exist_ok=True)
     (tmp_path / "int_node" / "exporters.py").write_text("def f():\n    from broker.publisher import MqttExporter\n")
     (tmp_path / "telemetry" / "schema.py").write_text("from .flowid import FLOW_ID_RE\n")
-    (tmp_path / "estimator" / "evaluate.py").write_text("from experiments.estimator_collect import collect\n")
+    (tmp_path / "estimator" / "evaluate.py").write_text("from experiments.runs.estimator_collect import collect\n")
     (tmp_path / "broker" / "x.py").write_text("from estimator import cli\n")
     # a command line is bound by its floor too: estimator's may not reach into experiments
-    (tmp_path / "estimator" / "cli.py").write_text("def run():\n    from experiments.estimator_live import live_eval\n")
+    (tmp_path / "estimator" / "cli.py").write_text("def run():\n    from experiments.runs.estimator_live import live_eval\n")
     found = violations(str(tmp_path))
     assert len(found) == 4, found
-    assert any("estimator.cli.py:2: estimator (floor 2) imports experiments.estimator_live" in v for v in found)
+    assert any("estimator.cli.py:2: estimator (floor 2) imports experiments.runs.estimator_live" in v for v in found)
     assert any("int_node.exporters.py:2: int_node (floor 0) imports broker.publisher" in v for v in found)
-    assert any("estimator (floor 2) imports experiments.estimator_collect" in v for v in found)
+    assert any("estimator (floor 2) imports experiments.runs.estimator_collect" in v for v in found)
     assert any("imports the entry point estimator.cli" in v for v in found)
 
 

@@ -142,7 +142,7 @@ def test_one_run_directory_for_every_part_and_intcc_run_dir_moves_it_all(tmp_pat
     import sys
     code = ("from ccp_agent.datapath import DEFAULT_STATE_DIR; from ccp_agent.flows import DEFAULT_STATE_DIR as F; "
             "from broker.auth import DEFAULT_CREDENTIALS; from broker.launch import PRIVATE_ROOT; "
-            "from experiments.teardown import RUN_ROOT; from experiments.runner import CREDS; "
+            "from experiments.testbed.teardown import RUN_ROOT; from experiments.runs.runner import CREDS; "
             "print('\\n'.join([DEFAULT_STATE_DIR, F, DEFAULT_CREDENTIALS, PRIVATE_ROOT, RUN_ROOT, CREDS]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "INTCC_RUN_DIR": str(tmp_path)}).stdout.split()

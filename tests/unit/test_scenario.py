@@ -1,8 +1,12 @@
 """Scenario files and the runner's arithmetic (no testbed)."""
 import pytest
 
-from experiments import agent_trace, linkctl, metrics, tables
-from experiments.scenario import ScenarioError, load
+from experiments.testbed import agent_trace, linkctl
+
+from experiments.runs import metrics
+
+from experiments.reports import tables
+from experiments.runs.scenario import ScenarioError, load
 
 
 @pytest.mark.parametrize("name", ["lossy_link", "cwnd_progression", "congestion_fairness"])
@@ -121,7 +125,7 @@ def test_switches_of_the_data_flow_from_an_adaptive_agents_trace(tmp_path):
 
 
 def test_time_to_plateau_is_when_cwnd_first_nears_its_settled_value():
-    from experiments.metrics import time_to_plateau_s
+    from experiments.runs.metrics import time_to_plateau_s
     cwnds = [10, 20, 40, 80, 95, 100, 70, 90, 100, 70, 90, 100]      # sawtooth, median of 2nd half 90
     rows = [{"t_s": 0.5 * (i + 1), "cwnd_bytes": c * 1000} for i, c in enumerate(cwnds)]
     assert time_to_plateau_s(rows) == 2.5          # 95 kB >= 0.9 * 90 kB, 80 kB is not
@@ -186,7 +190,7 @@ def test_run_overrides_that_do_not_fit_the_scenario_are_refused_before_any_testb
 
 def test_a_sweep_value_alone_meets_the_networks_of_the_whole_sweep(monkeypatch, tmp_path):
     from click.testing import CliRunner
-    from experiments import runner
+    from experiments.runs import runner
     from experiments.cli import exp_group
     ran = []
     monkeypatch.setattr(runner, "run_scenario", lambda sc, out, **kw: ran.append(sc) or [])
@@ -290,7 +294,7 @@ def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():
 
 
 def test_the_ccp_datapath_runs_for_flow_1_on_the_competitors_cca_as_ccp(tmp_path):
-    from experiments.runner import needs_ccp_datapath
+    from experiments.runs.runner import needs_ccp_datapath
     text = ('topology = "dumbbell"\nseconds = 5\nflows = {{ main = ["s1", "r1"] }}\n[sweep]\ncompetitor = ["bbr", "cubic"]\n'
             '[[algorithms]]\nlabel = "x"\nsame_as_competitor = {}\n')
     assert not needs_ccp_datapath(load(write(tmp_path, text.format("true"))))        # all in the kernel
@@ -330,7 +334,7 @@ def test_a_competitor_the_agent_runs_too_gets_its_own_trace(tmp_path):
 
 
 def test_the_adaptive_agent_needs_telemetry_only_with_an_int_model():
-    from experiments.scenario import Algorithm
+    from experiments.runs.scenario import Algorithm
     table1 = Algorithm("a", ccp="adaptive", options=["--model", "estimator/models/archive/cca_rf.joblib"])
     with_int = Algorithm("b", ccp="adaptive", options=["--model", "estimator/models/archive/cca_rf_int.joblib"])
     assert not table1.needs_telemetry and with_int.needs_telemetry
@@ -350,7 +354,7 @@ def test_a_flow_on_a_host_the_topology_lacks_is_refused_at_load_naming_its_hosts
 
 
 def test_every_shipped_scenario_loads_and_has_a_description():
-    from experiments.scenario import describe, resolve, scenario_names
+    from experiments.runs.scenario import describe, resolve, scenario_names
     for name in scenario_names():
         load(name)
         assert describe(resolve(name)), f"{name} has no description"

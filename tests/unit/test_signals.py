@@ -3,7 +3,7 @@ import signal
 
 import pytest
 
-from experiments.signals import restore, unwind_on_signals
+from experiments.runs.signals import restore, unwind_on_signals
 
 
 class Unwound(Exception):

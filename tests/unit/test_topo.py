@@ -2,11 +2,11 @@ import os
 
 import pytest
 
-from experiments.nodeconf import Iface, node_config
-from experiments.topo import TopologyError, build_topo, load_topo, parse_set, substitute
+from experiments.testbed.nodeconf import Iface, node_config
+from experiments.testbed.topo import TopologyError, build_topo, load_topo, parse_set, substitute
 from int_node.router import Router
 
-TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "topologies")
+TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "testbed", "topologies")
 
 
 def test_substitution_and_expressions():
@@ -114,7 +114,7 @@ def test_a_link_built_at_zero_loss_still_has_its_loss_element():
 
 
 def test_the_loss_tolerance_follows_the_binomial_spread():
-    from experiments.linkctl import check_loss, loss_tolerance_pct
+    from experiments.testbed.linkctl import check_loss, loss_tolerance_pct
     assert loss_tolerance_pct(0, 10_000) == 0.5
     assert 1.0 < loss_tolerance_pct(5, 10_000) < 1.2
     rec = {"link_packets": 10_000, "measured_configured_loss_pct": 0.0}
@@ -124,7 +124,7 @@ def test_the_loss_tolerance_follows_the_binomial_spread():
 
 
 def test_a_loss_that_cannot_be_applied_is_an_error():
-    from experiments.linkctl import set_loss
+    from experiments.testbed.linkctl import set_loss
 
     class NoLossyLinks:      # a running testbed whose nodes have no loss element
         name, node_names, topology_name = "x", ["n1"], "line"
@@ -144,7 +144,7 @@ def test_a_testbeds_node_ids_can_be_shifted_apart():
 
 
 def test_a_run_whose_links_fell_behind_is_flagged():
-    from experiments.linkctl import check_emulation
+    from experiments.testbed.linkctl import check_emulation
     rec = {"seconds": 60, "emulation_behind_ms": 599.0}      # under 1 % of the run: faithful
     assert check_emulation(rec) is None and rec["emulation_off"] is False
     rec = {"seconds": 60, "emulation_behind_ms": 601.0}                  # from before the per-link count
@@ -155,7 +155,7 @@ def test_a_run_whose_links_fell_behind_is_flagged():
 def test_the_flag_is_one_links_and_the_record_names_it():
     """1 % of the run on one link flags it; the same spread over ten links does not (each ran
     0.1 % below its rate)."""
-    from experiments.linkctl import check_emulation, emulation_lag_fields
+    from experiments.testbed.linkctl import check_emulation, emulation_lag_fields
     before = ({f"sw1/ls{i}": 1000 for i in range(10)}, 500, 10)
     spread = ({f"sw1/ls{i}": 1000 + 60_100 for i in range(10)}, 1500, 20)
     rec = {"seconds": 60, **emulation_lag_fields(before, spread)}

@@ -1,4 +1,4 @@
-"""Flows started together (experiments/traffic.py): no client goes before every server of
+"""Flows started together (experiments/testbed/traffic.py): no client goes before every server of
 its start listens, and one flow's failure frees the others at once."""
 import json
 import threading
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiments.traffic import BackgroundFlow, RunFailed, iperf
+from experiments.testbed.traffic import BackgroundFlow, RunFailed, iperf
 
 
 class FakeTestbed:

@@ -25,8 +25,8 @@ import numpy as np
 
 from records import bootstrap
 
-from .fairness import goodput_difference, harm, switched_goodputs
-from .metrics import DIFFERENCE_PARTS as PARTS, algorithm_spans, goodput_difference_parts
+from experiments.reports.fairness import goodput_difference, harm, switched_goodputs
+from experiments.runs.metrics import DIFFERENCE_PARTS as PARTS, algorithm_spans, goodput_difference_parts
 
 PAIR_PREFIX = "pair: "          # fairness_pairs.toml's labels: "pair: <flow 1's CCA>"
 
@@ -59,7 +59,7 @@ def offline_d(records: list[dict], out_dir_of=None) -> dict[int, float]:
     records of the same network and the live run's time shares. ``out_dir_of(record)``:
     the results directory a record came from (its trace is under runs/<run>/trace.csv; without
     it, the record's ``time_on``)."""
-    from .fairness import CCAS, time_shares
+    from experiments.reports.fairness import CCAS, time_shares
     pairs: dict = {}
     for r in records:
         if r["algorithm"].startswith(PAIR_PREFIX) and r.get("competitor"):

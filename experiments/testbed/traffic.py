@@ -7,7 +7,7 @@ import subprocess
 import threading
 import time
 
-from .testbed import Testbed
+from experiments.testbed.bed import Testbed
 
 
 #: How long iperf3 may take past its run time: at 20 % link loss the closing exchange on

@@ -8,8 +8,8 @@ import os
 
 import numpy as np
 
-from .fairness_report import PAIR_PREFIX, rows
-from .metrics import algorithm_spans
+from experiments.reports.fairness_report import PAIR_PREFIX, rows
+from experiments.runs.metrics import algorithm_spans
 
 COLOURS = {"bbr": "tab:blue", "cubic": "tab:orange", "reno": "tab:green", "vegas": "tab:red"}
 

@@ -1,7 +1,7 @@
 """Scenario files: which algorithms, over which topology, at which settings.
 
     name = "lossy_link"
-    topology = "wireless"          # experiments/topologies/<name>.toml, or a path
+    topology = "wireless"          # experiments/testbed/topologies/<name>.toml, or a path
     seconds = 20                   # per run
     repeats = 3
     kernel_trace = false           # true: per-ACK kernel cwnd/state of the sender (runs/*/kernel_trace.csv)
@@ -60,7 +60,8 @@ from typing import Dict, List, Optional
 from telemetry import ccas
 
 HERE = os.path.dirname(__file__)
-PROJECT = os.path.dirname(os.path.abspath(HERE))
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(HERE)))
+TOPOLOGIES = os.path.join(os.path.dirname(HERE), "testbed", "topologies")
 #: loss_pct is applied at run time, without restarting the testbed; competitor sets every
 #: algorithm's competing flows' CCA
 SWEEPABLE = {"loss_pct", "competitor"}
@@ -194,7 +195,7 @@ class Scenario:
     def topology_path(self) -> str:
         if os.path.exists(self.topology):
             return self.topology
-        return os.path.join(HERE, "topologies", f"{self.topology}.toml")
+        return os.path.join(TOPOLOGIES, f"{self.topology}.toml")
 
     def runs(self):
         """(algorithm, {sweep key: value}, repeat) for every run; algorithms innermost,
@@ -248,7 +249,7 @@ def scenario_names() -> List[str]:
 
 
 def topology_names() -> List[str]:
-    return sorted(f[:-5] for f in os.listdir(os.path.join(HERE, "topologies")) if f.endswith(".toml"))
+    return sorted(f[:-5] for f in os.listdir(TOPOLOGIES) if f.endswith(".toml"))
 
 
 def describe(path: str) -> str:

@@ -3,14 +3,14 @@ and what the links actually lost (checked against what was configured).
 
 A link may lose when its topology gives it a ``loss_pct`` (even 0) or a wireless
 channel; its loss element (``wl<i>`` / ``loss<i>`` in the generated node
-configuration, experiments/nodeconf.py) then always exists.
+configuration, experiments/testbed/nodeconf.py) then always exists.
 """
 from __future__ import annotations
 
 import re
 import zlib
 
-from .testbed import Testbed
+from experiments.testbed.bed import Testbed
 
 
 def set_loss(tb: Testbed, loss_pct: float):

@@ -1,5 +1,5 @@
 """Per-testbed supervisor: starts the node processes, restarts crashed ones,
-stops them all on SIGTERM. Run as ``python -m experiments.supervisor RUN_DIR``;
+stops them all on SIGTERM. Run as ``python -m experiments.testbed.supervisor RUN_DIR``;
 ``intcc testbed up`` starts it detached. It records pids and restarts in
 RUN_DIR/nodes.json (read by ``intcc testbed status``).
 """

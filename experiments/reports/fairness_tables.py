@@ -2,7 +2,7 @@
 Results): the rows and comparisons fairness_report.py computes, written out."""
 from __future__ import annotations
 
-from .fairness_report import NOT_USED, ORACLE, PARTS, _is
+from experiments.reports.fairness_report import NOT_USED, ORACLE, PARTS, _is
 
 def format_comparisons(table: list[dict]) -> str:
     lines = [f"{'competitor':>10s}  {'mode':18s} {'|D| cut vs not used (95 % CI)':>31s} "

@@ -12,12 +12,12 @@ from typing import Dict
 
 from records import stamp
 
-from .fairness import goodput_difference
-from .metrics import (algorithm_spans, goodput_difference_parts, jain, slow_start_exit_s, switches,
+from experiments.reports.fairness import goodput_difference
+from experiments.runs.metrics import (algorithm_spans, goodput_difference_parts, jain, slow_start_exit_s, switches,
                       time_to_plateau_s, verdict_scores)
-from .plots import plot_series
-from .scenario import Algorithm, Scenario
-from .traffic import RunFailed, series
+from experiments.reports.plots import plot_series
+from experiments.runs.scenario import Algorithm, Scenario
+from experiments.testbed.traffic import RunFailed, series
 
 #: summary.json's layout: {"format": SUMMARY_FORMAT, "scenario": name, "provenance", "records": [...]}
 #: (docs/experiments.md gives every field); format 1 was the bare list of records.

@@ -22,9 +22,9 @@ from pyroute2.netlink.exceptions import NetlinkError
 from int_node.control import request as node_request
 from int_node.runtime import InterpreterError
 from int_node.runtime import RT_WITH_BUSY_POLL, node_python as resolve_node_python
-from .nodeconf import INT_HEADROOM_BYTES, MIRROR_IFNAME, Iface, link_prefix, node_config
-from .teardown import TestbedError, _read_json, _sh, _tail, list_testbeds, run_dir, teardown
-from .topo import Topo, TopologyError
+from experiments.testbed.nodeconf import INT_HEADROOM_BYTES, MIRROR_IFNAME, Iface, link_prefix, node_config
+from experiments.testbed.teardown import TestbedError, _read_json, _sh, _tail, list_testbeds, run_dir, teardown
+from experiments.testbed.topo import Topo, TopologyError
 HOST_MTU = 1500
 OFFLOADS_OFF = ["tx", "off", "rx", "off", "gro", "off", "gso", "off", "tso", "off"]
 
@@ -227,9 +227,9 @@ class Testbed:
 
     def _start_supervisor(self):
         log = open(os.path.join(self.dir, "supervisor.log"), "ab")
-        subprocess.Popen([sys.executable, "-m", "experiments.supervisor", self.dir],
+        subprocess.Popen([sys.executable, "-m", "experiments.testbed.supervisor", self.dir],
                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                         start_new_session=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                         start_new_session=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         log.close()
 
     def _wait_nodes(self, wait_s: float):

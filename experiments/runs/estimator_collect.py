@@ -31,8 +31,8 @@ from estimator.features import TraceError, features
 from estimator.sink_view import replayed_view, view_arrays
 from estimator.int_series import bottleneck_series, causal_pick_share, flow_counts_from_jsonl, hop_series_from_jsonl
 
-from .signals import restore as restore_signals, unwind_on_signals
-from .traffic import BackgroundFlow, RunFailed
+from experiments.runs.signals import restore as restore_signals, unwind_on_signals
+from experiments.testbed.traffic import BackgroundFlow, RunFailed
 
 KERNEL = set(KERNEL_CCAS)          # the others (vegas) run on the CCP datapath
 #: flow 1's port when it runs through the CCP datapath (table2-live), one per CCA: the one
@@ -216,11 +216,11 @@ def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdi
             node_python: str | None = None, node_rt_priority: int = 0):
     """Run one experiment; returns (X, t, extra, raw) for flow 1. ``extra`` says how far
     the emulated links fell behind (linkctl.emulation_lag_fields, check_emulation)."""
-    from .linkctl import check_emulation, emulation_lag_counts, emulation_lag_fields
-    from .teardown import teardown
-    from .testbed import Testbed
-    from .topo import load_topo
-    topo = os.path.join(os.path.dirname(__file__), "..", "experiments", "topologies", "dumbbell.toml")
+    from experiments.testbed.linkctl import check_emulation, emulation_lag_counts, emulation_lag_fields
+    from experiments.testbed.teardown import teardown
+    from experiments.testbed.bed import Testbed
+    from experiments.testbed.topo import load_topo
+    topo = os.path.join(os.path.dirname(__file__), "..", "testbed", "topologies", "dumbbell.toml")
     teardown(tb_name)
     tb = Testbed(load_topo(topo, plan["params"]), tb_name).up(node_python=node_python,
                                                               node_rt_priority=node_rt_priority)
@@ -394,7 +394,7 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
         for pr in procs:
             pr.join(60)
         if procs:
-            from .teardown import teardown
+            from experiments.testbed.teardown import teardown
             for k in range(len(procs)):
                 teardown(f"est{k}")
         if agent:

@@ -1,4 +1,4 @@
-"""Run a scenario (experiments/scenario.py) on the testbed and write its results:
+"""Run a scenario (experiments/runs/scenario.py) on the testbed and write its results:
 
     OUT/summary.json              {"format": 2, "scenario", "records": one per run (algorithm, loss_pct, ...)}
     OUT/runs/<run>/series.csv     t_s, goodput_mbps (receiver), cwnd_bytes, rtt_ms, retransmits (sender)
@@ -30,21 +30,21 @@ from typing import Any, Callable, Optional
 
 from int_node.runtime import run_path
 
-from . import fairness_plots
-from .agent_trace import split_agent_trace
-from .kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
-from .linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, emulation_lag_fields,
+from experiments.reports import fairness_plots
+from experiments.testbed.agent_trace import split_agent_trace
+from experiments.testbed.kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
+from experiments.testbed.linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, emulation_lag_fields,
                       link_loss_counts, run_seed, seed_losses, set_loss)
-from .metrics import mean_queue_delay_ms
-from .plots import plot_overlay, plot_summary
-from .run_record import FlowResult, record, write_summary
-from .scenario import KERNEL_CCAS, Algorithm, Scenario
+from experiments.runs.metrics import mean_queue_delay_ms
+from experiments.reports.plots import plot_overlay, plot_summary
+from experiments.runs.run_record import FlowResult, record, write_summary
+from experiments.runs.scenario import KERNEL_CCAS, Algorithm, Scenario
 from records import stamp
 
-from .teardown import RUN_ROOT, teardown
-from .testbed import Testbed
-from .topo import load_topo
-from .traffic import MAIN_PORT, PORT_STRIDE, BackgroundFlow, RunFailed, iperf, tcp_counters
+from experiments.testbed.teardown import RUN_ROOT, teardown
+from experiments.testbed.bed import Testbed
+from experiments.testbed.topo import load_topo
+from experiments.testbed.traffic import MAIN_PORT, PORT_STRIDE, BackgroundFlow, RunFailed, iperf, tcp_counters
 
 TESTBED_NAME = "exp"
 log = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ from estimator.capture import Capture, PcapTail
 from records import stamp
 from estimator.vote import first_stable_correct
 
-from .estimator_collect import check_agent, goodputs, join_flows, needs_agent, run_plan, start_agent, start_flows
-from .runner import CREDS, free_port
-from .traffic import RunFailed
+from experiments.runs.estimator_collect import check_agent, goodputs, join_flows, needs_agent, run_plan, start_agent, start_flows
+from experiments.runs.runner import CREDS, free_port
+from experiments.testbed.traffic import RunFailed
 
 
 def live_run(plan: dict, model, seconds: float, window: int, interval_s: float, workdir: str, broker_url: str,
@@ -35,10 +35,10 @@ def live_run(plan: dict, model, seconds: float, window: int, interval_s: float, 
     from estimator.online import OnlineEstimator
     from telemetry.schema import FlowRecord, HopRecord
 
-    from .teardown import teardown
-    from .testbed import Testbed
-    from .topo import load_topo
-    topo = os.path.join(os.path.dirname(__file__), "topologies", "dumbbell.toml")
+    from experiments.testbed.teardown import teardown
+    from experiments.testbed.bed import Testbed
+    from experiments.testbed.topo import load_topo
+    topo = os.path.join(os.path.dirname(__file__), "..", "testbed", "topologies", "dumbbell.toml")
     teardown(tb_name)
     est = OnlineEstimator(model, plan["cca1"], window)
     records: collections.deque = collections.deque(maxlen=200_000)     # paho's thread -> this loop

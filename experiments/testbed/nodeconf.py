@@ -15,7 +15,7 @@ from typing import List, Optional
 
 from int_node.ioam import MAX_HOPS
 
-from .topo import Link, Topo
+from experiments.testbed.topo import Link, Topo
 
 INT_HEADROOM_BYTES = 288
 MIRROR_IFNAME = "intcc-mon"
@@ -67,7 +67,7 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
     ns_arg = f", namespace_id {int(ns)}" if ns is not None else ""
     node_mtu = min(i.mtu for i in ifaces)
     lines = [f"// node {node} (id {info['node_id']}, INT roles: {', '.join(sorted(roles)) or 'none'})",
-             f"// generated from {topo.path} by experiments/nodeconf.py", ""]
+             f"// generated from {topo.path} by experiments/testbed/nodeconf.py", ""]
     routes = []
     for link in topo.links:
         out = topo.next_link(node, link)
