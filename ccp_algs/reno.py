@@ -20,10 +20,7 @@ class RenoFlow(WindowFlow):
 
     def on_ack(self, r) -> str:
         if self.in_slow_start():
-            if self.grew_in_datapath(r, "ss_until"):
-                return "slow start (datapath)"
-            self.cwnd += r.growth_bytes(self.mss)
-            return "slow start"
+            return self.slow_start(r)
         self.cwnd += self.mss * r.growth_bytes(self.mss) / self.cwnd
         return "congestion avoidance"
 

@@ -115,6 +115,14 @@ class WindowFlow(FlowBase):
         window for these ACKs: then the flow does not grow for them again."""
         return r.datapath_grew and self.sent_registers.get(register, 0) > 0
 
+    def slow_start(self, r: Report) -> str:
+        """Slow start's growth for these ACKs, a segment per packet delivered, unless the
+        datapath grew the window already (ss_until); the reason."""
+        if self.grew_in_datapath(r, "ss_until"):
+            return "slow start (datapath)"
+        self.cwnd += r.growth_bytes(self.mss)
+        return "slow start"
+
     def in_slow_start(self) -> bool:
         """cwnd below ssthresh in whole segments, as the kernel's tcp_in_slow_start and the
         datapath's ``ss_until`` count them. A window less than a segment below ssthresh has

@@ -33,9 +33,9 @@ def testbed_group():
 @click.argument("topo")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a topology parameter.")
 @click.option("--name", help="Testbed name (default: the topology's name).")
-@click.option("--exporter", default="jsonl", show_default=True, metavar="jsonl|none|mqtt://HOST:PORT",
-              help="What INT sinks do with telemetry: a JSON-lines file in the run dir, nothing, "
-                   "or publish it to an MQTT broker (see 'intcc broker run').")
+@click.option("--exporter", default="jsonl", show_default=True, metavar="jsonl|capture|none|mqtt://HOST:PORT",
+              help="What INT sinks do with telemetry: a JSON-lines file in the run dir (decoded; 'capture': "
+                   "the raw bytes, for a replay), nothing, or publish it to an MQTT broker (see 'intcc broker run').")
 @click.option("--node-python", metavar="cpython|pypy|PATH",
               help="Interpreter of every node (default: the topology's, else $INTCC_NODE_PYTHON, else "
                    "cpython). PyPy ('make setup' installs it) forwards ~3x the packets once its JIT is warm.")
@@ -45,8 +45,8 @@ def testbed_group():
 def up_cmd(topo, sets, name, exporter, node_python, node_rt_priority):
     """Build the testbed of TOPO (a .toml file or a shipped name) and start its nodes."""
     from experiments.testbed.bed import Testbed, TestbedError
-    if exporter not in ("jsonl", "none") and not exporter.startswith(("mqtt://", "mqtts://")):
-        raise click.BadParameter("must be jsonl, none or an mqtt:// URL", param_hint="--exporter")
+    if exporter not in ("jsonl", "capture", "none") and not exporter.startswith(("mqtt://", "mqtts://")):
+        raise click.BadParameter("must be jsonl, capture, none or an mqtt:// URL", param_hint="--exporter")
     try:
         t = load_topo(_topo_path(topo), parse_set(sets))
         tb = Testbed(t, name).up(exporter=exporter, node_python=node_python, node_rt_priority=node_rt_priority)

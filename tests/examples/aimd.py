@@ -20,10 +20,7 @@ class AimdFlow(WindowFlow):
 
     def on_ack(self, r) -> str:
         if self.in_slow_start():
-            if self.grew_in_datapath(r, "ss_until"):
-                return "slow start (datapath)"
-            self.cwnd += r.growth_bytes(self.mss)
-            return "slow start"
+            return self.slow_start(r)              # WindowFlow's: a segment per packet delivered
         if self.grew_in_datapath(r, "ai_pkts"):
             return "congestion avoidance (datapath)"
         # a datapath without per-ACK growth (ccp-kernel): the same increase, per report

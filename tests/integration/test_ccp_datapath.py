@@ -189,6 +189,15 @@ def set_distance(tb, metres: float):
     tb.write("ap2", "wl0", "distance_m", str(metres))
 
 
+def decision_rows(trace, out) -> list[dict]:
+    """The agent's decisions (reports, losses, timeouts, recoveries) for the data connection
+    of an iperf3 result (its control connection has few reports)."""
+    port = str(out["start"]["connected"][0]["remote_port"])
+    rows = list(csv.DictReader(open(trace)))
+    sids = {r["sid"] for r in rows if r["event"] == "start" and r["dst_port"] == port}
+    return [r for r in rows if r["event"] in ("report", "loss", "timeout", "recovery") and r["sid"] in sids]
+
+
 def test_reno_saws_and_fills_a_10_mbit_link(tb, dp, agent_factory, tmp_path):
     set_rate(tb, 10)
     set_distance(tb, 1)     # every cut from the queue: a channel error halved Reno mid-climb (flaked)
@@ -202,12 +211,8 @@ def test_reno_saws_and_fills_a_10_mbit_link(tb, dp, agent_factory, tmp_path):
     finally:
         set_rate(tb, 100)
         set_distance(tb, 10)
-    port = str(out["start"]["connected"][0]["remote_port"])
-    rows = list(csv.DictReader(open(trace)))
-    # the data connection of the attempt that passed (iperf3's control one has few reports)
-    sids = {r["sid"] for r in rows if r["event"] == "start" and r["dst_port"] == port}
-    rows = [r for r in rows if r["event"] in ("report", "loss", "timeout", "recovery") and r["sid"] in sids]
-    sender = max(sids, key=lambda s: sum(1 for r in rows if r["sid"] == s))
+    rows = decision_rows(trace, out)
+    sender = max({r["sid"] for r in rows}, key=lambda s: sum(1 for r in rows if r["sid"] == s))
     rows = [r for r in rows if r["sid"] == sender]
     # A sawtooth: loss episodes (halvings with no growth between them) separated
     # by additive increase; each halving cuts cwnd to about half.
@@ -614,10 +619,7 @@ def test_the_example_algorithm_grows_a_segments_per_round_in_the_kernel(tb, dp, 
     finally:
         set_rate(tb, 100)
         set_distance(tb, 10)
-    port = str(out["start"]["connected"][0]["remote_port"])
-    rows = list(csv.DictReader(open(trace)))
-    sids = {r["sid"] for r in rows if r["event"] == "start" and r["dst_port"] == port}
-    rows = [r for r in rows if r["sid"] in sids and r["event"] in ("report", "loss", "timeout", "recovery")]
+    rows = decision_rows(trace, out)
     mss = int(out["start"]["tcp_mss_default"])
     steps = [(int(b["cwnd_bytes"]) - int(a["cwnd_bytes"])) / mss for a, b in zip(rows, rows[1:])
              if b["reason"] == "congestion avoidance (datapath)" and a["event"] == "report"]
