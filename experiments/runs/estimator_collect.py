@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from telemetry.ccas import KERNEL_CCAS
+from telemetry.ccas import CCA_LABELS, KERNEL_CCAS
 from estimator.capture import Capture, sender_trace
 from estimator.dataset import CCAS, DATA_FORMAT, save_run
 from estimator.features import TraceError, features
@@ -38,7 +38,7 @@ KERNEL = set(KERNEL_CCAS)          # the others (vegas) run on the CCP datapath
 #: flow 1's port when it runs through the CCP datapath (table2-live), one per CCA: the one
 #: agent of a collection serves testbeds running different flow-1 CCAs at once, and tells
 #: their flows apart by port (ccp_agent/by_port.py)
-CCP_LOCAL_PORTS = {"bbr": 5301, "cubic": 5302, "reno": 5303, "vegas": 5304}
+CCP_LOCAL_PORTS = {cca: 5301 + i for i, cca in enumerate(CCA_LABELS)}     # bbr 5301, cubic 5302, ...
 #: the agent's own algorithm (the competitor's CCP flows take it) and its pins
 CCP_AGENT = "vegas"
 
