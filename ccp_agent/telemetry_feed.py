@@ -1,20 +1,26 @@
-"""Telemetry for an agent process, pushed.
+"""Telemetry for an agent process, pushed into shared memory.
 
 pyportus holds the GIL for the agent's whole life (it blocks in recv between
 reports), so a TelemetryView thread in the agent would starve. The view runs in
 a child process instead. The agent subscribes once per flow (and per hop) it
-reads; from then on the child pushes every record of those keys as it arrives,
-over a datagram socketpair, and the agent drains what has come when it reads:
-a read never sends a request and never waits.
+reads, naming a slot of a memory both processes share (mapped before the fork);
+from then on the child writes every record of that key into its slot as it
+arrives, each over the last, and a read copies the slot: always the newest record,
+never a request, never a wait.
 
     feed = TelemetryFeed("mqtt://127.0.0.1:1883").start()
     fresh = feed.flow(flow_id, max_age_s=0.2)       # None if absent or older
 
-A push that finds the agent's socket full is dropped and counted (``dropped``,
-reported with the next push that fits): the agent only wants the newest record.
+A queue of pushes would not do: an agent that reads nothing for a while (congestion
+avoidance without a loss) let it fill, and at its next loss it read records seconds old
+while the newest were dropped at the full socket. A slot holds the newest only.
+
+Each slot is guarded by a sequence counter (odd while the child writes; a read that sees
+it odd or changed reads again). A record larger than a slot is dropped and counted.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import socket
 import struct
@@ -22,64 +28,106 @@ import threading
 import time
 
 from broker.subscriber import Fresh, fresh
-from telemetry.schema import SchemaError, decode
+from telemetry.schema import SchemaError, decode, encode
 
 from .child import fork_child, stop_child
 
-#: a push: when the record arrived at the child (time.monotonic_ns, one clock for both
-#: processes), the pushes dropped so far; then the record as published
-_PUSH = struct.Struct("<QI")
-SOCKET_BUFFER_BYTES = 1 << 20
+SLOTS = 256
+SLOT_BYTES = 16 * 1024
+_HEAD = struct.Struct("<QQI")      # sequence (odd: being written), arrival (time.monotonic_ns), length
+READ_TRIES = 8
+
+
+class Slots:
+    """SLOTS slots of SLOT_BYTES in one anonymous shared mapping (made before the fork)."""
+
+    def __init__(self, slots: int = SLOTS, slot_bytes: int = SLOT_BYTES):
+        self.slots, self.slot_bytes = slots, slot_bytes
+        self.mem = mmap.mmap(-1, slots * slot_bytes)
+        self.oversize = 0
+
+    def write(self, slot: int, payload: bytes, rx_ns: int) -> bool:
+        if len(payload) > self.slot_bytes - _HEAD.size:
+            self.oversize += 1
+            return False
+        base = slot * self.slot_bytes
+        seq = _HEAD.unpack_from(self.mem, base)[0]
+        _HEAD.pack_into(self.mem, base, seq + 1, 0, 0)                   # odd: being written
+        self.mem[base + _HEAD.size:base + _HEAD.size + len(payload)] = payload
+        _HEAD.pack_into(self.mem, base, seq + 2, rx_ns, len(payload))    # even: whole
+        return True
+
+    def read(self, slot: int) -> tuple[int, int, bytes] | None:
+        """(sequence, arrival ns, payload) of the slot's record; None if empty or torn every try."""
+        base = slot * self.slot_bytes
+        for _ in range(READ_TRIES):
+            seq, rx_ns, length = _HEAD.unpack_from(self.mem, base)
+            if seq == 0:
+                return None
+            if seq % 2:
+                continue
+            payload = bytes(self.mem[base + _HEAD.size:base + _HEAD.size + length])
+            if _HEAD.unpack_from(self.mem, base)[0] == seq:
+                return seq, rx_ns, payload
+        return None
+
+    def clear(self, slot: int) -> None:
+        base = slot * self.slot_bytes
+        seq = _HEAD.unpack_from(self.mem, base)[0]
+        _HEAD.pack_into(self.mem, base, seq + (2 if seq % 2 == 0 else 1), 0, 0)
+        _HEAD.pack_into(self.mem, base, 0, 0, 0)
 
 
 class FeedServer:
-    """The child's side: the keys the agent subscribed to, and a push of every record of
-    them (plus, on subscribing, the latest one already known)."""
+    """The child's side: the keys the agent subscribed to, each with its slot, and every
+    record of them written there (on subscribing, the latest one already known)."""
 
-    def __init__(self, sock: socket.socket, latest=None):
-        self.sock = sock
+    def __init__(self, slots: Slots, latest=None):
+        self.slots = slots
         self.latest = latest or (lambda kind, key: None)     # (kind, key) -> (record, rx_ns) or None
-        self.flows: set = set()
-        self.hops: set = set()
-        self.pushed = self.dropped = 0
-        self._lock = threading.Lock()       # paho's thread pushes; the request loop subscribes
+        self.flows: dict = {}        # flow id -> slot
+        self.hops: dict = {}         # node id -> slot
+        self.written = 0
+        self._lock = threading.Lock()       # paho's thread writes; the request loop subscribes
 
     def on_request(self, msg: bytes) -> None:
-        """'sub flow ID', 'sub hop N', 'unsub flow ID', 'unsub hop N'; others ignored."""
+        """'sub flow ID SLOT', 'sub hop N SLOT', 'unsub flow ID', 'unsub hop N'; others ignored."""
         try:
-            verb, kind, key = msg.decode().split(" ", 2)
+            verb, kind, key, *rest = msg.decode().split(" ")
         except (UnicodeDecodeError, ValueError):
             return
-        keys = self.flows if kind == "flow" else self.hops if kind == "hop" and key.isdigit() else None
-        if keys is None:
+        table = self.flows if kind == "flow" else self.hops if kind == "hop" and key.isdigit() else None
+        if table is None:
             return
         key = int(key) if kind == "hop" else key
-        if verb == "unsub":
-            keys.discard(key)
-        elif verb == "sub":
-            keys.add(key)
-            known = self.latest(kind, key)
-            if known is not None:
-                self.push(*known)
+        with self._lock:
+            if verb == "unsub":
+                table.pop(key, None)
+                return
+            if verb != "sub" or len(rest) != 1 or not rest[0].isdigit() or int(rest[0]) >= self.slots.slots:
+                return
+            for other in (self.flows, self.hops):       # a slot the agent reuses leaves its old key
+                for k in [k for k, s in other.items() if s == int(rest[0])]:
+                    del other[k]
+            table[key] = int(rest[0])
+        known = self.latest(kind, key)
+        if known is not None:
+            self.write(kind, key, *known)
 
     def on_record(self, rec, rx_ns: int | None = None) -> None:
-        """A valid record from the broker: pushed if the agent subscribed to its key."""
-        if (rec.flow_id in self.flows) if rec.type == "flow" else (rec.type == "hop" and rec.node_id in self.hops):
-            self.push(rec, time.monotonic_ns() if rx_ns is None else rx_ns)
+        """A valid record from the broker: written to its slot if the agent subscribed to it."""
+        if rec.type in ("flow", "hop"):
+            key = rec.flow_id if rec.type == "flow" else rec.node_id
+            self.write(rec.type, key, rec, time.monotonic_ns() if rx_ns is None else rx_ns)
 
-    def push(self, rec, rx_ns: int) -> None:
-        from telemetry.schema import encode
+    def write(self, kind: str, key, rec, rx_ns: int) -> None:
         with self._lock:
-            try:
-                self.sock.send(_PUSH.pack(rx_ns, self.dropped & 0xFFFFFFFF) + encode(rec), socket.MSG_DONTWAIT)
-                self.pushed += 1
-            except (BlockingIOError, InterruptedError):
-                self.dropped += 1
-            except OSError:
-                pass                       # the agent has gone: the child ends with it
+            slot = (self.flows if kind == "flow" else self.hops).get(key)
+            if slot is not None and self.slots.write(slot, encode(rec), rx_ns):
+                self.written += 1
 
 
-def _serve(url: str, sock_fd: int, parent_pid: int):
+def _serve(url: str, slots: Slots, sock_fd: int, parent_pid: int):
     from broker.subscriber import TelemetryView
     sock = socket.socket(fileno=sock_fd)
     sock.settimeout(0.5)
@@ -88,7 +136,7 @@ def _serve(url: str, sock_fd: int, parent_pid: int):
     def latest(kind, key):
         got = view.flow(key) if kind == "flow" else view.hop(key)
         return (got.record, got.received_ns) if got is not None else None
-    server = FeedServer(sock, latest)
+    server = FeedServer(slots, latest)
     view.on_record(lambda rec, topic: server.on_record(rec))
     view.start()
     while os.getppid() == parent_pid:     # die with the agent
@@ -102,27 +150,24 @@ def _serve(url: str, sock_fd: int, parent_pid: int):
 
 
 class TelemetryFeed:
-    def __init__(self, url: str):
+    def __init__(self, url: str, slots: Slots | None = None):
         self.url = url
+        self.slots = slots or Slots()
         self.subscriptions = self.received = self.rejected = 0
-        self.dropped = 0                  # pushes the child could not deliver (the socket was full)
-        self._flows: dict = {}            # flow id -> (record, rx monotonic ns)
-        self._hops: dict = {}
-        self._subscribed: set = set()
+        self._slot_of: dict = {}          # (kind, key) -> slot, in the order of their last read
+        self._decoded: dict = {}          # slot -> (sequence, record): a record is decoded once
         self._sock = None
         self._proc = None
 
     def start(self) -> "TelemetryFeed":
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        for s in (ours, theirs):
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER_BYTES)
-        self._proc = fork_child(_serve, (self.url, theirs.fileno(), os.getpid()), "intcc-telemetry-feed")
+        self._proc = fork_child(_serve, (self.url, self.slots, theirs.fileno(), os.getpid()),
+                                "intcc-telemetry-feed")
         theirs.close()
-        self.attach(ours)
-        return self
+        return self.attach(ours)
 
     def attach(self, sock: socket.socket) -> "TelemetryFeed":
-        """Read pushes from ``sock`` (start() gives it the child's; a test, its own)."""
+        """Send subscriptions on ``sock`` (start() gives it the child's; a test, its own)."""
         sock.setblocking(False)
         self._sock = sock
         return self
@@ -131,26 +176,57 @@ class TelemetryFeed:
         stop_child(self._proc)
 
     def flow(self, flow_id: str, max_age_s: float | None = None) -> Fresh | None:
-        """The newest record of ``flow_id`` pushed so far (the first read subscribes)."""
-        return self._read("flow", flow_id, self._flows, max_age_s)
+        """The newest record of ``flow_id`` (the first read subscribes: None until it comes)."""
+        return self._read("flow", flow_id, max_age_s)
 
     def hop(self, node_id: int, max_age_s: float | None = None) -> Fresh | None:
-        return self._read("hop", int(node_id), self._hops, max_age_s)
+        return self._read("hop", int(node_id), max_age_s)
 
-    def forget(self, flow_id: str) -> None:
-        """Stop the pushes of a flow that has ended."""
-        if ("flow", flow_id) in self._subscribed:
-            self._subscribed.discard(("flow", flow_id))
-            self._flows.pop(flow_id, None)
-            self._send(f"unsub flow {flow_id}")
+    def forget(self, kind: str, key) -> None:
+        """Stop the records of a flow (or hop) that has ended; its slot is free again."""
+        slot = self._slot_of.pop((kind, key), None)
+        if slot is not None:
+            self._send(f"unsub {kind} {key}")
+            self._decoded.pop(slot, None)
+            self.slots.clear(slot)
 
-    def _read(self, kind: str, key, table: dict, max_age_s: float | None) -> Fresh | None:
-        if (kind, key) not in self._subscribed:
-            self._subscribed.add((kind, key))
-            self.subscriptions += 1
-            self._send(f"sub {kind} {key}")
-        self.drain()
-        return fresh(table.get(key), max_age_s)
+    def _read(self, kind: str, key, max_age_s: float | None) -> Fresh | None:
+        slot = self._slot_of.pop((kind, key), None)
+        if slot is None:
+            slot = self._subscribe(kind, key)
+        self._slot_of[(kind, key)] = slot               # the most recently read last
+        got = self.slots.read(slot)
+        if got is None:
+            return None
+        seq, rx_ns, payload = got
+        held = self._decoded.get(slot)
+        if held is None or held[0] != seq:
+            try:
+                rec = decode(payload)
+            except SchemaError:
+                self.rejected += 1
+                return None
+            self.received += 1
+            held = self._decoded[slot] = (seq, rec)
+        rec = held[1]
+        if (rec.flow_id if kind == "flow" else rec.node_id) != key:
+            return None          # the slot's last key's record, written as it was given up
+        return fresh((rec, rx_ns), max_age_s)
+
+    def _subscribe(self, kind: str, key) -> int:
+        used = set(self._slot_of.values())
+        free = [s for s in range(self.slots.slots) if s not in used]
+        if free:
+            slot = free[0]
+        else:                                            # every slot taken: the least recently read goes
+            old = next(iter(self._slot_of))
+            slot = self._slot_of[old]
+            self.forget(*old)
+        self.slots.clear(slot)
+        self._decoded.pop(slot, None)
+        self.subscriptions += 1
+        self._send(f"sub {kind} {key} {slot}")
+        return slot
 
     def _send(self, msg: str) -> None:
         if self._sock is not None:
@@ -159,33 +235,6 @@ class TelemetryFeed:
             except OSError:
                 pass                        # the child has gone: reads answer None from now on
 
-    def drain(self) -> int:
-        """Take every push that has come; returns how many."""
-        n = 0
-        while self._sock is not None:
-            try:
-                msg = self._sock.recv(1 << 16)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                break
-            if len(msg) < _PUSH.size:
-                self.rejected += 1
-                continue
-            rx_ns, self.dropped = _PUSH.unpack_from(msg)
-            try:
-                rec = decode(msg[_PUSH.size:])
-            except SchemaError:
-                self.rejected += 1
-                continue
-            n += 1
-            self.received += 1
-            table, key = (self._flows, rec.flow_id) if rec.type == "flow" else (self._hops, rec.node_id)
-            held = table.get(key)
-            if held is None or held[1] <= rx_ns:   # a subscription's first push may cross a newer one
-                table[key] = (rec, rx_ns)
-        return n
-
     def counters(self) -> dict:
         return {"subscriptions": self.subscriptions, "received": self.received, "rejected": self.rejected,
-                "dropped": self.dropped}
+                "oversize": self.slots.oversize}
