@@ -25,10 +25,10 @@ import numpy as np
 from estimator.dataset import load_raw, load_run, run_paths, tcp_competitors
 from estimator.identify.evidence import SequentialTest
 from estimator.identify.loss_cut import evidence, loss_cuts
+from experiments.runs.collection_plans import ACCESS_DELAY_MS
 from records.provenance import stamp
 
 BIN_S = 0.01
-ACCESS_DELAY_MS = 1.0           # the dumbbell's access links (experiments/testbed/topologies/dumbbell.toml)
 GROUPS = {"reno": "reno|vegas", "vegas": "reno|vegas", "cubic": "cubic", "bbr": "bbr", "unknown": "unknown"}
 
 

@@ -31,3 +31,11 @@ def test_a_hard_run_has_late_competing_flows_and_cross_traffic_seen_at_the_bottl
     # two reno flows into a 3-BDP buffer lose packets at the queue: each its own
     lost = raw["comp_lost_10ms"]
     assert lost.shape == counts.shape and (lost.sum(axis=1)[:2] > 0).all(), lost.sum(axis=1)
+    # what a live sender receives, from the sink's own replay of its log: flow 1's records
+    # about every 10 ms, and its two TCP competitors from the hop records (UDP left out)
+    rec = raw["int_record_series"]
+    assert rec.shape[1] == 7 and 0.005 < np.median(np.diff(rec[:, 0])) < 0.02, np.median(np.diff(rec[:, 0]))
+    assert 0.9 < rec[:, 6].sum() / (extra["goodput_mbps"][0] * 1e6 / 8 / 1448 * 8.0) < 1.2     # every packet counted once
+    per_flow = np.sort(raw["comp_packets"].sum(axis=1))[::-1]      # + iperf3's control connections
+    assert raw["comp_packets"].shape[1] == len(raw["comp_t_end"]) and (per_flow[2:] < 100).all(), per_flow
+    assert per_flow[:2].sum() > 0.8 * counts[:2].sum(), (per_flow, counts[:2].sum(axis=1))
