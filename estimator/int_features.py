@@ -62,7 +62,8 @@ from __future__ import annotations
 import numpy as np
 
 from .features import FEATURES, TraceError, _SparseTable
-from .flow_features import DIP_FEATURES, FLOW_FEATURES, FLOW_RESPONSE_FEATURES, OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES
+from .flow_features import DIP_FEATURES, FLOW_FEATURES, FLOW_RESPONSE_FEATURES
+from .own_loss_features import OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES
 from .int_series import INT_SERIES_COLUMNS, PACKETS_COLUMN
 
 SHORT_WINDOW_RTTS = 8.0

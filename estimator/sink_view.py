@@ -10,7 +10,8 @@ from collections import deque
 import numpy as np
 
 from .features import TraceError
-from .flow_features import CompetitorSeries, competitor_features
+from .competitor_features import competitor_features
+from .flow_features import CompetitorSeries
 from .hop_flows import HopFlows
 from .int_features import busy_pps, int_features
 from .int_series import IntSeries

@@ -23,8 +23,8 @@ import json
 import numpy as np
 
 from estimator.evaluate import fold_of, predictions, stack, tables
-from estimator.flow_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, own_loss_queue_response,
-                                     own_loss_response)
+from estimator.own_loss_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, own_loss_queue_response,
+                                         own_loss_response)
 from estimator.int_features import FEATURE_SETS, busy_pps
 from estimator.model import CCAEstimator
 from lab.estimator import paired, run_inputs, runs_with_columns

@@ -29,8 +29,9 @@ import numpy as np
 
 from estimator.evaluate import CONDITIONS, fold_of
 from estimator.int_features import busy_pps
-from estimator.flow_features import (OWN_LOSS_BIN_S, OWN_LOSS_MIN_PACKETS_PER_BIN, OWN_LOSS_MIN_RTT_S,
-                                     OWN_LOSS_QUIET_RTTS, CompetitorSeries, _loss_windows)
+from estimator.flow_features import CompetitorSeries
+from estimator.own_loss_features import (OWN_LOSS_BIN_S, OWN_LOSS_MIN_PACKETS_PER_BIN, OWN_LOSS_MIN_RTT_S,
+                                         OWN_LOSS_QUIET_RTTS, _loss_windows)
 from lab.estimator import paired, run_inputs, runs_with_columns
 from lab.estimator.competitor_rtt_oracle import cross_validated
 

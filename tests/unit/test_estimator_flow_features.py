@@ -228,7 +228,7 @@ def own_losses(seconds=30.0, drop_every_s=5.0):
 
 
 def test_the_own_loss_features_read_the_competitors_answer_to_its_own_losses():
-    from estimator.flow_features import OWN_LOSS_FEATURES, own_loss_response
+    from estimator.own_loss_features import OWN_LOSS_FEATURES, own_loss_response
     at = [T0 + 29.9]
 
     def features(cut, lost=own_losses()):
@@ -249,7 +249,7 @@ def test_the_own_loss_features_read_the_competitors_answer_to_its_own_losses():
 def test_live_hop_records_give_the_offline_own_loss_figures():
     """Hop records whose top flows carry the losses (sinks that count them) against the
     collection's per-flow losses; records without them leave the losses unknown."""
-    from estimator.flow_features import own_loss_response
+    from estimator.own_loss_features import own_loss_response
     c, lost = np.rint(competitor(0.5) + 1).astype(int), own_losses().astype(int)
     own = "00000000000000aa"
     live, old = HopFlows(), HopFlows()
@@ -270,7 +270,7 @@ def test_the_queue_cut_waits_for_the_answer_behind_a_deep_queue():
     """Behind 0.45 s of queue (RTT 0.5 s against a base RTT of 0.05 s) a flow answers its
     loss half a second later: ol_cut, over 4 base RTTs, sees no cut at all; ol_qcut, over
     the RTT of the time, reads Reno's 0.5 and CUBIC's 0.7 apart."""
-    from estimator.flow_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, own_loss_queue_response,
+    from estimator.own_loss_features import (OWN_LOSS_FEATURES, QUEUE_CUT_FEATURES, own_loss_queue_response,
                                          own_loss_response)
     at, qdelay_s = [T0 + 29.9], 0.45
     deep = records(qdepth=np.full(3000, qdelay_s * BUSY * 1500.0))
@@ -292,7 +292,7 @@ def test_the_queue_cut_waits_for_the_answer_behind_a_deep_queue():
 
 
 def test_live_hop_records_give_the_offline_queue_cut():
-    from estimator.flow_features import own_loss_queue_response
+    from estimator.own_loss_features import own_loss_queue_response
     c, lost = np.rint(competitor(0.5, answer_after_s=0.3) + 1).astype(int), own_losses().astype(int)
     own = "00000000000000aa"
     live = HopFlows()
@@ -313,7 +313,7 @@ def test_udp_cross_traffic_is_no_competitor_live_or_offline():
     top_flows entry whose protocol is not TCP (and counts it), the offline run its row
     (tcp_competitors), and both read the competitor alone, as without the UDP."""
     from estimator.dataset import tcp_competitors
-    from estimator.flow_features import competitor_features
+    from estimator.competitor_features import competitor_features
     c, lost = np.rint(competitor(0.5) + 1).astype(int), own_losses().astype(int)
     udp = np.full((1, c.shape[1]), 3)                                  # 300 packets/s, never lost
     own, live, plain = "00000000000000aa", HopFlows(), HopFlows()
