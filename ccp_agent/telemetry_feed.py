@@ -72,10 +72,8 @@ class Slots:
         return None
 
     def clear(self, slot: int) -> None:
-        base = slot * self.slot_bytes
-        seq = _HEAD.unpack_from(self.mem, base)[0]
-        _HEAD.pack_into(self.mem, base, seq + (2 if seq % 2 == 0 else 1), 0, 0)
-        _HEAD.pack_into(self.mem, base, 0, 0, 0)
+        """Empty (sequence 0): the agent's, when it gives a slot to another key."""
+        _HEAD.pack_into(self.mem, slot * self.slot_bytes, 0, 0, 0)
 
 
 class FeedServer:

@@ -9,6 +9,8 @@ from collections import deque
 
 import numpy as np
 
+from telemetry.replay import replay
+
 from .features import TraceError
 from .competitor_features import competitor_features
 from .flow_features import CompetitorSeries
@@ -84,8 +86,6 @@ def replayed_view(log_path: str, src: str, dport: int | None = None) -> SinkView
     (telemetry.replay): the flow is that source's busiest (iperf3's control connection
     shares its data flow's port); every hop record is kept. A log without a record of
     that flow is a TraceError."""
-    from telemetry.replay import replay
-
     records, packets = [], {}
     for _, rec in replay(log_path):
         records.append(rec)

@@ -12,7 +12,6 @@ import gzip
 import os
 import sys
 import threading
-import time
 
 from experiments.testbed.bed import Testbed, teardown
 from experiments.testbed.topo import load_topo
@@ -38,7 +37,7 @@ def main(argv=None) -> int:
                  BackgroundFlow(tb, "s2", "r2", args.cca2, args.seconds, args.seconds, 5202, start_together=together)]
         for f in flows:
             f.join()
-        time.sleep(0.5)           # the exporter flushes every 200 ms
+        # the exporter flushes every 200 ms: the capture is the whole lines written by now
         with open(os.path.join(tb.dir, "sw2.int.capture"), "rb") as f:
             data = f.read()
         with gzip.open(args.out, "wb") as g:
