@@ -16,6 +16,7 @@ from typing import Any
 ALGORITHMS = {
     "bbr": "ccp_algs.bbr:Bbr",
     "const": "ccp_algs.const:Const",
+    "probe": "ccp_algs.probe:Probe",
     "cubic": "ccp_algs.cubic:Cubic",
     "cubic-int": "ccp_algs.cubic_int:CubicInt",
     "reno": "ccp_algs.reno:Reno",

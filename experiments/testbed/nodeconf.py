@@ -95,6 +95,8 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         transit = None
         if "transit" in roles:
             refs = [f"queue q{i}", f"meter m{i}", f"egress out{i}"]
+            if f.link.rate_mbps:
+                refs.append(f"shaper shape{i}")      # the port's rate in the data-rate field
             if f.link.wireless is not None:
                 refs += [f"link wl{i}", f"channel wl{i}"]
             elif f.link.may_lose or f.link.loss_pct:

@@ -114,10 +114,12 @@ class INTTransit(Element):
     queue depth and transit delay are those the packet saw on the way out.
     References: ``queue`` (a Queue), ``meter`` (a FlowMeter), ``link`` (any
     element with a ``link_losses`` counter), ``channel`` (a WirelessChannel),
-    ``egress`` (the ToDevice, for the egress interface id)."""
+    ``shaper`` (a LinkShaper: a wired port's rate goes in the data-rate field, as a
+    switch knows its port speed; a channel's rate wins), ``egress`` (the ToDevice, for
+    the egress interface id)."""
     ARGS = (Arg("node_id", parse_nonneg_int), Arg("queue", str, None), Arg("meter", str, None),
             Arg("link", str, None), Arg("channel", str, None), Arg("egress", str, None),
-            Arg("namespace_id", parse_nonneg_int, ioam.DEFAULT_NAMESPACE))
+            Arg("shaper", str, None), Arg("namespace_id", parse_nonneg_int, ioam.DEFAULT_NAMESPACE))
     counter_names = ("stamped", "overflow", "no_int", "malformed", "unsupported_trace", "foreign_namespace")
 
     def configured(self):
@@ -138,6 +140,9 @@ class INTTransit(Element):
         self._channel = r.find(self.channel, None, me) if self.channel else None
         if self._channel is not None and not hasattr(self._channel, "rssi_dbm"):
             raise ConfigError(f"{me}: '{self.channel}' is not a WirelessChannel")
+        self._shaper = r.find(self.shaper, None, me) if self.shaper else None
+        if self._shaper is not None and not hasattr(self._shaper, "rate"):
+            raise ConfigError(f"{me}: '{self.shaper}' is not a LinkShaper")
         self._egress_if = 0
         if self.egress:
             self._egress_dev = r.find(self.egress, ToDevice, me)
@@ -166,6 +171,7 @@ class INTTransit(Element):
             now = time.time_ns()
             q, m, ch = self._queue, self._meter, self._channel
             link = self._link
+            rate_kbps = ch.data_rate_kbps if ch else (int(self._shaper.rate // 1000) if self._shaper else 0)
             flow_losses = self._flow_losses
             if q is None:
                 drops = flow_drops = 0
@@ -180,7 +186,7 @@ class INTTransit(Element):
                 now - pkt.rx_ns,
                 q.advertised_depth_bytes if q else 0, len(q._q) if q else 0,
                 ch.rssi_int if ch else -128, ch.mcs if ch else 0xFF, m.flow_count if m else 0,
-                ch.data_rate_kbps if ch else 0, drops,
+                rate_kbps, drops,
                 link.link_losses if link else 0, int(m.arrival_rate_pps) if m else 0,
                 q.capacity_limit_bytes if q else 0, self._node_rx_drops(now),
                 flow_drops, flow_losses.of(pkt) if flow_losses else 0)

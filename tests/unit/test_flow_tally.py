@@ -64,3 +64,17 @@ def test_a_packet_carries_the_drops_as_it_entered_the_queue_not_as_it_left():
     r.elements["t"].push(0, c)
     node = ioam_decode.decode_trace(ioam.strip_int(c.data).trace_raw).nodes[0]
     assert (node.state.queue_drops, node.state.flow_queue_drops) == (1, 1)
+
+
+def test_a_wired_port_stamps_its_rate_and_a_changed_rate_at_once():
+    r = router("Idle -> q :: Queue(10) -> shape :: LinkShaper(8Mbps) -> Discard; "
+               "Idle -> t :: INTTransit(node_id 1, queue q, shaper shape) -> Discard; "
+               "Idle -> bare :: INTTransit(node_id 2) -> Discard;")
+
+    def rate_kbps(transit):
+        pkt = Packet(int_frame(1))
+        r.elements[transit].push(0, pkt)
+        return ioam_decode.decode_trace(ioam.strip_int(pkt.data).trace_raw).nodes[0].state.data_rate_kbps
+    assert rate_kbps("t") == 8000 and rate_kbps("bare") == 0
+    r.elements["shape"].rate = 2_000_000          # a link's rate changed at run time (linkctl)
+    assert rate_kbps("t") == 2000

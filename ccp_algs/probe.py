@@ -1,0 +1,155 @@
+"""probe: the identification phase's neutral controller. While the adaptive agent finds
+out what its competitor runs (estimator/identify/), the flow runs neither CCA: it paces at
+its fair share of the bottleneck and asks the competitor a question.
+
+- Base rate: the bottleneck's fair share C / n from INT: C the port rate its hop stamps
+  (``data_rate_kbps``; the hop of the lowest rate on the path), n the flows through it
+  (``flow_count``, this one included), less ``HEADER_ALLOWANCE`` for the Ethernet and INT
+  headers the port carries beside what TCP paces. The phase is then fair to any
+  competitor by construction, which no CCA picked at random is.
+- Pulses: asymmetric, Nimbus-style, around the base: ``+amplitude`` for the first quarter
+  of each period, ``-amplitude / 3`` for the rest, so the mean is the base rate. A pulse
+  up pushes a queue step into the bottleneck; an ack-clocked competitor answers it within
+  an RTT, a paced one does not. The period is ``period_rtts`` of the flow's min RTT (at
+  least ``MIN_PERIOD_S``): the up quarter then spans two reports at 8 RTTs, so a command
+  per report shapes it.
+- Losses: not cut (the kernel keeps the window: loss_beta 1). The rate is the fair
+  share, not a probe for more; the competitor's answer to its own losses is what is read.
+- The window is a cap only: ``CWND_GAIN`` times the up-pulse rate times the RTT, so the
+  pacing rate, not the window, sets what is sent.
+- Before hop telemetry with a port rate (the flow's first RTTs: the sink's first record),
+  slow start: the window grows by what is acked, unpaced.
+"""
+from __future__ import annotations
+
+from .base import Algorithm, FlowBase, Report
+from .flowstate import FlowState
+from .registry import INIT_CWND, Param
+
+HEADER_ALLOWANCE = 0.95      # Ethernet (14 B), the IOAM trace and E2E options (~60 B) of a 1500 B frame
+CWND_GAIN = 2.0
+MIN_PERIOD_S = 0.2
+PULSE_DOWN_FRACTION = 1 / 3   # the down part's depth, of the amplitude: a quarter up, three quarters down
+
+
+def fair_share_bytes_per_s(rec) -> tuple[float, object] | None:
+    """(C / n in bytes per second, the hop) at the path's bottleneck in a FlowRecord: the
+    hop of the lowest stamped port rate; None when no hop stamps one."""
+    hops = [h for h in rec.path if h.data_rate_kbps]
+    if not hops:
+        return None
+    hop = min(hops, key=lambda h: h.data_rate_kbps)
+    return hop.data_rate_kbps * 1e3 / 8 / max(hop.flow_count, 1) * HEADER_ALLOWANCE, hop
+
+
+def pulse_factor(t_s: float, period_s: float, amplitude: float) -> float:
+    """The rate's multiple of the base at ``t_s`` into the pulses: 1 + amplitude in the
+    first quarter of each period, 1 - amplitude / 3 in the rest (mean 1)."""
+    phase = (t_s / period_s) % 1.0
+    return 1 + amplitude if phase < 0.25 else 1 - amplitude * PULSE_DOWN_FRACTION
+
+
+class ProbeFlow(FlowBase):
+    def __init__(self, alg, datapath, datapath_info):
+        super().__init__(alg, datapath, datapath_info)
+        self.clock = alg.clock
+        self.cwnd_bytes = alg.init_cwnd_pkts * self.mss
+        self.flow_id = None
+        self.min_rtt_us: float | None = None
+        self.rtt_us: float | None = None
+        self.base_bytes_per_s = 0.0       # 0: no fair share known yet (slow start)
+        self.rate_bytes_per_s = 0
+        self.pulses_since_s: float | None = None
+        self.install(self.cwnd_bytes)
+        self.trace.row(sid=self.sid, event="start", cwnd_bytes=self.cwnd_bytes, reason="probe: slow start until "
+                       "the bottleneck's rate is known", src_port=self.ports[0], dst_port=self.ports[1])
+
+    # -- handover ----------------------------------------------------------------------
+    def export_state(self) -> FlowState:
+        return FlowState(cwnd_bytes=self._pipe_bytes() or self.cwnd_bytes, ssthresh_bytes=float("inf"),
+                         min_rtt_us=self.min_rtt_us, rtt_us=self.rtt_us, bw_bytes_per_s=self.base_bytes_per_s)
+
+    def adopt(self, state: FlowState):
+        self.cwnd_bytes = max(state.cwnd_bytes, 2 * self.mss)
+        self.min_rtt_us, self.rtt_us = state.min_rtt_us, state.rtt_us
+        self.resume([], reason="probe took the flow over")
+
+    def cwnd_bytes_now(self) -> int:
+        return int(self.cwnd_bytes)
+
+    def _pipe_bytes(self) -> float:
+        """The base rate over the min RTT: the window the next algorithm starts from."""
+        if not self.base_bytes_per_s or not self.min_rtt_us:
+            return 0.0
+        return self.base_bytes_per_s * self.min_rtt_us / 1e6
+
+    # -- per report --------------------------------------------------------------------
+    def on_report(self, raw):
+        r = Report(raw)
+        if r.minrtt_us is not None:
+            self.min_rtt_us = r.minrtt_us if self.min_rtt_us is None else min(self.min_rtt_us, r.minrtt_us)
+        self.rtt_us = r.rtt_us or self.rtt_us
+        share = self._fair_share()
+        if share is not None:
+            self.base_bytes_per_s, why = share
+        if not self.base_bytes_per_s or not self.min_rtt_us:
+            if not r.loss and not r.timeout:
+                self.cwnd_bytes += r.growth_bytes(self.mss)
+            self.set_cwnd(self.cwnd_bytes, "report", r, reason="probe: slow start, no port rate from INT yet")
+            return
+        now = self.clock()
+        if self.pulses_since_s is None:
+            self.pulses_since_s = now
+        period_s = max(self.alg.period_rtts * self.min_rtt_us / 1e6, MIN_PERIOD_S)
+        factor = pulse_factor(now - self.pulses_since_s, period_s, self.alg.amplitude)
+        rate = int(self.base_bytes_per_s * factor)
+        up_rate = self.base_bytes_per_s * (1 + self.alg.amplitude)
+        self.cwnd_bytes = max(CWND_GAIN * up_rate * max(self.rtt_us or 0, self.min_rtt_us) / 1e6, 4 * self.mss)
+        if rate != self.rate_bytes_per_s:
+            self.rate_bytes_per_s = rate
+            self.datapath.update_field("Rate", rate)
+        self.set_cwnd(self.cwnd_bytes, "report", r,
+                      reason=f"probe: rate x{factor:.2f} of the fair share {self.base_bytes_per_s * 8e-6:.3g} Mbit/s "
+                             f"({why if share else 'last known'}), period {period_s * 1e3:.0f} ms")
+
+    def _fair_share(self):
+        """(bytes/s, why) from the flow's fresh telemetry, or None."""
+        alg = self.alg
+        if alg.telemetry is None:
+            return None
+        if self.flow_id is None:
+            self.flow_id = alg.directory.flow_id(self.info) if alg.directory else None
+            if self.flow_id is None:
+                return None
+        fresh = alg.telemetry.flow(self.flow_id, alg.max_age_ms / 1e3)
+        got = fair_share_bytes_per_s(fresh.record) if fresh is not None else None
+        if got is None:
+            return None
+        share, hop = got
+        return share, f"node {hop.node_id}: {hop.data_rate_kbps / 1e3:g} Mbit/s over {max(hop.flow_count, 1)} flows"
+
+
+class Probe(Algorithm):
+    name = "probe"
+    summary = "Identification phase: paced at the INT fair share with asymmetric rate pulses (active identification)."
+    flow_class = ProbeFlow
+    params = (Param("amplitude", float, 0.25, "the pulses' height over the fair share (the dip is a third of it)",
+                    min=0, max=0.9),
+              Param("period_rtts", float, 8.0, "the pulses' period, in the flow's min RTTs (at least 0.2 s)", min=2),
+              Param("max_age_ms", float, 200.0, "older telemetry is ignored (the rate then stays)", min=0),
+              INIT_CWND)
+    needs_telemetry = True
+    loss_beta_1024 = 1024       # the fair share is no probe for more: a loss is not cut
+
+    def __init__(self, amplitude: float = 0.25, period_rtts: float = 8.0, max_age_ms: float = 200.0,
+                 telemetry=None, directory=None, init_cwnd_pkts: int = 10, trace: str | None = None, clock=None,
+                 **kwargs):
+        import time
+        by_name = {p.name: p for p in self.params}
+        by_name["amplitude"].check(amplitude)
+        by_name["period_rtts"].check(period_rtts)
+        super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, **kwargs)
+        self.amplitude, self.period_rtts, self.max_age_ms = amplitude, period_rtts, max_age_ms
+        self.telemetry = telemetry      # .flow(flow_id, max_age_s) -> Fresh | None
+        self.directory = directory      # .flow_id(datapath_info) -> str | None
+        self.clock = clock or time.monotonic

@@ -1,0 +1,78 @@
+"""The identification phase's controller (ccp_algs/probe.py) on the mock datapath."""
+import pytest
+
+from ccp_algs.mock import MockDatapath, datapath_info, report
+from ccp_algs.probe import HEADER_ALLOWANCE, Probe, fair_share_bytes_per_s, pulse_factor
+from tests.unit.test_ccp_algs import FakeDirectory, FakeTelemetry, flow_record
+
+MSS = 1448
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def probe(rec, **kw):
+    clock = Clock()
+    alg = Probe(telemetry=FakeTelemetry(rec), directory=FakeDirectory(), clock=clock, **kw)
+    dp = MockDatapath(alg.datapath_programs())
+    return alg.new_flow(dp, datapath_info(mss=MSS)), dp, clock
+
+
+def test_pulses_average_to_the_base_rate():
+    period = 1.0
+    factors = [pulse_factor(i / 1000, period, 0.3) for i in range(4000)]
+    assert sum(factors) / len(factors) == pytest.approx(1.0, abs=1e-3)
+    assert max(factors) == pytest.approx(1.3) and min(factors) == pytest.approx(0.9)
+    assert pulse_factor(0.1, period, 0.3) > 1 > pulse_factor(0.5, period, 0.3)
+
+
+def test_fair_share_is_the_slowest_ports_rate_over_its_flows():
+    rec = flow_record(flows=3)          # one hop, 10 Mbit/s
+    share, hop = fair_share_bytes_per_s(rec)
+    assert share == pytest.approx(10e6 / 8 / 3 * HEADER_ALLOWANCE)
+    rec.path[0].data_rate_kbps = 0       # no port rate stamped: no share
+    assert fair_share_bytes_per_s(rec) is None
+
+
+def test_slow_start_until_the_port_rate_is_known_then_paced_at_the_fair_share():
+    flow, dp, clock = probe(None)
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert dp.cwnd == 20 * MSS and dp.rate is None     # slow start, unpaced
+    flow.alg.telemetry.rec = flow_record(flows=2)
+    flow.on_report(report(acked=20 * MSS, rtt_us=40_000))
+    base = 10e6 / 8 / 2 * HEADER_ALLOWANCE
+    assert dp.rate == int(base * 1.25)                          # the first quarter: up
+    # the window caps, it does not limit: twice the up rate's pipe
+    assert dp.cwnd == int(2 * base * 1.25 * 0.04)
+    clock.t += 0.5 * 8 * 0.04                                             # half a period on: the dip
+    flow.on_report(report(acked=20 * MSS, rtt_us=40_000))
+    assert dp.rate == int(base * (1 - 0.25 / 3))
+
+
+def test_a_loss_is_not_cut():
+    flow, dp, clock = probe(flow_record(flows=2))
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    rate = dp.rate
+    flow.on_report(report(acked=0, loss=3, rtt_us=40_000))
+    assert dp.rate == rate
+    assert flow.alg.loss_beta_1024 == 1024
+
+
+def test_hands_over_the_fair_share_pipe():
+    flow, dp, clock = probe(flow_record(flows=2))
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    state = flow.export_state()
+    assert state.cwnd_bytes == pytest.approx(10e6 / 8 / 2 * HEADER_ALLOWANCE * 0.04)
+    assert state.bw_bytes_per_s == pytest.approx(10e6 / 8 / 2 * HEADER_ALLOWANCE)
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(ValueError, match="amplitude"):
+        Probe(amplitude=1.5)
+    with pytest.raises(ValueError, match="period_rtts"):
+        Probe(period_rtts=1)
