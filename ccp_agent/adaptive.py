@@ -42,6 +42,8 @@ class AdaptiveFlow(HostedFlow):
         if v is self.verdict:
             return
         self.verdict, self.flow_id = v, v.flow_id or self.flow_id
+        if self.host.identified:
+            return self._identified(v)
         if self.host.match_at_start_below and not self.start_ratio_seen and not self.switches \
                 and v.competitor_rate_ratio is not None:
             self.start_ratio_seen = True        # the first measured ratio decides, once
@@ -65,12 +67,31 @@ class AdaptiveFlow(HostedFlow):
         self.host.announce_switch(self, before, target, v)
 
 
+    def _identified(self, v):
+        """Active identification: the probe runs until a hypothesis is committed, then the
+        flow switches once, to the policy's answer to it (to ``unknown_fallback`` for a
+        competitor outside the four)."""
+        self.flow.trace.row(sid=self.flow.sid, event="verdict",
+                            reason=f"identify: {v.estimate or 'undecided'}, best {v.row_estimate} "
+                                   f"({v.confidence:.0%}); " + " ".join(f"{s}={m}" for s, m in v.evidence))
+        if v.estimate is None or self.current != self.host.initial:
+            return
+        target = (self.host.unknown_fallback if v.estimate == "unknown"
+                  else self.host.policy.target(v.estimate) or self.host.unknown_fallback)
+        before = self.current
+        why = f"identified {v.estimate} ({v.confidence:.0%} posterior), {self.host.policy.policy}"
+        self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None)
+        log.info("flow %s: %s -> %s on %s", self.sid, before, target, why)
+        self.host.announce_switch(self, before, target, v)
+
+
 class Adaptive(Host):
     name = "adaptive"
     summary = "Switch each flow's algorithm on the estimator's verdict of its competitor (the ML-fairness paper)."
 
     def __init__(self, algorithms, initial: str, policy: SwitchPolicy, estimation=None, match_rate: bool = False,
-                 match_at_start_below: float = 0.0, trace=None, **kwargs):
+                 match_at_start_below: float = 0.0, trace=None, identified: bool = False,
+                 unknown_fallback: str = "cubic", **kwargs):
         super().__init__(algorithms, initial, trace=trace, **kwargs)
         self.policy = policy
         self.match_rate = match_rate            # a switch takes the verdict's competitor rate (INT)
@@ -80,6 +101,9 @@ class Adaptive(Host):
         # at ~1 restarts CUBIC's epoch and it fell behind; one up followed a slow start's burst
         self.match_at_start_below = match_at_start_below
         self.estimation = estimation            # EstimatorProcess (None: no verdicts, no switches)
+        # IdentificationProcess verdicts (--identify active): one switch, on a committed hypothesis
+        self.identified = identified
+        self.unknown_fallback = unknown_fallback
         self.flows = weakref.WeakValueDictionary()   # sid -> AdaptiveFlow, while portus keeps it
         self.failed: set = set()                # flows whose estimation failed (logged once each)
 

@@ -199,13 +199,17 @@ for _name in ALGORITHMS:
                    "end), keeping its CCA, where the competitor's rate over the flow's is below RATIO (0: never; "
                    "0.8: where the flow has over 1.25x its competitor's): the first seconds' gap does not wait "
                    "for a switch")
+@click.option("--identify", type=click.Choice(("passive", "active")), default="passive", show_default=True,
+              help="active: every flow starts on the probe (its INT fair share, with rate pulses) and the "
+                   "competitor is named from its answers in the sink's hop records (estimator/identify/), then "
+                   "the flow switches once; needs --broker. passive: the estimator's model and vote")
 @click.option("--broker", "broker_url",
               help="publish verdicts and switches on intcc/v1/estimate/<flow-id>; a model trained with INT "
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
-                 min_confidence, warmup_s, min_votes, min_votes_unanimous, match_rate, match_at_start_below, broker_url, ipc, trace, verbose,
-                 state_dir, decisions_url, pins=(), rt_priority=None):
+                 min_confidence, warmup_s, min_votes, min_votes_unanimous, match_rate, match_at_start_below, identify,
+                 broker_url, ipc, trace, verbose, state_dir, decisions_url, pins=(), rt_priority=None):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (the ML-fairness paper)."""
     from ccp_algs.handover import HandoverError
     from ccp_algs.registry import UnknownAlgorithm
@@ -215,6 +219,9 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
     from .estimation import EstimatorProcess
     from .switching import GoodputTable, SwitchingError, SwitchPolicy
     names = tuple(dict.fromkeys(n.strip() for n in algorithms.split(",") if n.strip()))
+    if identify == "active":
+        return _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url,
+                               pins, rt_priority)
     if initial is None and policy == "mirror":
         initial = "cubic"
     if initial is not None and initial not in names:
@@ -253,6 +260,43 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
         _run(make, ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
     finally:
         estimation.stop()
+
+
+def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins,
+                    rt_priority):
+    """adaptive --identify active: flows start on the probe; the identification's verdict
+    switches each once (ccp_agent/identification.py)."""
+    from ccp_algs.handover import HandoverError
+    from ccp_algs.probe import Probe
+    from ccp_algs.registry import UnknownAlgorithm
+    from .adaptive import Adaptive
+    from .flows import FlowDirectory
+    from .identification import IdentificationProcess
+    from .switching import GoodputTable, SwitchingError, SwitchPolicy
+    from .telemetry_feed import TelemetryFeed
+    if not broker_url:
+        raise click.ClickException("--identify active reads the sink's hop records: give --broker, the MQTT broker "
+                                   "the INT sink publishes to")
+    try:
+        hosted = {n: algorithm_class(n)() for n in names}
+        table = GoodputTable.load(table_path) if table_path else None
+        switch_policy = SwitchPolicy(policy, names, CCA_LABELS, table=table)
+    except (SwitchingError, UnknownAlgorithm) as e:
+        raise click.ClickException(str(e))
+    feed = TelemetryFeed(broker_url).start()
+    hosted["probe"] = Probe(telemetry=feed, directory=FlowDirectory(state_dir))
+    identification = IdentificationProcess(broker_url, state_dir).start()
+    try:
+        def make(caps):
+            try:
+                return Adaptive(hosted, "probe", switch_policy, identification, trace=trace, capabilities=caps,
+                                identified=True)
+            except HandoverError as e:
+                raise click.ClickException(str(e))
+        _run(make, ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
+    finally:
+        identification.stop()
+        feed.stop()
 
 
 @alg_group.command("list")

@@ -54,6 +54,7 @@ class Verdict:
     sent_mono_ns: int = 0        # CLOCK_MONOTONIC when the child sent it (latency figures)
     competitor_rate_ratio: float | None = None    # estimator.online.Step's (INT models)
     row_estimate: str | None = None  # this step's own estimate, the vote's newest entry
+    evidence: tuple = ()         # active identification: this step's (stage, measured) pairs
 
 
 class _Located(WatchedFlow):

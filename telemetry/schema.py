@@ -15,6 +15,7 @@ naming the problem, so garbage never reaches an algorithm.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field, fields
 from typing import List, Optional
@@ -233,12 +234,15 @@ class FlowRecord:
 
 
 ESTIMATE_LABELS = CCA_LABELS
+#: what active identification can conclude: a CCA of the four, or one outside them
+IDENTIFY_HYPOTHESES = ESTIMATE_LABELS + ("unknown",)
 
 
 def _votes(v):
-    if not isinstance(v, dict) or any(k not in ESTIMATE_LABELS or not isinstance(n, int) or n < 0
+    # counts of a vote, or active identification's posteriors in percent ("unknown" too)
+    if not isinstance(v, dict) or any(k not in IDENTIFY_HYPOTHESES or not isinstance(n, int) or n < 0
                                       for k, n in v.items()):
-        return f"must map CCA labels ({', '.join(ESTIMATE_LABELS)}) to counts"
+        return f"must map CCA labels ({', '.join(IDENTIFY_HYPOTHESES)}) to counts"
 
 
 def estimate_topic(flow_id: str) -> str:
@@ -288,12 +292,40 @@ class SwitchRecord(_FlatRecord):
     ts_ns: int = _f(_int(0))                      # agent clock, ns since epoch
     from_cca: str = _f(_algorithm_name)           # the algorithm in control before
     to_cca: str = _f(_algorithm_name)             # ... and now
-    verdict: str = _f(_one_of(ESTIMATE_LABELS))   # the competitor's CCA the switch answers
+    verdict: str = _f(_one_of(IDENTIFY_HYPOTHESES))   # the competitor's CCA the switch answers
     confidence: float = _f(_num(0.0, 1.0))
     votes: dict = _f(_votes)
     policy: str = _f(_one_of(("mirror", "best-response")))
     v: int = VERSION
     type: str = "switch"
+
+
+#: The stages of active identification (estimator/identify/)
+IDENTIFY_STAGES = ("loss_cut", "queue_trend", "spare", "elasticity")
+
+
+def _stage_measurements(v):
+    if not isinstance(v, list) or len(v) > 64 or any(
+            not isinstance(e, list) or len(e) != 2 or e[0] not in IDENTIFY_STAGES
+            or not (e[1] is None or (isinstance(e[1], (int, float)) and not isinstance(e[1], bool)
+                                      and math.isfinite(e[1]))) for e in v):
+        return f"must be a list of at most 64 [stage ({', '.join(IDENTIFY_STAGES)}), measured value or null]"
+
+
+@dataclass
+class IdentifyRecord(_FlatRecord):
+    """Active identification's progress on a flow's competitor (published on the flow's
+    estimate topic at each step that adds evidence): the stages' new measurements and
+    the sequential test's state after them."""
+    flow_id: str = _f(_flow_id)
+    ts_ns: int = _f(_int(0))                          # agent clock, ns since epoch
+    node_id: Optional[int] = _f(_opt(_int(0, 0xFFFFFF)))   # the bottleneck read
+    verdict: Optional[str] = _f(_opt(_one_of(IDENTIFY_HYPOTHESES)))   # committed (None: undecided)
+    best: str = _f(_one_of(IDENTIFY_HYPOTHESES))      # the most likely hypothesis now
+    posterior: float = _f(_num(0.0, 1.0))             # ... and its posterior
+    evidence: list = _f(_stage_measurements)          # this step's [stage, measured value]
+    v: int = VERSION
+    type: str = "identify"
 
 
 #: What a sender's decision was, for the dashboard (a loss kept, backed off gently or cut).
@@ -327,7 +359,7 @@ def decision_topic(flow_id: str) -> str:
 
 
 _TYPES = {"flow": FlowRecord, "hop": HopRecord, "estimate": EstimateRecord, "switch": SwitchRecord,
-          "decision": DecisionRecord}
+          "decision": DecisionRecord, "identify": IdentifyRecord}
 
 
 def encode(record) -> bytes:

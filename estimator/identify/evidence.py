@@ -24,6 +24,12 @@ class Evidence:
     note: str = ""
 
 
+#: No one measurement moves a hypothesis's odds by more than this (log): successive
+#: stretches of one flow are not independent, and a model's tail (a normal far from its
+#: mean) would otherwise decide alone
+MAX_LOG_RATIO = math.log(20.0)
+
+
 @dataclass
 class SequentialTest:
     threshold: float = 0.95
@@ -40,8 +46,9 @@ class SequentialTest:
         missing = [h for h in self.hypotheses if h not in ev.loglik]
         if missing:
             raise ValueError(f"{ev.stage}: no likelihood for {', '.join(missing)}")
+        top = max(ev.loglik[h] for h in self.hypotheses)
         for h in self.hypotheses:
-            self.log_posterior[h] += ev.loglik[h]
+            self.log_posterior[h] += max(ev.loglik[h], top - MAX_LOG_RATIO)
         self.evidence.append(ev)
 
     def posterior(self) -> dict:

@@ -32,6 +32,11 @@ MIN_PACKETS_BEFORE = 8   # a cut read from fewer packets says little (its counti
 def loss_cuts(packets, lost, rtt_bins) -> list[tuple[float, float]]:
     """(cut, its standard error) of each loss event of one flow: ``packets`` and ``lost``
     per bin, ``rtt_bins`` the RTT in bins (one value, or one per bin)."""
+    return [(cut, err) for _, cut, err in loss_cut_events(packets, lost, rtt_bins)]
+
+
+def loss_cut_events(packets, lost, rtt_bins) -> list[tuple[int, float, float]]:
+    """(the loss's bin, cut, its standard error) of each loss event, as loss_cuts."""
     packets = np.asarray(packets, dtype=float)
     lost = np.asarray(lost, dtype=float)
     rtt = np.broadcast_to(np.maximum(np.asarray(rtt_bins, dtype=int), 1), packets.shape)
@@ -47,7 +52,7 @@ def loss_cuts(packets, lost, rtt_bins) -> list[tuple[float, float]]:
             continue
         cut = after / before
         counting = cut * math.sqrt(1 / before + 1 / max(after, 1.0))
-        out.append((float(cut), float(counting)))
+        out.append((int(k), float(cut), float(counting)))
     return out
 
 

@@ -79,6 +79,11 @@ class ScenarioError(ValueError):
     pass
 
 
+def _identifies_actively(options: List[str]) -> bool:
+    """``--identify active`` among an adaptive algorithm's options: it reads the hop records."""
+    return any(o == "--identify" and options[i + 1:i + 2] == ["active"] for i, o in enumerate(options))
+
+
 def _model_uses_int(options: List[str]) -> bool:
     """Whether the ``--model`` in an adaptive algorithm's options has features beyond
     Table I (from the metadata saved beside it); the agent checks the model itself."""
@@ -118,12 +123,15 @@ class Algorithm:
     def needs_telemetry(self) -> bool:
         """The sink's records over MQTT: cubic-int reads them, and so does the adaptive
         agent whose model has INT features."""
-        return self.ccp == "cubic-int" or (self.ccp == "adaptive" and _model_uses_int(self.options))
+        return self.ccp in ("cubic-int", "probe") or (self.ccp == "adaptive" and (
+            _model_uses_int(self.options) or _identifies_actively(self.options)))
 
     @property
     def initial(self) -> str:
         """The adaptive agent's first algorithm (its ``--initial``; cubic by default)."""
         opts = self.options
+        if _identifies_actively(opts):
+            return "probe"
         return next((opts[i + 1] for i, o in enumerate(opts[:-1]) if o == "--initial"), "cubic")
 
     def for_run(self, competitor: Optional[str], seed: int) -> "Algorithm":

@@ -307,3 +307,48 @@ def test_no_match_at_start_at_or_above_the_bound_nor_by_default_nor_after_a_swit
     est.inbox.append(("verdict", 1, verdict("reno", 0.9, n=3, competitor_rate_ratio=0.5)))
     tick(flow)
     assert flow.current == "reno" and not flow.start_ratio_seen
+
+
+def identified_adaptive(trace=None):
+    from ccp_algs.probe import Probe
+    from tests.unit.test_ccp_algs import FakeDirectory, FakeTelemetry, flow_record
+    est = ScriptedEstimation()
+    policy = SwitchPolicy("mirror", ("bbr", "cubic", "reno"), ("bbr", "cubic", "reno", "vegas"))
+    probe = Probe(telemetry=FakeTelemetry(flow_record(flows=2)), directory=FakeDirectory())
+    alg = Adaptive({"cubic": Cubic(), "bbr": Bbr(seed=1), "reno": Reno(), "probe": probe}, "probe", policy, est,
+                   trace=trace, identified=True)
+    dp = MockDatapath(alg.datapath_programs())
+    return alg.new_flow(dp, datapath_info(mss=MSS)), dp, est
+
+
+def identification(estimate, best, p):
+    return Verdict(1, FID, estimate, p, {best: round(100 * p)}, 3.0, row_estimate=best,
+                   evidence=(("loss_cut", 0.71), ("spare", 0.98)))
+
+
+def test_active_identification_probes_until_a_commit_then_switches_once(tmp_path):
+    flow, dp, est = identified_adaptive(trace=str(tmp_path / "t.csv"))
+    tick(flow)
+    assert flow.current == "probe" and dp.rate > 0               # paced at the fair share
+    est.inbox.append(("verdict", 1, identification(None, "bbr", 0.7)))
+    tick(flow)
+    assert flow.current == "probe"                              # undecided: the probe goes on
+    est.inbox.append(("verdict", 1, identification("bbr", "bbr", 0.97)))
+    tick(flow)
+    assert flow.current == "bbr"
+    rec = decode(*reversed(est.published[0]))
+    assert (rec.from_cca, rec.to_cca, rec.verdict) == ("probe", "bbr", "bbr")
+    est.inbox.append(("verdict", 1, identification("reno", "reno", 0.99)))
+    tick(flow)
+    assert flow.current == "bbr" and len(est.published) == 1     # one switch: later verdicts are traced only
+    text = (tmp_path / "t.csv").read_text()
+    assert "identify: undecided, best bbr (70%); loss_cut=0.71 spare=0.98" in text
+
+
+def test_a_competitor_outside_the_four_leaves_the_probe_for_the_fallback():
+    flow, dp, est = identified_adaptive()
+    tick(flow)
+    est.inbox.append(("verdict", 1, identification("unknown", "unknown", 0.99)))
+    tick(flow)
+    assert flow.current == "cubic" and dp.rate == 0            # pacing off again
+    assert decode(*reversed(est.published[0])).verdict == "unknown"

@@ -64,8 +64,73 @@ def test_the_sequential_test_waits_until_the_threshold():
     test.add(Evidence("nothing", dict(flat)))
     assert test.verdict() is None
     test.add(Evidence("strong", {**flat, "cubic": 5.0}))
-    assert test.verdict() == "cubic" and len(test.evidence) == 2
+    # one measurement moves the odds by at most MAX_LOG_RATIO: 20:1 against four is not yet 0.9
+    assert test.verdict() is None and test.best() == ("cubic", pytest.approx(20 / 24))
+    test.add(Evidence("strong", {**flat, "cubic": 5.0}))
+    assert test.verdict() == "cubic" and len(test.evidence) == 3
     with pytest.raises(ValueError, match="no likelihood for unknown"):
         test.add(Evidence("partial", {h: 0.0 for h in test.hypotheses if h != UNKNOWN}))
     with pytest.raises(ValueError, match="threshold"):
         SequentialTest(threshold=0.3)
+
+
+# -- the stages read through the bottleneck's hop records, on a fluid FIFO port --------
+
+from estimator.identify import elasticity, queue_trend, spare  # noqa: E402
+from estimator.identify.bottleneck import NodeRecords  # noqa: E402
+from estimator.identify.identifier import Identifier  # noqa: E402
+from tests.unit.fluid_bottleneck import OWN, run  # noqa: E402
+
+
+def _series(kind, **kw):
+    node = NodeRecords()
+    for rec in run(kind, **kw):
+        node.add(rec)
+    return node.series(OWN)
+
+
+def test_an_ack_clocked_competitor_answers_the_pulses_and_a_paced_one_does_not():
+    window = elasticity.elasticity(_series("window"), 200, 600)
+    paced = elasticity.elasticity(_series("bbr"), 200, 600)
+    assert window[0] > 0.5 and paced[0] < 0.35
+    assert elasticity.evidence(*window).loglik["reno"] > elasticity.evidence(*window).loglik["unknown"]
+
+
+def test_a_window_cca_fills_the_queue_and_a_paced_one_holds_it():
+    grows = queue_trend.slope_per_rtt(_series("window").queue_pkts[200:600], 0.04, 1)
+    holds = queue_trend.slope_per_rtt(_series("bbr").queue_pkts[200:600], 0.04, 1)
+    assert grows[0] > 0.25 and abs(holds[0]) < 0.15
+    ev = queue_trend.evidence(*holds).loglik
+    assert ev["vegas"] > ev["reno"] and ev["bbr"] > ev["cubic"]
+
+
+def test_a_flow_below_its_share_leaves_the_port_idle():
+    s = _series("paced")
+    use = spare.port_use(s.own[200:600].sum() + s.comp[:, 200:600].sum(), 4.0, s.port_pps)
+    assert use == pytest.approx(0.5 + 0.3, abs=0.05)
+    ev = spare.evidence(use).loglik
+    assert ev["unknown"] > max(ev[c] for c in ("reno", "cubic", "vegas", "bbr"))
+    assert spare.evidence(1.0).loglik["unknown"] < spare.evidence(1.0).loglik["cubic"]
+
+
+@pytest.mark.parametrize("kind, truth", [("window", "reno"), ("bbr", "bbr"), ("paced", "unknown")])
+def test_the_identifier_names_the_competitor_from_its_hop_records(kind, truth):
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in run(kind, seconds=10.0):
+        idf.add(rec)
+    idf.step()
+    assert idf.verdict() == truth, idf.test.posterior()
+    assert idf.node_id == 2
+
+
+def test_the_identifier_waits_for_a_competitor_and_reads_nothing_twice():
+    recs = run("window", seconds=6.0, competitor_at_s=3.0)
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in recs[:250]:                 # 2.5 s: alone
+        idf.add(rec)
+    assert idf.step() == [] and idf.competitor_since_s is None
+    for rec in recs[250:]:
+        idf.add(rec)
+    first = idf.step()
+    assert idf.competitor_since_s == pytest.approx(1003.0, abs=0.02)
+    assert idf.step() == [] and len(idf.test.evidence) == len(first)

@@ -1,0 +1,178 @@
+"""The adaptive agent's active identification (``--identify active``), in a child process:
+the sink's hop records at each flow's bottleneck read by an Identifier
+(estimator/identify/identifier.py) while the flow runs the probe (ccp_algs/probe.py).
+
+Same interface as the estimator process (estimation.py: observe, local_changed, publish,
+poll, stop), so the agent takes either. Each step that adds evidence sends a Verdict:
+``estimate`` is the committed hypothesis (None while undecided), ``confidence`` its
+posterior, ``votes`` every hypothesis's posterior in percent; each is published on the
+flow's estimate topic with the stages' measurements (an IdentifyRecord)."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from collections import deque
+from types import SimpleNamespace
+
+from .child import fork_child, stop_child
+from .datapath import ReportRequester
+from .estimation import Verdict
+from .flows import FlowDirectory, LocateError, entry_flow_id, locate_socket, socket_min_rtt_s
+
+SWEEP_S = 2.0
+RECENT_RECORDS = 20_000    # hop records kept for flows not located yet (~10 s of 8 nodes' records)
+
+
+class _Flow:
+    def __init__(self, sid, ccp_tuple, threshold):
+        self.sid, self.ccp_tuple, self.threshold = sid, ccp_tuple, threshold
+        self.flow_id = None
+        self.identifier = None
+        self.since = time.monotonic()
+        self.sent_verdict = None
+
+    def locate(self, directory: FlowDirectory) -> bool:
+        """The flow's id and base RTT, once the datapath lists it and its socket is found."""
+        from estimator.identify.identifier import Identifier
+        src_ip, sport, dst_ip, dport = self.ccp_tuple
+        entry = directory.lookup(SimpleNamespace(src_ip=src_ip, src_port=sport, dst_ip=dst_ip, dst_port=dport),
+                                 wait_s=0.0)
+        if entry is None:
+            return False
+        ns, _ = locate_socket(entry["src"], entry["sport"], entry["dst"], entry["dport"])
+        rtt = socket_min_rtt_s(ns, entry["sport"], entry["dport"])
+        if rtt is None:
+            return False
+        self.flow_id = entry_flow_id(entry)
+        self.identifier = Identifier(self.flow_id, base_rtt_s=rtt, threshold=self.threshold)
+        return True
+
+
+def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, parent_end):
+    parent_end.close()                      # see estimation._serve
+    from broker.subscriber import TelemetryView
+    from estimator.online import Publisher
+    from telemetry.schema import HOP_TOPIC, IdentifyRecord, encode, estimate_topic
+    publisher = Publisher(broker_url)
+    flows: dict[int, _Flow] = {}
+    pending: deque = deque()                # hop records from paho's thread
+    recent: deque = deque(maxlen=RECENT_RECORDS)   # for a flow located later: its first seconds
+
+    view = TelemetryView(broker_url, topics=(HOP_TOPIC.format(node_id="+"),))
+    view.on_record(lambda rec, topic: pending.append(rec))
+    view.start()
+    directory = FlowDirectory(state_dir)
+    requester = ReportRequester()
+    next_step = time.monotonic() + interval_s
+    next_sweep = time.monotonic() + SWEEP_S
+    try:
+        while os.getppid() == parent_pid:
+            if conn.poll(max(0.0, next_step - time.monotonic())):
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    break
+                kind, sid = msg[0], msg[1]
+                if kind == "observe":
+                    flows[sid] = _Flow(sid, msg[2], threshold)
+                elif kind == "publish":
+                    publisher.client.publish(msg[2], msg[3], qos=0)
+                continue
+            next_step += interval_s
+            records = []
+            while pending:
+                records.append(pending.popleft())
+            recent.extend(records)
+            for f in flows.values():
+                if f.identifier is not None:
+                    for rec in records:
+                        f.identifier.add(rec)
+            if time.monotonic() >= next_sweep:
+                next_sweep = time.monotonic() + SWEEP_S
+                live = directory.live_tuples()
+                for sid in [s for s, f in flows.items() if f.identifier and live is not None
+                            and f.ccp_tuple not in live]:
+                    del flows[sid]
+            for f in flows.values():
+                if f.identifier is None:
+                    try:
+                        if not f.locate(directory):
+                            continue
+                    except (LocateError, OSError) as e:
+                        conn.send(("error", f.sid, f"flow {f.sid}: {e}"))
+                        f.identifier = False
+                        continue
+                    for rec in recent:           # the records from before it was found count too
+                        f.identifier.add(rec)
+                if f.identifier is False:
+                    continue
+                added = f.identifier.step()
+                if not added:
+                    continue
+                test = f.identifier.test
+                post = test.posterior()
+                best, p = test.best()
+                committed = test.verdict()
+                v = Verdict(f.sid, f.flow_id, committed, p, {h: round(100 * x) for h, x in post.items()},
+                            time.monotonic() - f.since, time.monotonic_ns(), None, best,
+                            tuple((e.stage, None if e.measured is None else round(float(e.measured), 3))
+                                  for e in added))
+                conn.send(("verdict", f.sid, v))
+                requester.request(f.sid)
+                rec = IdentifyRecord(flow_id=f.flow_id, ts_ns=time.time_ns(), node_id=f.identifier.node_id,
+                                     verdict=committed, best=best, posterior=round(p, 4),
+                                     evidence=[[e.stage, None if e.measured is None else round(float(e.measured), 3)]
+                                               for e in added])
+                publisher.client.publish(estimate_topic(f.flow_id), encode(rec), qos=0)
+    except BrokenPipeError:
+        pass
+    finally:
+        view.stop()
+        publisher.close()
+
+
+class IdentificationProcess:
+    """The parent's end (the interface of estimation.EstimatorProcess)."""
+
+    def __init__(self, broker_url: str, state_dir: str | None = None, interval_s: float = 0.25,
+                 threshold: float = 0.95):
+        self.args = (broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0], interval_s, threshold)
+        self._conn = None
+        self._proc = None
+
+    def start(self) -> "IdentificationProcess":
+        ours, theirs = mp.get_context("fork").Pipe()
+        self._proc = fork_child(_serve, (theirs, *self.args, os.getpid(), ours), "intcc-adaptive-identify")
+        theirs.close()
+        self._conn = ours
+        return self
+
+    def _send(self, *msg):
+        try:
+            self._conn.send(msg)
+        except (OSError, ValueError):
+            pass
+
+    def observe(self, sid: int, ccp_tuple: tuple, local_cca: str):
+        self._send("observe", sid, ccp_tuple, local_cca)
+
+    def local_changed(self, sid: int, cca: str):
+        pass                     # what the competitor runs does not depend on this flow's algorithm
+
+    def publish(self, topic: str, payload: bytes):
+        self._send("publish", 0, topic, payload)
+
+    def poll(self) -> list[tuple]:
+        out = []
+        try:
+            while self._conn.poll(0):
+                out.append(self._conn.recv())
+        except (EOFError, OSError):
+            if self._proc is not None and not self._proc.is_alive():
+                out.append(("error", None, f"the identification process ended (exit {self._proc.exitcode})"))
+                self._proc = None
+        return out
+
+    def stop(self):
+        stop_child(self._proc)

@@ -1,0 +1,125 @@
+"""What identification reads: one node's hop records (the sink's ``top_flows``: each flow's
+packets and losses through the node per ~10 ms, with the node's queue and port rate) as
+series on a regular 10 ms grid, this flow's and each competitor's apart."""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from telemetry.flowid import PROTO_TCP
+
+BIN_S = 0.01
+FRAME_BYTES = 1514            # a full-sized frame, for the port's packet rate before the queue tells its mean size
+MIN_FLOW_SHARE = 0.05         # a competitor carries at least this share of the others' packets (not a control connection)
+
+
+@dataclass
+class Series:
+    """Per 10 ms bin from ``t0_s``: this flow's packets (``own``), each competitor's
+    (``comp``, (F, N)) and its losses (``comp_lost``), the queue at the bin's end (bytes
+    and packets, carried over bins without a record), whether any record fell in it
+    (``seen``); the port's rate (bit/s, 0: not stamped) and mean frame size."""
+    t0_s: float
+    own: np.ndarray
+    comp: np.ndarray
+    comp_lost: np.ndarray
+    comp_ids: list
+    queue_bytes: np.ndarray
+    queue_pkts: np.ndarray
+    seen: np.ndarray
+    port_bps: float
+    frame_bytes: float
+
+    @property
+    def n(self) -> int:
+        return len(self.own)
+
+    @property
+    def port_pps(self) -> float:
+        return self.port_bps / 8 / self.frame_bytes
+
+    def queue_delay_s(self) -> np.ndarray:
+        return self.queue_bytes * 8 / self.port_bps if self.port_bps else np.zeros(self.n)
+
+    def comp_first_bin(self) -> int | None:
+        """The first bin with a competitor's packet (None: none yet)."""
+        hit = np.flatnonzero(self.comp.sum(axis=0) > 0)
+        return int(hit[0]) if hit.size else None
+
+
+class NodeRecords:
+    """One node's hop records, the last ``keep_s`` of them."""
+
+    def __init__(self, keep_s: float = 60.0):
+        self.keep_s = keep_s
+        self.rows: deque = deque()      # (t_end_s, span_s, depth_bytes, depth_pkts, port_bps, {fid: (packets, lost)})
+        self.not_tcp_entries = 0
+
+    def add(self, rec) -> bool:
+        if not rec.top_flows or not rec.interval_ms:
+            return False
+        flows = {}
+        for e in rec.top_flows:
+            if len(e) >= 4 and e[3] not in (0, PROTO_TCP):
+                self.not_tcp_entries += 1        # UDP: no CCA to name, and no competitor of one
+                continue
+            flows[e[0]] = (e[1], e[2] if len(e) > 2 else 0)
+        t = rec.ts_ns * 1e-9
+        self.rows.append((t, rec.interval_ms / 1e3, rec.queue_depth_bytes, rec.queue_depth_pkts,
+                          rec.data_rate_kbps * 1e3, flows))
+        while self.rows and self.rows[0][0] < t - self.keep_s:
+            self.rows.popleft()
+        return True
+
+    def has_flow(self, flow_id: str) -> bool:
+        return any(flow_id in r[5] for r in self.rows)
+
+    def port_bps(self) -> float:
+        return self.rows[-1][4] if self.rows else 0.0
+
+    def series(self, own_flow_id: str) -> Series | None:
+        rows = list(self.rows)
+        if len(rows) < 2:
+            return None
+        t0 = rows[0][0] - rows[0][1]
+        n = int(np.floor((rows[-1][0] - t0) / BIN_S)) + 1
+        totals: dict = {}
+        for r in rows:
+            for fid, (k, _) in r[5].items():
+                if fid != own_flow_id:
+                    totals[fid] = totals.get(fid, 0) + k
+        others = sum(totals.values())
+        ids = sorted(f for f, k in totals.items() if k > 0 and k >= MIN_FLOW_SHARE * others)
+        index = {f: i for i, f in enumerate(ids)}
+        own = np.zeros(n)
+        comp, lost = np.zeros((len(ids), n)), np.zeros((len(ids), n))
+        qb, qp, seen = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
+        sizes = []
+        for t_end, span, depth_b, depth_p, _, flows in rows:
+            k = min(int(np.floor((t_end - span / 2 - t0) / BIN_S)), n - 1)     # counted at the interval's middle
+            seen[k] = True
+            j = min(int(np.floor((t_end - t0) / BIN_S)), n - 1)
+            qb[j], qp[j] = depth_b, depth_p
+            if depth_p:
+                sizes.append(depth_b / depth_p)
+            for fid, (packets, dropped) in flows.items():
+                if fid == own_flow_id:
+                    own[k] += packets
+                elif fid in index:
+                    comp[index[fid], k] += packets
+                    lost[index[fid], k] += dropped
+        qb, qp = _carried(qb), _carried(qp)
+        return Series(t0, own, comp, lost, ids, qb, qp, seen, self.port_bps(),
+                      float(np.median(sizes)) if sizes else FRAME_BYTES)
+
+
+def _carried(x: np.ndarray) -> np.ndarray:
+    """Each bin without a value takes the last one before it (0 before the first)."""
+    ok = ~np.isnan(x)
+    idx = np.where(ok, np.arange(len(x)), 0)
+    np.maximum.accumulate(idx, out=idx)
+    out = x[idx]
+    out[~ok & (np.cumsum(ok) == 0)] = 0.0
+    return out

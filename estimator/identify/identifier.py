@@ -1,0 +1,118 @@
+"""The identification of one flow's competitor from the sink's hop records at its
+bottleneck: the stages' measurements over each stretch as it completes, added to a
+sequential test (evidence.py), until one hypothesis passes its threshold.
+
+The stretches start after the competitor's start-up (its slow start, BBR's Startup: none
+of the stages' models holds there): at its first loss plus three RTTs, or one second and
+ten RTTs after its first packet, whichever comes first. Each stretch (a second, or two
+probe periods of 8 RTTs where longer) gives one measurement per stage: the port's use
+(spare.py), the competitor's answer to the pulses (elasticity.py) and, without a
+competitor loss in it, the queue's trend (queue_trend.py). Each competitor loss after its
+first (the slow-start exit, whose overshoot no cut model holds for) gives its cut
+(loss_cut.py). The bottleneck is the node on the flow's path with the slowest stamped port."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import elasticity, loss_cut, queue_trend, spare
+from .bottleneck import BIN_S, NodeRecords
+from .evidence import Evidence, SequentialTest
+
+STARTUP_S, STARTUP_RTTS = 1.0, 10
+STRETCH_S, STRETCH_RTTS = 1.0, 16
+LOSS_SETTLE_RTTS = 3
+
+
+class Identifier:
+    def __init__(self, own_flow_id: str, base_rtt_s: float | None = None, threshold: float = 0.95,
+                 keep_s: float = 60.0):
+        self.own_flow_id = own_flow_id
+        self.base_rtt_s = base_rtt_s
+        self.test = SequentialTest(threshold)
+        self.keep_s = keep_s
+        self.nodes: dict[int, NodeRecords] = {}
+        self.node_id: int | None = None
+        self.competitor_since_s: float | None = None   # the records' clock: its first packet at the bottleneck
+        self._stretch_next_s: float | None = None       # where the next stretch starts (records' clock)
+        # competitor -> the time of its last loss read (its first: the slow-start exit, skipped);
+        # times, not bins: the series' first bin moves as old records go
+        self._loss_read_s: dict = {}
+
+    def add(self, rec) -> None:
+        """A telemetry.schema.HopRecord from any node."""
+        self.nodes.setdefault(rec.node_id, NodeRecords(self.keep_s)).add(rec)
+
+    def _bottleneck(self) -> NodeRecords | None:
+        on_path = {nid: n for nid, n in self.nodes.items() if n.has_flow(self.own_flow_id)}
+        if not on_path:
+            return None
+        rated = {nid: n for nid, n in on_path.items() if n.port_bps() > 0}
+        pool = rated or on_path
+        self.node_id = min(pool, key=lambda nid: (pool[nid].port_bps() if rated else 0,
+                                                  -np.mean([r[3] for r in pool[nid].rows])))
+        return pool[self.node_id]
+
+    def step(self) -> list[Evidence]:
+        """Read what completed since the last step; the evidence it added."""
+        node = self._bottleneck()
+        s = node.series(self.own_flow_id) if node is not None else None
+        if s is None or s.comp.shape[0] == 0 or self.base_rtt_s is None:
+            return []
+        first = s.comp_first_bin()
+        if first is None:
+            return []
+        if self.competitor_since_s is None:
+            self.competitor_since_s = s.t0_s + first * BIN_S
+        rtt_s = self.base_rtt_s + float(np.median(s.queue_delay_s()[first:])) if s.port_bps else self.base_rtt_s
+        added = self._loss_cuts(s, rtt_s)
+        if self._stretch_next_s is None:
+            lost_any = np.flatnonzero(s.comp_lost.sum(axis=0) > 0)
+            by_time = self.competitor_since_s + max(STARTUP_S, STARTUP_RTTS * rtt_s)
+            by_loss = s.t0_s + lost_any[0] * BIN_S + LOSS_SETTLE_RTTS * rtt_s if lost_any.size else by_time
+            start = min(by_time, by_loss)
+            if s.t0_s + s.n * BIN_S < start:
+                return added
+            self._stretch_next_s = start
+        length_s = max(STRETCH_S, STRETCH_RTTS * self.base_rtt_s)
+        while self._stretch_next_s + length_s <= s.t0_s + s.n * BIN_S:
+            lo = max(0, int(round((self._stretch_next_s - s.t0_s) / BIN_S)))
+            hi = lo + int(round(length_s / BIN_S))
+            self._stretch_next_s += length_s
+            added += self._stretch(s, lo, hi, rtt_s)
+        return added
+
+    def _stretch(self, s, lo: int, hi: int, rtt_s: float) -> list[Evidence]:
+        out = []
+        use = spare.port_use(s.own[lo:hi].sum() + s.comp[:, lo:hi].sum(), (hi - lo) * BIN_S, s.port_pps)
+        if use is not None:
+            out.append(spare.evidence(use))
+        eta = elasticity.elasticity(s, lo, hi)
+        if eta is not None:
+            out.append(elasticity.evidence(*eta))
+        if not s.comp_lost[:, lo:hi].any():
+            g = queue_trend.slope_per_rtt(s.queue_pkts[lo:hi], rtt_s, s.comp.shape[0])
+            if g is not None:
+                out.append(queue_trend.evidence(*g))
+        for ev in out:
+            self.test.add(ev)
+        return out
+
+    def _loss_cuts(self, s, rtt_s: float) -> list[Evidence]:
+        out = []
+        rtt_bins = np.round((self.base_rtt_s + s.queue_delay_s()) / BIN_S).astype(int)
+        for f, fid in enumerate(s.comp_ids):
+            lost_bins = np.flatnonzero(s.comp_lost[f] > 0)
+            if lost_bins.size and fid not in self._loss_read_s:
+                self._loss_read_s[fid] = s.t0_s + lost_bins[0] * BIN_S
+            for k, cut, err in loss_cut.loss_cut_events(s.comp[f], s.comp_lost[f], rtt_bins):
+                t = s.t0_s + k * BIN_S
+                if t <= self._loss_read_s.get(fid, float("inf")) + BIN_S:
+                    continue
+                self._loss_read_s[fid] = t
+                ev = loss_cut.evidence(cut, err)
+                self.test.add(ev)
+                out.append(ev)
+        return out
+
+    def verdict(self) -> str | None:
+        return self.test.verdict()

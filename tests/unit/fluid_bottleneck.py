@@ -1,0 +1,81 @@
+"""A fluid FIFO port for the identification tests: this flow paced at its fair share with
+the probe's pulses, one competitor of a known kind, hop records every 10 ms (what the
+sink publishes), so each stage can be checked against a known answer.
+
+Competitors: ``window`` (Reno: a segment per RTT, half on a drop, ack-clocked), ``vegas``
+(a window held at the pipe plus 3 segments, ack-clocked), ``paced`` (a fixed rate below its
+share: an application-limited or fixed-rate flow), ``bbr`` (paced at the rate the port
+leaves it, 1.25 / 0.75 / 1 x6 per RTT, no cut)."""
+from __future__ import annotations
+
+from collections import deque
+
+from ccp_algs.probe import pulse_factor
+from telemetry.schema import HopRecord
+
+DT = 0.001
+FRAME = 1500
+
+
+def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float = 0.04, buffer_pkts: int = 200,
+        amplitude: float = 0.25, competitor_at_s: float = 0.0, paced_share: float = 0.3):
+    own_base = rate_pps / 2
+    period = 8 * rtt_s
+    q = deque()                       # packets in the queue: 0 = ours, 1 = the competitor's
+    fluid = {0: 0.0, 1: 0.0}
+    cwnd = rate_pps * rtt_s / 2       # the competitor's window (packets)
+    inflight = deque()                # (due_s, packets) of the competitor's departures coming back as ACKs
+    served = 0.0
+    recs, acc = [], {0: 0, 1: 0}
+    lost = 0
+    comp_rate = rate_pps / 2
+    for i in range(int(seconds / DT)):
+        t = i * DT
+        fluid[0] += own_base * pulse_factor(t, period, amplitude) * DT
+        if t >= competitor_at_s:
+            if kind in ("window", "vegas"):
+                while inflight and inflight[0][0] <= t:          # ACKs: the window frees as packets return
+                    inflight.popleft()
+                out = sum(k for _, k in inflight) + sum(1 for p in q if p == 1)
+                fluid[1] += max(0.0, cwnd - out - fluid[1])
+            elif kind == "paced":
+                fluid[1] += paced_share * rate_pps * DT
+            elif kind == "bbr":
+                gain = (1.25, 0.75, 1, 1, 1, 1, 1, 1)[int(t / rtt_s) % 8]
+                fluid[1] += gain * comp_rate * DT
+        for who in (0, 1):
+            while fluid[who] >= 1:
+                fluid[who] -= 1
+                if len(q) < buffer_pkts:
+                    q.append(who)
+                elif who == 1:
+                    lost += 1
+                    if kind == "window":
+                        cwnd = max(2.0, cwnd / 2)
+        served += rate_pps * DT
+        while served >= 1 and q:
+            served -= 1
+            who = q.popleft()
+            acc[who] += 1
+            if who == 1:
+                inflight.append((t + rtt_s, 1))
+                if kind == "window":
+                    cwnd += 1 / cwnd
+                elif kind == "vegas":
+                    queued = sum(1 for p in q if p == 1)
+                    cwnd += (0.05 if queued < 2 else -0.05 if queued > 4 else 0.0)
+        if not q:
+            served = min(served, 1.0)
+        if i % 10 == 9:
+            top = [["00000000000000aa", acc[0], 0, 6]]
+            if acc[1] or lost:
+                top.append(["00000000000000bb", acc[1], lost, 6])
+            recs.append(HopRecord(node_id=2, ts_ns=int((1_000 + t) * 1e9), queue_depth_bytes=len(q) * FRAME,
+                                  queue_depth_pkts=len(q), queue_capacity_bytes=buffer_pkts * FRAME, queue_drops=0,
+                                  link_losses=0, data_rate_kbps=int(rate_pps * FRAME * 8 / 1e3), arrival_rate_pps=0,
+                                  flow_count=2, interval_ms=10.0, top_flows=top))
+            acc, lost = {0: 0, 1: 0}, 0
+    return recs
+
+
+OWN = "00000000000000aa"
