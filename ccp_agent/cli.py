@@ -211,11 +211,9 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
                  min_confidence, warmup_s, min_votes, min_votes_unanimous, match_rate, match_at_start_below, identify,
                  broker_url, ipc, trace, verbose, state_dir, decisions_url, pins=(), rt_priority=None):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (the ML-fairness paper)."""
-    from ccp_algs.handover import HandoverError
     from ccp_algs.registry import UnknownAlgorithm
     from estimator.model import CCAEstimator, ModelError
     from telemetry.schema import CCA_LABELS
-    from .adaptive import Adaptive
     from .estimation import EstimatorProcess
     from .switching import GoodputTable, SwitchingError, SwitchPolicy
     names = tuple(dict.fromkeys(n.strip() for n in algorithms.split(",") if n.strip()))
@@ -250,26 +248,32 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
         raise click.ClickException(str(e))
     estimation = EstimatorProcess(model_path, window, interval_s, broker_url, state_dir, warmup_s).start()
     try:
-        def make(caps):
-            try:
-                return Adaptive(hosted, initial, switch_policy, estimation, match_rate=match_rate,
-                                match_at_start_below=match_at_start_below, trace=trace,
-                                capabilities=caps)
-            except HandoverError as e:
-                raise click.ClickException(str(e))
-        _run(make, ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
+        _run(_adaptive_maker(hosted, initial, switch_policy, estimation, trace, match_rate=match_rate,
+                             match_at_start_below=match_at_start_below),
+             ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
     finally:
         estimation.stop()
+
+
+def _adaptive_maker(hosted, initial, switch_policy, verdicts, trace, **options):
+    """The agent's algorithm for _run, built once the datapath's capabilities are known."""
+    from ccp_algs.handover import HandoverError
+    from .adaptive import Adaptive
+
+    def make(caps):
+        try:
+            return Adaptive(hosted, initial, switch_policy, verdicts, trace=trace, capabilities=caps, **options)
+        except HandoverError as e:
+            raise click.ClickException(str(e))
+    return make
 
 
 def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins,
                     rt_priority):
     """adaptive --identify active: flows start on the probe; the identification's verdict
     switches each once (ccp_agent/identification.py)."""
-    from ccp_algs.handover import HandoverError
     from ccp_algs.probe import Probe
     from ccp_algs.registry import UnknownAlgorithm
-    from .adaptive import Adaptive
     from .flows import FlowDirectory
     from .identification import IdentificationProcess
     from .switching import GoodputTable, SwitchingError, SwitchPolicy
@@ -287,13 +291,8 @@ def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, 
     hosted["probe"] = Probe(telemetry=feed, directory=FlowDirectory(state_dir))
     identification = IdentificationProcess(broker_url, state_dir).start()
     try:
-        def make(caps):
-            try:
-                return Adaptive(hosted, "probe", switch_policy, identification, trace=trace, capabilities=caps,
-                                identified=True)
-            except HandoverError as e:
-                raise click.ClickException(str(e))
-        _run(make, ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
+        _run(_adaptive_maker(hosted, "probe", switch_policy, identification, trace, identified=True),
+             ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
     finally:
         identification.stop()
         feed.stop()

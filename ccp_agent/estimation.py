@@ -21,7 +21,6 @@ gets one error message and is left alone: it stays on the algorithm it has.
 from __future__ import annotations
 
 import ipaddress
-import multiprocessing as mp
 import os
 import tempfile
 import time
@@ -30,7 +29,7 @@ from types import SimpleNamespace
 
 from estimator.loop import EstimationLoop, WatchedFlow
 
-from .child import fork_child, stop_child
+from .child import ChildEnd
 
 from .datapath import ReportRequester
 from .flows import FlowDirectory, LocateError, locate_socket, socket_min_rtt_s
@@ -179,50 +178,13 @@ def _uses_int(model) -> bool:
     return uses_int(model.feature_names)
 
 
-class EstimatorProcess:
+class EstimatorProcess(ChildEnd):
     """The parent's end: tell it of flows, poll it for verdicts and errors."""
+
+    NAME = "intcc-adaptive-estimator"
+    serve = staticmethod(_serve)
 
     def __init__(self, model_path: str, window: int = 50, interval_s: float = 0.5, broker_url: str | None = None,
                  state_dir: str | None = None, warmup_s: float = 5.0):
-        self.args = (model_path, window, interval_s, broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0],
-                     warmup_s)
-        self._conn = None
-        self._proc = None
-
-    def start(self) -> "EstimatorProcess":
-        ours, theirs = mp.get_context("fork").Pipe()
-        self._proc = fork_child(_serve, (theirs, *self.args, os.getpid(), ours), "intcc-adaptive-estimator")
-        theirs.close()
-        self._conn = ours
-        return self
-
-    def _send(self, *msg):
-        try:
-            self._conn.send(msg)
-        except (OSError, ValueError):
-            pass                   # the child is gone: its error was (or will be) polled
-
-    def observe(self, sid: int, ccp_tuple: tuple, local_cca: str):
-        self._send("observe", sid, ccp_tuple, local_cca)
-
-    def local_changed(self, sid: int, cca: str):
-        self._send("local", sid, cca)
-
-    def publish(self, topic: str, payload: bytes):
-        self._send("publish", 0, topic, payload)
-
-    def poll(self) -> list[tuple]:
-        """Everything the child has sent since the last poll: ("verdict", sid, Verdict) or
-        ("error", sid or None, text). Never blocks."""
-        out = []
-        try:
-            while self._conn.poll(0):
-                out.append(self._conn.recv())
-        except (EOFError, OSError):
-            if self._proc is not None and not self._proc.is_alive():
-                out.append(("error", None, f"the estimator process ended (exit {self._proc.exitcode})"))
-                self._proc = None
-        return out
-
-    def stop(self):
-        stop_child(self._proc)
+        super().__init__(model_path, window, interval_s, broker_url,
+                         state_dir or FlowDirectory().path.rsplit("/", 1)[0], warmup_s)

@@ -9,13 +9,12 @@ posterior, ``votes`` every hypothesis's posterior in percent; each is published 
 flow's estimate topic with the stages' measurements (an IdentifyRecord)."""
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import time
 from collections import deque
 from types import SimpleNamespace
 
-from .child import fork_child, stop_child
+from .child import ChildEnd
 from .datapath import ReportRequester
 from .estimation import Verdict
 from .flows import FlowDirectory, LocateError, entry_flow_id, locate_socket, socket_min_rtt_s
@@ -132,47 +131,15 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
         publisher.close()
 
 
-class IdentificationProcess:
+class IdentificationProcess(ChildEnd):
     """The parent's end (the interface of estimation.EstimatorProcess)."""
+
+    NAME = "intcc-adaptive-identify"
+    serve = staticmethod(_serve)
 
     def __init__(self, broker_url: str, state_dir: str | None = None, interval_s: float = 0.25,
                  threshold: float = 0.95):
-        self.args = (broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0], interval_s, threshold)
-        self._conn = None
-        self._proc = None
-
-    def start(self) -> "IdentificationProcess":
-        ours, theirs = mp.get_context("fork").Pipe()
-        self._proc = fork_child(_serve, (theirs, *self.args, os.getpid(), ours), "intcc-adaptive-identify")
-        theirs.close()
-        self._conn = ours
-        return self
-
-    def _send(self, *msg):
-        try:
-            self._conn.send(msg)
-        except (OSError, ValueError):
-            pass
-
-    def observe(self, sid: int, ccp_tuple: tuple, local_cca: str):
-        self._send("observe", sid, ccp_tuple, local_cca)
+        super().__init__(broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0], interval_s, threshold)
 
     def local_changed(self, sid: int, cca: str):
         pass                     # what the competitor runs does not depend on this flow's algorithm
-
-    def publish(self, topic: str, payload: bytes):
-        self._send("publish", 0, topic, payload)
-
-    def poll(self) -> list[tuple]:
-        out = []
-        try:
-            while self._conn.poll(0):
-                out.append(self._conn.recv())
-        except (EOFError, OSError):
-            if self._proc is not None and not self._proc.is_alive():
-                out.append(("error", None, f"the identification process ended (exit {self._proc.exitcode})"))
-                self._proc = None
-        return out
-
-    def stop(self):
-        stop_child(self._proc)

@@ -83,6 +83,19 @@ class FlowBase:
         # the last update sent: (window, registers, the report's grown_pkts and reductions)
         self._sent: tuple | None = None
 
+    def fresh_telemetry(self):
+        """The flow's newest sink record at most the algorithm's ``max_age_ms`` old (an
+        algorithm built with telemetry= and directory=: needs_telemetry), or None; the
+        flow's id is looked up once it is listed."""
+        alg = self.alg
+        if getattr(alg, "telemetry", None) is None:
+            return None
+        if getattr(self, "flow_id", None) is None:
+            self.flow_id = alg.directory.flow_id(self.info) if alg.directory else None
+            if self.flow_id is None:
+                return None
+        return alg.telemetry.flow(self.flow_id, alg.max_age_ms / 1e3)
+
     def install(self, cwnd_bytes: int, registers: list[tuple[str, int]] = ()):
         """The program with the window, then the contract's handshake (contract.py: the
         version, the cut the kernel makes on a loss until the agent answers) with the

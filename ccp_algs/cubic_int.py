@@ -74,18 +74,8 @@ class CubicIntFlow(CubicFlow):
 
     def _telemetry(self):
         if self._snapshot is _UNREAD:
-            self._snapshot = self._read_telemetry()
+            self._snapshot = self.fresh_telemetry()
         return self._snapshot
-
-    def _read_telemetry(self):
-        alg = self.alg
-        if alg.telemetry is None:
-            return None
-        if self.flow_id is None:
-            self.flow_id = alg.directory.flow_id(self.info) if alg.directory else None
-            if self.flow_id is None:
-                return None
-        return alg.telemetry.flow(self.flow_id, alg.max_age_ms / 1e3)
 
     def loss_backoff(self, r: Report):
         fresh = self._telemetry()

@@ -114,14 +114,7 @@ class ProbeFlow(FlowBase):
 
     def _fair_share(self):
         """(bytes/s, why) from the flow's fresh telemetry, or None."""
-        alg = self.alg
-        if alg.telemetry is None:
-            return None
-        if self.flow_id is None:
-            self.flow_id = alg.directory.flow_id(self.info) if alg.directory else None
-            if self.flow_id is None:
-                return None
-        fresh = alg.telemetry.flow(self.flow_id, alg.max_age_ms / 1e3)
+        fresh = self.fresh_telemetry()
         got = fair_share_bytes_per_s(fresh.record) if fresh is not None else None
         if got is None:
             return None
