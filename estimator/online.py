@@ -10,6 +10,7 @@ the competitors' flow features (``table1+int+flows``) also reads the sink's HopR
 (``add_hop``: the busiest flows through each node)."""
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from .int_series import IntSeries
 from .model import CCAEstimator
 from .sink_view import SinkView
 from .vote import MajorityVote, Verdict, first_stable_correct
+
+log = logging.getLogger("intcc.estimator")
 
 
 #: The capture's busiest flow is taken as the observed one once it has sent this much
@@ -174,6 +177,9 @@ class Publisher:
         from broker.auth import AGENT_USER, parse_url, resolve_login
         self._mqttc = mqttc
         self.url = resolve_login(parse_url(url), AGENT_USER)
+        if not self.url.username:
+            log.warning("%s: no login for %s in the credentials file: a broker with intcc's ACL drops what is "
+                        "published anonymously (give the URL ?credentials=FILE)", self.url.display, AGENT_USER)
         self.client = mqttc.make_client(self.url, "intcc-estimator")
         mqttc.start(self.client, self.url)
 

@@ -165,12 +165,13 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
     with ExitStack() as stack:
         stack.enter_context(_exclusive_testbeds())
         exporter, broker_url = "jsonl", None
-        if needs_tele or dashboard_port:
+        if needs_tele or dashboard_port or sc.record_telemetry:
             broker = BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
                                    state_dir=os.path.join(out_dir, "broker"))
             stack.enter_context(broker)
-            broker_url = broker.url
-            exporter = f"{broker.url}?credentials={CREDS}"
+            # every client finds its role's login in the run's credentials file: without it an
+            # agent published as nobody and the broker's ACL dropped its estimates and switches
+            broker_url = exporter = f"{broker.url}?credentials={CREDS}"
         if dashboard_port:
             stack.enter_context(_dashboard(broker_url, dashboard_port, out_dir, echo))
         testbeds: list = [None] * jobs
@@ -273,7 +274,7 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
         except BaseException as e:      # reported by the batch
             results[k] = e
 
-    agent = None
+    agent = recorder = None
     runs = [spec.alg or alg for spec in specs]
     competitor_ports = [s.port + 1 + k for s in specs for k in range(alg.competitors)]
     # runs whose flows are all in the kernel need no agent and are not touched by one
@@ -284,6 +285,9 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
     need = needs[0] if needs else None
     flow1_traced = any(a.ccp for a in runs)
     try:
+        if services.scenario.record_telemetry:
+            from .telemetry_record import TelemetryRecorder
+            recorder = TelemetryRecorder(services.broker_url, [s.run_dir for s in specs], NODE_ID_STRIDE).start()
         if need:
             name, opts = need
             # flow 1's decisions are traced; a competitor's agent (flow 1 in the kernel) is not
@@ -298,6 +302,8 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
         for t in threads:
             t.join()
     finally:
+        if recorder is not None:
+            recorder.stop()
         failure = agent.failure() if agent is not None else None
         if agent is not None:
             agent.stop()
