@@ -11,7 +11,11 @@ import numpy as np
 from telemetry.flowid import PROTO_TCP
 
 BIN_S = 0.01
-FRAME_BYTES = 1514            # a full-sized frame, for the port's packet rate before the queue tells its mean size
+#: a full-sized frame with intcc's INT headers (Ethernet, IPv6, the IOAM trace and E2E
+#: options, TCP, 1448 B of data): the port's packet rate before its busy stretches tell it
+FRAME_BYTES = 1666
+BUSY_WINDOW_BINS = 10         # the port's rate is measured over 100 ms windows with a queue throughout
+MIN_BUSY_WINDOWS = 5
 MIN_FLOW_SHARE = 0.05         # a competitor carries at least this share of the others' packets (not a control connection)
 
 
@@ -30,7 +34,12 @@ class Series:
     queue_pkts: np.ndarray
     seen: np.ndarray
     port_bps: float
-    frame_bytes: float
+    capacity_pkts: float = 0.0         # the queue's buffer (0: not told)
+    busy_pps: float | None = None      # the port's packet rate measured while it had a queue
+
+    @property
+    def buffer_pkts(self) -> float:
+        return self.capacity_pkts
 
     @property
     def n(self) -> int:
@@ -38,10 +47,13 @@ class Series:
 
     @property
     def port_pps(self) -> float:
-        return self.port_bps / 8 / self.frame_bytes
+        """Packets per second the port sends: as measured while busy, else its stamped rate
+        over a full frame (the queue's depth in bytes counts a slot per packet, not the
+        frame: no help here)."""
+        return self.busy_pps or self.port_bps / 8 / FRAME_BYTES
 
     def queue_delay_s(self) -> np.ndarray:
-        return self.queue_bytes * 8 / self.port_bps if self.port_bps else np.zeros(self.n)
+        return self.queue_pkts / self.port_pps if self.port_pps else np.zeros(self.n)
 
     def comp_first_bin(self) -> int | None:
         """The first bin with a competitor's packet (None: none yet)."""
@@ -56,6 +68,7 @@ class NodeRecords:
         self.keep_s = keep_s
         self.rows: deque = deque()      # (t_end_s, span_s, depth_bytes, depth_pkts, port_bps, {fid: (packets, lost)})
         self.not_tcp_entries = 0
+        self.capacity_pkts = 0.0
 
     def add(self, rec) -> bool:
         if not rec.top_flows or not rec.interval_ms:
@@ -67,6 +80,9 @@ class NodeRecords:
                 continue
             flows[e[0]] = (e[1], e[2] if len(e) > 2 else 0)
         t = rec.ts_ns * 1e-9
+        if rec.queue_capacity_bytes:       # a slot per packet (int_node Queue.advertised_depth_bytes)
+            self.capacity_pkts = rec.queue_capacity_bytes * (rec.queue_depth_pkts / rec.queue_depth_bytes) \
+                if rec.queue_depth_bytes else self.capacity_pkts or rec.queue_capacity_bytes / 1500
         self.rows.append((t, rec.interval_ms / 1e3, rec.queue_depth_bytes, rec.queue_depth_pkts,
                           rec.data_rate_kbps * 1e3, flows))
         while self.rows and self.rows[0][0] < t - self.keep_s:
@@ -96,14 +112,11 @@ class NodeRecords:
         own = np.zeros(n)
         comp, lost = np.zeros((len(ids), n)), np.zeros((len(ids), n))
         qb, qp, seen = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
-        sizes = []
         for t_end, span, depth_b, depth_p, _, flows in rows:
             k = min(int(np.floor((t_end - span / 2 - t0) / BIN_S)), n - 1)     # counted at the interval's middle
             seen[k] = True
             j = min(int(np.floor((t_end - t0) / BIN_S)), n - 1)
             qb[j], qp[j] = depth_b, depth_p
-            if depth_p:
-                sizes.append(depth_b / depth_p)
             for fid, (packets, dropped) in flows.items():
                 if fid == own_flow_id:
                     own[k] += packets
@@ -111,8 +124,21 @@ class NodeRecords:
                     comp[index[fid], k] += packets
                     lost[index[fid], k] += dropped
         qb, qp = _carried(qb), _carried(qp)
-        return Series(t0, own, comp, lost, ids, qb, qp, seen, self.port_bps(),
-                      float(np.median(sizes)) if sizes else FRAME_BYTES)
+        return Series(t0, own, comp, lost, ids, qb, qp, seen, self.port_bps(), float(self.capacity_pkts),
+                      _busy_pps(own + comp.sum(axis=0), qp))
+
+
+def _busy_pps(departed: np.ndarray, queue_pkts: np.ndarray) -> float | None:
+    """The port's rate (packets/s): the median over 100 ms windows whose queue never
+    emptied (the port sent all the while); None with fewer than MIN_BUSY_WINDOWS."""
+    w = BUSY_WINDOW_BINS
+    n = len(departed) // w
+    if n < MIN_BUSY_WINDOWS:
+        return None
+    busy = (queue_pkts[:n * w].reshape(n, w) > 0).all(axis=1)
+    if busy.sum() < MIN_BUSY_WINDOWS:
+        return None
+    return float(np.median(departed[:n * w].reshape(n, w).sum(axis=1)[busy])) / (w * BIN_S)
 
 
 def _carried(x: np.ndarray) -> np.ndarray:

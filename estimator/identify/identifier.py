@@ -6,27 +6,30 @@ The stretches start after the competitor's start-up (its slow start, BBR's Start
 of the stages' models holds there): at its first loss plus three RTTs, or one second and
 ten RTTs after its first packet, whichever comes first. Each stretch (a second, or two
 probe periods of 8 RTTs where longer) gives one measurement per stage: the port's use
-(spare.py), the competitor's answer to the pulses (elasticity.py) and, without a
-competitor loss in it, the queue's trend (queue_trend.py). Each competitor loss after its
+(spare.py), the competitor's answer to the pulses (elasticity.py), the packets it keeps
+queued (queue_level.py) and, without a competitor loss in it, the queue's trend
+(queue_trend.py). Each competitor loss after its
 first (the slow-start exit, whose overshoot no cut model holds for) gives its cut
 (loss_cut.py). The bottleneck is the node on the flow's path with the slowest stamped port."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import elasticity, loss_cut, queue_trend, spare
+from . import elasticity, loss_cut, queue_level, queue_trend, spare
 from .bottleneck import BIN_S, NodeRecords
 from .evidence import Evidence, SequentialTest
 
 STARTUP_S, STARTUP_RTTS = 1.0, 10
 STRETCH_S, STRETCH_RTTS = 1.0, 16
 LOSS_SETTLE_RTTS = 3
+MIN_PERIOD_S = 0.2            # the probe's shortest period (ccp_algs/probe.py)
 
 
 class Identifier:
     def __init__(self, own_flow_id: str, base_rtt_s: float | None = None, threshold: float = 0.95,
-                 keep_s: float = 60.0):
+                 keep_s: float = 60.0, probe_period_rtts: float = 8.0):
         self.own_flow_id = own_flow_id
+        self.probe_period_rtts = probe_period_rtts      # the probe's (ccp_algs/probe.py period_rtts)
         self.base_rtt_s = base_rtt_s
         self.test = SequentialTest(threshold)
         self.keep_s = keep_s
@@ -89,8 +92,12 @@ class Identifier:
         eta = elasticity.elasticity(s, lo, hi)
         if eta is not None:
             out.append(elasticity.evidence(*eta))
+        period_bins = int(round(max(self.probe_period_rtts * self.base_rtt_s, MIN_PERIOD_S) / BIN_S))
+        level = queue_level.level_pkts(s, lo, hi, period_bins)
+        if level is not None and s.port_bps:
+            out.append(queue_level.evidence(level, s.port_pps * self.base_rtt_s, s.buffer_pkts))
         if not s.comp_lost[:, lo:hi].any():
-            g = queue_trend.slope_per_rtt(s.queue_pkts[lo:hi], rtt_s, s.comp.shape[0])
+            g = queue_trend.slope_per_rtt(queue_trend.window_pkts(s, lo, hi, rtt_s), rtt_s, s.comp.shape[0])
             if g is not None:
                 out.append(queue_trend.evidence(*g))
         for ev in out:

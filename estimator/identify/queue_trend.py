@@ -1,17 +1,18 @@
-"""Stage: between its losses, does the competitor fill the buffer or hold the queue?
+"""Stage: between its losses, does the competitor grow its window or hold it?
 
-With this flow paced at its fair share (ccp_algs/probe.py), whatever the queue does on a
-scale longer than the pulses is the competitors'. A loss-based window CCA grows its window
-until a drop: Reno a segment per RTT (RFC 5681 congestion avoidance; Linux tcp_reno_cong_avoid),
+With this flow paced at its fair share (ccp_algs/probe.py), what changes on a scale longer
+than the pulses is the competitors'. A loss-based window CCA grows its window until a drop: Reno a segment per RTT (RFC 5681 congestion avoidance; Linux tcp_reno_cong_avoid),
 CUBIC at least its Reno-friendly 3(1-beta)/(1+beta) = 0.53 segment per RTT and along its
-curve more (tcp_cubic), and on a full link all of it goes into the queue. Vegas holds its
-queue between alpha = 2 and beta = 4 segments (tcp_vegas), adjusting a segment per RTT
+curve more (tcp_cubic); below its pipe the growth shows in its rate, above in the queue. Vegas holds
+its queue between alpha = 2 and beta = 4 segments (tcp_vegas), adjusting a segment per RTT
 either way; BBR in ProbeBW paces at its bandwidth estimate with gains 1.25 / 0.75 / 1
-(tcp_bbr): neither grows the queue on average.
+(tcp_bbr): neither grows on average.
 
-Measured: the slope of the queue (packets) over a stretch without a competitor loss, in
-segments per RTT per competitor (the RTT this flow sees: the competitor's may differ by up
-to 4x either way, so growth reads between 1/4 and 4 segments per RTT for Reno). Likelihoods:
+Measured: the slope of the competitors' window as the bottleneck sees it (their rate over
+the last RTT times the RTT, plus their packets in the queue: the queue times their share of
+the port's packets) over a stretch without a competitor loss, in segments per RTT per
+competitor (the RTT this flow sees: the competitor's may differ by up to 4x either way, so
+growth reads between 1/4 and 4 segments per RTT for Reno in the queue). Likelihoods:
 "holds" (vegas, bbr, and an inelastic flow: "unknown") normal around 0 with the fit's error
 and SIGMA_HOLD (Vegas's segment a RTT now and then); "fills" log-uniform over the growth a
 loss-based CCA can show (GROWTH_RANGE[cca]), spread by the same error."""
@@ -21,20 +22,30 @@ import math
 
 import numpy as np
 
+from .bottleneck import BIN_S
 from .evidence import HYPOTHESES, UNKNOWN, Evidence
 
 SIGMA_HOLD = 0.15
 #: segments per RTT (this flow's RTT) a loss-based CCA's queue grows by, per competitor
 GROWTH_RANGE = {"reno": (0.25, 4.0), "cubic": (0.12, 16.0)}
 MIN_BINS = 50                 # half a second of 10 ms bins
-MAX_EMPTY_SHARE = 0.2         # a stretch whose queue is empty this often says nothing of growth
 
 
-def slope_per_rtt(queue_pkts: np.ndarray, rtt_s: float, competitors: int, bin_s: float = 0.01):
-    """(growth in segments per RTT per competitor, its standard error), or None where the
-    stretch is too short or its queue too often empty."""
-    q = np.asarray(queue_pkts, dtype=float)
-    if len(q) < MIN_BINS or np.mean(q <= 0) > MAX_EMPTY_SHARE or competitors < 1:
+def window_pkts(s, lo: int, hi: int, rtt_s: float) -> np.ndarray:
+    """The competitors' window per bin of [lo, hi), in packets, as the bottleneck sees it."""
+    k = max(1, int(round(rtt_s / BIN_S)))
+    kernel = np.ones(k) / k
+    comp = s.comp.sum(axis=0)
+    rate = np.convolve(comp, kernel, mode="same") / BIN_S
+    share = np.convolve(comp, kernel, mode="same") / np.maximum(np.convolve(s.own + comp, kernel, mode="same"), 1e-9)
+    return (rate * rtt_s + s.queue_pkts * share)[lo:hi]
+
+
+def slope_per_rtt(q, rtt_s: float, competitors: int, bin_s: float = BIN_S):
+    """(growth in segments per RTT per competitor, its standard error) of the window
+    series ``q`` (packets per bin), or None where the stretch is too short."""
+    q = np.asarray(q, dtype=float)
+    if len(q) < MIN_BINS or competitors < 1:
         return None
     t = np.arange(len(q)) * bin_s
     (slope, _), cov = np.polyfit(t, q, 1, cov=True)

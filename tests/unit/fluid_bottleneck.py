@@ -14,7 +14,8 @@ from ccp_algs.probe import pulse_factor
 from telemetry.schema import HopRecord
 
 DT = 0.001
-FRAME = 1500
+SLOT = 1500                   # the queue's depth in bytes counts a slot per packet (int_node Queue)
+FRAME = 1666                  # a full frame with INT headers on the wire
 
 
 def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float = 0.04, buffer_pkts: int = 200,
@@ -70,8 +71,8 @@ def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float 
             top = [["00000000000000aa", acc[0], 0, 6]]
             if acc[1] or lost:
                 top.append(["00000000000000bb", acc[1], lost, 6])
-            recs.append(HopRecord(node_id=2, ts_ns=int((1_000 + t) * 1e9), queue_depth_bytes=len(q) * FRAME,
-                                  queue_depth_pkts=len(q), queue_capacity_bytes=buffer_pkts * FRAME, queue_drops=0,
+            recs.append(HopRecord(node_id=2, ts_ns=int((1_000 + t) * 1e9), queue_depth_bytes=len(q) * SLOT,
+                                  queue_depth_pkts=len(q), queue_capacity_bytes=buffer_pkts * SLOT, queue_drops=0,
                                   link_losses=0, data_rate_kbps=int(rate_pps * FRAME * 8 / 1e3), arrival_rate_pps=0,
                                   flow_count=2, interval_ms=10.0, top_flows=top))
             acc, lost = {0: 0, 1: 0}, 0

@@ -134,3 +134,18 @@ def test_the_identifier_waits_for_a_competitor_and_reads_nothing_twice():
     first = idf.step()
     assert idf.competitor_since_s == pytest.approx(1003.0, abs=0.02)
     assert idf.step() == [] and len(idf.test.evidence) == len(first)
+
+
+def test_vegas_keeps_a_few_packets_queued_a_window_cca_many_and_a_paced_flow_none():
+    from estimator.identify import queue_level
+    period = 32                                            # 8 RTTs of 40 ms, in 10 ms bins
+    vegas = queue_level.level_pkts(_series("vegas"), 200, 600, period)
+    window = queue_level.level_pkts(_series("window"), 200, 600, period)
+    paced = queue_level.level_pkts(_series("bbr"), 200, 600, period)
+    assert 0.5 <= vegas <= 5 and window > 10 and paced < 0.5
+    at = {name: queue_level.evidence(v, bdp_pkts=40, buffer_pkts=200).loglik
+          for name, v in (("vegas", vegas), ("window", window), ("paced", paced))}
+    assert at["vegas"]["vegas"] == max(at["vegas"].values())
+    assert at["window"]["vegas"] < -20                       # far above beta
+    assert at["paced"]["bbr"] == pytest.approx(at["paced"]["unknown"], abs=0.2)
+    assert at["paced"]["bbr"] > at["paced"]["vegas"]
