@@ -6,7 +6,10 @@ its fair share of the bottleneck and asks the competitor a question.
   (``data_rate_kbps``; the hop of the lowest rate on the path), n the flows through it
   (``flow_count``, this one included), less ``HEADER_ALLOWANCE`` for the Ethernet and INT
   headers the port carries beside what TCP paces. The phase is then fair to any
-  competitor by construction, which no CCA picked at random is.
+  competitor by construction, which no CCA picked at random is. The largest share of the
+  last ``SHARE_HOLD_S`` is taken: the port counts every 5-tuple of the last second, and a
+  connection's handshake (iperf3's control connection at a test's start and end) would
+  halve the share for that second.
 - Pulses: asymmetric, Nimbus-style, around the base: ``+amplitude`` for the first quarter
   of each period, ``-amplitude / 3`` for the rest, so the mean is the base rate. A pulse
   up pushes a queue step into the bottleneck; an ack-clocked competitor answers it within
@@ -18,14 +21,20 @@ its fair share of the bottleneck and asks the competitor a question.
 - The window is a cap only: ``CWND_GAIN`` times the up-pulse rate times the RTT, so the
   pacing rate, not the window, sets what is sent.
 - Before hop telemetry with a port rate (the flow's first RTTs: the sink's first record),
-  slow start: the window grows by what is acked, unpaced.
+  or on a path that stamps none, slow start: the window grows by what is acked, unpaced,
+  and halves on a loss (the fair share unknown, the flow must not take more than Reno).
+- Alone at its bottleneck it paces at the port's rate (n = 1); a competitor that arrives
+  lowers the share at once, and the identification starts then.
 """
 from __future__ import annotations
+
+from collections import deque
 
 from .base import Algorithm, FlowBase, Report
 from .flowstate import FlowState
 from .registry import INIT_CWND, Param
 
+SHARE_HOLD_S = 1.5
 HEADER_ALLOWANCE = 0.95      # Ethernet (14 B), the IOAM trace and E2E options (~60 B) of a 1500 B frame
 CWND_GAIN = 2.0
 MIN_PERIOD_S = 0.2
@@ -58,6 +67,7 @@ class ProbeFlow(FlowBase):
         self.min_rtt_us: float | None = None
         self.rtt_us: float | None = None
         self.base_bytes_per_s = 0.0       # 0: no fair share known yet (slow start)
+        self._shares: deque = deque()     # (clock s, bytes/s, why) of the last SHARE_HOLD_S
         self.rate_bytes_per_s = 0
         self.pulses_since_s: float | None = None
         self.install(self.cwnd_bytes)
@@ -91,11 +101,19 @@ class ProbeFlow(FlowBase):
         self.rtt_us = r.rtt_us or self.rtt_us
         share = self._fair_share()
         if share is not None:
-            self.base_bytes_per_s, why = share
+            now = self.clock()
+            self._shares.append((now, *share))
+            while self._shares[0][0] < now - SHARE_HOLD_S:
+                self._shares.popleft()
+            _, self.base_bytes_per_s, why = max(self._shares, key=lambda e: e[1])
         if not self.base_bytes_per_s or not self.min_rtt_us:
-            if not r.loss and not r.timeout:
+            if r.loss or r.timeout:
+                self.cwnd_bytes = max(self.cwnd_bytes / 2, 2 * self.mss)
+                why = "probe: no port rate from INT, a loss halves the window"
+            else:
                 self.cwnd_bytes += r.growth_bytes(self.mss)
-            self.set_cwnd(self.cwnd_bytes, "report", r, reason="probe: slow start, no port rate from INT yet")
+                why = "probe: slow start, no port rate from INT yet"
+            self.set_cwnd(self.cwnd_bytes, "report", r, reason=why)
             return
         now = self.clock()
         if self.pulses_since_s is None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import elasticity, loss_cut, queue_level, queue_trend, spare
 from .bottleneck import BIN_S, NodeRecords
-from .evidence import Evidence, SequentialTest
+from .evidence import Evidence, SequentialTest, aggregate
 
 STARTUP_S, STARTUP_RTTS = 1.0, 10
 STRETCH_S, STRETCH_RTTS = 1.0, 16
@@ -40,6 +40,8 @@ class Identifier:
         # competitor -> the time of its last loss read (its first: the slow-start exit, skipped);
         # times, not bins: the series' first bin moves as old records go
         self._loss_read_s: dict = {}
+        self.measured: dict = {}            # stage -> [(value, its standard error)]
+        self._level_context = (0.0, 0.0)    # (BDP, buffer) in packets, for queue_level
 
     def add(self, rec) -> None:
         """A telemetry.schema.HopRecord from any node."""
@@ -88,21 +90,38 @@ class Identifier:
         out = []
         use = spare.port_use(s.own[lo:hi].sum() + s.comp[:, lo:hi].sum(), (hi - lo) * BIN_S, s.port_pps)
         if use is not None:
-            out.append(spare.evidence(use))
+            out.append(self._measured("spare", use, 0.0))
         eta = elasticity.elasticity(s, lo, hi)
         if eta is not None:
-            out.append(elasticity.evidence(*eta))
+            out.append(self._measured("elasticity", *eta))
         period_bins = int(round(max(self.probe_period_rtts * self.base_rtt_s, MIN_PERIOD_S) / BIN_S))
         level = queue_level.level_pkts(s, lo, hi, period_bins)
         if level is not None and s.port_bps:
-            out.append(queue_level.evidence(level, s.port_pps * self.base_rtt_s, s.buffer_pkts))
-        if not s.comp_lost[:, lo:hi].any():
+            self._level_context = (s.port_pps * self.base_rtt_s, s.buffer_pkts)
+            out.append(self._measured("queue_level", level, 0.0))
+        # the trend between losses: none in the stretch nor in the RTTs before it (a cut's
+        # drain of a deep queue takes its time)
+        settle = int(round(LOSS_SETTLE_RTTS * rtt_s / BIN_S))
+        if not s.comp_lost[:, max(0, lo - settle):hi].any():
             g = queue_trend.slope_per_rtt(queue_trend.window_pkts(s, lo, hi, rtt_s), rtt_s, s.comp.shape[0])
             if g is not None:
-                out.append(queue_trend.evidence(*g))
-        for ev in out:
-            self.test.add(ev)
+                out.append(self._measured("queue_trend", *g))
         return out
+
+    def _measured(self, stage: str, value: float, stderr: float) -> Evidence:
+        """A stage's new measurement: its own evidence (for the record), and the stage's
+        evidence in the test from all of its measurements so far."""
+        self.measured.setdefault(stage, []).append((float(value), float(stderr)))
+        self.test.set(stage, self._stage_evidence(stage, *aggregate(self.measured[stage])))
+        ev = self._stage_evidence(stage, value, stderr)
+        self.test.evidence.append(ev)
+        return ev
+
+    def _stage_evidence(self, stage: str, value: float, stderr: float) -> Evidence:
+        if stage == "queue_level":
+            return queue_level.evidence(value, *self._level_context, stderr=stderr)
+        return {"spare": spare.evidence, "elasticity": elasticity.evidence, "queue_trend": queue_trend.evidence,
+                "loss_cut": loss_cut.evidence}[stage](value, stderr)
 
     def _loss_cuts(self, s, rtt_s: float) -> list[Evidence]:
         out = []
@@ -116,9 +135,7 @@ class Identifier:
                 if t <= self._loss_read_s.get(fid, float("inf")) + BIN_S:
                     continue
                 self._loss_read_s[fid] = t
-                ev = loss_cut.evidence(cut, err)
-                self.test.add(ev)
-                out.append(ev)
+                out.append(self._measured("loss_cut", cut, err))
         return out
 
     def verdict(self) -> str | None:

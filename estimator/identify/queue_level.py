@@ -54,12 +54,13 @@ def _uniform_smeared(x: float, lo: float, hi: float, sigma: float) -> float:
     return math.log(max(z / (hi - lo), 1e-300))
 
 
-def evidence(level: float, bdp_pkts: float, buffer_pkts: float) -> Evidence:
+def evidence(level: float, bdp_pkts: float, buffer_pkts: float, stderr: float = 0.0) -> Evidence:
     buffer_pkts = max(buffer_pkts, VEGAS_BETA + 2)
-    anything = _uniform_smeared(level, 0, buffer_pkts, SIGMA_PKTS)
-    none = -0.5 * (level / SIGMA_PKTS) ** 2 - math.log(SIGMA_PKTS * math.sqrt(2 * math.pi))
-    window_bound = _uniform_smeared(level, 0, max(1.5 * bdp_pkts, VEGAS_BETA + 2), SIGMA_PKTS)
-    vegas = _uniform_smeared(level, VEGAS_ALPHA - 1, VEGAS_BETA + 1, SIGMA_PKTS)
+    sigma = math.sqrt(SIGMA_PKTS ** 2 + stderr ** 2)
+    anything = _uniform_smeared(level, 0, buffer_pkts, sigma)
+    none = -0.5 * (level / sigma) ** 2 - math.log(sigma * math.sqrt(2 * math.pi))
+    window_bound = _uniform_smeared(level, 0, max(1.5 * bdp_pkts, VEGAS_BETA + 2), sigma)
+    vegas = _uniform_smeared(level, VEGAS_ALPHA - 1, VEGAS_BETA + 1, sigma)
 
     def with_none(share, rest):
         return math.log(share * math.exp(none) + (1 - share) * math.exp(rest) + 1e-300)

@@ -23,8 +23,9 @@ def port_use(packets: float, seconds: float, port_pps: float) -> float | None:
     return packets / (seconds * port_pps)
 
 
-def evidence(use: float) -> Evidence:
-    seek = -0.5 * ((min(use, 1.0) - 1.0) / SIGMA_USE) ** 2 - math.log(SIGMA_USE * math.sqrt(2 * math.pi))
+def evidence(use: float, stderr: float = 0.0) -> Evidence:
+    sigma = math.sqrt(SIGMA_USE ** 2 + stderr ** 2)
+    seek = -0.5 * ((min(use, 1.0) - 1.0) / sigma) ** 2 - math.log(sigma * math.sqrt(2 * math.pi))
     loglik = {cca: seek for cca in CCA_LABELS}
     loglik[UNKNOWN] = -math.log(USE_MAX) if use <= USE_MAX else -math.log(USE_MAX) - (use - USE_MAX) / 0.05
     assert set(loglik) == set(HYPOTHESES)

@@ -1,5 +1,7 @@
 """Identification by evidence: the sequential test, and the loss-cut stage on synthetic
 series with known answers (a window that keeps beta of itself an RTT after each loss)."""
+import math
+
 import numpy as np
 import pytest
 
@@ -113,14 +115,28 @@ def test_a_flow_below_its_share_leaves_the_port_idle():
     assert spare.evidence(1.0).loglik["unknown"] < spare.evidence(1.0).loglik["cubic"]
 
 
-@pytest.mark.parametrize("kind, truth", [("window", "reno"), ("bbr", "bbr"), ("paced", "unknown")])
+@pytest.mark.parametrize("kind, truth", [("window", "reno"), ("bbr", "bbr"), ("paced", "unknown"),
+                                         ("vegas", "vegas")])
 def test_the_identifier_names_the_competitor_from_its_hop_records(kind, truth):
     idf = Identifier(OWN, base_rtt_s=0.04)
     for rec in run(kind, seconds=10.0):
         idf.add(rec)
     idf.step()
-    assert idf.verdict() == truth, idf.test.posterior()
+    assert idf.test.best()[0] == truth, idf.test.posterior()
     assert idf.node_id == 2
+    # each stage counts once, from its measurements' aggregate: 10 s of one flow's
+    # stretches is not 10 s of independent evidence
+    assert len(idf.test.stages) <= 5 < len(idf.test.evidence)
+
+
+def test_a_stage_counts_once_however_often_it_measures():
+    test = SequentialTest()
+    flat = {h: 0.0 for h in test.hypotheses}
+    for _ in range(10):
+        test.set("queue_level", Evidence("queue_level", {**flat, "vegas": 2.0}))
+    assert test.best() == ("vegas", pytest.approx(math.exp(2) / (math.exp(2) + 4)))
+    test.set("spare", Evidence("spare", {**flat, "unknown": 50.0}))     # clamped to 20:1
+    assert test.posterior()["unknown"] == pytest.approx(20 / (20 + math.exp(2) + 3))
 
 
 def test_the_identifier_waits_for_a_competitor_and_reads_nothing_twice():

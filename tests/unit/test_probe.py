@@ -76,3 +76,24 @@ def test_bad_parameters_are_refused():
         Probe(amplitude=1.5)
     with pytest.raises(ValueError, match="period_rtts"):
         Probe(period_rtts=1)
+
+
+def test_without_a_port_rate_a_loss_halves_the_window():
+    flow, dp, clock = probe(None)
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    flow.on_report(report(acked=0, loss=2, rtt_us=40_000))
+    assert dp.cwnd == 10 * MSS and dp.rate is None
+
+
+def test_a_flow_counted_for_a_second_does_not_halve_the_share():
+    flow, dp, clock = probe(flow_record(flows=2))
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    base = 10e6 / 8 / 2 * HEADER_ALLOWANCE
+    flow.alg.telemetry.rec = flow_record(flows=4)       # a handshake's connections, counted a second
+    for _ in range(5):
+        clock.t += 0.2
+        flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+        assert flow.base_bytes_per_s == pytest.approx(base)
+    clock.t += 1.0                                         # still 4 after SHARE_HOLD_S: four flows
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert flow.base_bytes_per_s == pytest.approx(base / 2)
