@@ -42,6 +42,7 @@ class Identifier:
         self._loss_read_s: dict = {}
         self.measured: dict = {}            # stage -> [(value, its standard error)]
         self._level_context = (0.0, 0.0)    # (BDP, buffer) in packets, for queue_level
+        self._trend_context: list = []      # (competitor's window in packets, RTT s) of each trend
 
     def add(self, rec) -> None:
         """A telemetry.schema.HopRecord from any node."""
@@ -103,8 +104,10 @@ class Identifier:
         # drain of a deep queue takes its time)
         settle = int(round(LOSS_SETTLE_RTTS * rtt_s / BIN_S))
         if not s.comp_lost[:, max(0, lo - settle):hi].any():
-            g = queue_trend.slope_per_rtt(queue_trend.window_pkts(s, lo, hi, rtt_s), rtt_s, s.comp.shape[0])
+            window = queue_trend.window_pkts(s, lo, hi, rtt_s)
+            g = queue_trend.slope_per_rtt(window, rtt_s, s.comp.shape[0])
             if g is not None:
+                self._trend_context.append((float(np.mean(window)) / s.comp.shape[0], rtt_s))
                 out.append(self._measured("queue_trend", *g))
         return out
 
@@ -120,6 +123,9 @@ class Identifier:
     def _stage_evidence(self, stage: str, value: float, stderr: float) -> Evidence:
         if stage == "queue_level":
             return queue_level.evidence(value, *self._level_context, stderr=stderr)
+        if stage == "queue_trend":
+            ws, rtts = zip(*self._trend_context)
+            return queue_trend.evidence(value, stderr, float(np.median(ws)), float(np.median(rtts)))
         return {"spare": spare.evidence, "elasticity": elasticity.evidence, "queue_trend": queue_trend.evidence,
                 "loss_cut": loss_cut.evidence}[stage](value, stderr)
 

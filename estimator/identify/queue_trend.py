@@ -12,7 +12,9 @@ Measured: the slope of the competitors' window as the bottleneck sees it (their 
 the last RTT times the RTT, plus their packets in the queue: the queue times their share of
 the port's packets) over a stretch without a competitor loss, in segments per RTT per
 competitor (the RTT this flow sees: the competitor's may differ by up to 4x either way, so
-growth reads between 1/4 and 4 segments per RTT for Reno in the queue). Likelihoods:
+growth reads between 1/4 and 4 segments per RTT for Reno). CUBIC's growth follows from its
+constants and the window it regrows (cubic_growth_per_rtt): Reno-like in a small pipe, many
+segments per RTT in a deep queue. Likelihoods:
 "holds" (vegas, bbr, and an inelastic flow: "unknown") normal around 0 with the fit's error
 and SIGMA_HOLD (Vegas's segment a RTT now and then); "fills" log-uniform over the growth a
 loss-based CCA can show (GROWTH_RANGE[cca]), spread by the same error."""
@@ -26,8 +28,31 @@ from .bottleneck import BIN_S
 from .evidence import HYPOTHESES, UNKNOWN, Evidence
 
 SIGMA_HOLD = 0.15
-#: segments per RTT (this flow's RTT) a loss-based CCA's queue grows by, per competitor
-GROWTH_RANGE = {"reno": (0.25, 4.0), "cubic": (0.12, 16.0)}
+RTT_RATIO_MAX = 4.0           # the competitor's RTT may be this many times this flow's, or its inverse
+#: segments per RTT (this flow's RTT) Reno's window grows by: one per its own RTT
+RENO_RANGE = (1 / RTT_RATIO_MAX, RTT_RATIO_MAX)
+CUBIC_C, CUBIC_BETA = 0.4, 717 / 1024            # tcp_cubic: segments per s^3, the window kept on a loss
+RENO_FRIENDLY = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA)   # CUBIC's Reno-friendly growth, segments per RTT
+CUBIC_RANGE_UNKNOWN = (0.12, 16.0)               # without the window and RTT: anything from slow to fast
+
+
+def cubic_growth_per_rtt(window_pkts: float, rtt_s: float) -> float:
+    """CUBIC's mean growth per RTT over an epoch that regrows a window to itself: (1 - beta) W
+    in K = cbrt(W (1 - beta) / C) seconds (tcp_cubic's bictcp_update), at least its
+    Reno-friendly growth. A deep queue (a long RTT, a large window) makes it many segments
+    per RTT; a small pipe leaves CUBIC Reno-like."""
+    w = max(window_pkts, 1.0)
+    k_s = (w * (1 - CUBIC_BETA) / CUBIC_C) ** (1 / 3)
+    return max(RENO_FRIENDLY, (1 - CUBIC_BETA) * w * rtt_s / k_s)
+
+
+def cubic_range(window_pkts: float | None, rtt_s: float | None) -> tuple[float, float]:
+    """The growth CUBIC may show: its epoch's mean, within the RTT ratio and its epoch's
+    phases (slow near the old maximum, fast away from it) either way."""
+    if not window_pkts or not rtt_s:
+        return CUBIC_RANGE_UNKNOWN
+    g = cubic_growth_per_rtt(window_pkts, rtt_s)
+    return g / RTT_RATIO_MAX, g * RTT_RATIO_MAX
 MIN_BINS = 50                 # half a second of 10 ms bins
 
 
@@ -65,11 +90,13 @@ def _log_uniform_smeared(g: float, lo: float, hi: float, sigma: float) -> float:
     return float(math.log(max(np.trapezoid(w * dens, grid), 1e-300)))
 
 
-def evidence(growth: float, stderr: float) -> Evidence:
+def evidence(growth: float, stderr: float, window_pkts: float | None = None, rtt_s: float | None = None) -> Evidence:
+    """``window_pkts`` and ``rtt_s``: the competitor's window and the RTT over the stretches
+    measured (CUBIC's expected growth); without them CUBIC's range is CUBIC_RANGE_UNKNOWN."""
     sigma = math.sqrt(stderr ** 2 + SIGMA_HOLD ** 2)
     hold = -0.5 * (growth / sigma) ** 2 - math.log(sigma * math.sqrt(2 * math.pi))
-    loglik = {"vegas": hold, "bbr": hold, UNKNOWN: hold}
-    for cca, (lo, hi) in GROWTH_RANGE.items():
-        loglik[cca] = _log_uniform_smeared(growth, lo, hi, sigma)
+    loglik = {"vegas": hold, "bbr": hold, UNKNOWN: hold,
+              "reno": _log_uniform_smeared(growth, *RENO_RANGE, sigma),
+              "cubic": _log_uniform_smeared(growth, *cubic_range(window_pkts, rtt_s), sigma)}
     assert set(loglik) == set(HYPOTHESES)
     return Evidence("queue_trend", loglik, measured=growth, note=f"+/- {sigma:.2f} segments/RTT")
