@@ -123,10 +123,9 @@ class ProbeFlow(FlowBase):
         rate = int(self.base_bytes_per_s * factor)
         up_rate = self.base_bytes_per_s * (1 + self.alg.amplitude)
         self.cwnd_bytes = max(CWND_GAIN * up_rate * max(self.rtt_us or 0, self.min_rtt_us) / 1e6, 4 * self.mss)
-        if rate != self.rate_bytes_per_s:
-            self.rate_bytes_per_s = rate
-            self.datapath.update_field("Rate", rate)
-        self.set_cwnd(self.cwnd_bytes, "report", r,
+        self.rate_bytes_per_s = rate
+        # the rate in the window's update, as BBR's: one command per report
+        self.set_cwnd(self.cwnd_bytes, "report", r, registers=[("Rate", rate)],
                       reason=f"probe: rate x{factor:.2f} of the fair share {self.base_bytes_per_s * 8e-6:.3g} Mbit/s "
                              f"({why if share else 'last known'}), period {period_s * 1e3:.0f} ms")
 

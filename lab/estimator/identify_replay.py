@@ -19,6 +19,7 @@ import numpy as np
 
 from estimator.identify.identifier import Identifier
 from experiments.runs.telemetry_record import read_records
+from records.provenance import stamp
 
 STEP_S = 0.25
 ACCESS_DELAY_MS = 1.0
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
             name = os.path.basename(run_dir)
             if name in records and os.path.exists(os.path.join(run_dir, "telemetry.jsonl.gz")):
                 rows.append(replay(run_dir, records[name]))
-    right = 0
+    right = wrong = final_right = 0
     for r in rows:
         if "error" in r:
             print(f"{r['run']}: {r['error']}")
@@ -76,15 +77,20 @@ def main(argv=None) -> int:
         commit = r["first_commit"]
         ok = commit is not None and commit[1] == r["truth"]
         right += ok
+        wrong += commit is not None and not ok
+        final_right += r["final_best"] == r["truth"]
         p = r["params"]
         print(f"{r['truth']:6s} {p['bottleneck_mbps']:5.1f} Mbit/s {p['bottleneck_delay_ms']:5.1f} ms "
-              f"{p['buffer_bdp']:5.1f} BDP  commit {str(commit):22s} {'right' if ok else 'WRONG'}  "
+              f"{p['buffer_bdp']:5.1f} BDP  commit {str(commit):22s} "
+              f"{'right' if ok else 'undecided' if commit is None else 'WRONG'}  "
               f"final {r['final_best']} {r['final_posterior']:.2f}  "
               + " ".join(f"{k}={v[0]}({v[1]})" for k, v in sorted(r["stages"].items())))
-    print(f"first commit right: {right} of {len(rows)}")
+    n = sum("error" not in r for r in rows)
+    print(f"{n} runs: first commit right {right}, wrong {wrong}, undecided {n - right - wrong}; "
+          f"the most likely hypothesis at the end right in {final_right}")
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump({"provenance": stamp(), "results": args.results, "runs": rows}, f, indent=1)
     return 0
 
 
