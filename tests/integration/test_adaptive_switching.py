@@ -83,18 +83,16 @@ def test_a_flow_switched_every_second_keeps_moving(bench, tmp_path):
     assert min(goodputs) > 0.5, goodputs
 
 
-def run_adaptive(bench, tmp_path, competitor: str, seconds: int = 25):
-    """Flow 1 (s1 -> r1, ccp) under ``adaptive`` (initial cubic, mirror, the INT model),
-    flow 2 (s2 -> r2) on kernel ``competitor``; returns the switches, flow 1's per-second
-    goodputs and the agent's log."""
+def beside(bench, tmp_path, competitor: str, seconds: int, options: list):
+    """Flow 1 (s1 -> r1, ccp) under ``adaptive OPTIONS`` beside flow 2 (s2 -> r2) on kernel
+    ``competitor``, both started together (as the estimator's training runs start them):
+    the agent (stopped) and flow 1's iperf3 output."""
     tb, dp = bench
-    trace = tmp_path / "trace.csv"
-    agent = AgentProcess("adaptive", ["--model", INT_MODEL, "--broker", dp.broker_url, "--state-dir", dp.state_dir,
-                                      "--trace", str(trace), "--algorithms", "bbr,cubic,reno", "-v"],
+    agent = AgentProcess("adaptive", options + ["--broker", dp.broker_url, "--state-dir", dp.state_dir, "-v"],
                          log_path=str(tmp_path / "agent.log")).start()
     try:
         dp.wait_agent(True)
-        together = threading.Barrier(2)      # as the estimator's training runs start them
+        together = threading.Barrier(2)
         other = BackgroundFlow(tb, "s2", "r2", competitor, seconds, 1.0, port=5202, start_together=together)
         out = iperf(tb, "s1", "r1", "ccp", seconds, 1.0, port=5201, start_together=together)
         other.join()
@@ -102,6 +100,16 @@ def run_adaptive(bench, tmp_path, competitor: str, seconds: int = 25):
     finally:
         agent.stop()
         dp.wait_agent(False)
+    return agent, out
+
+
+def run_adaptive(bench, tmp_path, competitor: str, seconds: int = 25):
+    """Flow 1 (s1 -> r1, ccp) under ``adaptive`` (initial cubic, mirror, the INT model),
+    flow 2 (s2 -> r2) on kernel ``competitor``; returns the switches, flow 1's per-second
+    goodputs and the agent's log."""
+    trace = tmp_path / "trace.csv"
+    agent, out = beside(bench, tmp_path, competitor, seconds,
+                        ["--model", INT_MODEL, "--trace", str(trace), "--algorithms", "bbr,cubic,reno"])
     log = agent.log()
     assert "estimation failed" not in log, log[-2000:]
     assert log.count(": verdict ") >= 15, log[-3000:]       # one per 0.5 s after 5 s of warm-up
@@ -143,21 +151,9 @@ def verdicts(log: str) -> list[str]:
 def run_identified(bench, tmp_path, competitor: str, seconds: int = 20):
     """Flow 1 under ``adaptive --identify active`` (the probe, then one switch), flow 2 on
     kernel ``competitor``: the identify rows of the trace, the switches, flow 1's goodputs."""
-    tb, dp = bench
     trace = tmp_path / "trace.csv"
-    agent = AgentProcess("adaptive", ["--identify", "active", "--broker", dp.broker_url, "--state-dir", dp.state_dir,
-                                      "--trace", str(trace), "--algorithms", "bbr,cubic,reno,vegas", "-v"],
-                         log_path=str(tmp_path / "agent.log")).start()
-    try:
-        dp.wait_agent(True)
-        together = threading.Barrier(2)
-        other = BackgroundFlow(tb, "s2", "r2", competitor, seconds, 1.0, port=5202, start_together=together)
-        out = iperf(tb, "s1", "r1", "ccp", seconds, 1.0, port=5201, start_together=together)
-        other.join()
-        assert not agent.failure(), agent.failure()
-    finally:
-        agent.stop()
-        dp.wait_agent(False)
+    _, out = beside(bench, tmp_path, competitor, seconds,
+                    ["--identify", "active", "--trace", str(trace), "--algorithms", "bbr,cubic,reno,vegas"])
     rows = list(csv.DictReader(open(trace)))
     identify = [r["reason"] for r in rows if r["event"] == "verdict" and r["reason"].startswith("identify:")]
     paced = [r["reason"] for r in rows if r["reason"].startswith("probe: rate x")]
