@@ -627,3 +627,14 @@ def test_the_example_algorithm_grows_a_segments_per_round_in_the_kernel(tb, dp, 
     assert len(steps) >= 30 and len(cuts) >= 2, (len(steps), len(cuts))
     per_round = statistics.mean(steps)
     assert 2.4 <= per_round <= 3.6, f"{per_round:.2f} segments per report in congestion avoidance (a = 3)"
+
+
+def test_const_with_a_rate_paces_the_flow_at_it(tb, dp, agent_factory):
+    """--rate-mbps: the window (200 segments, ~115 Mbit/s over this path's RTT) above the
+    link's 100 Mbit/s, the pacing rate alone sets the goodput (less the TCP/IP headers)."""
+    set_rate(tb, 100)
+    agent = agent_factory("const", "--cwnd-pkts", "200", "--rate-mbps", "20")
+    out = iperf3(tb, "sta1", "sta2", seconds=5, extra=["-C", "ccp", "-O", "1"])
+    agent.stop()
+    dp.wait_agent(False)
+    assert 0.85 * 20 <= goodput_mbps(out) <= 1.02 * 20, goodput_mbps(out)
