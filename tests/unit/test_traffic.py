@@ -67,17 +67,18 @@ def test_a_flow_that_fails_before_the_start_frees_the_others():
 class LossySetupTestbed(FakeTestbed):
     """A UDP client whose stream setup is lost ``lost_setups`` times, as iperf3 reports it."""
 
-    def __init__(self, lost_setups: int):
+    def __init__(self, lost_setups: int, error: str = "unable to read from stream socket: Resource temporarily "
+                                                      "unavailable"):
         super().__init__({5300: 0.0})
         self.lost_setups = lost_setups
+        self.error = error
         self.client_seconds: list[float] = []
 
     def run(self, host, argv, timeout=None):
         self.client_seconds.append(int(argv[argv.index("-t") + 1]))
         if len(self.client_seconds) <= self.lost_setups:
             time.sleep(0.2)
-            return SimpleNamespace(stdout=json.dumps({"error": "error - unable to read from stream socket: "
-                                                               "Resource temporarily unavailable"}), stderr="")
+            return SimpleNamespace(stdout=json.dumps({"error": f"error - {self.error}"}), stderr="")
         return SimpleNamespace(stdout=json.dumps({"intervals": []}), stderr="")
 
 
@@ -92,3 +93,6 @@ def test_a_udp_flow_whose_setup_was_lost_starts_again_to_end_when_it_would_have(
     with pytest.raises(RunFailed, match="stream socket"):
         iperf(tcp, "s1", "r1", "cubic", 10, 1.0, port=5300)
     assert len(tcp.client_seconds) == 1
+    # the server gave up on the setup first: the client reads its control socket closed
+    closed = LossySetupTestbed(lost_setups=1, error="control socket has closed unexpectedly")
+    assert iperf(closed, "s2", "r2", "udp", 10, 1.0, port=5300, udp_mbps=1.0)["intcc_setup_retries"] == 1
