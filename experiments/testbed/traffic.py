@@ -48,8 +48,8 @@ UDP_PAYLOAD_BYTES = 1400
 
 #: iperf3 sets a UDP stream up with one datagram each way and no retransmission (esnet/iperf
 #: #862): one lost to the link's random loss or a full queue fails the flow with the first;
-#: the server giving up on it first, with the second (seen once in a clean-clone run, hard
-#: collection with UDP cross traffic, 2026-12-02)
+#: the second, taken to be the server giving up on the setup first, was seen once (a
+#: clean-clone run, a hard collection run with UDP cross traffic, 2026-12-02)
 UDP_SETUP_ERRORS = ("unable to read from stream socket", "control socket has closed unexpectedly")
 #: ... so a UDP flow that failed so is started again (to end when it would have), this often
 UDP_SETUP_TRIES = 3
