@@ -19,6 +19,21 @@ def stop_child(proc: mp.Process | None, timeout_s: float = 2.0):
         proc.join(timeout_s)
 
 
+GONE = object()                 # receive(): the agent is gone
+
+
+def receive(conn, timeout_s: float):
+    """The agent's next message within ``timeout_s``: None when none came, GONE when the
+    agent is gone (the pipe closed)."""
+    if not conn.poll(max(0.0, timeout_s)):
+        return None
+    try:
+        return conn.recv()
+    except (EOFError, OSError):
+        return GONE
+
+
+
 class ChildEnd:
     """The agent's end of a helper that takes flows and answers with verdicts (the
     estimator, the identification): ``SERVE(conn, *args, parent_pid, parent_end)`` runs in

@@ -29,7 +29,7 @@ from types import SimpleNamespace
 
 from estimator.loop import EstimationLoop, WatchedFlow
 
-from .child import ChildEnd
+from .child import GONE, ChildEnd, receive
 
 from .datapath import ReportRequester
 from .flows import FlowDirectory, LocateError, locate_socket, socket_min_rtt_s
@@ -134,11 +134,10 @@ def _serve(conn, model_path, window, interval_s, broker_url, state_dir, warmup_s
         conn.send(("error", sid, f"flow {sid}: {e}"))
     try:
         while os.getppid() == parent_pid:
-            if conn.poll(max(0.0, next_step - time.monotonic())):
-                try:
-                    msg = conn.recv()
-                except (EOFError, OSError):
-                    break                            # the agent is gone
+            msg = receive(conn, next_step - time.monotonic())
+            if msg is GONE:
+                break                                # the agent is gone
+            if msg is not None:
                 kind, sid = msg[0], msg[1]
                 try:
                     if kind == "observe":

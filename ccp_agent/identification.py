@@ -14,7 +14,7 @@ import time
 from collections import deque
 from types import SimpleNamespace
 
-from .child import ChildEnd
+from .child import GONE, ChildEnd, receive
 from .datapath import ReportRequester
 from .estimation import Verdict
 from .flows import FlowDirectory, LocateError, entry_flow_id, locate_socket, socket_min_rtt_s
@@ -67,11 +67,10 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
     next_sweep = time.monotonic() + SWEEP_S
     try:
         while os.getppid() == parent_pid:
-            if conn.poll(max(0.0, next_step - time.monotonic())):
-                try:
-                    msg = conn.recv()
-                except (EOFError, OSError):
-                    break
+            msg = receive(conn, next_step - time.monotonic())
+            if msg is GONE:
+                break                                # the agent is gone
+            if msg is not None:
                 kind, sid = msg[0], msg[1]
                 if kind == "observe":
                     flows[sid] = _Flow(sid, msg[2], threshold)

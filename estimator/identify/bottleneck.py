@@ -22,17 +22,15 @@ MIN_FLOW_SHARE = 0.05         # a competitor carries at least this share of the 
 @dataclass
 class Series:
     """Per 10 ms bin from ``t0_s``: this flow's packets (``own``), each competitor's
-    (``comp``, (F, N)) and its losses (``comp_lost``), the queue at the bin's end (bytes
-    and packets, carried over bins without a record), whether any record fell in it
-    (``seen``); the port's rate (bit/s, 0: not stamped) and mean frame size."""
+    (``comp``, (F, N)) and its losses (``comp_lost``), the queue at the bin's end (packets,
+    carried over bins without a record); the port's rate (bit/s, 0: not stamped), its
+    buffer and its packet rate measured while busy."""
     t0_s: float
     own: np.ndarray
     comp: np.ndarray
     comp_lost: np.ndarray
     comp_ids: list
-    queue_bytes: np.ndarray
     queue_pkts: np.ndarray
-    seen: np.ndarray
     port_bps: float
     capacity_pkts: float = 0.0         # the queue's buffer (0: not told)
     busy_pps: float | None = None      # the port's packet rate measured while it had a queue
@@ -66,7 +64,7 @@ class NodeRecords:
 
     def __init__(self, keep_s: float = 60.0):
         self.keep_s = keep_s
-        self.rows: deque = deque()      # (t_end_s, span_s, depth_bytes, depth_pkts, port_bps, {fid: (packets, lost)})
+        self.rows: deque = deque()      # (t_end_s, span_s, depth_pkts, port_bps, {fid: (packets, lost)})
         self.not_tcp_entries = 0
         self.capacity_pkts = 0.0
 
@@ -83,17 +81,17 @@ class NodeRecords:
         if rec.queue_capacity_bytes:       # a slot per packet (int_node Queue.advertised_depth_bytes)
             self.capacity_pkts = rec.queue_capacity_bytes * (rec.queue_depth_pkts / rec.queue_depth_bytes) \
                 if rec.queue_depth_bytes else self.capacity_pkts or rec.queue_capacity_bytes / 1500
-        self.rows.append((t, rec.interval_ms / 1e3, rec.queue_depth_bytes, rec.queue_depth_pkts,
+        self.rows.append((t, rec.interval_ms / 1e3, rec.queue_depth_pkts,
                           rec.data_rate_kbps * 1e3, flows))
         while self.rows and self.rows[0][0] < t - self.keep_s:
             self.rows.popleft()
         return True
 
     def has_flow(self, flow_id: str) -> bool:
-        return any(flow_id in r[5] for r in self.rows)
+        return any(flow_id in r[4] for r in self.rows)
 
     def port_bps(self) -> float:
-        return self.rows[-1][4] if self.rows else 0.0
+        return self.rows[-1][3] if self.rows else 0.0
 
     def series(self, own_flow_id: str) -> Series | None:
         rows = list(self.rows)
@@ -103,7 +101,7 @@ class NodeRecords:
         n = int(np.floor((rows[-1][0] - t0) / BIN_S)) + 1
         totals: dict = {}
         for r in rows:
-            for fid, (k, _) in r[5].items():
+            for fid, (k, _) in r[4].items():
                 if fid != own_flow_id:
                     totals[fid] = totals.get(fid, 0) + k
         others = sum(totals.values())
@@ -111,20 +109,19 @@ class NodeRecords:
         index = {f: i for i, f in enumerate(ids)}
         own = np.zeros(n)
         comp, lost = np.zeros((len(ids), n)), np.zeros((len(ids), n))
-        qb, qp, seen = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
-        for t_end, span, depth_b, depth_p, _, flows in rows:
+        qp = np.full(n, np.nan)
+        for t_end, span, depth_p, _, flows in rows:
             k = min(int(np.floor((t_end - span / 2 - t0) / BIN_S)), n - 1)     # counted at the interval's middle
-            seen[k] = True
             j = min(int(np.floor((t_end - t0) / BIN_S)), n - 1)
-            qb[j], qp[j] = depth_b, depth_p
+            qp[j] = depth_p
             for fid, (packets, dropped) in flows.items():
                 if fid == own_flow_id:
                     own[k] += packets
                 elif fid in index:
                     comp[index[fid], k] += packets
                     lost[index[fid], k] += dropped
-        qb, qp = _carried(qb), _carried(qp)
-        return Series(t0, own, comp, lost, ids, qb, qp, seen, self.port_bps(), float(self.capacity_pkts),
+        qp = _carried(qp)
+        return Series(t0, own, comp, lost, ids, qp, self.port_bps(), float(self.capacity_pkts),
                       _busy_pps(own + comp.sum(axis=0), qp))
 
 

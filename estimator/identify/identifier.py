@@ -55,7 +55,7 @@ class Identifier:
         rated = {nid: n for nid, n in on_path.items() if n.port_bps() > 0}
         pool = rated or on_path
         self.node_id = min(pool, key=lambda nid: (pool[nid].port_bps() if rated else 0,
-                                                  -np.mean([r[3] for r in pool[nid].rows])))
+                                                  -np.mean([r[2] for r in pool[nid].rows])))
         return pool[self.node_id]
 
     def step(self) -> list[Evidence]:
