@@ -128,9 +128,9 @@ def join_flows(flows: list, plan: dict) -> list:
 def goodputs(outs: list, plan: dict) -> dict:
     """The receivers' Mbit/s of join_flows' outputs: the TCP flows' (flow 1 first) as
     ``goodput_mbps``, the UDP cross traffic's apart."""
-    mbps = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in outs]
-    return {"goodput_mbps": mbps[:-1], "udp_received_mbps": mbps[-1]} if plan.get("udp_mbps") else \
-        {"goodput_mbps": mbps}
+    tcp = outs[:-1] if plan.get("udp_mbps") else outs
+    mbps = {"goodput_mbps": [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in tcp]}
+    return mbps | {"udp_received_mbps": outs[-1]["received_mbps"]} if plan.get("udp_mbps") else mbps
 
 
 def one_run(plan: dict, seconds: float, samples: int, warmup_frac: float, workdir: str, tb_name: str = "est",

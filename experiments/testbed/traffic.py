@@ -2,8 +2,12 @@
 the sender's kernel TCP counters (how it recovered from losses)."""
 from __future__ import annotations
 
+import functools
 import json
+import os
+import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -46,40 +50,53 @@ START_TOGETHER_TIMEOUT_S = 30
 UDP_PAYLOAD_BYTES = 1400
 
 
-#: iperf3 sets a UDP stream up with one datagram each way and no retransmission (esnet/iperf
-#: #862): one lost to the link's random loss or a full queue fails the flow with the first;
-#: the second, taken to be the server giving up on the setup first, was seen once (a
-#: clean-clone run, a hard collection run with UDP cross traffic, 2026-12-02)
-UDP_SETUP_ERRORS = ("unable to read from stream socket", "control socket has closed unexpectedly")
-#: ... so a UDP flow that failed so is started again (to end when it would have), this often
-UDP_SETUP_TRIES = 3
+UDPGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "udpgen.py")
+#: How long the UDP receiver waits after the last datagram before it reports
+UDP_IDLE_S = 1.0
+#: ... and how much longer it is given once the sender is done, before it is told to stop
+#: (it then waits for a first datagram that will not come: every one was lost)
+UDP_LAST_WAIT_S = 5.0
+
+
+def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, port: int = 5201,
+             length: int = UDP_PAYLOAD_BYTES) -> dict:
+    """Paced UDP from src to dst for ``seconds`` (udpgen.py: no setup exchange to lose);
+    returns sent, received, loss_fraction, out_of_order (datagrams that arrived behind a
+    later one) and received_mbps (the payload received over ``seconds``)."""
+    rx = tb.popen(dst, [sys.executable, UDPGEN, "recv", str(port), str(UDP_IDLE_S)], stdout=subprocess.PIPE,
+                  stderr=subprocess.PIPE, text=True)
+    try:
+        if rx.stdout.readline().strip() != "ready":
+            raise RunFailed(f"UDP {src} -> {dst}: the receiver did not start: {rx.stderr.read().strip()[:300]}")
+        res = tb.run(src, [sys.executable, UDPGEN, "send", tb.addr(dst), str(port), str(rate_mbps), str(seconds),
+                           str(length)], timeout=seconds + 30)
+        if res.returncode != 0:
+            raise RunFailed(f"UDP {src} -> {dst}: the sender failed: {res.stderr.strip()[:300]}")
+        sent = json.loads(res.stdout)["sent"]
+        try:
+            out, _ = rx.communicate(timeout=UDP_IDLE_S + UDP_LAST_WAIT_S)
+        except subprocess.TimeoutExpired:       # every datagram lost: it still waits for the first
+            rx.send_signal(signal.SIGINT)
+            out, _ = rx.communicate(timeout=5)
+        got = json.loads(out)
+    except (ValueError, subprocess.TimeoutExpired) as e:
+        raise RunFailed(f"UDP {src} -> {dst}: no count from the receiver ({e})") from None
+    finally:
+        if rx.poll() is None:
+            rx.kill()
+        rx.wait()
+    received = got["received"]
+    return {"sent": sent, "received": received, "loss_fraction": 1 - received / sent if sent else 0.0,
+            "out_of_order": got["out_of_order"], "received_mbps": got["bytes"] * 8 / seconds / 1e6}
 
 
 def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-          port: int = 5201, start_together: threading.Barrier | None = None, udp_mbps: float | None = None) -> dict:
-    """One iperf3 flow, client -> server, its JSON output; with ``udp_mbps``, UDP at that
-    constant rate instead of TCP (``cca`` then only names it; a setup lost on the way is
-    tried again, UDP_SETUP_TRIES in all, the output's ``intcc_setup_retries`` says how often).
-    ``start_together``: the clients of flows sharing it start at once, when every server
-    listens. Each started as soon as its own server listened, the competitor (its thread
-    started first) led flow 1 by up to an RTT: in slow start beside it, flow 1 met the queue
-    the competitor's first rounds built and left slow start at 0.75 of its window."""
-    if udp_mbps is None:
-        return _iperf_once(tb, client, server, cca, seconds, interval_s, port, start_together, None)
-    t0 = time.monotonic()
-    for retries in range(UDP_SETUP_TRIES):
-        left_s = seconds - (time.monotonic() - t0)
-        try:
-            out = _iperf_once(tb, client, server, cca, round(left_s, 3), interval_s, port, start_together, udp_mbps)
-            return out | {"intcc_setup_retries": retries}
-        except RunFailed as e:
-            if not any(m in str(e) for m in UDP_SETUP_ERRORS) or retries == UDP_SETUP_TRIES - 1 \
-                    or left_s < seconds / 2:
-                raise
-
-
-def _iperf_once(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-                port: int, start_together: threading.Barrier | None, udp_mbps: float | None) -> dict:
+          port: int = 5201, start_together: threading.Barrier | None = None) -> dict:
+    """One iperf3 TCP flow, client -> server, its JSON output. ``start_together``: the
+    clients of flows sharing it start at once, when every server listens. Each started as
+    soon as its own server listened, the competitor (its thread started first) led flow 1 by
+    up to an RTT: in slow start beside it, flow 1 met the queue the competitor's first
+    rounds built and left slow start at 0.75 of its window."""
     srv = tb.popen(server, ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     try:
@@ -95,11 +112,10 @@ def _iperf_once(tb: Testbed, client: str, server: str, cca: str, seconds: float,
                 start_together.abort()     # the others go on to fail at once, not after the timeout
             raise
         try:
-            kind = ["-C", cca] if udp_mbps is None else ["-u", "-b", f"{udp_mbps}M", "-l", str(UDP_PAYLOAD_BYTES)]
             # iperf3 reads -t as whole seconds (atoi): a competitor 2.151 s late in a 30 s run
             # sends for 27 s and stops 0.85 s before flow 1; every collection was made so
             res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(int(seconds)),
-                                  "-i", str(interval_s), *kind, "-J", "--get-server-output"],
+                                  "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
                          timeout=seconds + IPERF_GRACE_S)
         except subprocess.TimeoutExpired:
             raise RunFailed(f"iperf3 {client} -> {server} ({cca}) did not end {IPERF_GRACE_S} s after its "
@@ -118,7 +134,8 @@ def _iperf_once(tb: Testbed, client: str, server: str, cca: str, seconds: float,
 
 
 class BackgroundFlow:
-    """An iperf3 flow (as ``iperf``) in a thread beside the caller's: a competitor, or one
+    """An iperf3 flow (as ``iperf``), or with ``udp_mbps`` a UDP one (as ``udp_flow``; ``cca``
+    then only names it), in a thread beside the caller's: a competitor, cross traffic, or one
     of several flows started together. ``join()`` returns its output or raises its error."""
 
     def __init__(self, tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
@@ -127,15 +144,18 @@ class BackgroundFlow:
         self.out: dict | None = None
         self.error: BaseException | None = None
         self.udp_mbps = udp_mbps
-        args = (tb, client, server, cca, seconds, interval_s)
-        self._thread = threading.Thread(target=self._run, args=(args, port, start_delay_s, start_together),
+        if udp_mbps is None:
+            run = functools.partial(iperf, tb, client, server, cca, seconds, interval_s, port, start_together)
+        else:
+            run = functools.partial(udp_flow, tb, client, server, udp_mbps, seconds, port)
+        self._thread = threading.Thread(target=self._run, args=(run, start_delay_s),
                                         name=f"iperf-{client}-{port}", daemon=True)
         self._thread.start()
 
-    def _run(self, args, port, start_delay_s, start_together):
+    def _run(self, run, start_delay_s):
         try:
             time.sleep(start_delay_s)
-            self.out = iperf(*args, port=port, start_together=start_together, udp_mbps=self.udp_mbps)
+            self.out = run()
         except BaseException as e:     # raised in join(), in the caller's thread
             self.error = e
 

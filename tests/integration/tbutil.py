@@ -7,7 +7,6 @@ import re
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 
@@ -15,7 +14,6 @@ from experiments.testbed.nodeconf import INT_HEADROOM_BYTES
 from experiments.testbed.bed import Testbed
 from experiments.testbed.topo import load_topo
 
-UDPGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "udpgen.py")
 TOPO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "testbed", "topologies")
 
 
@@ -46,7 +44,7 @@ def ping_rtts_ms(tb: Testbed, src: str, dst_addr: str, count: int = 20, interval
 
 
 def iperf3(tb: Testbed, client: str, server: str, seconds: float = 5, extra=(), port: int = 5201) -> dict:
-    """A TCP iperf3 run (UDP flows go through udp_flow: iperf3's UDP setup is not loss-proof)."""
+    """A TCP iperf3 run (UDP flows go through traffic.udp_flow: iperf3's UDP setup is not loss-proof)."""
     srv = tb.popen(server, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     try:
@@ -118,28 +116,6 @@ class SocketSampler:
         self._thread.join()
         if self.error and not exc[0]:
             raise RuntimeError(f"sampling the sockets in {self.netns} failed: {self.error!r}") from self.error
-
-
-def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, port: int = 5201,
-             length: int = 1200) -> dict:
-    """Paced UDP from src to dst (tests/integration/udpgen.py); returns sent, received,
-    loss_fraction and out_of_order (datagrams that arrived behind a later one)."""
-    rx = tb.popen(dst, [sys.executable, UDPGEN, "recv", str(port), "1.0"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert rx.stdout.readline().strip() == "ready", "udpgen receiver did not start"
-        res = tb.run(src, [sys.executable, UDPGEN, "send", tb.addr(dst), str(port), str(rate_mbps), str(seconds),
-                           str(length)], timeout=seconds + 30)
-        assert res.returncode == 0, res.stderr
-        sent = json.loads(res.stdout)["sent"]
-        out, _ = rx.communicate(timeout=10)   # the receiver stops after 1 s of silence
-        got = json.loads(out)
-    finally:
-        if rx.poll() is None:
-            rx.kill()
-            rx.wait()
-    received = got["received"]
-    return {"sent": sent, "received": received, "loss_fraction": 1 - received / sent if sent else 0.0,
-            "out_of_order": got["out_of_order"]}
 
 
 def fresh_datapath_stats(dp) -> dict:

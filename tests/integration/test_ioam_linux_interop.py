@@ -2,7 +2,6 @@
 configured for the intcc namespace, with a schema attached, fills its slot of the
 pre-allocated trace intcc inserts, and intcc's decoder reads it back."""
 import socket
-import struct
 import subprocess
 import time
 

@@ -12,9 +12,9 @@ import time
 import pytest
 
 from tests.helpers import ipv6_frame
-from tests.integration.tbutil import start_line_without_sink, udp_flow
+from experiments.testbed.traffic import UDPGEN, udp_flow
+from tests.integration.tbutil import start_line_without_sink
 
-UDPGEN = os.path.join(os.path.dirname(__file__), "udpgen.py")
 #: Counters of frames an element did not pass on (each frame is counted by one of them).
 DROP_COUNTERS = ("kernel_drops", "refused", "truncated", "element_errors", "other_dst", "unmatched", "no_route",
                  "expired", "dropped", "link_losses", "drops", "too_big", "runts", "send_drops")

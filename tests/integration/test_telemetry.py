@@ -17,7 +17,8 @@ from experiments.runs.runner import free_port
 from telemetry.schema import decode, flow_topic, hop_topic
 from broker.subscriber import TelemetryView
 from experiments.testbed.teardown import teardown
-from tests.integration.tbutil import start_testbed, udp_flow
+from experiments.testbed.traffic import udp_flow
+from tests.integration.tbutil import start_testbed
 
 CREDS = "/run/intcc/test-broker/credentials.json"
 

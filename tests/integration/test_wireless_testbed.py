@@ -13,7 +13,8 @@ from pyroute2 import netns
 from experiments.testbed.teardown import teardown
 from int_node import ioam
 from tests.helpers import ipv6_frame
-from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed, udp_flow
+from experiments.testbed.traffic import udp_flow
+from tests.integration.tbutil import iperf3, ping_rtts_ms, start_testbed
 
 RATE_MBPS, DELAY_MS = 10.0, 10.0
 INT_BYTES = ioam.Inserter(2).size     # 2 hops: 160 bytes

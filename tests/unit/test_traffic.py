@@ -1,13 +1,16 @@
-"""Flows started together (experiments/testbed/traffic.py): no client goes before every server of
-its start listens, and one flow's failure frees the others at once."""
+"""A run's flows (experiments/testbed/traffic.py): no client goes before every server of its
+start listens, one flow's failure frees the others at once; UDP flows need no setup."""
 import json
+import socket
+import subprocess
 import threading
 import time
 from types import SimpleNamespace
 
 import pytest
 
-from experiments.testbed.traffic import BackgroundFlow, RunFailed, iperf
+from experiments.testbed import traffic
+from experiments.testbed.traffic import BackgroundFlow, RunFailed, iperf, udp_flow
 
 
 class FakeTestbed:
@@ -64,35 +67,46 @@ def test_a_flow_that_fails_before_the_start_frees_the_others():
     assert 5201 not in tb.client_start_s
 
 
-class LossySetupTestbed(FakeTestbed):
-    """A UDP client whose stream setup is lost ``lost_setups`` times, as iperf3 reports it."""
+class LocalHost:
+    """A testbed of one host, this one: udp_flow's commands run here, over loopback.
+    ``receiver_port`` moves the receiver off the sender's port (every datagram lost)."""
 
-    def __init__(self, lost_setups: int, error: str = "unable to read from stream socket: Resource temporarily "
-                                                      "unavailable"):
-        super().__init__({5300: 0.0})
-        self.lost_setups = lost_setups
-        self.error = error
-        self.client_seconds: list[float] = []
+    def __init__(self, receiver_port: int | None = None):
+        self.receiver_port = receiver_port
+
+    def _argv(self, argv):
+        if self.receiver_port is not None and argv[2] == "recv":
+            argv = [*argv[:3], str(self.receiver_port), *argv[4:]]
+        return argv
+
+    def popen(self, host, argv, **kwargs):
+        return subprocess.Popen(self._argv(argv), **kwargs)
 
     def run(self, host, argv, timeout=None):
-        self.client_seconds.append(int(argv[argv.index("-t") + 1]))
-        if len(self.client_seconds) <= self.lost_setups:
-            time.sleep(0.2)
-            return SimpleNamespace(stdout=json.dumps({"error": f"error - {self.error}"}), stderr="")
-        return SimpleNamespace(stdout=json.dumps({"intervals": []}), stderr="")
+        return subprocess.run(self._argv(argv), capture_output=True, text=True, timeout=timeout)
+
+    def addr(self, host):
+        return "::1"
 
 
-def test_a_udp_flow_whose_setup_was_lost_starts_again_to_end_when_it_would_have():
-    tb = LossySetupTestbed(lost_setups=2)
-    out = iperf(tb, "s2", "r2", "udp", 10, 1.0, port=5300, udp_mbps=1.0)
-    assert out["intcc_setup_retries"] == 2 and len(tb.client_seconds) == 3
-    assert tb.client_seconds == [10, 9, 9]       # the time the lost setups took, in iperf3's whole seconds
-    with pytest.raises(RunFailed, match="stream socket"):                        # three lost: the run fails
-        iperf(LossySetupTestbed(lost_setups=3), "s2", "r2", "udp", 10, 1.0, port=5300, udp_mbps=1.0)
-    tcp = LossySetupTestbed(lost_setups=1)                                       # TCP: iperf3's own error, once
-    with pytest.raises(RunFailed, match="stream socket"):
-        iperf(tcp, "s1", "r1", "cubic", 10, 1.0, port=5300)
-    assert len(tcp.client_seconds) == 1
-    # the server gave up on the setup first: the client reads its control socket closed
-    closed = LossySetupTestbed(lost_setups=1, error="control socket has closed unexpectedly")
-    assert iperf(closed, "s2", "r2", "udp", 10, 1.0, port=5300, udp_mbps=1.0)["intcc_setup_retries"] == 1
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+        s.bind(("::1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_udp_flow_sends_at_its_rate_with_no_setup_to_lose(monkeypatch):
+    monkeypatch.setattr(traffic, "UDP_LAST_WAIT_S", 0.5)
+    out = udp_flow(LocalHost(), "h1", "h2", rate_mbps=2.24, seconds=1.0, port=free_udp_port(), length=1400)
+    assert out["sent"] == 200 and out["received"] == 200 and out["loss_fraction"] == 0.0      # 200 per s
+    assert out["received_mbps"] == pytest.approx(2.24)
+    # nothing arrives (all lost): the receiver, still waiting for a first datagram, is told
+    # to stop and counts none; the flow is a result, not a hang or an error
+    lost = udp_flow(LocalHost(receiver_port=free_udp_port()), "h1", "h2", 1.0, 0.3, port=free_udp_port())
+    assert lost["sent"] > 0 and lost["received"] == 0 and lost["loss_fraction"] == 1.0
+
+
+def test_a_background_udp_flow_is_cross_traffic_beside_tcp_ones():
+    flow = BackgroundFlow(LocalHost(), "h1", "h2", "udp", 0.5, 0.5, port=free_udp_port(), udp_mbps=1.12)
+    out = flow.join()
+    assert out["received"] == out["sent"] == 50

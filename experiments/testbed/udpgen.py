@@ -1,8 +1,10 @@
-"""A paced UDP sender and a counting receiver, run inside a testbed namespace.
+"""A paced UDP sender and a counting receiver, run inside a testbed namespace: UDP cross
+traffic (traffic.udp_flow) and the tests' UDP flows.
 
-Tests use this instead of `iperf3 -u`: iperf3 sets up a UDP stream with one datagram each
-way and no retransmission, so on a lossy link a lost one either fails the test or hangs the
-client (esnet/iperf#862). Here nothing is exchanged before the data: the sender just sends.
+Not `iperf3 -u`: iperf3 sets a UDP stream up with one datagram each way and no
+retransmission, so one lost to a full queue or the link's loss fails the flow or hangs its
+client for good (esnet/iperf#862). Here nothing is exchanged before the data: the sender
+just sends.
 
     python3 udpgen.py recv PORT IDLE_S        prints "ready", then {"received": n, "bytes": b,
                                               "out_of_order": datagrams behind a later one}
@@ -10,7 +12,7 @@ client (esnet/iperf#862). Here nothing is exchanged before the data: the sender 
 
 Each datagram starts with its sequence number (8 bytes, network order).
 
-Standalone on purpose (stdlib only): it runs under `ip netns exec` with no project path.
+Standalone on purpose (stdlib only): it runs under `ip netns exec` by path, with no project path.
 """
 import json
 import socket
@@ -32,7 +34,7 @@ def receive(port: int, idle_s: float) -> dict:
     while True:
         try:
             data = sock.recv(65535)
-        except socket.timeout:
+        except (socket.timeout, KeyboardInterrupt):     # SIGINT: nothing came, or no end came
             break
         received += 1
         nbytes += len(data)
