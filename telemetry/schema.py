@@ -301,7 +301,7 @@ class SwitchRecord(_FlatRecord):
 
 
 #: The stages of active identification (estimator/identify/)
-IDENTIFY_STAGES = ("loss_cut", "queue_trend", "queue_level", "spare", "elasticity")
+IDENTIFY_STAGES = ("loss_cut", "queue_trend", "queue_level", "spare", "elasticity", "probe_rtt")
 
 
 def _stage_measurements(v):

@@ -53,6 +53,33 @@ class Series:
     def queue_delay_s(self) -> np.ndarray:
         return self.queue_pkts / self.port_pps if self.port_pps else np.zeros(self.n)
 
+    def comp_queued(self) -> np.ndarray:
+        """Each competitor's packets in the queue at each bin's end, (F, N): at a FIFO port
+        the packets queued at a moment are those that leave in the queue's delay after it,
+        and the sink counts each flow's leaving. NaN where the series ends within that delay
+        (not known yet)."""
+        if not self.port_pps:
+            return np.full(self.comp.shape, np.nan)
+        start = np.arange(self.n) + 1.0                   # the cumulative count's index at each bin's end
+        end = start + self.queue_pkts / self.port_pps / BIN_S
+        cum = np.concatenate((np.zeros((self.comp.shape[0], 1)), np.cumsum(self.comp, axis=1)), axis=1)
+        grid = np.arange(self.n + 1)
+        # a bin's packets taken to leave evenly through it: a queue shorter than a bin's
+        # departures still counts its share of them
+        queued = np.array([np.interp(end, grid, c) - c[start.astype(int)] for c in cum]).reshape(self.comp.shape)
+        queued[:, end > self.n] = np.nan
+        return queued
+
+    def comp_window(self, base_rtt_s: float) -> np.ndarray:
+        """Each competitor's window as the bottleneck sees it, (F, N) packets: those on the
+        way (its rate over an RTT around the bin, times the base RTT) and those queued
+        (comp_queued). A window-limited sender's is its congestion window, whatever share
+        of the port this flow's pulses leave it: where its rate falls, its queue grows."""
+        k = max(1, int(round(base_rtt_s / BIN_S)))
+        kernel = np.ones(k) / k
+        rate = np.array([np.convolve(c, kernel, mode="same") for c in self.comp]).reshape(self.comp.shape) / BIN_S
+        return rate * base_rtt_s + self.comp_queued()
+
     def comp_first_bin(self) -> int | None:
         """The first bin with a competitor's packet (None: none yet)."""
         hit = np.flatnonzero(self.comp.sum(axis=0) > 0)

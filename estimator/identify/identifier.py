@@ -7,15 +7,16 @@ of the stages' models holds there): at its first loss plus three RTTs, or one se
 ten RTTs after its first packet, whichever comes first. Each stretch (a second, or two
 probe periods of 8 RTTs where longer) gives one measurement per stage: the port's use
 (spare.py), the competitor's answer to the pulses (elasticity.py), the packets it keeps
-queued (queue_level.py) and, without a competitor loss in it, the queue's trend
-(queue_trend.py). Each competitor loss after its
+queued (queue_level.py) and, without a competitor loss in it, the trend of its window
+(queue_trend.py); the competitor's dips on BBR's ProbeRTT clock since its start
+(probe_rtt.py) are counted again at each. Each competitor loss after its
 first (the slow-start exit, whose overshoot no cut model holds for) gives its cut
 (loss_cut.py). The bottleneck is the node on the flow's path with the slowest stamped port."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import elasticity, loss_cut, queue_level, queue_trend, spare
+from . import elasticity, loss_cut, probe_rtt, queue_level, queue_trend, spare
 from .bottleneck import BIN_S, NodeRecords
 from .evidence import Evidence, SequentialTest, aggregate
 
@@ -37,11 +38,12 @@ class Identifier:
         self.node_id: int | None = None
         self.competitor_since_s: float | None = None   # the records' clock: its first packet at the bottleneck
         self._stretch_next_s: float | None = None       # where the next stretch starts (records' clock)
+        self._stretch_first_s: float | None = None      # where the first one started
         # competitor -> the time of its last loss read (its first: the slow-start exit, skipped);
         # times, not bins: the series' first bin moves as old records go
         self._loss_read_s: dict = {}
         self.measured: dict = {}            # stage -> [(value, its standard error)]
-        self._level_context = (0.0, 0.0)    # (BDP, buffer) in packets, for queue_level
+        self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
         self._trend_context: list = []      # (competitor's window in packets, RTT s) of each trend
 
     def add(self, rec) -> None:
@@ -80,11 +82,19 @@ class Identifier:
                 return added
             self._stretch_next_s = start
         length_s = max(STRETCH_S, STRETCH_RTTS * self.base_rtt_s)
-        while self._stretch_next_s + length_s <= s.t0_s + s.n * BIN_S:
+        # the stages average over an RTT or a probe period centred on each bin, and count the
+        # packets queued at a bin by those that leave within the queue's delay after it: a
+        # stretch is read once the series runs that far past its end (before, the average's
+        # edge reads as a falling rate, a false trend many segments per RTT down)
+        margin_s = max(rtt_s, self._period_s()) / 2 + BIN_S + float(s.queue_delay_s()[-int(length_s / BIN_S):].max())
+        while self._stretch_next_s + length_s + margin_s <= s.t0_s + s.n * BIN_S:
             lo = max(0, int(round((self._stretch_next_s - s.t0_s) / BIN_S)))
             hi = lo + int(round(length_s / BIN_S))
             self._stretch_next_s += length_s
             added += self._stretch(s, lo, hi, rtt_s)
+            self._stretch_first_s = self._stretch_first_s or s.t0_s + lo * BIN_S
+        if added and self._stretch_first_s is not None:
+            added.append(self._probe_rtt(s))
         return added
 
     def _stretch(self, s, lo: int, hi: int, rtt_s: float) -> list[Evidence]:
@@ -95,21 +105,42 @@ class Identifier:
         eta = elasticity.elasticity(s, lo, hi)
         if eta is not None:
             out.append(self._measured("elasticity", *eta))
-        period_bins = int(round(max(self.probe_period_rtts * self.base_rtt_s, MIN_PERIOD_S) / BIN_S))
-        level = queue_level.level_pkts(s, lo, hi, period_bins)
+        period_bins = int(round(self._period_s() / BIN_S))
+        level = queue_level.level_pkts(s, lo, hi)
         if level is not None and s.port_bps:
-            self._level_context = (s.port_pps * self.base_rtt_s, s.buffer_pkts)
-            out.append(self._measured("queue_level", level, 0.0))
+            self._level_context = (s.port_pps * self.base_rtt_s, s.buffer_pkts, s.port_pps)
+            out.append(self._measured("queue_level", *level))
         # the trend between losses: none in the stretch nor in the RTTs before it (a cut's
         # drain of a deep queue takes its time)
         settle = int(round(LOSS_SETTLE_RTTS * rtt_s / BIN_S))
         if not s.comp_lost[:, max(0, lo - settle):hi].any():
-            window = queue_trend.window_pkts(s, lo, hi, rtt_s)
+            window = queue_trend.window_pkts(s, lo, hi, self.base_rtt_s, period_bins)
             g = queue_trend.slope_per_rtt(window, rtt_s, s.comp.shape[0])
             if g is not None:
                 self._trend_context.append((float(np.mean(window)) / s.comp.shape[0], rtt_s))
                 out.append(self._measured("queue_trend", *g))
         return out
+
+    def _probe_rtt(self, s) -> Evidence:
+        """The competitors' dips on the ProbeRTT clock (probe_rtt.py) since their start, as
+        the stage's evidence: replaced at each stretch."""
+        first = max(self.competitor_since_s, s.t0_s)
+        since = int(round((first - s.t0_s) / BIN_S))
+        follow = eligible = count = 0
+        for f in range(s.comp.shape[0]):
+            found = [d for d, _ in probe_rtt.dips(s.comp[f], since)]
+            k, m = probe_rtt.periodic(found, since + int(probe_rtt.HISTORY_S / BIN_S))
+            follow, eligible, count = follow + k, eligible + m, count + len(found)
+        watched_s = max(0.0, s.t0_s + s.n * BIN_S - probe_rtt.RECOVER_S - first) * s.comp.shape[0]
+        ev = probe_rtt.evidence(follow, eligible, count, watched_s)
+        self.measured["probe_rtt"] = [(float(follow), 0.0)]
+        self.test.set("probe_rtt", ev)
+        self.test.evidence.append(ev)
+        return ev
+
+    def _period_s(self) -> float:
+        """The probe's pulse period."""
+        return max(self.probe_period_rtts * self.base_rtt_s, MIN_PERIOD_S)
 
     def _measured(self, stage: str, value: float, stderr: float) -> Evidence:
         """A stage's new measurement: its own evidence (for the record), and the stage's
@@ -122,7 +153,8 @@ class Identifier:
 
     def _stage_evidence(self, stage: str, value: float, stderr: float) -> Evidence:
         if stage == "queue_level":
-            return queue_level.evidence(value, *self._level_context, stderr=stderr)
+            bdp_pkts, buffer_pkts, port_pps = self._level_context
+            return queue_level.evidence(value, bdp_pkts, buffer_pkts, stderr=stderr, port_pps=port_pps)
         if stage == "queue_trend":
             ws, rtts = zip(*self._trend_context)
             return queue_trend.evidence(value, stderr, float(np.median(ws)), float(np.median(rtts)))
@@ -132,11 +164,12 @@ class Identifier:
     def _loss_cuts(self, s, rtt_s: float) -> list[Evidence]:
         out = []
         rtt_bins = np.round((self.base_rtt_s + s.queue_delay_s()) / BIN_S).astype(int)
+        windows = s.comp_window(self.base_rtt_s)
         for f, fid in enumerate(s.comp_ids):
             lost_bins = np.flatnonzero(s.comp_lost[f] > 0)
             if lost_bins.size and fid not in self._loss_read_s:
                 self._loss_read_s[fid] = s.t0_s + lost_bins[0] * BIN_S
-            for k, cut, err in loss_cut.loss_cut_events(s.comp[f], s.comp_lost[f], rtt_bins):
+            for k, cut, err in loss_cut.loss_cut_events(s.comp[f], s.comp_lost[f], rtt_bins, windows[f]):
                 t = s.t0_s + k * BIN_S
                 if t <= self._loss_read_s.get(fid, float("inf")) + BIN_S:
                     continue

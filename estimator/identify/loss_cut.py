@@ -3,10 +3,12 @@ bottleneck (the sink's per-flow counts). A loss-based window CCA cuts its window
 multiplicative decrease: Reno to 0.5 (RFC 5681; Linux tcp_reno_ssthresh), Vegas too (Linux
 tcp_vegas falls back to tcp_reno_ssthresh on a loss), CUBIC to 717/1024 (tcp_cubic's beta);
 BBRv1 does not cut (packet conservation for a round, its pacing rate unchanged). The sender
-learns of a loss about an RTT after the drop, and its lower rate reaches the bottleneck then:
-the cut is read as the competitor's mean rate over the two RTTs from one RTT after its loss,
-over its rate in the RTT before it, at events with no other loss of its own in the two RTTs
-before.
+learns of a loss about an RTT after the drop, and its smaller window shows at the bottleneck
+then: the cut is read as the competitor's mean window (its packets on the way and in the
+queue, Series.comp_window) over the two RTTs from one RTT after its loss, over its window in
+the RTT before it, at events with no other loss of its own in the two RTTs before. (Read
+from its rate instead, a cut hid wherever the queue held a BDP: the halved window still
+filled the pipe; 2026-12-02.)
 
 Each cut is a measurement with a counting error (Poisson: the packets counted before and
 after) and the model's own spread (SIGMA_MODEL: PRR's steps, delayed ACKs, a window still
@@ -35,9 +37,13 @@ def loss_cuts(packets, lost, rtt_bins) -> list[tuple[float, float]]:
     return [(cut, err) for _, cut, err in loss_cut_events(packets, lost, rtt_bins)]
 
 
-def loss_cut_events(packets, lost, rtt_bins) -> list[tuple[int, float, float]]:
-    """(the loss's bin, cut, its standard error) of each loss event, as loss_cuts."""
+def loss_cut_events(packets, lost, rtt_bins, window=None) -> list[tuple[int, float, float]]:
+    """(the loss's bin, cut, its standard error) of each loss event, as loss_cuts; with
+    ``window`` (the flow's window per bin, Series.comp_window) the cut is the window's, not
+    the rate's: with a queue of a BDP or more a halved window still fills the pipe, and
+    the cut shows in the flow's queued packets, its rate unchanged."""
     packets = np.asarray(packets, dtype=float)
+    measure = packets if window is None else np.asarray(window, dtype=float)
     lost = np.asarray(lost, dtype=float)
     rtt = np.broadcast_to(np.maximum(np.asarray(rtt_bins, dtype=int), 1), packets.shape)
     had_loss = np.concatenate(([0], np.cumsum(lost > 0)))
@@ -50,7 +56,12 @@ def loss_cut_events(packets, lost, rtt_bins) -> list[tuple[int, float, float]]:
         after = packets[k + r:k + 3 * r].sum() / 2
         if before < MIN_PACKETS_BEFORE:
             continue
-        cut = after / before
+        was = measure[k - r:k].mean()
+        if not np.isfinite(was) or was <= 0:
+            continue
+        cut = float(measure[k + r:k + 3 * r].mean() / was) if window is not None else after / before
+        if not np.isfinite(cut):
+            continue
         counting = cut * math.sqrt(1 / before + 1 / max(after, 1.0))
         out.append((int(k), float(cut), float(counting)))
     return out

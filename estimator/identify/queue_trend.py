@@ -8,9 +8,8 @@ its queue between alpha = 2 and beta = 4 segments (tcp_vegas), adjusting a segme
 either way; BBR in ProbeBW paces at its bandwidth estimate with gains 1.25 / 0.75 / 1
 (tcp_bbr): neither grows on average.
 
-Measured: the slope of the competitors' window as the bottleneck sees it (their rate over
-the last RTT times the RTT, plus their packets in the queue: the queue times their share of
-the port's packets) over a stretch without a competitor loss, in segments per RTT per
+Measured: the slope of the competitors' window as the bottleneck sees it (their rate
+times the base RTT, plus their packets in the queue) over a stretch without a competitor loss, in segments per RTT per
 competitor (the RTT this flow sees: the competitor's may differ by up to 4x either way, so
 growth reads between 1/4 and 4 segments per RTT for Reno). CUBIC's growth follows from its
 constants and the window it regrows (cubic_growth_per_rtt): Reno-like in a small pipe, many
@@ -56,14 +55,15 @@ def cubic_range(window_pkts: float | None, rtt_s: float | None) -> tuple[float, 
 MIN_BINS = 50                 # half a second of 10 ms bins
 
 
-def window_pkts(s, lo: int, hi: int, rtt_s: float) -> np.ndarray:
-    """The competitors' window per bin of [lo, hi), in packets, as the bottleneck sees it."""
-    k = max(1, int(round(rtt_s / BIN_S)))
-    kernel = np.ones(k) / k
-    comp = s.comp.sum(axis=0)
-    rate = np.convolve(comp, kernel, mode="same") / BIN_S
-    share = np.convolve(comp, kernel, mode="same") / np.maximum(np.convolve(s.own + comp, kernel, mode="same"), 1e-9)
-    return (rate * rtt_s + s.queue_pkts * share)[lo:hi]
+def window_pkts(s, lo: int, hi: int, base_rtt_s: float, period_bins: int = 0) -> np.ndarray:
+    """The competitors' window per bin of [lo, hi), in packets, as the bottleneck sees it:
+    their packets on the way (their rate times the base RTT) plus those in the queue
+    (Series.comp_queued), averaged over the RTT or ``period_bins`` (the probe's pulse
+    period) where longer: with the port busy the competitors' rate answers this flow's
+    pulses, which a shorter average leaves in the series as a swing many segments high."""
+    k = max(1, period_bins)
+    window = np.nan_to_num(s.comp_window(base_rtt_s).sum(axis=0), nan=0.0)
+    return np.convolve(window, np.ones(k) / k, mode="same")[lo:hi]
 
 
 def slope_per_rtt(q, rtt_s: float, competitors: int, bin_s: float = BIN_S):

@@ -16,16 +16,20 @@ data flow; iperf3's control connection uses the same port).
 from __future__ import annotations
 
 import csv
+import errno
 import itertools
 import os
 import re
 import subprocess
+import sys
 import threading
+import time
 
 TRACEFS = "/sys/kernel/tracing"
 EVENTS = ("tcp/tcp_probe", "tcp/tcp_cong_state_set", "tcp/tcp_retransmit_skb")
 CA_STATES = ("open", "disorder", "cwr", "recovery", "loss")
 BUFFER_KB_PER_CPU = 16384     # ~80 k events per CPU: a 60 s run at 10 Mbit/s needs ~30 k
+REMOVE_TRIES = 40
 FIELDS = ["t_s", "event", "sport", "dport", "cwnd_pkts", "ssthresh_pkts", "srtt_us", "snd_una", "snd_nxt", "ca_state"]
 
 _LINE = re.compile(r"\s(\d+\.\d+): (tcp_probe|tcp_cong_state_set|tcp_retransmit_skb): (.*)$")
@@ -93,10 +97,20 @@ class KernelTcpTrace:
         return False
 
     def _remove(self):
-        try:
-            os.rmdir(self.instance)   # tracefs removes an instance with rmdir
-        except OSError:
-            pass
+        # tracefs removes an instance with rmdir, and refuses (EBUSY) while a reader or the
+        # ring buffer still holds it: a moment later it goes
+        for _ in range(REMOVE_TRIES):
+            try:
+                os.rmdir(self.instance)
+                return
+            except FileNotFoundError:
+                return
+            except OSError as e:
+                if e.errno != errno.EBUSY:
+                    break
+                time.sleep(0.05)
+        print(f"kernel trace: could not remove {self.instance} (its buffer stays until "
+              f"'rmdir {self.instance}')", file=sys.stderr)
 
     def write_csv(self, path: str):
         with open(path, "w", newline="") as f:

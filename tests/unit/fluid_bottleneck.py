@@ -5,7 +5,7 @@ sink publishes), so each stage can be checked against a known answer.
 Competitors: ``window`` (Reno: a segment per RTT, half on a drop, ack-clocked), ``vegas``
 (a window held at the pipe plus 3 segments, ack-clocked), ``paced`` (a fixed rate below its
 share: an application-limited or fixed-rate flow), ``bbr`` (paced at the rate the port
-leaves it, 1.25 / 0.75 / 1 x6 per RTT, no cut)."""
+leaves it, 1.25 / 0.75 / 1 x6 per RTT, no cut, ProbeRTT's 200 ms at 4 packets a round every 10 s)."""
 from __future__ import annotations
 
 from collections import deque
@@ -14,6 +14,7 @@ from ccp_algs.probe import pulse_factor
 from telemetry.schema import HopRecord
 
 DT = 0.001
+PROBE_RTT_EVERY_S, PROBE_RTT_S = 10.0, 0.2     # tcp_bbr: bbr_min_rtt_win_sec, bbr_probe_rtt_mode_ms
 SLOT = 1500                   # the queue's depth in bytes counts a slot per packet (int_node Queue)
 FRAME = 1666                  # a full frame with INT headers on the wire
 
@@ -42,8 +43,12 @@ def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float 
             elif kind == "paced":
                 fluid[1] += paced_share * rate_pps * DT
             elif kind == "bbr":
-                gain = (1.25, 0.75, 1, 1, 1, 1, 1, 1)[int(t / rtt_s) % 8]
-                fluid[1] += gain * comp_rate * DT
+                since = t - competitor_at_s
+                if since >= PROBE_RTT_EVERY_S and since % (PROBE_RTT_EVERY_S + PROBE_RTT_S) >= PROBE_RTT_EVERY_S:
+                    fluid[1] += 4 / rtt_s * DT         # ProbeRTT: a window of 4 packets for 200 ms
+                else:
+                    gain = (1.25, 0.75, 1, 1, 1, 1, 1, 1)[int(t / rtt_s) % 8]
+                    fluid[1] += gain * comp_rate * DT
         for who in (0, 1):
             while fluid[who] >= 1:
                 fluid[who] -= 1
