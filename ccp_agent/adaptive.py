@@ -69,17 +69,24 @@ class AdaptiveFlow(HostedFlow):
 
     def _identified(self, v):
         """Active identification: the probe runs until a hypothesis is committed, then the
-        flow switches once, to the policy's answer to it (to ``unknown_fallback`` for a
-        competitor outside the four)."""
+        flow switches, to the policy's answer to it (to ``unknown_fallback`` for a
+        competitor outside the four); back to the probe when the competitors change, and
+        again on the next commit."""
         self.flow.trace.row(sid=self.flow.sid, event="verdict",
                             reason=f"identify: {v.estimate or 'undecided'}, best {v.row_estimate} "
                                    f"({v.confidence:.0%}); " + " ".join(f"{s}={m}" for s, m in v.evidence))
+        if v.reidentify is not None:
+            if self.current != self.host.initial:      # the fair share again while it asks anew
+                self._switch_on(v, self.host.initial, f"re-identify: {v.reidentify}")
+            return
         if v.estimate is None or self.current != self.host.initial:
             return
         target = (self.host.unknown_fallback if v.estimate == "unknown"
                   else self.host.policy.target(v.estimate) or self.host.unknown_fallback)
+        self._switch_on(v, target, f"identified {v.estimate} ({v.confidence:.0%} posterior), {self.host.policy.policy}")
+
+    def _switch_on(self, v, target: str, why: str):
         before = self.current
-        why = f"identified {v.estimate} ({v.confidence:.0%} posterior), {self.host.policy.policy}"
         self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None)
         log.info("flow %s: %s -> %s on %s", self.sid, before, target, why)
         self.host.announce_switch(self, before, target, v)

@@ -202,14 +202,20 @@ for _name in ALGORITHMS:
 @click.option("--identify", type=click.Choice(("passive", "active")), default="passive", show_default=True,
               help="active: every flow starts on the probe (its INT fair share, with rate pulses) and the "
                    "competitor is named from its answers in the sink's hop records (estimator/identify/), then "
-                   "the flow switches once; needs --broker. passive: the estimator's model and vote")
+                   "the flow switches (back to the probe when the competitors change); needs --broker. passive: "
+                   "the estimator's model and vote")
+@click.option("--identify-threshold", type=click.FloatRange(min=0.5, max=1.0, min_open=True, max_open=True),
+              default=0.95, show_default=True, metavar="POSTERIOR",
+              help="--identify active commits to a hypothesis (and switches) once its posterior reaches this; "
+                   "lower commits sooner and more often wrongly")
 @click.option("--broker", "broker_url",
               help="publish verdicts and switches on intcc/v1/estimate/<flow-id>; a model trained with INT "
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
                  min_confidence, warmup_s, min_votes, min_votes_unanimous, match_rate, match_at_start_below, identify,
-                 broker_url, ipc, trace, verbose, state_dir, decisions_url, pins=(), rt_priority=None):
+                 identify_threshold, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins=(),
+                 rt_priority=None):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (the ML-fairness paper)."""
     from ccp_algs.registry import UnknownAlgorithm
     from estimator.model import CCAEstimator, ModelError
@@ -219,7 +225,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
     names = tuple(dict.fromkeys(n.strip() for n in algorithms.split(",") if n.strip()))
     if identify == "active":
         return _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url,
-                               pins, rt_priority)
+                               pins, rt_priority, identify_threshold)
     if initial is None and policy == "mirror":
         initial = "cubic"
     if initial is not None and initial not in names:
@@ -269,7 +275,7 @@ def _adaptive_maker(hosted, initial, switch_policy, verdicts, trace, **options):
 
 
 def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins,
-                    rt_priority):
+                    rt_priority, threshold: float = 0.95):
     """adaptive --identify active: flows start on the probe; the identification's verdict
     switches each once (ccp_agent/identification.py)."""
     from ccp_algs.probe import Probe
@@ -289,7 +295,7 @@ def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, 
         raise click.ClickException(str(e))
     feed = TelemetryFeed(broker_url).start()
     hosted["probe"] = Probe(telemetry=feed, directory=FlowDirectory(state_dir))
-    identification = IdentificationProcess(broker_url, state_dir).start()
+    identification = IdentificationProcess(broker_url, state_dir, threshold=threshold).start()
     try:
         _run(_adaptive_maker(hosted, "probe", switch_policy, identification, trace, identified=True),
              ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)

@@ -54,6 +54,7 @@ class Verdict:
     competitor_rate_ratio: float | None = None    # estimator.online.Step's (INT models)
     row_estimate: str | None = None  # this step's own estimate, the vote's newest entry
     evidence: tuple = ()         # active identification: this step's (stage, measured) pairs
+    reidentify: str | None = None    # ... the competitors changed after a commit: why (back to the probe)
 
 
 class _Located(WatchedFlow):

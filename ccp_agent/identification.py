@@ -6,7 +6,10 @@ Same interface as the estimator process (estimation.py: observe, local_changed, 
 poll, stop), so the agent takes either. Each step that adds evidence sends a Verdict:
 ``estimate`` is the committed hypothesis (None while undecided), ``confidence`` its
 posterior, ``votes`` every hypothesis's posterior in percent; each is published on the
-flow's estimate topic with the stages' measurements (an IdentifyRecord)."""
+flow's estimate topic with the stages' measurements (an IdentifyRecord). After a commit the
+competitors at the bottleneck are watched: when one joins, or those named leave, the
+identification starts again (a Verdict with ``reidentify``: the agent puts the flow back on
+the probe; an IdentifyRecord of the fresh test's state)."""
 from __future__ import annotations
 
 import os
@@ -23,13 +26,40 @@ SWEEP_S = 2.0
 RECENT_RECORDS = 20_000    # hop records kept for flows not located yet (~10 s of 8 nodes' records)
 
 
+#: after a commit, the competitors at the bottleneck must differ from those named for this
+#: many steps in a row (0.25 s each) before the flow is identified again
+CHANGE_STEPS = 4
+
+
 class _Flow:
     def __init__(self, sid, ccp_tuple, threshold):
         self.sid, self.ccp_tuple, self.threshold = sid, ccp_tuple, threshold
         self.flow_id = None
+        self.base_rtt_s = None
         self.identifier = None
         self.since = time.monotonic()
         self.sent_verdict = None
+        self.named = None            # the competitors at the commit (None: not committed)
+        self.changed_steps = 0
+
+    def competitors_changed(self) -> str | None:
+        """Once committed: why the competitors now differ from those named (a new one, or
+        those named gone), once it has lasted CHANGE_STEPS steps; else None."""
+        if self.named is None:
+            if self.identifier.verdict() is not None:
+                self.named = self.identifier.competitors()
+            return None
+        now = self.identifier.competitors()
+        self.changed_steps = self.changed_steps + 1 if now != self.named else 0
+        if self.changed_steps < CHANGE_STEPS:
+            return None
+        return "a new competitor" if now - self.named else "the competitor left"
+
+    def restart(self):
+        """A fresh identification, from the records that come from now on."""
+        from estimator.identify.identifier import Identifier
+        self.identifier = Identifier(self.flow_id, base_rtt_s=self.base_rtt_s, threshold=self.threshold)
+        self.named, self.changed_steps, self.since = None, 0, time.monotonic()
 
     def locate(self, directory: FlowDirectory) -> bool:
         """The flow's id and base RTT, once the datapath lists it and its socket is found."""
@@ -43,7 +73,7 @@ class _Flow:
         rtt = socket_min_rtt_s(ns, entry["sport"], entry["dport"])
         if rtt is None:
             return False
-        self.flow_id = entry_flow_id(entry)
+        self.flow_id, self.base_rtt_s = entry_flow_id(entry), rtt
         self.identifier = Identifier(self.flow_id, base_rtt_s=rtt, threshold=self.threshold)
         return True
 
@@ -104,6 +134,17 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
                     for rec in recent:           # the records from before it was found count too
                         f.identifier.add(rec)
                 if f.identifier is False:
+                    continue
+                why = f.competitors_changed()
+                if why is not None:
+                    f.restart()
+                    conn.send(("verdict", f.sid, Verdict(f.sid, f.flow_id, None, 0.0, {}, 0.0, time.monotonic_ns(),
+                                                         reidentify=why)))
+                    requester.request(f.sid)
+                    best, p = f.identifier.test.best()
+                    publisher.client.publish(estimate_topic(f.flow_id), encode(IdentifyRecord(
+                        flow_id=f.flow_id, ts_ns=time.time_ns(), node_id=None, verdict=None, best=best,
+                        posterior=round(p, 4), evidence=[])), qos=0)
                     continue
                 added = f.identifier.step()
                 if not added:

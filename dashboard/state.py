@@ -13,7 +13,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from telemetry.schema import DecisionRecord, EstimateRecord, FlowRecord, HopRecord, SwitchRecord
+from telemetry.schema import DecisionRecord, EstimateRecord, FlowRecord, HopRecord, IdentifyRecord, SwitchRecord
 
 WORST_N = 5
 RATE_WINDOW_S = 10.0        # records/s per kind and worst-N look this far back
@@ -43,7 +43,7 @@ class DashboardState:
         self.hops: dict[int, _Series] = {}
         self.flows: dict[str, _Series] = {}
         self.decisions: dict[str, _Series] = {}       # the senders' decisions, by flow
-        self.events: deque = deque(maxlen=1000)       # verdicts (changes only) and switches
+        self.events: deque = deque(maxlen=1000)       # verdicts and identification (changes only), switches
         self._verdicts: dict[str, dict] = {}          # flow id -> its latest verdict
         self._arrivals: deque = deque()                # (arrival s, kind) for records/s
         self._sinks: dict[int, float] = {}             # sink node id -> newest record's arrival
@@ -65,12 +65,26 @@ class DashboardState:
             elif isinstance(rec, SwitchRecord):
                 self.events.append({"t": now, "kind": "switch", "flow_id": rec.flow_id, "from": rec.from_cca,
                                     "to": rec.to_cca, "verdict": rec.verdict})
+            elif isinstance(rec, IdentifyRecord):
+                self._add_identify(rec, now)
             elif isinstance(rec, EstimateRecord):
                 before = self._verdicts.get(rec.flow_id, {}).get("estimate")
                 self._verdicts[rec.flow_id] = {"estimate": rec.estimate, "confidence": rec.confidence, "t": now}
                 if before != rec.estimate:
                     self.events.append({"t": now, "kind": "verdict", "flow_id": rec.flow_id,
                                         "estimate": rec.estimate, "confidence": rec.confidence})
+
+    def _add_identify(self, rec: IdentifyRecord, now: float) -> None:
+        """Active identification's steps: the flow's verdict is its best hypothesis (or the
+        one committed); an event when that changes or commits, with the stages' measurements."""
+        before = self._verdicts.get(rec.flow_id, {})
+        named = rec.verdict or rec.best
+        self._verdicts[rec.flow_id] = {"estimate": named, "confidence": rec.posterior, "t": now,
+                                       "committed": rec.verdict is not None}
+        if before.get("estimate") != named or before.get("committed", False) != (rec.verdict is not None):
+            self.events.append({"t": now, "kind": "identify", "flow_id": rec.flow_id, "estimate": named,
+                                "confidence": rec.posterior, "committed": rec.verdict is not None,
+                                "evidence": [list(e) for e in rec.evidence]})
 
     def _roll(self, s: _Series, now: float, fold) -> None:
         """Close the second being filled when ``now`` is in a later one."""

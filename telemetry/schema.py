@@ -292,7 +292,8 @@ class SwitchRecord(_FlatRecord):
     ts_ns: int = _f(_int(0))                      # agent clock, ns since epoch
     from_cca: str = _f(_algorithm_name)           # the algorithm in control before
     to_cca: str = _f(_algorithm_name)             # ... and now
-    verdict: str = _f(_one_of(IDENTIFY_HYPOTHESES))   # the competitor's CCA the switch answers
+    # the competitor's CCA the switch answers (None: back to the probe, to identify anew)
+    verdict: Optional[str] = _f(_opt(_one_of(IDENTIFY_HYPOTHESES)))
     confidence: float = _f(_num(0.0, 1.0))
     votes: dict = _f(_votes)
     policy: str = _f(_one_of(("mirror", "best-response")))

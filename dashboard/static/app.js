@@ -128,7 +128,8 @@
 
   function verdictOf(fid) {
     const v = dash.verdicts[fid];
-    return v ? `${v.estimate} (${Math.round(v.confidence * 100)} %)` : null;
+    // an identification still undecided shows its most likely hypothesis with a "?"
+    return v ? `${v.estimate}${v.committed === false ? "?" : ""} (${Math.round(v.confidence * 100)} %)` : null;
   }
 
   function flowTitle(fid) {
@@ -250,14 +251,26 @@
       `received ${broker.received}, rejected ${broker.rejected}` : "–";
   }
 
+  // active identification: what it named (or leans to) and the stages' measurements behind it
+  function identifyText(e) {
+    const pct = Math.round(e.confidence * 100);
+    const said = e.committed ? `competitor named ${e.estimate} (${pct} %)`
+                             : `identifying: most likely ${e.estimate} (${pct} %)`;
+    const measured = (e.evidence || []).filter(([, v]) => v !== null)
+      .map(([stage, v]) => `${stage} ${Number(v).toFixed(2)}`).join(", ");
+    return measured ? `${said}; ${measured}` : said;
+  }
+
   function drawEvents(events) {
     for (const e of events || []) {
       if (dash.events.some(x => x.t === e.t && x.flow_id === e.flow_id && x.kind === e.kind)) continue;
       dash.events.push(e);
       const li = document.createElement("li");
       const when = new Date(e.t * 1000).toLocaleTimeString();
-      li.textContent = e.kind === "switch" ? `${when} flow ${e.flow_id}: ${e.from} → ${e.to} (verdict ${e.verdict})`
-                                           : `${when} flow ${e.flow_id}: competitor looks like ${e.estimate}`;
+      li.textContent = e.kind === "switch" ? `${when} flow ${e.flow_id}: ${e.from} → ${e.to} ` +
+                                             (e.verdict ? `(verdict ${e.verdict})` : "(to identify the competitor anew)")
+                     : e.kind === "identify" ? `${when} flow ${e.flow_id}: ${identifyText(e)}`
+                     : `${when} flow ${e.flow_id}: competitor looks like ${e.estimate}`;
       const list = document.getElementById("events");
       list.prepend(li);
       while (list.children.length > 200) list.lastChild.remove();

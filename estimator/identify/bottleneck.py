@@ -117,6 +117,20 @@ class NodeRecords:
     def has_flow(self, flow_id: str) -> bool:
         return any(flow_id in r[4] for r in self.rows)
 
+    def flows_since(self, t_s: float, own_flow_id: str) -> dict:
+        """Each other TCP flow's packets through the node in records ending after ``t_s``."""
+        out: dict = {}
+        for t_end, _, _, _, flows in reversed(self.rows):
+            if t_end <= t_s:
+                break
+            for fid, (k, _) in flows.items():
+                if fid != own_flow_id:
+                    out[fid] = out.get(fid, 0) + k
+        return out
+
+    def last_s(self) -> float | None:
+        return self.rows[-1][0] if self.rows else None
+
     def port_bps(self) -> float:
         return self.rows[-1][3] if self.rows else 0.0
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import elasticity, loss_cut, probe_rtt, queue_level, queue_trend, spare
-from .bottleneck import BIN_S, NodeRecords
+from .bottleneck import BIN_S, MIN_FLOW_SHARE, NodeRecords
 from .evidence import Evidence, SequentialTest, aggregate
 
 STARTUP_S, STARTUP_RTTS = 1.0, 10
 STRETCH_S, STRETCH_RTTS = 1.0, 16
 LOSS_SETTLE_RTTS = 3
 MIN_PERIOD_S = 0.2            # the probe's shortest period (ccp_algs/probe.py)
+MIN_COMPETITOR_PKTS = 20      # in competitors()' window: fewer is a handshake, not a competitor
 
 
 class Identifier:
@@ -179,3 +180,14 @@ class Identifier:
 
     def verdict(self) -> str | None:
         return self.test.verdict()
+
+    def competitors(self, window_s: float = 2.0) -> frozenset:
+        """The flows competing at the bottleneck now: those with at least MIN_FLOW_SHARE of
+        the others' packets and MIN_COMPETITOR_PKTS in the last ``window_s`` (a connection's
+        handshake or an iperf3 control connection is none)."""
+        node = self.nodes.get(self.node_id) if self.node_id is not None else None
+        if node is None or node.last_s() is None:
+            return frozenset()
+        counts = node.flows_since(node.last_s() - window_s, self.own_flow_id)
+        total = sum(counts.values())
+        return frozenset(f for f, k in counts.items() if k >= MIN_COMPETITOR_PKTS and k >= MIN_FLOW_SHARE * total)

@@ -57,3 +57,14 @@ def test_the_udp_effect_pairs_each_network_with_itself_and_keeps_the_runs_withou
     assert res["with UDP"]["verdict_paired"]["mean"] == -1.0
     assert res["A/A control"]["rows_right_paired"]["mean"] == 0 and res["A/A control, competitor reno"]["runs"] == 5
 
+
+
+def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give(capsys):
+    import os
+    from lab.estimator import identify_table
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    identify_table.main([os.path.join(root, "lab/records/estimator/identify_active-seed4106-2026-12-02.json"),
+                         os.path.join(root, "lab/records/experiments/identify_active-seed4106-2026-12-02/summary.json")])
+    rows = capsys.readouterr().out.strip().splitlines()
+    docs = open(os.path.join(root, "docs/estimator.md")).read()
+    assert len(rows) == 6 and all(row in docs for row in rows), [r for r in rows if r not in docs]

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 
 import estimator
@@ -178,3 +179,35 @@ def test_active_identification_probes_at_the_fair_share_then_switches_once(bench
 def test_active_identification_names_a_kernel_competitor(bench, tmp_path, competitor):
     identify, _, switches, goodputs = run_identified(bench, tmp_path, competitor, seconds=30)
     assert switches and switches[0][1].startswith(f"probe -> {competitor}"), (switches, identify[-3:])
+
+
+def test_a_competitor_that_leaves_after_the_commit_sends_the_flow_back_to_the_probe(bench, tmp_path):
+    """Re-identification, the mechanism: a low threshold commits early (whatever it names),
+    the competitor stops at 12 s, and once its packets have been gone for the change's
+    window the flow is back on the probe (paced at the fair share of one: the port), the
+    switch announced with no verdict; the flow never stalls."""
+    tb, dp = bench
+    trace = tmp_path / "trace.csv"
+    agent = AgentProcess("adaptive", ["--identify", "active", "--identify-threshold", "0.51", "--trace", str(trace),
+                                      "--algorithms", "bbr,cubic,reno,vegas", "--broker", dp.broker_url,
+                                      "--state-dir", dp.state_dir, "-v"],
+                         log_path=str(tmp_path / "agent.log")).start()
+    try:
+        dp.wait_agent(True)
+        together = threading.Barrier(2)
+        other = BackgroundFlow(tb, "s2", "r2", "reno", 12, 1.0, port=5202, start_together=together)
+        out = iperf(tb, "s1", "r1", "ccp", 24, 1.0, port=5201, start_together=together)
+        other.join()
+        assert not agent.failure(), agent.failure()
+    finally:
+        agent.stop()
+        dp.wait_agent(False)
+    switches = switch_rows(trace)
+    assert len(switches) >= 2, (switches, agent.log()[-2000:])
+    (t_named, named), (t_back, back) = switches[:2]
+    assert named.startswith("probe -> ") and "identified" in named and t_named < 12, switches
+    assert back.endswith("-> probe: re-identify: the competitor left"), switches
+    assert 12 < t_back < 18, switches
+    goodputs = [row["goodput_mbps"] for row in series(out)]
+    assert min(goodputs) > 0, goodputs
+    assert np.mean(goodputs[-4:]) > 7.5, goodputs       # alone on the probe: the port's 10 Mbit/s, less headers

@@ -134,6 +134,18 @@ def test_the_dashboard_shows_a_lossy_wireless_path_live_and_survives_a_broker_re
                 assert not browser.execute_script("return '00000000000000ee' in intccDash.latest.flows || "
                                                   "'7' in intccDash.latest.hops")
                 mqttc.stop(bad)
+                # active identification's steps reach Events, with the stages' measurements
+                from broker.auth import AGENT_USER
+                from telemetry.schema import IdentifyRecord, encode, estimate_topic
+                a = resolve_login(parse_url(f"{broker.url}?credentials={CREDS}"), AGENT_USER)
+                agent_pub = mqttc.make_client(a, "intcc-test-identify")
+                mqttc.start(agent_pub, a)
+                agent_pub.publish(estimate_topic(fid), encode(IdentifyRecord(
+                    flow_id=fid, ts_ns=time.time_ns(), node_id=2, verdict="reno", best="reno", posterior=0.97,
+                    evidence=[["loss_cut", 0.42], ["queue_trend", 1.0]])), qos=1)
+                wait(lambda: f"flow {fid}: competitor named reno (97 %); loss_cut 0.42, queue_trend 1.00"
+                     in browser.find_element("id", "events").text, 15, "the identification in Events")
+                mqttc.stop(agent_pub)
                 browser.save_screenshot(str(tmp_path / "dashboard.png"))
                 if SHOT:
                     shutil.copy(tmp_path / "dashboard.png", SHOT)

@@ -352,3 +352,26 @@ def test_a_competitor_outside_the_four_leaves_the_probe_for_the_fallback():
     tick(flow)
     assert flow.current == "cubic" and dp.rate == 0            # pacing off again
     assert decode(*reversed(est.published[0])).verdict == "unknown"
+
+
+def test_when_the_competitors_change_after_a_commit_the_flow_goes_back_to_the_probe_and_asks_again():
+    flow, dp, est = identified_adaptive()
+    tick(flow)
+    est.inbox.append(("verdict", 1, identification("bbr", "bbr", 0.97)))
+    tick(flow)
+    assert flow.current == "bbr"
+    est.inbox.append(("verdict", 1, Verdict(1, FID, None, 0.0, {}, 0.0, reidentify="a new competitor")))
+    tick(flow)
+    assert flow.current == "probe" and dp.rate > 0               # the fair share while it asks anew
+    back = decode(*reversed(est.published[1]))
+    assert (back.from_cca, back.to_cca, back.verdict) == ("bbr", "probe", None)
+    est.inbox.append(("verdict", 1, identification("reno", "reno", 0.98)))
+    tick(flow)
+    assert flow.current == "reno" and len(est.published) == 3
+    # a change announced while still on the probe moves nothing
+    est.inbox.append(("verdict", 1, Verdict(1, FID, None, 0.0, {}, 0.0, reidentify="the competitor left")))
+    tick(flow)
+    assert flow.current == "probe"
+    est.inbox.append(("verdict", 1, Verdict(1, FID, None, 0.0, {}, 0.0, reidentify="a new competitor")))
+    tick(flow)
+    assert flow.current == "probe" and len(est.published) == 4

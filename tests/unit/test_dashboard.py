@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.metrics import metrics_text
 from dashboard.state import DashboardState
-from telemetry.schema import EstimateRecord, FlowRecord, HopRecord, HopState, SwitchRecord
+from telemetry.schema import EstimateRecord, FlowRecord, HopRecord, HopState, IdentifyRecord, SwitchRecord
 
 FID = "0123456789abcdef"
 
@@ -92,6 +92,19 @@ def test_history_is_bounded_and_updates_carry_the_second_being_filled():
     upd = st.since(seq)
     assert upd["seq"] > seq and [p["t"] for p in upd["hops"]["1"]["points"]][-1] == 1200
     assert all(p["t"] >= 1200 - 60 for p in st.snapshot()["hops"]["1"]["points"])     # 60 s of history
+
+
+def test_identification_steps_are_events_when_the_best_changes_or_commits():
+    st, _ = fed(1)
+    steps = [("reno", None, 0.4, [["elasticity", 0.9]]), ("reno", None, 0.6, [["queue_trend", 1.0]]),
+             ("cubic", None, 0.7, [["loss_cut", 0.69], ["queue_trend", None]]), ("cubic", "cubic", 0.96, [])]
+    for best, verdict, post, evidence in steps:
+        st.add(IdentifyRecord(flow_id=FID, ts_ns=1, node_id=2, verdict=verdict, best=best, posterior=post,
+                              evidence=evidence))
+    events = [e for e in st.snapshot()["events"] if e["kind"] == "identify"]
+    assert [(e["estimate"], e["committed"]) for e in events] == [("reno", False), ("cubic", False), ("cubic", True)]
+    assert events[1]["evidence"] == [["loss_cut", 0.69], ["queue_trend", None]]
+    assert st.snapshot()["verdicts"][FID]["estimate"] == "cubic" and st.snapshot()["verdicts"][FID]["committed"]
 
 
 def test_verdict_changes_and_switches_are_events():

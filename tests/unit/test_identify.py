@@ -202,3 +202,48 @@ def test_dips_on_a_ten_second_clock_are_bbrs_probe_rtt_and_scattered_ones_are_no
     ends[2500:] = 0
     assert probe_rtt.dips(ends) == [] and probe_rtt.dips(np.tile([0.0] * 12 + [1.0] * 12, 200)) == []
     assert probe_rtt.evidence(0, 0, 0, 40.0).loglik["bbr"] == probe_rtt.evidence(0, 0, 0, 40.0).loglik["reno"]
+
+
+def test_the_competitors_now_are_those_with_a_share_of_the_last_seconds():
+    from dataclasses import replace
+    recs = run("window", seconds=6.0)
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in recs[:300]:
+        idf.add(rec)
+    idf.step()
+    assert idf.competitors() == {"00000000000000bb"}
+    # the competitor replaced by another flow (a new connection: a new id), and a few
+    # packets of a third (a handshake): the new one only, once the old one's last packets
+    # are more than the window ago
+    for rec in recs[300:]:
+        top = [[("00000000000000cc" if e[0] == "00000000000000bb" else e[0]), *e[1:]] for e in rec.top_flows]
+        idf.add(replace(rec, top_flows=top + ([["00000000000000dd", 1, 0, 6]] if rec is recs[400] else [])))
+    assert idf.competitors() == {"00000000000000cc"}
+    assert idf.competitors(window_s=4.0) == {"00000000000000bb", "00000000000000cc"}
+
+
+def test_a_flow_is_identified_anew_only_when_the_change_lasts():
+    from ccp_agent.identification import CHANGE_STEPS, _Flow
+
+    class Scripted:
+        def __init__(self):
+            self.committed, self.now = None, frozenset({"a"})
+
+        def verdict(self):
+            return self.committed
+
+        def competitors(self):
+            return self.now
+    f = _Flow(1, ("::1", 1, "::2", 2), 0.95)
+    f.identifier = Scripted()
+    assert f.competitors_changed() is None and f.named is None          # not committed: nothing to watch
+    f.identifier.committed = "reno"
+    assert f.competitors_changed() is None and f.named == {"a"}
+    f.identifier.now = frozenset({"a", "b"})
+    assert [f.competitors_changed() for _ in range(CHANGE_STEPS - 1)] == [None] * (CHANGE_STEPS - 1)
+    f.identifier.now = frozenset({"a"})                                  # a blip: no change
+    assert f.competitors_changed() is None and f.changed_steps == 0
+    f.identifier.now = frozenset({"a", "b"})
+    assert [f.competitors_changed() for _ in range(CHANGE_STEPS)][-1] == "a new competitor"
+    f.changed_steps, f.identifier.now = 0, frozenset()
+    assert [f.competitors_changed() for _ in range(CHANGE_STEPS)][-1] == "the competitor left"

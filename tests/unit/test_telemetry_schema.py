@@ -114,6 +114,12 @@ def test_a_switch_record_round_trips_on_the_estimate_topic_and_names_bad_fields(
     bad = dict(rec.to_dict(), to_cca="BBR!")
     with pytest.raises(SchemaError, match="field 'to_cca' must be an algorithm name"):
         decode(json.dumps(bad).encode())
+    # back to the probe after the competitors changed: a switch answering no verdict
+    anew = SwitchRecord(flow_id=rec.flow_id, ts_ns=2, from_cca="bbr", to_cca="probe", verdict=None, confidence=0.0,
+                        votes={}, policy="mirror")
+    assert decode(encode(anew), topic=estimate_topic(rec.flow_id)) == anew
+    with pytest.raises(SchemaError, match="verdict"):
+        decode(json.dumps(dict(rec.to_dict(), verdict="vegas2")).encode())
 
 
 def test_a_decision_record_round_trips_on_its_own_topic_and_only_agents_publish_it():
