@@ -4,13 +4,17 @@ and the experiment's summary (flow 1 on the probe and the oracle on the same net
 
     python -m lab.estimator.identify_table REPLAY_RECORD EXPERIMENT_RECORD
 
-The fairness rows pair each "mirror active" run with the oracle's run of the same
+The experiment record is the run's summary.json in its results directory, whose
+runs/*/series.csv give flow 1's seconds of zero goodput. The fairness rows pair each "mirror active" run with the oracle's run of the same
 competitor and repeat (the same network): the difference of their |D|, its mean with a
 95 % bootstrap CI (10,000 resamples, seed 0) and its mean absolute value."""
 from __future__ import annotations
 
 import argparse
+import csv
+import glob
 import json
+import os
 
 import numpy as np
 
@@ -43,13 +47,28 @@ def fairness_rows(summary: dict) -> list[str]:
         return {c: [r[key] for (a, cc, _), r in by.items() if a == alg and cc == c] for c in CCAS}
     probe, oracle, jain = per_cca("mirror active"), per_cca("oracle"), per_cca("mirror active", "jain_mean")
     fmt = ", ".join
-    return [f"| the phase's own fairness: flow 1 on the probe (or where it switched, after), mean \\|D\\| | "
+    return ["| the phase's own fairness: flow 1 on the probe (or where it switched, after), mean \\|D\\| | "
             + fmt(f"{c} {np.mean(v):.2f}" for c, v in probe.items() if v)
             + f" (Jain {min(min(v) for v in jain.values() if v):.2f}–{max(max(v) for v in jain.values() if v):.2f}) |",
-            f"| the oracle on the same networks (flow 1 runs the competitor's CCA), mean \\|D\\| | "
+            "| the oracle on the same networks (flow 1 runs the competitor's CCA), mean \\|D\\| | "
             + fmt(f"{c} {np.mean(v):.2f}" for c, v in oracle.items() if v)
             + f"; paired over the {len(diff)} networks, the probe's \\|D\\| minus the oracle's: mean {diff.mean():.2f} "
               f"(95 % bootstrap CI {lo:.2f} to {hi:.2f}), mean absolute difference {np.abs(diff).mean():.2f} |"]
+
+
+def stall_row(results_dir: str) -> str:
+    """Flow 1's seconds of zero goodput (runs/*/series.csv, its first 2 s and last one left
+    out: start-up and the end of the run), per mode."""
+    out = {}
+    for mode, label in (("mirror-active", "on the probe"), ("oracle", "the oracle")):
+        seconds = runs = 0
+        for path in sorted(glob.glob(os.path.join(results_dir, "runs", f"{mode}_*", "series.csv"))):
+            with open(path) as f:
+                goodputs = [float(r["goodput_mbps"]) for r in csv.DictReader(f)][2:-1]
+            zero = sum(g == 0 for g in goodputs)
+            seconds, runs = seconds + zero, runs + (zero > 0)
+        out[label] = f"{label} {seconds} s in {runs} runs"
+    return "| seconds of zero goodput of flow 1 (after its first 2 s) | " + ", ".join(out.values()) + " |"
 
 
 def main(argv=None) -> int:
@@ -62,7 +81,8 @@ def main(argv=None) -> int:
     with open(args.experiment_record) as f:
         summary = json.load(f)
     print("| measured | result |\n|---|---|")
-    for row in identification_rows(replay) + fairness_rows(summary):
+    for row in identification_rows(replay) + fairness_rows(summary) + [stall_row(os.path.dirname(
+            args.experiment_record))]:
         print(row)
     return 0
 

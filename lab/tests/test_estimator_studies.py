@@ -67,4 +67,4 @@ def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give
                          os.path.join(root, "lab/records/experiments/identify_active-seed4106-2026-12-02/summary.json")])
     rows = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/estimator.md")).read()
-    assert len(rows) == 6 and all(row in docs for row in rows), [r for r in rows if r not in docs]
+    assert len(rows) == 7 and all(row in docs for row in rows), [r for r in rows if r not in docs]
