@@ -17,12 +17,14 @@ FRAME_BYTES = 1666
 BUSY_WINDOW_BINS = 10         # the port's rate is measured over 100 ms windows with a queue throughout
 MIN_BUSY_WINDOWS = 5
 MIN_FLOW_SHARE = 0.05         # a competitor carries at least this share of the others' packets (not a control connection)
+MIN_COMPETITOR_TOTAL_PKTS = 50    # ... and this many (alone beside this flow, a handshake is all the others' packets)
 
 
 @dataclass
 class Series:
     """Per 10 ms bin from ``t0_s``: this flow's packets (``own``), each competitor's
-    (``comp``, (F, N)) and its losses (``comp_lost``), the queue at the bin's end (packets,
+    (``comp``, (F, N)) and its losses (``comp_lost``), the packets of flows that are not TCP
+    (``other``: no CCA to name, but they use the port), the queue at the bin's end (packets,
     carried over bins without a record); the port's rate (bit/s, 0: not stamped), its
     buffer and its packet rate measured while busy."""
     t0_s: float
@@ -34,6 +36,7 @@ class Series:
     port_bps: float
     capacity_pkts: float = 0.0         # the queue's buffer (0: not told)
     busy_pps: float | None = None      # the port's packet rate measured while it had a queue
+    other: np.ndarray | None = None    # packets of flows that are not TCP (UDP) per bin
 
     @property
     def buffer_pkts(self) -> float:
@@ -80,6 +83,10 @@ class Series:
         rate = np.array([np.convolve(c, kernel, mode="same") for c in self.comp]).reshape(self.comp.shape) / BIN_S
         return rate * base_rtt_s + self.comp_queued()
 
+    def others(self) -> np.ndarray:
+        """Every other flow's packets per bin, TCP or not."""
+        return self.comp.sum(axis=0) + (self.other if self.other is not None else 0.0)
+
     def comp_first_bin(self) -> int | None:
         """The first bin with a competitor's packet (None: none yet)."""
         hit = np.flatnonzero(self.comp.sum(axis=0) > 0)
@@ -91,17 +98,19 @@ class NodeRecords:
 
     def __init__(self, keep_s: float = 60.0):
         self.keep_s = keep_s
-        self.rows: deque = deque()      # (t_end_s, span_s, depth_pkts, port_bps, {fid: (packets, lost)})
+        # (t_end_s, span_s, depth_pkts, port_bps, {fid: (packets, lost)} of TCP flows, packets of the rest)
+        self.rows: deque = deque()
         self.not_tcp_entries = 0
         self.capacity_pkts = 0.0
 
     def add(self, rec) -> bool:
         if not rec.top_flows or not rec.interval_ms:
             return False
-        flows = {}
+        flows, not_tcp = {}, 0
         for e in rec.top_flows:
             if len(e) >= 4 and e[3] not in (0, PROTO_TCP):
-                self.not_tcp_entries += 1        # UDP: no CCA to name, and no competitor of one
+                self.not_tcp_entries += 1        # UDP: no CCA to name, but its packets use the port
+                not_tcp += e[1]
                 continue
             flows[e[0]] = (e[1], e[2] if len(e) > 2 else 0)
         t = rec.ts_ns * 1e-9
@@ -109,7 +118,7 @@ class NodeRecords:
             self.capacity_pkts = rec.queue_capacity_bytes * (rec.queue_depth_pkts / rec.queue_depth_bytes) \
                 if rec.queue_depth_bytes else self.capacity_pkts or rec.queue_capacity_bytes / 1500
         self.rows.append((t, rec.interval_ms / 1e3, rec.queue_depth_pkts,
-                          rec.data_rate_kbps * 1e3, flows))
+                          rec.data_rate_kbps * 1e3, flows, not_tcp))
         while self.rows and self.rows[0][0] < t - self.keep_s:
             self.rows.popleft()
         return True
@@ -120,7 +129,7 @@ class NodeRecords:
     def flows_since(self, t_s: float, own_flow_id: str) -> dict:
         """Each other TCP flow's packets through the node in records ending after ``t_s``."""
         out: dict = {}
-        for t_end, _, _, _, flows in reversed(self.rows):
+        for t_end, _, _, _, flows, _ in reversed(self.rows):
             if t_end <= t_s:
                 break
             for fid, (k, _) in flows.items():
@@ -145,16 +154,20 @@ class NodeRecords:
             for fid, (k, _) in r[4].items():
                 if fid != own_flow_id:
                     totals[fid] = totals.get(fid, 0) + k
-        others = sum(totals.values())
-        ids = sorted(f for f, k in totals.items() if k > 0 and k >= MIN_FLOW_SHARE * others)
+        # the share counts every other packet, UDP too: beside UDP alone, a connection's
+        # handshake (iperf3's control connection) is all the TCP there is, not a competitor
+        others = sum(totals.values()) + sum(r[5] for r in rows)
+        ids = sorted(f for f, k in totals.items() if k >= MIN_COMPETITOR_TOTAL_PKTS and k >= MIN_FLOW_SHARE * others)
         index = {f: i for i, f in enumerate(ids)}
         own = np.zeros(n)
         comp, lost = np.zeros((len(ids), n)), np.zeros((len(ids), n))
         qp = np.full(n, np.nan)
-        for t_end, span, depth_p, _, flows in rows:
+        other = np.zeros(n)
+        for t_end, span, depth_p, _, flows, not_tcp in rows:
             k = min(int(np.floor((t_end - span / 2 - t0) / BIN_S)), n - 1)     # counted at the interval's middle
             j = min(int(np.floor((t_end - t0) / BIN_S)), n - 1)
             qp[j] = depth_p
+            other[k] += not_tcp
             for fid, (packets, dropped) in flows.items():
                 if fid == own_flow_id:
                     own[k] += packets
@@ -163,7 +176,7 @@ class NodeRecords:
                     lost[index[fid], k] += dropped
         qp = _carried(qp)
         return Series(t0, own, comp, lost, ids, qp, self.port_bps(), float(self.capacity_pkts),
-                      _busy_pps(own + comp.sum(axis=0), qp))
+                      _busy_pps(own + comp.sum(axis=0) + other, qp), other)
 
 
 def _busy_pps(departed: np.ndarray, queue_pkts: np.ndarray) -> float | None:

@@ -9,14 +9,15 @@ probe periods of 8 RTTs where longer) gives one measurement per stage: the port'
 (spare.py), the competitor's answer to the pulses (elasticity.py), the packets it keeps
 queued (queue_level.py) and, without a competitor loss in it, the trend of its window
 (queue_trend.py); the competitor's dips on BBR's ProbeRTT clock since its start
-(probe_rtt.py) are counted again at each. Each competitor loss after its
+(probe_rtt.py) are counted again at each. Where no TCP flow competes but UDP does, a
+stretch gives the port's use and not_tcp.py's answer only. Each competitor loss after its
 first (the slow-start exit, whose overshoot no cut model holds for) gives its cut
 (loss_cut.py). The bottleneck is the node on the flow's path with the slowest stamped port."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import elasticity, loss_cut, probe_rtt, queue_level, queue_trend, spare
+from . import elasticity, loss_cut, not_tcp, probe_rtt, queue_level, queue_trend, spare
 from .bottleneck import BIN_S, MIN_FLOW_SHARE, NodeRecords
 from .evidence import Evidence, SequentialTest, aggregate
 
@@ -40,6 +41,7 @@ class Identifier:
         self.competitor_since_s: float | None = None   # the records' clock: its first packet at the bottleneck
         self._stretch_next_s: float | None = None       # where the next stretch starts (records' clock)
         self._stretch_first_s: float | None = None      # where the first one started
+        self._udp_only = False                          # competed by UDP alone so far
         # competitor -> the time of its last loss read (its first: the slow-start exit, skipped);
         # times, not bins: the series' first bin moves as old records go
         self._loss_read_s: dict = {}
@@ -65,11 +67,16 @@ class Identifier:
         """Read what completed since the last step; the evidence it added."""
         node = self._bottleneck()
         s = node.series(self.own_flow_id) if node is not None else None
-        if s is None or s.comp.shape[0] == 0 or self.base_rtt_s is None:
+        if s is None or self.base_rtt_s is None:
             return []
         first = s.comp_first_bin()
         if first is None:
-            return []
+            first = self._not_tcp_first_bin(s)      # none of TCP: UDP only, if any
+            if first is None:
+                return []
+            self._udp_only = True
+        elif self._udp_only:       # a TCP competitor after UDP alone: what was read is not about it
+            self._forget()
         if self.competitor_since_s is None:
             self.competitor_since_s = s.t0_s + first * BIN_S
         rtt_s = self.base_rtt_s + float(np.median(s.queue_delay_s()[first:])) if s.port_bps else self.base_rtt_s
@@ -94,15 +101,36 @@ class Identifier:
             self._stretch_next_s += length_s
             added += self._stretch(s, lo, hi, rtt_s)
             self._stretch_first_s = self._stretch_first_s or s.t0_s + lo * BIN_S
-        if added and self._stretch_first_s is not None:
+        if added and self._stretch_first_s is not None and s.comp.shape[0]:
             added.append(self._probe_rtt(s))
         return added
 
+    def _forget(self) -> None:
+        """The test and the stretches anew (the hop records kept)."""
+        self.test = SequentialTest(self.test.threshold)
+        self.measured, self._loss_read_s, self._trend_context = {}, {}, []
+        self.competitor_since_s = self._stretch_next_s = self._stretch_first_s = None
+        self._udp_only = False
+
+    def _not_tcp_first_bin(self, s) -> int | None:
+        """Where UDP began competing (at least MIN_COMPETITOR_PKTS in a second), with no TCP
+        competitor; None if it has not."""
+        if s.other is None:
+            return None
+        per_s = np.convolve(s.other, np.ones(int(1 / BIN_S)), mode="valid")
+        hit = np.flatnonzero(per_s >= MIN_COMPETITOR_PKTS)
+        return int(hit[0]) if hit.size else None
+
     def _stretch(self, s, lo: int, hi: int, rtt_s: float) -> list[Evidence]:
         out = []
-        use = spare.port_use(s.own[lo:hi].sum() + s.comp[:, lo:hi].sum(), (hi - lo) * BIN_S, s.port_pps)
+        use = spare.port_use(s.own[lo:hi].sum() + s.others()[lo:hi].sum(), (hi - lo) * BIN_S, s.port_pps)
         if use is not None:
             out.append(self._measured("spare", use, 0.0))
+        if s.comp.shape[0] == 0:                  # no TCP competitor: what competes is not TCP
+            other = float(s.other[lo:hi].sum()) if s.other is not None else 0.0
+            if other >= MIN_COMPETITOR_PKTS * (hi - lo) * BIN_S:
+                out.append(self._measured("not_tcp", 1.0, 0.0))
+            return out
         eta = elasticity.elasticity(s, lo, hi)
         if eta is not None:
             out.append(self._measured("elasticity", *eta))
@@ -160,7 +188,7 @@ class Identifier:
             ws, rtts = zip(*self._trend_context)
             return queue_trend.evidence(value, stderr, float(np.median(ws)), float(np.median(rtts)))
         return {"spare": spare.evidence, "elasticity": elasticity.evidence, "queue_trend": queue_trend.evidence,
-                "loss_cut": loss_cut.evidence}[stage](value, stderr)
+                "loss_cut": loss_cut.evidence, "not_tcp": not_tcp.evidence}[stage](value, stderr)
 
     def _loss_cuts(self, s, rtt_s: float) -> list[Evidence]:
         out = []

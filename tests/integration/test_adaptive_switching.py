@@ -211,3 +211,34 @@ def test_a_competitor_that_leaves_after_the_commit_sends_the_flow_back_to_the_pr
     goodputs = [row["goodput_mbps"] for row in series(out)]
     assert min(goodputs) > 0, goodputs
     assert np.mean(goodputs[-4:]) > 7.5, goodputs       # alone on the probe: the port's 10 Mbit/s, less headers
+
+
+def test_a_udp_competitor_is_read_as_not_tcp_and_no_control_connection_is_named(bench, tmp_path):
+    """No CCA to name: beside UDP at 1.5 Mbit/s (no TCP competitor; iperf3's own control
+    connection is no competitor either), the identification's stretches measure the port's
+    use and not_tcp only, and any switch is to the fallback on "unknown"; the flow never
+    stalls. (A commit needs the port-use stage to see the port partly idle: on this
+    dumbbell it reads the port busy, its rate taken from windows whose queue never emptied;
+    docs/estimator.md.)"""
+    tb, dp = bench
+    trace = tmp_path / "trace.csv"
+    agent = AgentProcess("adaptive", ["--identify", "active", "--trace", str(trace), "--algorithms",
+                                      "bbr,cubic,reno,vegas", "--broker", dp.broker_url, "--state-dir", dp.state_dir],
+                         log_path=str(tmp_path / "agent.log")).start()
+    try:
+        dp.wait_agent(True)
+        udp = BackgroundFlow(tb, "s2", "r2", "udp", 12, 1.0, port=5300, udp_mbps=1.5)
+        out = iperf(tb, "s1", "r1", "ccp", 12, 1.0, port=5201)
+        got = udp.join()
+        assert not agent.failure(), agent.failure()
+    finally:
+        agent.stop()
+        dp.wait_agent(False)
+    rows = list(csv.DictReader(open(trace)))
+    identify = [r["reason"] for r in rows if r["event"] == "verdict" and r["reason"].startswith("identify:")]
+    assert any("not_tcp=1.0" in r for r in identify), identify[:5]
+    assert not any(stage in r for r in identify for stage in ("elasticity=", "queue_level=", "loss_cut=")), identify
+    assert all(why.startswith("probe -> cubic: identified unknown") for _, why in switch_rows(trace))
+    goodputs = [row["goodput_mbps"] for row in series(out)]
+    assert min(goodputs) > 0, goodputs
+    assert got["received_mbps"] > 1.3, got            # the UDP flow kept its rate

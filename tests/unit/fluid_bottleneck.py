@@ -4,7 +4,7 @@ sink publishes), so each stage can be checked against a known answer.
 
 Competitors: ``window`` (Reno: a segment per RTT, half on a drop, ack-clocked), ``vegas``
 (a window held at the pipe plus 3 segments, ack-clocked), ``paced`` (a fixed rate below its
-share: an application-limited or fixed-rate flow), ``bbr`` (paced at the rate the port
+share: an application-limited or fixed-rate flow; with ``competitor_proto`` 17, UDP), ``bbr`` (paced at the rate the port
 leaves it, 1.25 / 0.75 / 1 x6 per RTT, no cut, ProbeRTT's 200 ms at 4 packets a round every 10 s)."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ FRAME = 1666                  # a full frame with INT headers on the wire
 
 
 def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float = 0.04, buffer_pkts: int = 200,
-        amplitude: float = 0.25, competitor_at_s: float = 0.0, paced_share: float = 0.3):
+        amplitude: float = 0.25, competitor_at_s: float = 0.0, paced_share: float = 0.3, competitor_proto: int = 6):
     own_base = rate_pps / 2
     period = 8 * rtt_s
     q = deque()                       # packets in the queue: 0 = ours, 1 = the competitor's
@@ -75,7 +75,7 @@ def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float 
         if i % 10 == 9:
             top = [["00000000000000aa", acc[0], 0, 6]]
             if acc[1] or lost:
-                top.append(["00000000000000bb", acc[1], lost, 6])
+                top.append(["00000000000000bb", acc[1], lost, competitor_proto])
             recs.append(HopRecord(node_id=2, ts_ns=int((1_000 + t) * 1e9), queue_depth_bytes=len(q) * SLOT,
                                   queue_depth_pkts=len(q), queue_capacity_bytes=buffer_pkts * SLOT, queue_drops=0,
                                   link_losses=0, data_rate_kbps=int(rate_pps * FRAME * 8 / 1e3), arrival_rate_pps=0,

@@ -78,6 +78,8 @@ def test_the_sequential_test_waits_until_the_threshold():
 
 # -- the stages read through the bottleneck's hop records, on a fluid FIFO port --------
 
+from dataclasses import replace  # noqa: E402
+
 from estimator.identify import elasticity, queue_trend, spare  # noqa: E402
 from estimator.identify.bottleneck import NodeRecords  # noqa: E402
 from estimator.identify.identifier import Identifier  # noqa: E402
@@ -247,3 +249,42 @@ def test_a_flow_is_identified_anew_only_when_the_change_lasts():
     assert [f.competitors_changed() for _ in range(CHANGE_STEPS)][-1] == "a new competitor"
     f.changed_steps, f.identifier.now = 0, frozenset()
     assert [f.competitors_changed() for _ in range(CHANGE_STEPS)][-1] == "the competitor left"
+
+
+def test_udp_alone_is_unknown_and_udp_beside_tcp_uses_the_port_without_being_named():
+    # UDP below its share: not TCP, and the port left partly idle: "unknown", committed
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in run("paced", seconds=6.0, competitor_proto=17):
+        idf.add(rec)
+    idf.step()
+    assert idf.verdict() == "unknown" and set(idf.measured) == {"spare", "not_tcp"}, idf.test.posterior()
+    assert idf.competitors() == frozenset()          # no TCP flow to watch for a change
+    # UDP taking more than its share leaves no port idle: unknown leads, without a commit
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in run("paced", seconds=6.0, competitor_proto=17, paced_share=0.6):
+        idf.add(rec)
+    idf.step()
+    assert idf.test.best()[0] == "unknown" and idf.verdict() is None
+    # beside a TCP competitor, UDP's packets count in the port's use but name nothing
+    node = NodeRecords()
+    for rec in run("window", seconds=6.0):
+        node.add(replace(rec, top_flows=rec.top_flows + [["00000000000000ee", 2, 0, 17]]))
+    s = node.series(OWN)
+    assert s.comp_ids == ["00000000000000bb"] and s.other.sum() == 2 * 600
+    use = spare.port_use(s.own[200:600].sum() + s.others()[200:600].sum(), 4.0, s.port_pps)
+    assert use > spare.port_use(s.own[200:600].sum() + s.comp[:, 200:600].sum(), 4.0, s.port_pps)
+
+
+def test_a_tcp_competitor_after_udp_alone_is_named_from_its_own_start():
+    udp = run("paced", seconds=3.0, competitor_proto=17)
+    tcp = run("window", seconds=9.0, buffer_pkts=60)
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in udp:
+        idf.add(rec)
+    idf.step()
+    assert "not_tcp" in idf.measured
+    for rec in tcp[300:]:            # the TCP competitor from 3 s on, the UDP one gone
+        idf.add(rec)
+    idf.step()
+    assert "not_tcp" not in idf.measured and idf.test.best()[0] in ("reno", "cubic"), idf.test.posterior()
+    assert idf.competitor_since_s == pytest.approx(1003.0, abs=0.05)
