@@ -55,6 +55,14 @@ class _Flow:
             return None
         return "a new competitor" if now - self.named else "the competitor left"
 
+    def record(self, measured):
+        """The IdentifyRecord of the test's state now, with this step's (stage, measured) pairs."""
+        from telemetry.schema import IdentifyRecord
+        best, p = self.identifier.test.best()
+        return IdentifyRecord(flow_id=self.flow_id, ts_ns=time.time_ns(), node_id=self.identifier.node_id,
+                              verdict=self.identifier.verdict(), best=best, posterior=round(p, 4),
+                              evidence=[list(m) for m in measured])
+
     def restart(self):
         """A fresh identification, from the records that come from now on."""
         from estimator.identify.identifier import Identifier
@@ -82,7 +90,7 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
     parent_end.close()                      # see estimation._serve
     from broker.subscriber import TelemetryView
     from estimator.online import Publisher
-    from telemetry.schema import HOP_TOPIC, IdentifyRecord, encode, estimate_topic
+    from telemetry.schema import HOP_TOPIC, encode, estimate_topic
     publisher = Publisher(broker_url)
     flows: dict[int, _Flow] = {}
     pending: deque = deque()                # hop records from paho's thread
@@ -141,29 +149,20 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
                     conn.send(("verdict", f.sid, Verdict(f.sid, f.flow_id, None, 0.0, {}, 0.0, time.monotonic_ns(),
                                                          reidentify=why)))
                     requester.request(f.sid)
-                    best, p = f.identifier.test.best()
-                    publisher.client.publish(estimate_topic(f.flow_id), encode(IdentifyRecord(
-                        flow_id=f.flow_id, ts_ns=time.time_ns(), node_id=None, verdict=None, best=best,
-                        posterior=round(p, 4), evidence=[])), qos=0)
+                    publisher.client.publish(estimate_topic(f.flow_id), encode(f.record(())), qos=0)
                     continue
                 added = f.identifier.step()
                 if not added:
                     continue
                 test = f.identifier.test
-                post = test.posterior()
                 best, p = test.best()
-                committed = test.verdict()
-                v = Verdict(f.sid, f.flow_id, committed, p, {h: round(100 * x) for h, x in post.items()},
-                            time.monotonic() - f.since, time.monotonic_ns(), None, best,
-                            tuple((e.stage, None if e.measured is None else round(float(e.measured), 3))
-                                  for e in added))
+                measured = tuple((e.stage, None if e.measured is None else round(float(e.measured), 3))
+                                 for e in added)
+                v = Verdict(f.sid, f.flow_id, test.verdict(), p, {h: round(100 * x) for h, x in test.posterior().items()},
+                            time.monotonic() - f.since, time.monotonic_ns(), None, best, measured)
                 conn.send(("verdict", f.sid, v))
                 requester.request(f.sid)
-                rec = IdentifyRecord(flow_id=f.flow_id, ts_ns=time.time_ns(), node_id=f.identifier.node_id,
-                                     verdict=committed, best=best, posterior=round(p, 4),
-                                     evidence=[[e.stage, None if e.measured is None else round(float(e.measured), 3)]
-                                               for e in added])
-                publisher.client.publish(estimate_topic(f.flow_id), encode(rec), qos=0)
+                publisher.client.publish(estimate_topic(f.flow_id), encode(f.record(measured)), qos=0)
     except BrokenPipeError:
         pass
     finally:

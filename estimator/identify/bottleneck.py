@@ -4,7 +4,7 @@ series on a regular 10 ms grid, this flow's and each competitor's apart."""
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +37,7 @@ class Series:
     capacity_pkts: float = 0.0         # the queue's buffer (0: not told)
     busy_pps: float | None = None      # the port's packet rate measured while it had a queue
     other: np.ndarray | None = None    # packets of flows that are not TCP (UDP) per bin
+    _queued: np.ndarray | None = field(default=None, repr=False, compare=False)   # comp_queued's
 
     @property
     def buffer_pkts(self) -> float:
@@ -61,6 +62,8 @@ class Series:
         the packets queued at a moment are those that leave in the queue's delay after it,
         and the sink counts each flow's leaving. NaN where the series ends within that delay
         (not known yet)."""
+        if self._queued is not None:           # asked by several stages at each step
+            return self._queued
         if not self.port_pps:
             return np.full(self.comp.shape, np.nan)
         start = np.arange(self.n) + 1.0                   # the cumulative count's index at each bin's end
@@ -71,6 +74,7 @@ class Series:
         # departures still counts its share of them
         queued = np.array([np.interp(end, grid, c) - c[start.astype(int)] for c in cum]).reshape(self.comp.shape)
         queued[:, end > self.n] = np.nan
+        self._queued = queued
         return queued
 
     def comp_window(self, base_rtt_s: float) -> np.ndarray:
@@ -91,6 +95,14 @@ class Series:
         """The first bin with a competitor's packet (None: none yet)."""
         hit = np.flatnonzero(self.comp.sum(axis=0) > 0)
         return int(hit[0]) if hit.size else None
+
+
+def competing(tcp_packets: dict, not_tcp_packets: int, min_packets: int) -> set:
+    """The TCP flows of ``tcp_packets`` (flow id -> packets) that compete: at least
+    ``min_packets`` and MIN_FLOW_SHARE of every other packet, UDP's too (beside UDP alone, a
+    connection's handshake, iperf3's control connection, is all the TCP there is)."""
+    total = sum(tcp_packets.values()) + not_tcp_packets
+    return {f for f, k in tcp_packets.items() if k >= min_packets and k >= MIN_FLOW_SHARE * total}
 
 
 class NodeRecords:
@@ -126,16 +138,19 @@ class NodeRecords:
     def has_flow(self, flow_id: str) -> bool:
         return any(flow_id in r[4] for r in self.rows)
 
-    def flows_since(self, t_s: float, own_flow_id: str) -> dict:
-        """Each other TCP flow's packets through the node in records ending after ``t_s``."""
+    def flows_since(self, t_s: float, own_flow_id: str) -> tuple[dict, int]:
+        """Each other TCP flow's packets through the node in records ending after ``t_s``,
+        and the packets of flows that are not TCP."""
         out: dict = {}
-        for t_end, _, _, _, flows, _ in reversed(self.rows):
+        not_tcp = 0
+        for t_end, _, _, _, flows, other in reversed(self.rows):
             if t_end <= t_s:
                 break
+            not_tcp += other
             for fid, (k, _) in flows.items():
                 if fid != own_flow_id:
                     out[fid] = out.get(fid, 0) + k
-        return out
+        return out, not_tcp
 
     def last_s(self) -> float | None:
         return self.rows[-1][0] if self.rows else None
@@ -154,10 +169,7 @@ class NodeRecords:
             for fid, (k, _) in r[4].items():
                 if fid != own_flow_id:
                     totals[fid] = totals.get(fid, 0) + k
-        # the share counts every other packet, UDP too: beside UDP alone, a connection's
-        # handshake (iperf3's control connection) is all the TCP there is, not a competitor
-        others = sum(totals.values()) + sum(r[5] for r in rows)
-        ids = sorted(f for f, k in totals.items() if k >= MIN_COMPETITOR_TOTAL_PKTS and k >= MIN_FLOW_SHARE * others)
+        ids = sorted(competing(totals, sum(r[5] for r in rows), MIN_COMPETITOR_TOTAL_PKTS))
         index = {f: i for i, f in enumerate(ids)}
         own = np.zeros(n)
         comp, lost = np.zeros((len(ids), n)), np.zeros((len(ids), n))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import elasticity, loss_cut, not_tcp, probe_rtt, queue_level, queue_trend, spare
-from .bottleneck import BIN_S, MIN_FLOW_SHARE, NodeRecords
+from .bottleneck import BIN_S, NodeRecords, competing
 from .evidence import Evidence, SequentialTest, aggregate
 
 STARTUP_S, STARTUP_RTTS = 1.0, 10
@@ -40,7 +40,7 @@ class Identifier:
         self.node_id: int | None = None
         self.competitor_since_s: float | None = None   # the records' clock: its first packet at the bottleneck
         self._stretch_next_s: float | None = None       # where the next stretch starts (records' clock)
-        self._stretch_first_s: float | None = None      # where the first one started
+        self._stretched = False                         # a stretch has been read
         self._udp_only = False                          # competed by UDP alone so far
         # competitor -> the time of its last loss read (its first: the slow-start exit, skipped);
         # times, not bins: the series' first bin moves as old records go
@@ -100,8 +100,8 @@ class Identifier:
             hi = lo + int(round(length_s / BIN_S))
             self._stretch_next_s += length_s
             added += self._stretch(s, lo, hi, rtt_s)
-            self._stretch_first_s = self._stretch_first_s or s.t0_s + lo * BIN_S
-        if added and self._stretch_first_s is not None and s.comp.shape[0]:
+            self._stretched = True
+        if added and self._stretched and s.comp.shape[0]:
             added.append(self._probe_rtt(s))
         return added
 
@@ -109,8 +109,8 @@ class Identifier:
         """The test and the stretches anew (the hop records kept)."""
         self.test = SequentialTest(self.test.threshold)
         self.measured, self._loss_read_s, self._trend_context = {}, {}, []
-        self.competitor_since_s = self._stretch_next_s = self._stretch_first_s = None
-        self._udp_only = False
+        self.competitor_since_s = self._stretch_next_s = None
+        self._udp_only = self._stretched = False
 
     def _not_tcp_first_bin(self, s) -> int | None:
         """Where UDP began competing (at least MIN_COMPETITOR_PKTS in a second), with no TCP
@@ -210,12 +210,10 @@ class Identifier:
         return self.test.verdict()
 
     def competitors(self, window_s: float = 2.0) -> frozenset:
-        """The flows competing at the bottleneck now: those with at least MIN_FLOW_SHARE of
-        the others' packets and MIN_COMPETITOR_PKTS in the last ``window_s`` (a connection's
-        handshake or an iperf3 control connection is none)."""
+        """The TCP flows competing at the bottleneck now: bottleneck.competing over the last
+        ``window_s``, with at least MIN_COMPETITOR_PKTS."""
         node = self.nodes.get(self.node_id) if self.node_id is not None else None
         if node is None or node.last_s() is None:
             return frozenset()
-        counts = node.flows_since(node.last_s() - window_s, self.own_flow_id)
-        total = sum(counts.values())
-        return frozenset(f for f, k in counts.items() if k >= MIN_COMPETITOR_PKTS and k >= MIN_FLOW_SHARE * total)
+        return frozenset(competing(*node.flows_since(node.last_s() - window_s, self.own_flow_id),
+                                   MIN_COMPETITOR_PKTS))
