@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from telemetry.flowid import PROTO_TCP
+from telemetry.sink import PERIOD_MS as SINK_PERIOD_MS
 
 BIN_S = 0.01
 #: a full-sized frame with intcc's INT headers (Ethernet, IPv6, the IOAM trace and E2E
@@ -176,9 +177,16 @@ class NodeRecords:
         qp = np.full(n, np.nan)
         other = np.zeros(n)
         for t_end, span, depth_p, _, flows, not_tcp in rows:
-            k = min(int(np.floor((t_end - span / 2 - t0) / BIN_S)), n - 1)     # counted at the interval's middle
+            # A sink publishes a node's record at the first packet a period after its previous
+            # one: all but that packet arrived within the period after the previous record. A
+            # record spanning an idle gap (or a run before this one, from another sink) counts
+            # its packets there, which may be before the series: those are left out.
+            k = min(int(np.floor((t_end - span + min(span, SINK_PERIOD_MS / 1e3) / 2 - t0) / BIN_S)), n - 1)
             j = min(int(np.floor((t_end - t0) / BIN_S)), n - 1)
-            qp[j] = depth_p
+            if j >= 0:
+                qp[j] = depth_p
+            if k < 0:
+                continue
             other[k] += not_tcp
             for fid, (packets, dropped) in flows.items():
                 if fid == own_flow_id:

@@ -288,3 +288,25 @@ def test_a_tcp_competitor_after_udp_alone_is_named_from_its_own_start():
     idf.step()
     assert "not_tcp" not in idf.measured and idf.test.best()[0] in ("reno", "cubic"), idf.test.posterior()
     assert idf.competitor_since_s == pytest.approx(1003.0, abs=0.05)
+
+
+def test_a_record_spanning_an_idle_gap_or_an_earlier_run_counts_where_its_packets_came():
+    """A sink publishes at the first packet a period after its previous record: a record
+    whose interval spans an idle gap counts its packets at the gap's start, and one from a
+    second sink whose interval reaches back before the series (a run before this one)
+    leaves them out instead of indexing from the end."""
+    recs = run("window", seconds=2.0)
+    node = NodeRecords()
+    for rec in recs:
+        node.add(rec)
+    base = node.series(OWN)
+    gap_end = recs[-1].ts_ns + int(3e9)         # 3 s idle, then one packet of the competitor
+    node.add(replace(recs[-1], ts_ns=gap_end, interval_ms=3000.0 + 10.0, top_flows=[["00000000000000bb", 4, 0, 6]]))
+    # a second sink's first record here: its previous one was 9 s before the series began
+    node.add(replace(recs[-1], ts_ns=gap_end + int(1e7), interval_ms=(gap_end * 1e-9 - recs[0].ts_ns * 1e-9 + 9.0) * 1e3,
+                     top_flows=[["00000000000000bb", 7, 0, 6]]))
+    s = node.series(OWN)
+    assert s.n >= base.n + 300
+    assert s.comp[0, base.n - 2:base.n + 1].sum() - base.comp[0, base.n - 2:].sum() == 4
+    assert s.comp[0, base.n + 1:].sum() == 0           # not in the gap's middle
+    assert s.comp.sum() == base.comp.sum() + 4          # the 7 before the series: left out
