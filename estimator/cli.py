@@ -207,8 +207,9 @@ def _emit_tables(res: dict, json_path: str | None, conditions=(), targets=None):
     for condition in conditions:
         click.echo("\n" + format_by_condition(res, condition))
     if json_path:
+        made = stamp()       # before the file is opened: rewriting a tracked record is no change to the code
         with open(json_path, "w") as f:
-            json.dump({**res, "provenance": stamp()}, f, indent=1)
+            json.dump({**res, "provenance": made}, f, indent=1)
 
 
 @estimator_group.command("run")
