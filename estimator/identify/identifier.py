@@ -24,6 +24,7 @@ from .evidence import Evidence, SequentialTest, aggregate
 STARTUP_S, STARTUP_RTTS = 1.0, 10
 STRETCH_S, STRETCH_RTTS = 1.0, 16
 LOSS_SETTLE_RTTS = 3
+TREND_RTTS = 4                # the window's trend is fit over at least this many RTTs (queue included)
 MIN_PERIOD_S = 0.2            # the probe's shortest period (ccp_algs/probe.py)
 MIN_COMPETITOR_PKTS = 20      # in competitors()' window: fewer is a handshake, not a competitor
 
@@ -40,6 +41,7 @@ class Identifier:
         self.node_id: int | None = None
         self.competitor_since_s: float | None = None   # the records' clock: its first packet at the bottleneck
         self._stretch_next_s: float | None = None       # where the next stretch starts (records' clock)
+        self._stretch_first_s: float | None = None      # where the first one started
         self._stretched = False                         # a stretch has been read
         self._udp_only = False                          # competed by UDP alone so far
         # competitor -> the time of its last loss read (its first: the slow-start exit, skipped);
@@ -88,7 +90,7 @@ class Identifier:
             start = min(by_time, by_loss)
             if s.t0_s + s.n * BIN_S < start:
                 return added
-            self._stretch_next_s = start
+            self._stretch_next_s = self._stretch_first_s = start
         length_s = max(STRETCH_S, STRETCH_RTTS * self.base_rtt_s)
         # the stages average over an RTT or a probe period centred on each bin, and count the
         # packets queued at a bin by those that leave within the queue's delay after it: a
@@ -109,7 +111,7 @@ class Identifier:
         """The test and the stretches anew (the hop records kept)."""
         self.test = SequentialTest(self.test.threshold)
         self.measured, self._loss_read_s, self._trend_context = {}, {}, []
-        self.competitor_since_s = self._stretch_next_s = None
+        self.competitor_since_s = self._stretch_next_s = self._stretch_first_s = None
         self._udp_only = self._stretched = False
 
     def _not_tcp_first_bin(self, s) -> int | None:
@@ -140,15 +142,23 @@ class Identifier:
             self._level_context = (s.port_pps * self.base_rtt_s, s.buffer_pkts, s.port_pps)
             out.append(self._measured("queue_level", *level))
         # the trend between losses: none in the stretch nor in the RTTs before it (a cut's
-        # drain of a deep queue takes its time)
+        # drain of a deep queue takes its time); fit over TREND_RTTS where the stretch is
+        # shorter (a queue of seconds: one RTT's fit is no trend) and no loss is that close
         settle = int(round(LOSS_SETTLE_RTTS * rtt_s / BIN_S))
         if not s.comp_lost[:, max(0, lo - settle):hi].any():
+            lost = np.flatnonzero(s.comp_lost[:, :lo].any(axis=0))
+            earliest = max(self._stretch_first_bin(s), lost[-1] + settle + 1 if lost.size else 0)
+            lo = max(min(lo, hi - int(round(TREND_RTTS * rtt_s / BIN_S))), min(lo, earliest))
             window = queue_trend.window_pkts(s, lo, hi, self.base_rtt_s, period_bins)
             g = queue_trend.slope_per_rtt(window, rtt_s, s.comp.shape[0])
             if g is not None:
                 self._trend_context.append((float(np.mean(window)) / s.comp.shape[0], rtt_s))
                 out.append(self._measured("queue_trend", *g))
         return out
+
+    def _stretch_first_bin(self, s) -> int:
+        """The bin where the first stretch began (before it: the competitor's start-up)."""
+        return max(0, int(round((self._stretch_first_s - s.t0_s) / BIN_S)))
 
     def _probe_rtt(self, s) -> Evidence:
         """The competitors' dips on the ProbeRTT clock (probe_rtt.py) since their start, as
@@ -175,7 +185,10 @@ class Identifier:
         """A stage's new measurement: its own evidence (for the record), and the stage's
         evidence in the test from all of its measurements so far."""
         self.measured.setdefault(stage, []).append((float(value), float(stderr)))
-        self.test.set(stage, self._stage_evidence(stage, *aggregate(self.measured[stage])))
+        if stage == "queue_trend":
+            self.test.set(stage, queue_trend.combined(self.measured[stage], self._trend_context, self.base_rtt_s))
+        else:
+            self.test.set(stage, self._stage_evidence(stage, *aggregate(self.measured[stage])))
         ev = self._stage_evidence(stage, value, stderr)
         self.test.evidence.append(ev)
         return ev
@@ -184,9 +197,8 @@ class Identifier:
         if stage == "queue_level":
             bdp_pkts, buffer_pkts, port_pps = self._level_context
             return queue_level.evidence(value, bdp_pkts, buffer_pkts, stderr=stderr, port_pps=port_pps)
-        if stage == "queue_trend":
-            ws, rtts = zip(*self._trend_context)
-            return queue_trend.evidence(value, stderr, float(np.median(ws)), float(np.median(rtts)))
+        if stage == "queue_trend":      # this measurement's own: its stretch's window and RTT
+            return queue_trend.evidence(value, stderr, *self._trend_context[-1], self.base_rtt_s)
         return {"spare": spare.evidence, "elasticity": elasticity.evidence, "queue_trend": queue_trend.evidence,
                 "loss_cut": loss_cut.evidence, "not_tcp": not_tcp.evidence}[stage](value, stderr)
 

@@ -27,9 +27,20 @@ from .bottleneck import BIN_S
 from .evidence import HYPOTHESES, UNKNOWN, Evidence
 
 SIGMA_HOLD = 0.15
-RTT_RATIO_MAX = 4.0           # the competitor's RTT may be this many times this flow's, or its inverse
+RTT_RATIO_MAX = 4.0           # the competitor's base RTT may be this many times this flow's, or its inverse
 #: segments per RTT (this flow's RTT) Reno's window grows by: one per its own RTT
 RENO_RANGE = (1 / RTT_RATIO_MAX, RTT_RATIO_MAX)
+
+
+def reno_range(rtt_s: float | None = None, base_rtt_s: float | None = None) -> tuple[float, float]:
+    """Reno's growth in segments per this flow's RTT: one per its own RTT, which shares this
+    flow's queue delay and differs only in its base RTT (up to RTT_RATIO_MAX either way). In
+    a queue of many base RTTs both RTTs are mostly the queue's: the range narrows to about
+    one segment per RTT (against CUBIC's growth of tens there, its clock being time)."""
+    if not rtt_s or not base_rtt_s or rtt_s <= base_rtt_s:
+        return RENO_RANGE
+    queue_s = rtt_s - base_rtt_s
+    return rtt_s / (RTT_RATIO_MAX * base_rtt_s + queue_s), rtt_s / (base_rtt_s / RTT_RATIO_MAX + queue_s)
 CUBIC_C, CUBIC_BETA = 0.4, 717 / 1024            # tcp_cubic: segments per s^3, the window kept on a loss
 RENO_FRIENDLY = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA)   # CUBIC's Reno-friendly growth, segments per RTT
 CUBIC_RANGE_UNKNOWN = (0.12, 16.0)               # without the window and RTT: anything from slow to fast
@@ -90,13 +101,42 @@ def _log_uniform_smeared(g: float, lo: float, hi: float, sigma: float) -> float:
     return float(math.log(max(np.trapezoid(w * dens, grid), 1e-300)))
 
 
-def evidence(growth: float, stderr: float, window_pkts: float | None = None, rtt_s: float | None = None) -> Evidence:
+def evidence(growth: float, stderr: float, window_pkts: float | None = None, rtt_s: float | None = None,
+             base_rtt_s: float | None = None) -> Evidence:
     """``window_pkts`` and ``rtt_s``: the competitor's window and the RTT over the stretches
-    measured (CUBIC's expected growth); without them CUBIC's range is CUBIC_RANGE_UNKNOWN."""
+    measured (CUBIC's expected growth); without them CUBIC's range is CUBIC_RANGE_UNKNOWN.
+    ``base_rtt_s``: this flow's, which with ``rtt_s`` gives the queue's delay (Reno's range)."""
     sigma = math.sqrt(stderr ** 2 + SIGMA_HOLD ** 2)
     hold = -0.5 * (growth / sigma) ** 2 - math.log(sigma * math.sqrt(2 * math.pi))
     loglik = {"vegas": hold, "bbr": hold, UNKNOWN: hold,
-              "reno": _log_uniform_smeared(growth, *RENO_RANGE, sigma),
+              "reno": _log_uniform_smeared(growth, *reno_range(rtt_s, base_rtt_s), sigma),
               "cubic": _log_uniform_smeared(growth, *cubic_range(window_pkts, rtt_s), sigma)}
     assert set(loglik) == set(HYPOTHESES)
     return Evidence("queue_trend", loglik, measured=growth, note=f"+/- {sigma:.2f} segments/RTT")
+
+
+#: the share of stretches no model holds for (a start-up, ProbeRTT, a receive window
+#: reached, a cut's drain): each hypothesis's density is mixed with a flat one there, so one
+#: such stretch costs a hypothesis a bounded amount, not its case
+OUTLIER_SHARE = 0.2
+
+
+def _outlier_loglik(window_pkts: float) -> float:
+    """log density of a growth no model holds for: flat over +- the window per RTT (slow
+    start's doubling, a timeout's collapse)."""
+    return -math.log(2 * max(window_pkts, 10.0))
+
+
+def combined(measurements, contexts, base_rtt_s: float | None = None) -> Evidence:
+    """The stage's evidence from all its measurements [(growth, stderr)] with their
+    [(window_pkts, rtt_s)]: the mean of each one's log-likelihood, so the stage counts once
+    and each hypothesis must explain the typical stretch. (Not the evidence of their median:
+    CUBIC's growth is no constant but its curve, slow after a cut and fast minutes later in
+    a deep queue; the median of a run's trends, with their spread as its error, read tens of
+    segments per RTT as consistent with Reno's one.) A stretch may be an outlier
+    (OUTLIER_SHARE)."""
+    each = [(evidence(g, e, w, r, base_rtt_s), _outlier_loglik(w)) for (g, e), (w, r) in zip(measurements, contexts)]
+    loglik = {h: sum(np.logaddexp(math.log(1 - OUTLIER_SHARE) + ev.loglik[h], math.log(OUTLIER_SHARE) + out)
+                     for ev, out in each) / len(each) for h in HYPOTHESES}
+    median = sorted(g for g, _ in measurements)[len(measurements) // 2]
+    return Evidence("queue_trend", loglik, measured=median, note=f"mean over {len(each)} stretches")

@@ -310,3 +310,25 @@ def test_a_record_spanning_an_idle_gap_or_an_earlier_run_counts_where_its_packet
     assert s.comp[0, base.n - 2:base.n + 1].sum() - base.comp[0, base.n - 2:].sum() == 4
     assert s.comp[0, base.n + 1:].sum() == 0           # not in the gap's middle
     assert s.comp.sum() == base.comp.sum() + 4          # the 7 before the series: left out
+
+
+def test_in_a_deep_queue_reno_grows_a_segment_per_rtt_and_cubic_many():
+    """Both RTTs are mostly the shared queue's: Reno's range narrows to about one segment
+    per RTT whatever the base RTTs; CUBIC's curve (slow after its start, then tens of
+    segments per RTT) is told from it over the run's stretches, and a stretch no model holds
+    for (a receive window reached: a falling window without a loss) does not decide alone."""
+    lo, hi = queue_trend.reno_range(rtt_s=3.0, base_rtt_s=0.1)
+    assert 0.85 < lo < 1.0 < hi < 1.2
+    assert queue_trend.reno_range(rtt_s=0.1, base_rtt_s=0.1) == queue_trend.RENO_RANGE
+    ctx = [(800.0, 3.0)] * 10
+    cubic = [(6.0, 0.2), (7.0, 0.2), (35.0, 2.0), (60.0, 2.0), (130.0, 5.0), (180.0, 10.0),
+             (-10.0, 70.0), (-30.0, 80.0), (-60.0, 70.0), (-20.0, 80.0)]
+    rising = [(150.0, 1.0), (160.0, 1.0), (300.0, 1.5), (450.0, 2.0), (600.0, 2.5), (700.0, 3.0)] + ctx[:4]
+    ev = queue_trend.combined(cubic, rising, base_rtt_s=0.1).loglik
+    assert ev["cubic"] > ev["reno"] + 1.0 and ev["cubic"] > ev["bbr"] + 1.0
+    reno = [(1.0, 0.1), (0.9, 0.2), (1.1, 0.1), (0.95, 0.1), (1.0, 0.3), (-40.0, 5.0)]
+    ev = queue_trend.combined(reno, ctx[:6], base_rtt_s=0.1).loglik
+    assert ev["reno"] > ev["cubic"] + math.log(20) and ev["reno"] > ev["vegas"]
+    hold = [(0.0, 0.1), (0.1, 0.1), (-0.1, 0.1), (0.05, 0.1), (3.0, 0.2)]    # one outlier stretch
+    ev = queue_trend.combined(hold, [(60.0, 0.2)] * 5, base_rtt_s=0.1).loglik
+    assert ev["bbr"] > max(ev["reno"], ev["cubic"])
