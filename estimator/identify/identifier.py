@@ -49,7 +49,7 @@ class Identifier:
         self._loss_read_s: dict = {}
         self.measured: dict = {}            # stage -> [(value, its standard error)]
         self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
-        self._trend_context: list = []      # (competitor's window in packets, RTT s) of each trend
+        self._trend_context: list = []      # (competitor's window in packets, RTT s, its age s) of each trend
 
     def add(self, rec) -> None:
         """A telemetry.schema.HopRecord from any node."""
@@ -152,7 +152,9 @@ class Identifier:
             window = queue_trend.window_pkts(s, lo, hi, self.base_rtt_s, period_bins)
             g = queue_trend.slope_per_rtt(window, rtt_s, s.comp.shape[0])
             if g is not None:
-                self._trend_context.append((float(np.mean(window)) / s.comp.shape[0], rtt_s))
+                # CUBIC's curve from its start where no loss gave it an old maximum yet
+                age_s = s.t0_s + hi * BIN_S - self.competitor_since_s if not s.comp_lost[:, :hi].any() else None
+                self._trend_context.append((float(np.mean(window)) / s.comp.shape[0], rtt_s, age_s))
                 out.append(self._measured("queue_trend", *g))
         return out
 
@@ -198,7 +200,8 @@ class Identifier:
             bdp_pkts, buffer_pkts, port_pps = self._level_context
             return queue_level.evidence(value, bdp_pkts, buffer_pkts, stderr=stderr, port_pps=port_pps)
         if stage == "queue_trend":      # this measurement's own: its stretch's window and RTT
-            return queue_trend.evidence(value, stderr, *self._trend_context[-1], self.base_rtt_s)
+            window_pkts, rtt_s, age_s = self._trend_context[-1]
+            return queue_trend.evidence(value, stderr, window_pkts, rtt_s, self.base_rtt_s, age_s)
         return {"spare": spare.evidence, "elasticity": elasticity.evidence, "queue_trend": queue_trend.evidence,
                 "loss_cut": loss_cut.evidence, "not_tcp": not_tcp.evidence}[stage](value, stderr)
 

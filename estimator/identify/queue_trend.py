@@ -56,13 +56,17 @@ def cubic_growth_per_rtt(window_pkts: float, rtt_s: float) -> float:
     return max(RENO_FRIENDLY, (1 - CUBIC_BETA) * w * rtt_s / k_s)
 
 
-def cubic_range(window_pkts: float | None, rtt_s: float | None) -> tuple[float, float]:
+def cubic_range(window_pkts: float | None, rtt_s: float | None, age_s: float | None = None) -> tuple[float, float]:
     """The growth CUBIC may show: its epoch's mean, within the RTT ratio and its epoch's
-    phases (slow near the old maximum, fast away from it) either way."""
+    phases (slow near the old maximum, fast away from it) either way; and up to its curve's
+    slope 3 C t^2 after ``age_s`` (the competitor's time so far): an epoch without a loss
+    before it (HyStart's exit: no old maximum) grows along C t^3 from its start, without
+    bound but time (hundreds of segments per RTT after 15 s in a queue of seconds)."""
     if not window_pkts or not rtt_s:
         return CUBIC_RANGE_UNKNOWN
     g = cubic_growth_per_rtt(window_pkts, rtt_s)
-    return g / RTT_RATIO_MAX, g * RTT_RATIO_MAX
+    convex = 3 * CUBIC_C * age_s ** 2 * rtt_s if age_s else 0.0
+    return g / RTT_RATIO_MAX, max(g * RTT_RATIO_MAX, convex)
 MIN_BINS = 50                 # half a second of 10 ms bins
 
 
@@ -102,15 +106,17 @@ def _log_uniform_smeared(g: float, lo: float, hi: float, sigma: float) -> float:
 
 
 def evidence(growth: float, stderr: float, window_pkts: float | None = None, rtt_s: float | None = None,
-             base_rtt_s: float | None = None) -> Evidence:
+             base_rtt_s: float | None = None, age_s: float | None = None) -> Evidence:
     """``window_pkts`` and ``rtt_s``: the competitor's window and the RTT over the stretches
     measured (CUBIC's expected growth); without them CUBIC's range is CUBIC_RANGE_UNKNOWN.
-    ``base_rtt_s``: this flow's, which with ``rtt_s`` gives the queue's delay (Reno's range)."""
+    ``base_rtt_s``: this flow's, which with ``rtt_s`` gives the queue's delay (Reno's range);
+    ``age_s``: the competitor's time since its first packet at the stretch's end, where it
+    has lost nothing yet (CUBIC's curve from its start; None: from its last loss)."""
     sigma = math.sqrt(stderr ** 2 + SIGMA_HOLD ** 2)
     hold = -0.5 * (growth / sigma) ** 2 - math.log(sigma * math.sqrt(2 * math.pi))
     loglik = {"vegas": hold, "bbr": hold, UNKNOWN: hold,
               "reno": _log_uniform_smeared(growth, *reno_range(rtt_s, base_rtt_s), sigma),
-              "cubic": _log_uniform_smeared(growth, *cubic_range(window_pkts, rtt_s), sigma)}
+              "cubic": _log_uniform_smeared(growth, *cubic_range(window_pkts, rtt_s, age_s), sigma)}
     assert set(loglik) == set(HYPOTHESES)
     return Evidence("queue_trend", loglik, measured=growth, note=f"+/- {sigma:.2f} segments/RTT")
 
@@ -129,13 +135,13 @@ def _outlier_loglik(window_pkts: float) -> float:
 
 def combined(measurements, contexts, base_rtt_s: float | None = None) -> Evidence:
     """The stage's evidence from all its measurements [(growth, stderr)] with their
-    [(window_pkts, rtt_s)]: the mean of each one's log-likelihood, so the stage counts once
+    [(window_pkts, rtt_s, age_s)]: the mean of each one's log-likelihood, so the stage counts once
     and each hypothesis must explain the typical stretch. (Not the evidence of their median:
     CUBIC's growth is no constant but its curve, slow after a cut and fast minutes later in
     a deep queue; the median of a run's trends, with their spread as its error, read tens of
     segments per RTT as consistent with Reno's one.) A stretch may be an outlier
     (OUTLIER_SHARE)."""
-    each = [(evidence(g, e, w, r, base_rtt_s), _outlier_loglik(w)) for (g, e), (w, r) in zip(measurements, contexts)]
+    each = [(evidence(g, e, w, r, base_rtt_s, age), _outlier_loglik(w)) for (g, e), (w, r, age) in zip(measurements, contexts)]
     loglik = {h: sum(np.logaddexp(math.log(1 - OUTLIER_SHARE) + ev.loglik[h], math.log(OUTLIER_SHARE) + out)
                      for ev, out in each) / len(each) for h in HYPOTHESES}
     median = sorted(g for g, _ in measurements)[len(measurements) // 2]

@@ -320,15 +320,26 @@ def test_in_a_deep_queue_reno_grows_a_segment_per_rtt_and_cubic_many():
     lo, hi = queue_trend.reno_range(rtt_s=3.0, base_rtt_s=0.1)
     assert 0.85 < lo < 1.0 < hi < 1.2
     assert queue_trend.reno_range(rtt_s=0.1, base_rtt_s=0.1) == queue_trend.RENO_RANGE
-    ctx = [(800.0, 3.0)] * 10
+    ctx = [(800.0, 3.0, 20.0)] * 10
     cubic = [(6.0, 0.2), (7.0, 0.2), (35.0, 2.0), (60.0, 2.0), (130.0, 5.0), (180.0, 10.0),
              (-10.0, 70.0), (-30.0, 80.0), (-60.0, 70.0), (-20.0, 80.0)]
-    rising = [(150.0, 1.0), (160.0, 1.0), (300.0, 1.5), (450.0, 2.0), (600.0, 2.5), (700.0, 3.0)] + ctx[:4]
+    rising = [(150.0, 1.0, 4.0), (160.0, 1.0, 5.0), (300.0, 1.5, 7.0), (450.0, 2.0, 9.0), (600.0, 2.5, 11.0),
+              (700.0, 3.0, 13.0)] + ctx[:4]
     ev = queue_trend.combined(cubic, rising, base_rtt_s=0.1).loglik
     assert ev["cubic"] > ev["reno"] + 1.0 and ev["cubic"] > ev["bbr"] + 1.0
     reno = [(1.0, 0.1), (0.9, 0.2), (1.1, 0.1), (0.95, 0.1), (1.0, 0.3), (-40.0, 5.0)]
     ev = queue_trend.combined(reno, ctx[:6], base_rtt_s=0.1).loglik
     assert ev["reno"] > ev["cubic"] + math.log(20) and ev["reno"] > ev["vegas"]
     hold = [(0.0, 0.1), (0.1, 0.1), (-0.1, 0.1), (0.05, 0.1), (3.0, 0.2)]    # one outlier stretch
-    ev = queue_trend.combined(hold, [(60.0, 0.2)] * 5, base_rtt_s=0.1).loglik
+    ev = queue_trend.combined(hold, [(60.0, 0.2, 10.0)] * 5, base_rtt_s=0.1).loglik
     assert ev["bbr"] > max(ev["reno"], ev["cubic"])
+
+
+def test_cubic_before_its_first_loss_grows_along_its_curve_from_its_start():
+    """No old maximum (HyStart's exit): C t^3 from the start, hundreds of segments per RTT
+    after 15 s in a queue of seconds, which the regrowth-to-a-maximum model alone excludes."""
+    lo, hi = queue_trend.cubic_range(700.0, 2.0)
+    assert hi < 300
+    assert queue_trend.cubic_range(700.0, 2.0, age_s=15.0)[1] == pytest.approx(3 * 0.4 * 15 ** 2 * 2.0)
+    ev = queue_trend.evidence(315.0, 18.0, 700.0, 2.0, base_rtt_s=0.15, age_s=15.0).loglik
+    assert ev["cubic"] > ev["reno"] + 5 and ev["cubic"] > queue_trend.evidence(315.0, 18.0, 700.0, 2.0, 0.15).loglik["cubic"]
