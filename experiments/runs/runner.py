@@ -38,7 +38,7 @@ from experiments.testbed.linkctl import (check_emulation, check_loss, configured
 from experiments.runs.metrics import mean_queue_delay_ms
 from experiments.reports.plots import plot_overlay, plot_summary
 from experiments.runs.run_record import FlowResult, record, write_summary
-from experiments.runs.scenario import KERNEL_CCAS, Algorithm, Scenario
+from experiments.runs.scenario import KERNEL_CCAS, MAX_COMPETITORS, Algorithm, Scenario
 from records import stamp
 
 from experiments.testbed.teardown import RUN_ROOT, teardown
@@ -202,15 +202,15 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
         for alg, sweep, reps in batches:
             (key, value), = sweep.items()
             params = [sc.params_for(base_seed, rep, value) for rep in reps]
-            beds = [testbed(k, p) for k, p in enumerate(params)]
+            beds = [testbed(k, sc.topology_params(p)) for k, p in enumerate(params)]
             if key == "loss_pct":
                 for tb in beds:
                     set_loss(tb, value)
             names = [run_name(alg, key, value, rep) for rep in reps]
             seeds = [run_seed(base_seed, key, value, rep) for rep in reps]
             specs = [RunSpec(tb, os.path.join(out_dir, "runs", name), seed, MAIN_PORT + PORT_STRIDE * k,
-                             alg.for_run(value if key == "competitor" else None, seed))
-                     for k, (tb, name, seed) in enumerate(zip(beds, names, seeds))]
+                             alg.for_run(value if key == "competitor" else None, seed).with_draws(p))
+                     for k, (tb, name, seed, p) in enumerate(zip(beds, names, seeds, params))]
             batch = _batch(services, alg, specs)
             for rec, rep, name, loss_seed, spec, p in zip(batch, reps, names, seeds, specs, params):
                 what = f"{key} {value:<5} " if key != "none" else ""
@@ -227,8 +227,10 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                             "jobs": jobs, "node_rt_priority": sc.node_rt_priority})
                 if sc.draw:
                     rec["params"] = p
-                if alg.competitor_delay_s:
-                    rec["competitor_delay_s"] = alg.competitor_delay_s
+                if spec.alg.competitor_delay_s:
+                    rec["competitor_delay_s"] = spec.alg.competitor_delay_s
+                if spec.alg.udp_cross_mbps:
+                    rec["udp_cross_mbps"] = spec.alg.udp_cross_mbps
                 if key != "none":
                     rec[key] = value
                 for warning in (check_loss(rec, value if key == "loss_pct" else configured_loss_pct(beds[0])),
@@ -276,7 +278,7 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
 
     agent = recorder = None
     runs = [spec.alg or alg for spec in specs]
-    competitor_ports = [s.port + 1 + k for s in specs for k in range(alg.competitors)]
+    competitor_ports = [s.port + 1 + k for s, run in zip(specs, runs) for k in range(run.competitors)]
     # runs whose flows are all in the kernel need no agent and are not touched by one
     needs = [n for n in (a.agent(competitor_ports) for a in runs) if n]
     if any(n != needs[0] for n in needs):
@@ -315,7 +317,7 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
             raise res
     if need and flow1_traced:
         competitor_dirs = {spec.port + 1 + k: spec.run_dir for spec, run in zip(specs, runs)
-                           for k in range(alg.competitors) if run.competitor_on_ccp}
+                           for k in range(run.competitors) if run.competitor_on_ccp}
         if split_agent_trace(trace_path, {spec.port: spec.run_dir for spec in specs}, competitor_dirs):
             log.warning("agent trace rows of no run's flow kept in %s", trace_path)
         for spec in specs[1:]:
@@ -330,6 +332,10 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
     return records
 
 
+#: the UDP cross traffic's port, above a run's competitors' (main + 1 .. main + MAX_COMPETITORS)
+UDP_CROSS_PORT_OFFSET = MAX_COMPETITORS + 1
+
+
 def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     """One run's flows on its testbed (the agent, if any, is up): iperf3's output and counters."""
     tb, port = spec.testbed, spec.port
@@ -339,7 +345,7 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     tcp_before = tcp_counters(tb, client)
     sinks = {n: info["int_log"] for n, info in tb.state["nodes"].items() if info.get("int_log")}
     log_offsets = {n: os.path.getsize(p) if os.path.exists(p) else 0 for n, p in sinks.items()}
-    comp, competitors = {}, []
+    comp, competitors, udp = {}, [], None
     extra = {}
     seed_losses(tb, spec.loss_seed)      # last thing before the flows: nothing else draws
     try:
@@ -351,6 +357,9 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
                                           start_delay_s=alg.competitor_delay_s, start_together=together)
                            for p in competitor_ports]
+            if alg.udp_cross_mbps:     # beside the competitors, from their hosts, above their ports
+                udp = BackgroundFlow(tb, *sc.flows["competitor"], "udp", sc.seconds, sc.interval_s,
+                                     port=port + UDP_CROSS_PORT_OFFSET, udp_mbps=alg.udp_cross_mbps)
             out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port,
                         start_together=together)
         if ktrace is not None:
@@ -366,6 +375,12 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                 comp.setdefault("outs", []).append(competitor.join())
             except Exception as e:     # reported with the run
                 comp["error"] = str(e)
+        if udp is not None:            # cross traffic: not a competitor in the run's shares
+            try:
+                got = udp.join()
+                extra["udp_cross"] = {k: got[k] for k in ("received_mbps", "loss_fraction") if k in got}
+            except Exception as e:
+                comp["error"] = f"UDP cross traffic: {e}"
     after = link_loss_counts(tb)
     # how faithful the emulation was: a host too busy for its links makes every figure suspect
     extra.update(emulation_lag_fields(lag_before, emulation_lag_counts(tb)))

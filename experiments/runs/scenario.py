@@ -39,6 +39,14 @@ Fairness scenarios (the ML-fairness paper) add:
     cca_random = ["bbr", "cubic", "reno"]   # flow 1 on one of these, drawn per run
     competitor_delay_s = 10        # (any algorithm) the competitors start this much later
 
+Settings of a run's flows can be drawn too (per repeat, as the topology's):
+
+    [draw]
+    competitors = { integer = [1, 3] }          # how many competitors (all of the swept CCA)
+    competitor_delay_s = { uniform = [0, 10] }  # they start this much after flow 1
+    udp_cross_share = { uniform = [0, 0.3] }    # UDP cross traffic at this share of bottleneck_mbps
+    comp_extra_delay_ms = { uniform = [0, 60] } # (a topology parameter) the competitors' longer RTT
+
 Drawn values are seeded from the scenario's seed and the repeat (every algorithm of a
 repeat meets the same network), the random pick from those and the competitor. With
 ``draw_per_sweep_value = true`` (top level) the sweep value is in the seed too: every
@@ -66,7 +74,11 @@ TOPOLOGIES = os.path.join(os.path.dirname(HERE), "testbed", "topologies")
 #: loss_pct is applied at run time, without restarting the testbed; competitor sets every
 #: algorithm's competing flows' CCA
 SWEEPABLE = {"loss_pct", "competitor"}
-DRAWS = ("log_uniform", "uniform")
+DRAWS = ("log_uniform", "uniform", "integer")
+#: drawn like topology parameters, but settings of a run's flows: how many competitors, how
+#: much later they start, and UDP cross traffic beside them at this share of bottleneck_mbps
+#: (from the competitor's hosts, at a constant rate: no CCA, no answer to loss)
+RUN_DRAWS = ("competitors", "competitor_delay_s", "udp_cross_share")
 #: CCAs this kernel has built in (telemetry/ccas.py); any other CCA named in a scenario
 #: (vegas) runs on the CCP datapath as the algorithm of that name
 KERNEL_CCAS = ccas.KERNEL_CCAS
@@ -78,6 +90,28 @@ MAX_COMPETITORS = 9
 
 class ScenarioError(ValueError):
     pass
+
+
+def _check_run_draw(path: str, name: str, kind: str, low, high, algs: list, sweep: dict, params: dict,
+                    draw: dict) -> None:
+    """A drawn flow setting (RUN_DRAWS) within its range, with what it needs."""
+    if name not in RUN_DRAWS:
+        return
+    if "competitor" not in sweep and not all(a.competitor for a in algs):
+        raise ScenarioError(f"{path}: draw.{name} needs a competitor for every algorithm "
+                            f"('competitor', or [sweep] competitor)")
+    if name == "competitors" and (kind != "integer" or not 1 <= low <= high <= MAX_COMPETITORS):
+        raise ScenarioError(f"{path}: draw.competitors must be {{ integer = [low, high] }} within "
+                            f"1..{MAX_COMPETITORS}, not {{ {kind} = [{low}, {high}] }}")
+    if name == "competitor_delay_s" and low < 0:
+        raise ScenarioError(f"{path}: draw.competitor_delay_s must be >= 0, not [{low}, {high}]")
+    if name == "udp_cross_share":
+        if not 0 <= low <= high < 1:
+            raise ScenarioError(f"{path}: draw.udp_cross_share is a share of the bottleneck in [0, 1), "
+                                f"not [{low}, {high}]")
+        if "bottleneck_mbps" not in params and "bottleneck_mbps" not in draw:
+            raise ScenarioError(f"{path}: draw.udp_cross_share needs the topology parameter "
+                                f"bottleneck_mbps (in [params] or [draw])")
 
 
 def _identifies_actively(options: List[str]) -> bool:
@@ -119,6 +153,7 @@ class Algorithm:
     cca_random: List[str] = field(default_factory=list)    # flow 1's kernel CCA drawn from these per run
     competitor_delay_s: float = 0.0      # the competitors start this much after flow 1
     same_on_ccp: bool = False            # same_as_competitor as the CCP algorithm of that name
+    udp_cross_mbps: float = 0.0          # UDP cross traffic beside the competitors (0: none)
 
     @property
     def needs_telemetry(self) -> bool:
@@ -147,6 +182,17 @@ class Algorithm:
             alg = replace(alg, cca=random.Random(seed).choice(self.cca_random))
         if alg.cca and alg.cca not in KERNEL_CCAS:
             alg = replace(alg, cca=None, ccp=alg.cca)
+        return alg
+
+    def with_draws(self, params: Dict[str, object]) -> "Algorithm":
+        """This algorithm with a run's drawn flow settings (RUN_DRAWS) in place."""
+        alg = self
+        if "competitors" in params:
+            alg = replace(alg, competitors=int(params["competitors"]))
+        if "competitor_delay_s" in params:
+            alg = replace(alg, competitor_delay_s=float(params["competitor_delay_s"]))
+        if "udp_cross_share" in params:
+            alg = replace(alg, udp_cross_mbps=round(float(params["udp_cross_share"]) * float(params["bottleneck_mbps"]), 3))
         return alg
 
     @property
@@ -196,10 +242,18 @@ class Scenario:
         for name, spec in sorted(self.draw.items()):
             (kind, (low, high)), = spec.items()
             rng = random.Random(zlib.crc32(f"{seed}/draw/{name}/{point}{repeat}".encode()))
+            if kind == "integer":
+                params[name] = rng.randint(low, high)
+                continue
             value = (math.exp(rng.uniform(math.log(low), math.log(high))) if kind == "log_uniform"
                      else rng.uniform(low, high))
             params[name] = float(f"{value:.4g}")
         return params
+
+    @staticmethod
+    def topology_params(params: Dict[str, object]) -> Dict[str, object]:
+        """``params`` without the flows' settings (RUN_DRAWS): what the topology takes."""
+        return {k: v for k, v in params.items() if k not in RUN_DRAWS}
 
     @property
     def topology_path(self) -> str:
@@ -360,12 +414,15 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
               and isinstance(next(iter(spec.values())), list) and len(next(iter(spec.values()))) == 2
               and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in next(iter(spec.values()))))
         if not ok:
-            raise ScenarioError(f"{path}: draw.{name} must be {{ log_uniform = [low, high] }} or "
-                                f"{{ uniform = [low, high] }}, not {spec!r}")
+            raise ScenarioError(f"{path}: draw.{name} must be {{ log_uniform = [low, high] }}, "
+                                f"{{ uniform = [low, high] }} or {{ integer = [low, high] }}, not {spec!r}")
         (kind, (low, high)), = spec.items()
         if not low <= high or (kind == "log_uniform" and low <= 0):
             raise ScenarioError(f"{path}: draw.{name}: need low <= high{' and low > 0' if kind == 'log_uniform' else ''}"
                                 f", not [{low}, {high}]")
+        if kind == "integer" and not (isinstance(low, int) and isinstance(high, int)):
+            raise ScenarioError(f"{path}: draw.{name}: integer bounds must be whole numbers, not [{low}, {high}]")
+        _check_run_draw(path, name, kind, low, high, algs, sweep, raw.get("params", {}), draw)
     sc = Scenario(name=raw.get("name", os.path.basename(path)[:-5]), path=path,
                   topology=need("topology", str), seconds=float(need("seconds", (int, float))),
                   repeats=int(raw.get("repeats", 1)), params=dict(raw.get("params", {})), sweep=sweep,

@@ -358,3 +358,62 @@ def test_every_shipped_scenario_loads_and_has_a_description():
     for name in scenario_names():
         load(name)
         assert describe(resolve(name)), f"{name} has no description"
+
+
+RUN_DRAWN = '''
+topology = "dumbbell"
+seconds = 10
+[draw]
+bottleneck_mbps = { uniform = [2, 8] }
+competitors = { integer = [1, 3] }
+competitor_delay_s = { uniform = [0, 10] }
+udp_cross_share = { uniform = [0.05, 0.3] }
+comp_extra_delay_ms = { uniform = [0, 60] }
+[sweep]
+competitor = ["bbr", "cubic"]
+[flows]
+main = ["s1", "r1"]
+competitor = ["s2", "r2"]
+[[algorithms]]
+label = "oracle"
+same_as_competitor = true
+'''
+
+
+def test_a_runs_flow_settings_are_drawn_beside_the_topology_and_kept_from_it(tmp_path):
+    """competitors, competitor_delay_s and udp_cross_share are drawn per repeat like the
+    topology's parameters, set the run's flows, and are not passed to the topology."""
+    sc = load(write(tmp_path, RUN_DRAWN))
+    draws = [sc.params_for(7, rep) for rep in range(60)]
+    assert {d["competitors"] for d in draws} == {1, 2, 3} and all(isinstance(d["competitors"], int) for d in draws)
+    topo = sc.topology_params(draws[0])
+    assert set(topo) == {"bottleneck_mbps", "comp_extra_delay_ms"}
+    alg = sc.algorithms[0].for_run("cubic", 1).with_draws(draws[0])
+    assert alg.competitors == draws[0]["competitors"] and alg.competitor_delay_s == draws[0]["competitor_delay_s"]
+    assert alg.udp_cross_mbps == pytest.approx(draws[0]["udp_cross_share"] * draws[0]["bottleneck_mbps"], abs=1e-3)
+    assert sc.algorithms[0].with_draws({}).udp_cross_mbps == 0.0        # not drawn: none
+
+
+@pytest.mark.parametrize("draw, message", [
+    ('competitors = { uniform = [1, 3] }', r"draw.competitors must be \{ integer"),
+    ('competitors = { integer = [1, 12] }', r"within 1..9"),
+    ('competitors = { integer = [1.5, 3] }', "whole numbers"),
+    ('udp_cross_share = { uniform = [0.1, 1.5] }', r"share of the bottleneck"),
+    ('competitor_delay_s = { uniform = [-1, 2] }', r"must be >= 0"),
+])
+def test_bad_run_draws_name_the_problem(tmp_path, draw, message):
+    name = draw.split(" =")[0]
+    lines = [ln for ln in RUN_DRAWN.splitlines() if not ln.startswith(name + " =")]
+    text = "\n".join(lines).replace("[draw]", "[draw]\n" + draw, 1)
+    with pytest.raises(ScenarioError, match=message):
+        load(write(tmp_path, text))
+
+
+def test_a_drawn_competitor_count_needs_a_competitor_and_udp_a_bottleneck_rate(tmp_path):
+    text = 'topology = "dumbbell"\nseconds = 5\n[draw]\ncompetitors = { integer = [1, 2] }\n' \
+           '[[algorithms]]\nlabel = "x"\ncca = "cubic"\n'
+    with pytest.raises(ScenarioError, match="needs a competitor"):
+        load(write(tmp_path, text))
+    text = RUN_DRAWN.replace("bottleneck_mbps = { uniform = [2, 8] }\n", "")
+    with pytest.raises(ScenarioError, match="needs the topology parameter bottleneck_mbps"):
+        load(write(tmp_path, text))
