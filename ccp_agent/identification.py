@@ -9,7 +9,9 @@ posterior, ``votes`` every hypothesis's posterior in percent; each is published 
 flow's estimate topic with the stages' measurements (an IdentifyRecord). After a commit the
 competitors at the bottleneck are watched: when one joins, or those named leave, the
 identification starts again (a Verdict with ``reidentify``: the agent puts the flow back on
-the probe; an IdentifyRecord of the fresh test's state)."""
+the probe; an IdentifyRecord of the fresh test's state). So is the flow's own share once the
+switch settled: one that left it clearly worse off than the probe (switch_share.py) is taken
+back the same way, with evidence against the hypothesis committed."""
 from __future__ import annotations
 
 import os
@@ -41,19 +43,43 @@ class _Flow:
         self.sent_verdict = None
         self.named = None            # the competitors at the commit (None: not committed)
         self.changed_steps = 0
+        self.committed_at = None     # when the commit came (monotonic s): its switch is watched
+        self.committed = None        # ... and to what
 
     def competitors_changed(self) -> str | None:
         """Once committed: why the competitors now differ from those named (a new one, or
         those named gone), once it has lasted CHANGE_STEPS steps; else None."""
         if self.named is None:
             if self.identifier.verdict() is not None:
-                self.named = self.identifier.competitors()
+                self.named, self.committed_at = self.identifier.competitors(), time.monotonic()
+                self.committed = self.identifier.verdict()
             return None
         now = self.identifier.competitors()
         self.changed_steps = self.changed_steps + 1 if now != self.named else 0
         if self.changed_steps < CHANGE_STEPS:
             return None
         return "a new competitor" if now - self.named else "the competitor left"
+
+    def switch_worse(self, now: float) -> tuple[str, float | None] | None:
+        """Once committed: (why, the share) where the switch made the flow's share clearly
+        worse (switch_share.py: starving since STARVED_S after the commit, or under half its
+        fair share once the switch settled); else None."""
+        from estimator.identify import switch_share
+        if self.committed_at is None or now - self.committed_at < switch_share.STARVED_S:
+            return None
+        window_s = switch_share.window_s(self.base_rtt_s)
+        share, n, starved = self.identifier.share(window_s)
+        if not starved and now - self.committed_at < switch_share.settle_s(self.base_rtt_s) + window_s:
+            return None
+        why = switch_share.clearly_worse(share, n, starved)
+        return (why, share) if why else None
+
+    def take_back(self, share: float | None):
+        """The switch is taken back: evidence against the hypothesis, and its watch ends
+        (the next commit is watched anew)."""
+        self.identifier.take_back(self.committed, share)
+        self.named = self.committed_at = self.committed = None
+        self.changed_steps = 0
 
     def record(self, measured):
         """The IdentifyRecord of the test's state now, with this step's (stage, measured) pairs."""
@@ -67,7 +93,7 @@ class _Flow:
         """A fresh identification, from the records that come from now on."""
         from estimator.identify.identifier import Identifier
         self.identifier = Identifier(self.flow_id, base_rtt_s=self.base_rtt_s, threshold=self.threshold)
-        self.named, self.changed_steps, self.since = None, 0, time.monotonic()
+        self.named, self.changed_steps, self.since, self.committed_at = None, 0, time.monotonic(), None
 
     def locate(self, directory: FlowDirectory) -> bool:
         """The flow's id and base RTT, once the datapath lists it and its socket is found."""
@@ -150,6 +176,16 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
                                                          reidentify=why)))
                     requester.request(f.sid)
                     publisher.client.publish(estimate_topic(f.flow_id), encode(f.record(())), qos=0)
+                    continue
+                worse = f.switch_worse(time.monotonic())
+                if worse is not None:       # back to the probe, the hypothesis weakened
+                    f.take_back(worse[1])
+                    conn.send(("verdict", f.sid, Verdict(f.sid, f.flow_id, None, 0.0, {}, 0.0, time.monotonic_ns(),
+                                                         reidentify=f"the switch made it worse: {worse[0]}")))
+                    requester.request(f.sid)
+                    share = None if worse[1] is None else round(float(worse[1]), 3)
+                    publisher.client.publish(estimate_topic(f.flow_id), encode(f.record((("switch_share", share),))),
+                                             qos=0)
                     continue
                 added = f.identifier.step()
                 if not added:

@@ -302,7 +302,8 @@ class SwitchRecord(_FlatRecord):
 
 
 #: The stages of active identification (estimator/identify/)
-IDENTIFY_STAGES = ("loss_cut", "queue_trend", "queue_level", "spare", "elasticity", "probe_rtt", "not_tcp")
+IDENTIFY_STAGES = ("loss_cut", "queue_trend", "queue_level", "spare", "elasticity", "probe_rtt", "not_tcp",
+                   "switch_share")
 
 
 def _stage_measurements(v):

@@ -153,6 +153,15 @@ class NodeRecords:
                     out[fid] = out.get(fid, 0) + k
         return out, not_tcp
 
+    def own_packets_since(self, t_s: float, own_flow_id: str) -> int:
+        """This flow's packets through the node in records ending after ``t_s``."""
+        total = 0
+        for t_end, _, _, _, flows, _ in reversed(self.rows):
+            if t_end <= t_s:
+                break
+            total += flows.get(own_flow_id, (0, 0))[0]
+        return total
+
     def last_s(self) -> float | None:
         return self.rows[-1][0] if self.rows else None
 

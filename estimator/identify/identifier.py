@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import elasticity, loss_cut, not_tcp, probe_rtt, queue_level, queue_trend, spare
+from . import elasticity, loss_cut, not_tcp, probe_rtt, queue_level, queue_trend, spare, switch_share
 from .bottleneck import BIN_S, NodeRecords, competing
 from .evidence import Evidence, SequentialTest, aggregate
 
@@ -223,6 +223,27 @@ class Identifier:
 
     def verdict(self) -> str | None:
         return self.test.verdict()
+
+    def share(self, window_s: float) -> tuple[float | None, int, bool]:
+        """This flow's share of the TCP packets through its bottleneck over the last
+        ``window_s`` (beside the competitors competitors() names), their number, and
+        whether it sent nothing there for switch_share.STARVED_S."""
+        node = self.nodes.get(self.node_id) if self.node_id is not None else None
+        if node is None or node.last_s() is None:
+            return None, 0, False
+        last = node.last_s()
+        others, not_tcp = node.flows_since(last - window_s, self.own_flow_id)
+        named = competing(others, not_tcp, MIN_COMPETITOR_PKTS)
+        own = node.own_packets_since(last - window_s, self.own_flow_id)
+        total = own + sum(others[f] for f in named)
+        starved = node.own_packets_since(last - switch_share.STARVED_S, self.own_flow_id) == 0
+        return (own / total if total else None), len(named), starved
+
+    def take_back(self, hypothesis: str, share: float | None) -> Evidence:
+        """The switch its commit made is taken back: evidence against ``hypothesis``."""
+        ev = switch_share.evidence(hypothesis, share)
+        self.test.add(ev)
+        return ev
 
     def competitors(self, window_s: float = 2.0) -> frozenset:
         """The TCP flows competing at the bottleneck now: bottleneck.competing over the last

@@ -343,3 +343,69 @@ def test_cubic_before_its_first_loss_grows_along_its_curve_from_its_start():
     assert queue_trend.cubic_range(700.0, 2.0, age_s=15.0)[1] == pytest.approx(3 * 0.4 * 15 ** 2 * 2.0)
     ev = queue_trend.evidence(315.0, 18.0, 700.0, 2.0, base_rtt_s=0.15, age_s=15.0).loglik
     assert ev["cubic"] > ev["reno"] + 5 and ev["cubic"] > queue_trend.evidence(315.0, 18.0, 700.0, 2.0, 0.15).loglik["cubic"]
+
+
+def test_a_switch_that_leaves_the_flow_under_half_its_share_or_starving_is_taken_back():
+    from estimator.identify import switch_share
+    assert switch_share.clearly_worse(0.5, 1, False) is None and switch_share.clearly_worse(0.3, 1, False) is None
+    assert "fell to 0.20" in switch_share.clearly_worse(0.2, 1, False)
+    assert switch_share.clearly_worse(0.2, 3, False) is None          # a quarter is fair beside three: 0.2 is not clearly worse
+    assert "no packet" in switch_share.clearly_worse(0.4, 1, True)
+    assert switch_share.clearly_worse(None, 0, False) is None         # nothing to share with: nothing to judge
+    # the share is this flow's of the TCP packets through the bottleneck, from its hop records
+    recs = run("window", seconds=4.0)
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in recs:
+        idf.add(rec)
+    idf.step()
+    share, n, starved = idf.share(2.0)
+    assert n == 1 and not starved and 0.3 < share < 0.7, share
+    starving = Identifier(OWN, base_rtt_s=0.04)
+    for rec in recs[:200] + [replace(r, top_flows=[e for e in r.top_flows if e[0] != OWN]) for r in recs[200:]]:
+        starving.add(rec)
+    starving.step()
+    assert starving.share(2.0)[2] and starving.share(2.0)[0] < 0.3
+
+
+def test_the_child_takes_a_switch_back_once_it_settled_and_counts_it_against_the_hypothesis():
+    from ccp_agent.identification import _Flow
+    from estimator.identify import switch_share
+
+    class Scripted:
+        def __init__(self):
+            self.test = SequentialTest(0.95)
+            for stage in ("queue_level", "elasticity"):
+                self.test.add(Evidence(stage, {"bbr": 0.0, "cubic": 0.0, "reno": 0.0, "vegas": 5.0, UNKNOWN: 0.0}))
+            self.now_share = (0.1, 1, False)
+
+        def verdict(self):
+            return self.test.verdict()
+
+        def competitors(self):
+            return frozenset({"a"})
+
+        def share(self, window_s):
+            return self.now_share
+
+        def take_back(self, hypothesis, share):
+            self.test.add(switch_share.evidence(hypothesis, share))
+    f = _Flow(1, ("::1", 1, "::2", 2), 0.95)
+    f.identifier, f.base_rtt_s = Scripted(), 0.05
+    assert f.switch_worse(100.0) is None                 # not committed: nothing watched
+    f.competitors_changed()
+    t0 = f.committed_at
+    assert f.committed == "vegas"
+    settled = t0 + switch_share.settle_s(0.05) + switch_share.window_s(0.05)
+    assert f.switch_worse(settled - 0.1) is None         # the switch has not settled
+    why, share = f.switch_worse(settled)
+    assert "fell to 0.10" in why and share == 0.1
+    f.identifier.now_share = (0.1, 1, True)              # starving: said at once, not after the settling
+    assert "no packet" in f.switch_worse(t0 + switch_share.STARVED_S)[0]
+    before = f.identifier.test.posterior()["vegas"]
+    f.take_back(share)
+    after = f.identifier.test.posterior()["vegas"]
+    assert f.committed is None and f.switch_worse(settled) is None and after < before and after < 0.95
+    f.identifier.now_share = (0.45, 1, False)             # a fair share after a switch: kept
+    f.identifier.test.add(Evidence("loss_cut", {"bbr": 0.0, "cubic": 0.0, "reno": 0.0, "vegas": 5.0, UNKNOWN: 0.0}))
+    f.competitors_changed()
+    assert f.switch_worse(f.committed_at + 100) is None
