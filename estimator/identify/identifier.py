@@ -163,17 +163,25 @@ class Identifier:
         return max(0, int(round((self._stretch_first_s - s.t0_s) / BIN_S)))
 
     def _probe_rtt(self, s) -> Evidence:
-        """The competitors' dips on the ProbeRTT clock (probe_rtt.py) since their start, as
-        the stage's evidence: replaced at each stretch."""
+        """The competitors' dips in the windows where BBR would have to enter ProbeRTT
+        (probe_rtt.py) since their start, as the stage's evidence: replaced at each stretch."""
         first = max(self.competitor_since_s, s.t0_s)
         since = int(round((first - s.t0_s) / BIN_S))
+        rtt_bins = int(round(self.base_rtt_s / BIN_S))
+        windows = s.comp_window(self.base_rtt_s)
         follow = eligible = count = 0
+        spans = []
         for f in range(s.comp.shape[0]):
+            sent = np.flatnonzero(s.comp[f][since:] > 0)
+            if not sent.size:
+                continue
             found = [d for d, _ in probe_rtt.dips(s.comp[f], since)]
-            k, m = probe_rtt.periodic(found, since + int(probe_rtt.HISTORY_S / BIN_S))
-            follow, eligible, count = follow + k, eligible + m, count + len(found)
+            must = probe_rtt.must_dip_windows(s.queue_pkts, s.comp[f], windows[f], since + int(sent[0]), rtt_bins, found)
+            follow, eligible, count = follow + sum(hit for *_, hit in must), eligible + len(must), count + len(found)
+            spans += [hi - lo for lo, hi, _ in must]
         watched_s = max(0.0, s.t0_s + s.n * BIN_S - probe_rtt.RECOVER_S - first) * s.comp.shape[0]
-        ev = probe_rtt.evidence(follow, eligible, count, watched_s)
+        window_s = (float(np.mean(spans)) * 1.25 * BIN_S) if spans else probe_rtt.PERIOD_SLACK_S
+        ev = probe_rtt.evidence(follow, eligible, count, watched_s, window_s)
         self.measured["probe_rtt"] = [(float(follow), 0.0)]
         self.test.set("probe_rtt", ev)
         self.test.evidence.append(ev)

@@ -183,21 +183,37 @@ def test_a_window_cut_shows_in_the_window_where_the_queue_hides_it_from_the_rate
     assert by_window and np.median(by_rate) > 0.8 and np.median(by_window) < 0.6
 
 
-def test_dips_on_a_ten_second_clock_are_bbrs_probe_rtt_and_scattered_ones_are_not():
+def test_dips_where_bbr_must_renew_its_minimum_rtt_are_bbrs_probe_rtt_and_none_there_is_evidence_too():
     from estimator.identify import probe_rtt
     bins_per_s = 100
-    packets = np.full(60 * bins_per_s, 5.0)
-    for at_s in (10.3, 20.8, 31.2, 41.7):                         # ProbeRTT: 200 ms every ~10.4 s
-        packets[int(at_s * bins_per_s):int((at_s + 0.2) * bins_per_s)] = 0.1
-    found = probe_rtt.dips(packets)
-    assert [round(d / bins_per_s, 1) for d, _ in found] == [10.3, 20.8, 31.2, 41.7]
-    follow, eligible = probe_rtt.periodic([d for d, _ in found], since_bin=0)
-    assert (follow, eligible) == (3, 4)          # the first dip has no earlier one to follow
-    ev = probe_rtt.evidence(follow, eligible, len(found), 60.0).loglik
+    n = 45 * bins_per_s
+    queue = np.full(n, 10.0)             # a standing queue: no new low after the competitor's start
+    window = np.full(n, 40.0)            # its window: a 4-packet ProbeRTT would show
+    bbr = np.full(n, 5.0)
+    for at_s in (10.3, 20.8, 31.3, 41.8):                         # ProbeRTT: 200 ms every ~10.5 s
+        bbr[int(at_s * bins_per_s):int((at_s + 0.2) * bins_per_s)] = 0.1
+    found = [d for d, _ in probe_rtt.dips(bbr)]
+    assert [round(d / bins_per_s, 1) for d in found] == [10.3, 20.8, 31.3, 41.8]
+    must = probe_rtt.must_dip_windows(queue, bbr, window, first_bin=0, rtt_bins=5, dip_bins=found)
+    assert len(must) == 4 and all(hit for *_, hit in must)
+    ev = probe_rtt.evidence(4, 4, len(found), 45.0).loglik
     assert ev["bbr"] - ev["cubic"] > math.log(20)
-    scattered = [int(t * bins_per_s) for t in (4.0, 7.5, 13.1, 16.0, 25.4, 29.0, 38.2, 44.9)]
-    follow, eligible = probe_rtt.periodic(scattered, since_bin=0)
-    ev = probe_rtt.evidence(follow, eligible, len(scattered), 60.0).loglik
+    # a flow that never dips where BBR would have to: evidence against BBR, none among the others
+    steady = np.full(n, 5.0)
+    must = probe_rtt.must_dip_windows(queue, steady, window, 0, 5, [])
+    assert len(must) == 4 and not any(hit for *_, hit in must)
+    ev = probe_rtt.evidence(0, len(must), 0, 45.0, window_s=1.5).loglik
+    assert ev["cubic"] - ev["bbr"] > math.log(20) and ev["cubic"] == ev["reno"] == ev["vegas"]
+    # a queue that reaches a new low every 4 s lets BBR renew its minimum without a dip: no
+    # window; nor where its window is too small for ProbeRTT's 4 packets to show
+    falling = queue - np.floor(np.arange(n) / (4 * bins_per_s))
+    assert probe_rtt.must_dip_windows(falling, steady, window, 0, 5, []) == []
+    assert probe_rtt.must_dip_windows(queue, steady, np.full(n, 8.0), 0, 5, []) == []
+    # scattered dips (a deep queue's turbulence) rarely fall in the windows
+    scattered = [int(t * bins_per_s) for t in (4.0, 7.5, 13.1, 16.0, 25.4, 29.0, 38.2, 44.0)]
+    must = probe_rtt.must_dip_windows(queue, steady, window, 0, 5, scattered)
+    follow = sum(hit for *_, hit in must)
+    ev = probe_rtt.evidence(follow, len(must), len(scattered), 45.0, window_s=1.5).loglik
     assert follow <= 1 and ev["cubic"] > ev["bbr"]
     # a flow that stops for good is no dip; nor is a slow flow's gap of a few packets
     ends = np.full(3000, 5.0)
