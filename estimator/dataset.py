@@ -4,8 +4,8 @@
 spaced ACKs, float32), ``t`` (their times), ``meta`` (JSON: the run's parameters,
 its CCA pair, the feature names and ``format``) and optionally the raw sender trace
 and INT series (``raw_*``) so features can be recomputed without re-running.
-Written by the collection (experiments/runs/estimator_collect.py), read by the models:
-the ML core imports this, never the harness.
+Written by the collection (experiments/runs/dataset_run.py, a scenario of the runner),
+read by the models: the ML core imports this, never the harness.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from estimator import DEFAULT_MODEL
 @click.option("--without-vegas", is_flag=True,
               help="leave out runs needing the CCP datapath (busy or absent); a later resume adds them")
 @click.option("--jobs", type=click.IntRange(min=1, max=8), default=1, show_default=True,
-              help="testbeds run at once (est0, est1, ...)")
+              help="testbeds run at once (exp, exp1, ...)")
 @click.option("--node-python", metavar="cpython|pypy|PATH",
               help="interpreter of the INT nodes (default: $INTCC_NODE_PYTHON, else cpython); recorded "
                    "in collection.json, and a resume must use the same")
@@ -44,33 +44,25 @@ from estimator import DEFAULT_MODEL
                    "the other parameters stay those of --seed and --distribution")
 def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python, distribution,
                 node_rt_priority, udp_cross):
-    """Randomised dumbbell runs (root); resumable: runs on disk are skipped."""
-    from estimator.dataset import run_paths
+    """Randomised dumbbell runs (root); resumable: runs on disk are skipped. The runs are
+    those of the scenario estimator_collect (intcc exp run estimator_collect runs them too)."""
     from estimator.features import TraceError
 
     from experiments.runs.estimator_collect import CollectionError, collect
+    from experiments.runs.scenario import ScenarioError
 
-    with click.progressbar(length=runs, label="collecting", show_pos=True) as bar:
-        done_before = len(run_paths(out_dir))
-        bar.update(min(done_before, runs))
-
-        def progress(plan, extra, dt):
-            bar.label = f"{plan['run']} {plan['cca1']:>5} vs {plan['cca2']:<5} ({dt:.0f} s)"
-            bar.update(1)
-
-        try:
-            res = collect(out_dir, runs, seconds, seed, samples, progress=progress, echo=click.echo,
-                          without_vegas=without_vegas, jobs=jobs, node_python=node_python,
-                          distribution=distribution, node_rt_priority=node_rt_priority, udp_cross=udp_cross)
-        except (TraceError, OSError, CollectionError) as e:
-            raise click.ClickException(str(e))
-        except KeyboardInterrupt:
-            kept = len(run_paths(out_dir))
-            click.echo(f"\ninterrupted: testbed and datapath stopped; {kept} runs kept in {out_dir} "
-                       f"(the same command resumes)", err=True)
-            raise SystemExit(130)
+    try:
+        res = collect(out_dir, runs, seconds, seed, samples, echo=click.echo, without_vegas=without_vegas,
+                      jobs=jobs, node_python=node_python, distribution=distribution,
+                      node_rt_priority=node_rt_priority, udp_cross=udp_cross)
+    except (TraceError, OSError, CollectionError, ScenarioError, RuntimeError) as e:
+        raise click.ClickException(str(e))
+    except KeyboardInterrupt:
+        from estimator.dataset import run_paths
+        click.echo(f"\ninterrupted: testbed and datapath stopped; {len(run_paths(out_dir))} runs kept in {out_dir} "
+                   f"(the same command resumes)", err=True)
+        raise SystemExit(130)
     click.echo(f"{res['done']}/{runs} runs in {out_dir}; {len(res['failed'])} failed, {res['left']} left to do")
-
 
 
 @click.command("live-eval")

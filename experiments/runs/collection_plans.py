@@ -1,11 +1,14 @@
 """The runs of an estimator collection: each run's network and CCA pair, drawn from the
 collection's seed and distribution (reproducible: run ``index`` of seed ``seed`` is always
-the same), for experiments/runs/estimator_collect.py."""
+the same), and how the runner runs one (a scenario's [collection]: Collection)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
-from estimator.dataset import CCAS
+from telemetry.ccas import CCA_LABELS as CCAS
+from experiments.runs.algorithm import KERNEL_CCAS, Algorithm
 
 RANGES = {"bottleneck_mbps": (1.0, 10.0), "bottleneck_delay_ms": (1.0, 100.0), "buffer_bdp": (1.0, 100.0)}
 #: The "hard" distribution: the paper's ranges with the buffer on a log scale,
@@ -85,3 +88,29 @@ def _hard_plan(index: int, seed: int) -> dict:
     return {"run": f"run{index:05d}", "index": index, "seed": seed, "distribution": "hard", "params": params,
             "rtt_factor": round(factor, 3), "comp_start_s": round(float(rng.uniform(*HARD_RANGES["comp_start_s"])), 3),
             "comp_flows": int(rng.integers(lo, hi + 1)), "cca1": CCAS[pair // 4], "cca2": CCAS[pair % 4]}
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A scenario's [collection]: repeat r runs run_plan(r, seed, distribution, udp_cross),
+    its network and flows, and keeps flow 1 as a dataset run (estimator/dataset.py):
+    ``samples`` feature rows after a warm-up of ``warmup_frac`` of its ACKs."""
+    distribution: str = "paper"
+    udp_cross: bool = False
+    samples: int = 100
+    warmup_frac: float = 0.1
+
+    def plan(self, seed: int, repeat: int) -> dict:
+        return run_plan(repeat, seed, self.distribution, self.udp_cross)
+
+
+def plan_algorithm(plan: dict) -> Algorithm:
+    """A plan's flows as the runner runs them: flow 1 on cca1 (a CCP algorithm where the
+    plan says so or the kernel lacks it), comp_flows competitors on cca2 from comp_start_s,
+    UDP cross traffic at udp_mbps."""
+    cca1 = plan["cca1"]
+    on_ccp = plan.get("local_via") == "ccp" or cca1 not in KERNEL_CCAS
+    return Algorithm(f"{cca1} vs {plan['cca2']}", cca=None if on_ccp else cca1, ccp=cca1 if on_ccp else None,
+                     competitor=plan["cca2"], competitors=int(plan.get("comp_flows", 1)),
+                     competitor_delay_s=float(plan.get("comp_start_s", 0.0)),
+                     udp_cross_mbps=float(plan.get("udp_mbps", 0.0)))

@@ -23,8 +23,10 @@ from estimator.capture import Capture, PcapTail
 from records import stamp
 from estimator.vote import first_stable_correct
 
-from experiments.runs.estimator_collect import check_agent, goodputs, join_flows, needs_agent, run_plan, start_agent, start_flows
-from experiments.runs.runner import CREDS, free_port
+from experiments.runs.collection_plans import run_plan
+from experiments.runs.plan_flows import check_agent, goodputs, join_flows, needs_agent, start_agent, start_flows
+from experiments.runs.runner import CREDS
+from experiments.runs.services import free_port
 from experiments.testbed.traffic import RunFailed
 
 

@@ -16,7 +16,8 @@ from experiments.reports.fairness import goodput_difference
 from experiments.runs.metrics import (algorithm_spans, goodput_difference_parts, jain, slow_start_exit_s, switches,
                       time_to_plateau_s, verdict_scores)
 from experiments.reports.plots import plot_series
-from experiments.runs.scenario import Algorithm, Scenario
+from experiments.runs.algorithm import Algorithm
+from experiments.runs.scenario import Scenario
 from experiments.testbed.traffic import RunFailed, series
 
 #: summary.json's layout: {"format": SUMMARY_FORMAT, "scenario": name, "provenance", "records": [...]}

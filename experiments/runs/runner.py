@@ -12,20 +12,16 @@ on the running nodes. A run whose flow fails is listed in OUT/failed.json; the r
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
 import random
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
-from contextlib import ExitStack, contextmanager, nullcontext
-from dataclasses import dataclass
+from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from int_node.runtime import run_path
@@ -35,13 +31,16 @@ from experiments.testbed.agent_trace import split_agent_trace
 from experiments.testbed.kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from experiments.testbed.linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, emulation_lag_fields,
                       link_loss_counts, run_seed, seed_losses, set_loss)
+from experiments.runs.dataset_run import DatasetRun, npz_path, record_collection
 from experiments.runs.metrics import mean_queue_delay_ms
 from experiments.reports.plots import plot_overlay, plot_summary
+from experiments.runs.services import dashboard, exclusive_testbeds, free_port
 from experiments.runs.run_record import FlowResult, record, write_summary
-from experiments.runs.scenario import KERNEL_CCAS, MAX_COMPETITORS, Algorithm, Scenario
+from experiments.runs.algorithm import KERNEL_CCAS, Algorithm, batch_agent
+from experiments.runs.scenario import MAX_COMPETITORS, Scenario
 from records import stamp
 
-from experiments.testbed.teardown import RUN_ROOT, teardown
+from experiments.testbed.teardown import teardown
 from experiments.testbed.bed import Testbed
 from experiments.testbed.topo import load_topo
 from experiments.testbed.traffic import MAIN_PORT, PORT_STRIDE, BackgroundFlow, RunFailed, iperf, tcp_counters
@@ -67,32 +66,8 @@ class RunSpec:
     run_dir: str
     loss_seed: int
     port: int
-    alg: Optional[Algorithm] = None           # the batch's algorithm as this run runs it (Algorithm.for_run)
-
-
-@contextmanager
-def _dashboard(broker_url: str, port: int, out_dir: str, echo):
-    """``intcc dashboard`` on the run's broker while the scenario runs."""
-    log = open(os.path.join(out_dir, "dashboard.log"), "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "intcc", "dashboard", "--broker", broker_url, "--listen",
-                             f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
-    echo(f"dashboard: http://127.0.0.1:{port}/ (log {log.name})")
-    try:
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    alg: Optional[Algorithm] = None           # the batch's algorithm as this run runs it (Scenario.run_setting)
+    plan: Optional[dict] = None               # a collection's run: its plan (collection_plans.run_plan)
 
 
 def slug(text: str) -> str:
@@ -108,32 +83,17 @@ def testbed_names(jobs: int) -> list[str]:
     return [TESTBED_NAME if k == 0 else f"{TESTBED_NAME}{k}" for k in range(jobs)]
 
 
-@contextmanager
-def _exclusive_testbeds():
-    """One ``intcc exp run`` at a time: each begins by tearing down the testbeds it will
-    use (leftovers of a killed run), which would pull them from under a running one."""
-    os.makedirs(RUN_ROOT, exist_ok=True)
-    with open(os.path.join(RUN_ROOT, "exp-run.lock"), "a+") as lock:   # closing it releases the lock
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            raise RuntimeError(f"another 'intcc exp run' (pid {lock.read().strip() or '?'}) is using the exp "
-                               f"testbeds: wait for it or stop it first") from None
-        lock.seek(0)
-        lock.truncate()
-        lock.write(str(os.getpid()))
-        lock.flush()
-        yield
-
-
 def run_name(alg: Algorithm, key: str, value, rep: int) -> str:
     return f"{slug(alg.label)}_{key}-{value}_r{rep}" if key != "none" else f"{slug(alg.label)}_r{rep}"
 
 
-def needs_ccp_datapath(sc) -> bool:
+def needs_ccp_datapath(sc, seed: int = 0) -> bool:
     """Whether any run of ``sc`` has a flow on the CCP datapath: a CCP algorithm, flow 1 on
-    the competitor's CCA as CCP ('oracle ccp'), or a CCA the kernel lacks (vegas)."""
+    the competitor's CCA as CCP ('oracle ccp'), or a CCA the kernel lacks (vegas); for a
+    collection, any of its plans (of ``seed``) left to run."""
+    if sc.collection:
+        algs = [sc.run_setting(seed, rep, alg, None, 0)[1] for alg, _, reps in sc.batches(1) for rep in reps]
+        return any(a.ccp or a.competitor_on_ccp for a in algs)
     return any(a.ccp or a.same_on_ccp for a in sc.algorithms) or any(
         c not in KERNEL_CCAS for c in sc.sweep.get("competitor", []) + [c for a in sc.algorithms
                                                                        for c in [a.competitor, *a.cca_random] if c])
@@ -148,22 +108,32 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
     from ccp_agent.datapath import AgentProcess, DatapathProcess
 
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
-    needs_ccp = needs_ccp_datapath(sc)
+    base_seed = sc.seed if sc.seed is not None else random.SystemRandom().randrange(2**31)
+    if sc.collection:       # a collection's runs on disk are kept, not run again
+        sc = replace(sc, skip_repeats=sc.skip_repeats | {r for r in sc.todo_repeats if os.path.exists(
+            npz_path(out_dir, sc.collection.plan(base_seed, r)))})
+        record_collection(out_dir, sc.collection, base_seed, sc.seconds, sc.node_python, sc.node_rt_priority)
     needs_tele = any(a.needs_telemetry for a in sc.algorithms)
-    jobs = max(1, min(jobs, sc.repeats - sc.first_repeat))
+    jobs = max(1, min(jobs, len(sc.todo_repeats)))
+    if sc.collection and (needs_tele or dashboard_port or sc.record_telemetry):
+        raise RuntimeError(f"{sc.name}: a collection keeps flow 1 from the sinks' own logs (the jsonl "
+                           f"exporter); run it without --record-telemetry and --dashboard")
     if jobs > 1 and dashboard_port:
         raise RuntimeError(f"--jobs {jobs} with --dashboard: one dashboard would show the nodes and flows of "
                            f"every testbed at once; use one testbed")
     batches = list(sc.batches(jobs))
     n_runs = sum(len(reps) for _, _, reps in batches)
+    if not n_runs:
+        echo(f"{sc.name}: no run left to do in {out_dir}")
+        return []
     records: list[dict] = []
     failed: list[dict] = []
-    base_seed = sc.seed if sc.seed is not None else random.SystemRandom().randrange(2**31)
     echo(f"loss draws seeded from {base_seed} (--seed {base_seed} repeats them)")
+    needs_ccp = needs_ccp_datapath(sc, base_seed)
     t_start = time.monotonic()
     provenance = stamp()                     # the code and command this run started with
     with ExitStack() as stack:
-        stack.enter_context(_exclusive_testbeds())
+        stack.enter_context(exclusive_testbeds())
         exporter, broker_url = "jsonl", None
         if needs_tele or dashboard_port or sc.record_telemetry:
             broker = BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
@@ -173,7 +143,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
             # agent published as nobody and the broker's ACL dropped its estimates and switches
             broker_url = exporter = f"{broker.url}?credentials={CREDS}"
         if dashboard_port:
-            stack.enter_context(_dashboard(broker_url, dashboard_port, out_dir, echo))
+            stack.enter_context(dashboard(broker_url, dashboard_port, out_dir, echo))
         testbeds: list = [None] * jobs
         testbed_params: list = [None] * jobs
 
@@ -188,12 +158,13 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
             echo(f"testbed {name}: {sc.topology} {params} (exporter {exporter.split('?')[0]}) ...")
             # testbed k's nodes publish ids NODE_ID_STRIDE * k higher: one broker keeps them apart
             topo = load_topo(sc.topology_path, params).with_node_ids_shifted(NODE_ID_STRIDE * k)
-            testbeds[k] = Testbed(topo, name).up(exporter=exporter, node_rt_priority=sc.node_rt_priority)
+            testbeds[k] = Testbed(topo, name).up(exporter=exporter, node_rt_priority=sc.node_rt_priority,
+                                                 node_python=sc.node_python)
             testbed_params[k] = params
             return testbeds[k]
 
         stack.callback(lambda: [tb.down() for tb in testbeds if tb is not None])
-        for k in range(jobs if not sc.draw else 0):
+        for k in range(jobs if not (sc.draw or sc.collection) else 0):
             testbed(k, sc.params)
         services = Services(sc, broker_url=broker_url, agent_process=AgentProcess)
         if needs_ccp:
@@ -201,16 +172,16 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
             stack.enter_context(services.datapath)
         for alg, sweep, reps in batches:
             (key, value), = sweep.items()
-            params = [sc.params_for(base_seed, rep, value) for rep in reps]
+            seeds = [run_seed(base_seed, key, value, rep) for rep in reps]
+            settings = [sc.run_setting(base_seed, rep, alg, value, seed) for rep, seed in zip(reps, seeds)]
+            params = [p for p, _, _ in settings]
             beds = [testbed(k, sc.topology_params(p)) for k, p in enumerate(params)]
             if key == "loss_pct":
                 for tb in beds:
                     set_loss(tb, value)
-            names = [run_name(alg, key, value, rep) for rep in reps]
-            seeds = [run_seed(base_seed, key, value, rep) for rep in reps]
-            specs = [RunSpec(tb, os.path.join(out_dir, "runs", name), seed, MAIN_PORT + PORT_STRIDE * k,
-                             alg.for_run(value if key == "competitor" else None, seed).with_draws(p))
-                     for k, (tb, name, seed, p) in enumerate(zip(beds, names, seeds, params))]
+            names = [plan["run"] if plan else run_name(alg, key, value, rep) for (_, _, plan), rep in zip(settings, reps)]
+            specs = [RunSpec(tb, os.path.join(out_dir, "runs", name), seed, MAIN_PORT + PORT_STRIDE * k, run_alg, plan)
+                     for k, (tb, name, seed, (_, run_alg, plan)) in enumerate(zip(beds, names, seeds, settings))]
             batch = _batch(services, alg, specs)
             for rec, rep, name, loss_seed, spec, p in zip(batch, reps, names, seeds, specs, params):
                 what = f"{key} {value:<5} " if key != "none" else ""
@@ -225,8 +196,10 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                 rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
                             "loss_seed": loss_seed, "flow1": spec.alg.ccp or spec.alg.cca,
                             "jobs": jobs, "node_rt_priority": sc.node_rt_priority})
-                if sc.draw:
+                if sc.draw or spec.plan:
                     rec["params"] = p
+                if spec.plan:
+                    rec["plan"] = spec.plan
                 if spec.alg.competitor_delay_s:
                     rec["competitor_delay_s"] = spec.alg.competitor_delay_s
                 if spec.alg.udp_cross_mbps:
@@ -240,14 +213,16 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                 records.append(rec)
                 done = len(records) + len(failed)
                 eta = (time.monotonic() - t_start) / done * (n_runs - done)
-                echo(f"[{done}/{n_runs}] {alg.label:16s} {what}repeat {rep}: "
+                echo(f"[{done}/{n_runs}] {spec.alg.label if spec.plan else alg.label:16s} {what}repeat {rep}: "
                      f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits  (eta {eta / 60:.0f} min)")
             write_summary(out_dir, sc.name, records, provenance)   # after every batch: readable mid-run
     if failed:
         echo(f"{len(failed)} of {n_runs} runs failed: {os.path.join(out_dir, 'failed.json')}")
     if not records:
         raise RuntimeError(f"every run failed; first: {failed[0]['error']}")
-    if "competitor" in sc.sweep:
+    if sc.collection:
+        pass     # a collection's runs are data (OUT/runs/*.npz), each on a network of its own: no overlay
+    elif "competitor" in sc.sweep:
         fairness_plots.plot(records, out_dir, sc.name)
     elif sc.sweep:
         key = next(iter(sc.sweep))
@@ -278,13 +253,10 @@ def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
 
     agent = recorder = None
     runs = [spec.alg or alg for spec in specs]
-    competitor_ports = [s.port + 1 + k for s, run in zip(specs, runs) for k in range(run.competitors)]
-    # runs whose flows are all in the kernel need no agent and are not touched by one
-    needs = [n for n in (a.agent(competitor_ports) for a in runs) if n]
-    if any(n != needs[0] for n in needs):
-        raise RuntimeError(f"{alg.label}: the runs of one batch need different CCP agents "
-                           f"({', '.join(sorted({str(n) for n in needs}))}); run with --jobs 1")
-    need = needs[0] if needs else None
+    try:     # runs whose flows are all in the kernel need no agent and are not touched by one
+        need = batch_agent([(run, spec.port) for run, spec in zip(runs, specs)])
+    except ValueError as e:
+        raise RuntimeError(f"{alg.label}: {e}; run with --jobs 1") from None
     flow1_traced = any(a.ccp for a in runs)
     try:
         if services.scenario.record_telemetry:
@@ -347,12 +319,15 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     log_offsets = {n: os.path.getsize(p) if os.path.exists(p) else 0 for n, p in sinks.items()}
     comp, competitors, udp = {}, [], None
     extra = {}
+    dataset = (DatasetRun(tb, sc.flows["main"], sc.flows["competitor"][0], port, spec.plan, sc.collection, spec.run_dir)
+               if spec.plan else None)
     seed_losses(tb, spec.loss_seed)      # last thing before the flows: nothing else draws
     try:
         competitor_ports = [port + 1 + k for k in range(alg.competitors)] if alg.competitor else []
         # flows of the same start go together: none a round ahead of the others in slow start
         together = threading.Barrier(1 + len(competitor_ports)) if competitor_ports and not alg.competitor_delay_s else None
-        with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace:
+        with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace, \
+                (dataset.capture() if dataset else nullcontext()):
             competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor,
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
                                           start_delay_s=alg.competitor_delay_s, start_together=together)
@@ -383,7 +358,12 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                 comp["error"] = f"UDP cross traffic: {e}"
     after = link_loss_counts(tb)
     # how faithful the emulation was: a host too busy for its links makes every figure suspect
-    extra.update(emulation_lag_fields(lag_before, emulation_lag_counts(tb)))
+    lag = emulation_lag_fields(lag_before, emulation_lag_counts(tb))
+    extra.update(lag)
+    if dataset and not comp.get("error"):
+        meta = {"seconds": sc.seconds, **lag, "node_rt_priority": sc.node_rt_priority}
+        check_emulation(meta)          # its emulation_off flag, as the run's record has it
+        dataset.save([out, *comp.get("outs", [])], extra.get("udp_cross", {}).get("received_mbps"), meta)
     tcp_after = tcp_counters(tb, client)
     rates = [l.rate_mbps for l in (tb.topo.links if tb.topo else []) if l.rate_mbps]
     delays = [mean_queue_delay_ms(p, log_offsets[n], tb.addr(client), port, min(rates))

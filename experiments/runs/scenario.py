@@ -57,19 +57,18 @@ Errors name the file and the field.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
 import tomllib
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from telemetry import ccas
+from experiments.runs.algorithm import PROJECT, Algorithm
+from experiments.runs.collection_plans import DISTRIBUTIONS, Collection, plan_algorithm
 
 HERE = os.path.dirname(__file__)
-PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(HERE)))
 TOPOLOGIES = os.path.join(os.path.dirname(HERE), "testbed", "topologies")
 #: loss_pct is applied at run time, without restarting the testbed; competitor sets every
 #: algorithm's competing flows' CCA
@@ -79,9 +78,6 @@ DRAWS = ("log_uniform", "uniform", "integer")
 #: much later they start, and UDP cross traffic beside them at this share of bottleneck_mbps
 #: (from the competitor's hosts, at a constant rate: no CCA, no answer to loss)
 RUN_DRAWS = ("competitors", "competitor_delay_s", "udp_cross_share")
-#: CCAs this kernel has built in (telemetry/ccas.py); any other CCA named in a scenario
-#: (vegas) runs on the CCP datapath as the algorithm of that name
-KERNEL_CCAS = ccas.KERNEL_CCAS
 
 
 #: competing flows of one run: ports main + 1 .. main + n, below the next testbed's
@@ -114,105 +110,6 @@ def _check_run_draw(path: str, name: str, kind: str, low, high, algs: list, swee
                                 f"bottleneck_mbps (in [params] or [draw])")
 
 
-def _identifies_actively(options: List[str]) -> bool:
-    """``--identify active`` among an adaptive algorithm's options: it reads the hop records."""
-    return any(o == "--identify" and options[i + 1:i + 2] == ["active"] for i, o in enumerate(options))
-
-
-def _model_uses_int(options: List[str]) -> bool:
-    """Whether the ``--model`` in an adaptive algorithm's options has features beyond
-    Table I (from the metadata saved beside it); the agent checks the model itself."""
-    from estimator import DEFAULT_MODEL
-    from estimator.features import TraceError
-    from estimator.int_features import uses_int
-    if "--model" not in options:
-        path = DEFAULT_MODEL                      # the agent's default when no --model is given
-    elif options.index("--model") + 1 >= len(options):
-        return False
-    else:
-        path = options[options.index("--model") + 1]
-    if not os.path.isabs(path) and not os.path.exists(path):
-        path = os.path.join(PROJECT, path)
-    try:
-        with open(path + ".json") as f:
-            features = json.load(f).get("features", [])
-        return uses_int(features)
-    except (OSError, ValueError, AttributeError, TraceError):
-        return False
-
-
-@dataclass
-class Algorithm:
-    label: str
-    cca: Optional[str] = None            # kernel CCA
-    ccp: Optional[str] = None            # CCP algorithm name
-    options: List[str] = field(default_factory=list)
-    competitor: Optional[str] = None     # kernel CCA of a competing flow (fairness scenarios)
-    competitors: int = 1                 # how many such flows (ports above the main flow's)
-    same_as_competitor: bool = False     # flow 1 runs the competitor's CCA (set per run)
-    cca_random: List[str] = field(default_factory=list)    # flow 1's kernel CCA drawn from these per run
-    competitor_delay_s: float = 0.0      # the competitors start this much after flow 1
-    same_on_ccp: bool = False            # same_as_competitor as the CCP algorithm of that name
-    udp_cross_mbps: float = 0.0          # UDP cross traffic beside the competitors (0: none)
-
-    @property
-    def needs_telemetry(self) -> bool:
-        """The sink's records over MQTT: cubic-int reads them, and so does the adaptive
-        agent whose model has INT features."""
-        return self.ccp in ("cubic-int", "probe") or (self.ccp == "adaptive" and (
-            _model_uses_int(self.options) or _identifies_actively(self.options)))
-
-    @property
-    def initial(self) -> str:
-        """The adaptive agent's first algorithm (its ``--initial``; cubic by default)."""
-        opts = self.options
-        if _identifies_actively(opts):
-            return "probe"
-        return next((opts[i + 1] for i, o in enumerate(opts[:-1]) if o == "--initial"), "cubic")
-
-    def for_run(self, competitor: Optional[str], seed: int) -> "Algorithm":
-        """This algorithm as one run runs it: the swept competitor in place, flow 1's CCA
-        resolved (the competitor's, or drawn from ``cca_random`` with ``seed``)."""
-        alg = replace(self, competitor=competitor or self.competitor)
-        if self.same_as_competitor and self.same_on_ccp:
-            return replace(alg, ccp=alg.competitor)
-        if self.same_as_competitor:
-            alg = replace(alg, cca=alg.competitor)
-        elif self.cca_random:
-            alg = replace(alg, cca=random.Random(seed).choice(self.cca_random))
-        if alg.cca and alg.cca not in KERNEL_CCAS:
-            alg = replace(alg, cca=None, ccp=alg.cca)
-        return alg
-
-    def with_draws(self, params: Dict[str, object]) -> "Algorithm":
-        """This algorithm with a run's drawn flow settings (RUN_DRAWS) in place."""
-        alg = self
-        if "competitors" in params:
-            alg = replace(alg, competitors=int(params["competitors"]))
-        if "competitor_delay_s" in params:
-            alg = replace(alg, competitor_delay_s=float(params["competitor_delay_s"]))
-        if "udp_cross_share" in params:
-            alg = replace(alg, udp_cross_mbps=round(float(params["udp_cross_share"]) * float(params["bottleneck_mbps"]), 3))
-        return alg
-
-    @property
-    def competitor_on_ccp(self) -> bool:
-        return bool(self.competitor) and self.competitor not in KERNEL_CCAS
-
-    def agent(self, competitor_ports: list[int]) -> tuple[str, list[str]] | None:
-        """The CCP agent this run needs (algorithm, options), or None: flow 1's algorithm,
-        with a competitor that runs on CCP pinned to its ports (ccp_agent/by_port.py), or
-        the competitor's alone when flow 1 runs in the kernel."""
-        if self.ccp:
-            pins = []
-            if self.competitor_on_ccp and self.competitor != self.ccp:
-                pins = [a for p in competitor_ports for a in ("--port-algorithm", f"{p}={self.competitor}")]
-            return self.ccp, list(self.options) + pins
-        if self.competitor_on_ccp:
-            return self.competitor, []
-        return None
-
-
 @dataclass
 class Scenario:
     name: str
@@ -233,6 +130,21 @@ class Scenario:
     draw_per_sweep_value: bool = False  # each sweep value's repeats meet networks of their own
     first_repeat: int = 0               # repeats first_repeat .. repeats - 1 (continuing a run)
     node_rt_priority: int = 0           # the INT nodes' SCHED_FIFO priority (0: the normal scheduler)
+    node_python: Optional[str] = None   # the INT nodes' interpreter (None: $INTCC_NODE_PYTHON, else cpython)
+    collection: Optional[Collection] = None     # [collection]: each repeat a plan's network and flows, kept as data
+    skip_repeats: frozenset = frozenset()       # repeats not run (a collection's runs already on disk)
+
+    def run_setting(self, seed: int, repeat: int, alg: Algorithm, sweep_value, pick_seed: int
+                    ) -> tuple[dict, Algorithm, dict | None]:
+        """What one run runs: its parameters (the topology's and the drawn flow settings), the
+        algorithm as it runs it (a random pick drawn with ``pick_seed``), and a collection's
+        plan (None outside a collection: then the run's name is the runner's)."""
+        if self.collection:
+            plan = self.collection.plan(seed, repeat)
+            return dict(plan["params"]), plan_algorithm(plan), plan
+        params = self.params_for(seed, repeat, sweep_value)
+        competitor = sweep_value if "competitor" in self.sweep else None
+        return params, alg.for_run(competitor, pick_seed).with_draws(params), None
 
     def params_for(self, seed: int, repeat: int, sweep_value=None) -> Dict[str, object]:
         """The topology parameters of a repeat (and sweep value, with ``draw_per_sweep_value``):
@@ -267,14 +179,19 @@ class Scenario:
         for alg, sweep, reps in self.batches(1):
             yield alg, sweep, reps[0]
 
+    @property
+    def todo_repeats(self) -> List[int]:
+        return [r for r in range(self.first_repeat, self.repeats) if r not in self.skip_repeats]
+
     def batches(self, jobs: int):
         """(algorithm, {sweep key: value}, [repeats]) for ``jobs`` testbeds at once: the
         repeats in groups of ``jobs``, per group every sweep value, each algorithm in turn
         on the whole group (one CCP agent serves them all). Groups outermost: a long run
         stopped early has every sweep value alike."""
         (key, values), = self.sweep.items() if self.sweep else (("none", [None]),)
-        for first in range(self.first_repeat, self.repeats, jobs):
-            group = list(range(first, min(first + jobs, self.repeats)))
+        todo = self.todo_repeats
+        for first in range(0, len(todo), jobs):
+            group = todo[first:first + jobs]
             for value in values:
                 for alg in self.algorithms:
                     yield alg, {key: value}, group
@@ -306,6 +223,37 @@ def _check_flow_hosts(sc: "Scenario", path: str, flows_given: bool) -> None:
             hint = "" if flows_given else " (the default flow; give [flows] main = [sender, receiver])"
             raise ScenarioError(f"{path}: flow '{role}' names host {', '.join(map(repr, missing))}, which topology "
                                 f"'{sc.topology}' does not have{hint}; its hosts: {', '.join(hosts)}")
+
+
+COLLECTION_FIELDS = {"distribution": str, "udp_cross": bool, "samples": int, "warmup_frac": (int, float)}
+
+
+def _load_collection(path: str, raw: dict) -> Optional[Collection]:
+    """A scenario's [collection] table: its runs' networks and flows come from the plans
+    (collection_plans.run_plan), so it takes no [sweep], [draw] or [[algorithms]]."""
+    table = raw.get("collection")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ScenarioError(f"{path}: [collection] must be a table")
+    unknown = set(table) - set(COLLECTION_FIELDS)
+    if unknown:
+        raise ScenarioError(f"{path}: collection: unknown field(s) {', '.join(sorted(unknown))} "
+                            f"(known: {', '.join(COLLECTION_FIELDS)})")
+    for key, kind in COLLECTION_FIELDS.items():
+        if key in table and (not isinstance(table[key], kind) or (kind is int and isinstance(table[key], bool))):
+            raise ScenarioError(f"{path}: collection.{key} has the wrong type ({table[key]!r})")
+    c = Collection(**table)
+    if c.distribution not in DISTRIBUTIONS:
+        raise ScenarioError(f"{path}: collection.distribution {c.distribution!r} is none of {', '.join(DISTRIBUTIONS)}")
+    if c.samples < 1 or not 0 <= c.warmup_frac < 1:
+        raise ScenarioError(f"{path}: collection: samples >= 1 and 0 <= warmup_frac < 1, not "
+                            f"{c.samples} and {c.warmup_frac}")
+    given = [k for k in ("sweep", "draw", "algorithms") if k in raw]
+    if given:
+        raise ScenarioError(f"{path}: a [collection] draws each run's network and flows from its plan: "
+                            f"drop {', '.join(given)}")
+    return c
 
 
 def scenario_names() -> List[str]:
@@ -364,8 +312,9 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
     if isinstance(rt, bool) or not isinstance(rt, int) or not 0 <= rt <= 99:
         raise ScenarioError(f"{path}: field 'node_rt_priority' must be a SCHED_FIFO priority 1-99 "
                             f"(0: the normal scheduler), not {rt!r}")
-    algs = []
-    for i, a in enumerate(need("algorithms", list)):
+    collection = _load_collection(path, raw)
+    algs = [Algorithm("collect")] if collection else []
+    for i, a in enumerate([] if collection else need("algorithms", list)):
         where = f"{path}: algorithms[{i}]"
         if not isinstance(a, dict) or "label" not in a:
             raise ScenarioError(f"{where}: needs a 'label'")
@@ -431,7 +380,7 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
                   kernel_trace=bool(raw.get("kernel_trace", False)),
                   record_telemetry=bool(raw.get("record_telemetry", False)),
                   seed=seed, draw=draw, draw_per_sweep_value=bool(raw.get("draw_per_sweep_value", False)),
-                  node_rt_priority=rt)
+                  node_rt_priority=rt, collection=collection)
     if "flows" in raw:
         sc.flows = raw["flows"]
     if not os.path.exists(sc.topology_path):

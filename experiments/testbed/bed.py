@@ -144,7 +144,7 @@ class Testbed:
                 ipr.link("set", index=ipr.link_lookup(ifname=tmp[0])[0], net_ns_fd=self.ns(link.a))
                 macs = {}
                 for end, t, host_no in ((link.a, tmp[0], 1), (link.b, tmp[1], 2)):
-                    ifname = self._ifname(link, end)
+                    ifname = self.ifname(link, end)
                     mtu = HOST_MTU if topo.is_host(end) else HOST_MTU + INT_HEADROOM_BYTES
                     with NetNS(self.ns(end)) as ns:
                         idx = _lookup(ns, t, self.ns(end))
@@ -176,7 +176,8 @@ class Testbed:
                 ns.neigh("add", dst=gw.addr, lladdr=gw.mac, ifindex=idx, state="permanent")
                 ns.route("add", dst="::/0", gateway=gw.addr, oif=idx)
 
-    def _ifname(self, link, end: str) -> str:
+    def ifname(self, link, end: str) -> str:
+        """The name of ``link``'s interface in ``end``'s namespace."""
         peer = link.other(end)
         same = [l for l in self.topo.links_of(end) if l.other(end) == peer]
         return f"intcc-{peer}" if len(same) == 1 else f"intcc{same.index(link)}-{peer}"[:15]

@@ -17,7 +17,7 @@ from broker.launch import BrokerProcess
 from broker.subscriber import TelemetryView
 from ccp_agent.datapath import AgentProcess, DatapathProcess
 from experiments.testbed.linkctl import set_loss
-from experiments.runs.runner import free_port
+from experiments.runs.services import free_port
 from experiments.testbed.traffic import BackgroundFlow
 from telemetry.schema import FlowRecord
 from tests.integration.tbutil import require_ccp_free, start_testbed

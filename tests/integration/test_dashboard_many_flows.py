@@ -12,7 +12,7 @@ import threading
 import time
 
 from broker.launch import BrokerProcess
-from experiments.runs.runner import free_port
+from experiments.runs.services import free_port
 from tests.integration.test_dashboard_browser import CREDS, SHOT, browser, listening, wait  # noqa: F401 (fixture)
 
 FLOWS = 1000

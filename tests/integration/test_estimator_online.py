@@ -10,7 +10,7 @@ import time
 import pytest
 
 from broker.launch import BrokerProcess
-from experiments.runs.runner import free_port
+from experiments.runs.services import free_port
 from telemetry.schema import FlowRecord, HopRecord
 from broker.subscriber import TelemetryView
 from estimator.capture import Capture, PcapTail

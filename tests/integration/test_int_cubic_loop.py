@@ -10,7 +10,7 @@ import pytest
 from broker.launch import BrokerProcess
 from ccp_agent.datapath import AgentProcess, DatapathProcess
 from experiments.testbed.linkctl import link_loss_counts, set_loss
-from experiments.runs.runner import free_port
+from experiments.runs.services import free_port
 from experiments.testbed.traffic import iperf
 from tests.integration.tbutil import require_ccp_free, start_testbed
 

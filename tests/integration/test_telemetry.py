@@ -13,7 +13,7 @@ import pytest
 
 from broker.auth import AGENT_USER, SINK_USER, load_credentials
 from broker.launch import BrokerProcess
-from experiments.runs.runner import free_port
+from experiments.runs.services import free_port
 from telemetry.schema import decode, flow_topic, hop_topic
 from broker.subscriber import TelemetryView
 from experiments.testbed.teardown import teardown

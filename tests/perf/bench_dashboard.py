@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from experiments.runs.runner import free_port
+from experiments.runs.services import free_port
 from tests.perf import answer_help
 
 SECONDS = 20

@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from experiments.runs.runner import free_port
+from experiments.runs.services import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.metrics import metrics_text

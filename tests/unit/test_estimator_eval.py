@@ -7,7 +7,7 @@ import pytest
 from estimator.dataset import CCAS, Run, load_run, save_run
 from estimator.evaluate import evaluate, format_tables, learning_curve, load_dataset, split, train
 from estimator.features import FEATURES, TraceError
-from experiments.runs.estimator_collect import run_plan
+from experiments.runs.collection_plans import run_plan
 
 
 def fake_dataset(tmp_path, runs=64, rows=30, seed=7):
@@ -92,7 +92,7 @@ def test_the_live_distribution_is_table2s_networks_with_flow_1_on_ccp_and_late_c
     """The networks are table2's (same seed, same draws); flow 1 runs its CCA through the CCP
     datapath on a port of its CCA; the competitor starts with it in about half the runs and
     0-10 s later in the others."""
-    from experiments.runs.estimator_collect import CCP_LOCAL_PORTS, flow1_port
+    from experiments.runs.plan_flows import CCP_LOCAL_PORTS, flow1_port
     plans = [run_plan(i, 31, "table2-live") for i in range(400)]
     assert [p["params"] for p in plans] == [run_plan(i, 31, "table2")["params"] for i in range(400)]
     assert all(p["local_via"] == "ccp" for p in plans) and len({(p["cca1"], p["cca2"]) for p in plans}) == 16

@@ -10,7 +10,7 @@ from estimator.features import FEATURES, TraceError
 from estimator.flow_features import FLOW_FEATURES, CompetitorSeries, flow_features
 from estimator.hop_flows import HopFlows
 from estimator.int_features import FEATURE_SETS
-from experiments.runs.estimator_collect import run_plan
+from experiments.runs.collection_plans import run_plan
 from telemetry.schema import HopRecord
 
 T0 = 1000.0

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from estimator.dataset import load_raw, save_run
-from experiments.runs.estimator_collect import run_plan
+from experiments.runs.collection_plans import run_plan
 from estimator.evaluate import load_dataset, run_int_features
 from estimator.features import FEATURES, TraceError
 from estimator.int_features import (COMP_DYNAMICS_FEATURES, FEATURE_SETS, INT_FEATURES, INT_SERIES_COLUMNS, LONG_WINDOW_S, MTU_BYTES, RUN_FEATURES,

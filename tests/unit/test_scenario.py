@@ -417,3 +417,63 @@ def test_a_drawn_competitor_count_needs_a_competitor_and_udp_a_bottleneck_rate(t
     text = RUN_DRAWN.replace("bottleneck_mbps = { uniform = [2, 8] }\n", "")
     with pytest.raises(ScenarioError, match="needs the topology parameter bottleneck_mbps"):
         load(write(tmp_path, text))
+
+
+def test_a_collection_scenario_runs_each_repeat_on_its_plans_network_and_flows():
+    """The runner runs repeat r of estimator_collect as run_plan(r, seed, ...) says: the
+    network, flow 1's CCA (on CCP where the plan says so or the kernel lacks it), the
+    competitors, their start, the UDP beside them; the run named as the plan."""
+    from experiments.runs.collection_plans import Collection, run_plan
+    from experiments.runs.runner import needs_ccp_datapath
+    sc = load("estimator_collect")
+    assert sc.collection == Collection() and [a.label for a in sc.algorithms] == ["collect"]
+    sc.collection = Collection("hard", udp_cross=True)
+    plans = [run_plan(r, 2807, "hard", True) for r in range(32)]
+    for r, plan in enumerate(plans):
+        params, alg, got = sc.run_setting(2807, r, sc.algorithms[0], None, pick_seed=0)
+        assert got == plan and params == plan["params"]
+        assert (alg.cca or alg.ccp) == plan["cca1"] and (alg.ccp is not None) == (plan["cca1"] == "vegas")
+        assert (alg.competitor, alg.competitors, alg.competitor_delay_s, alg.udp_cross_mbps) == (
+            plan["cca2"], plan["comp_flows"], plan["comp_start_s"], plan.get("udp_mbps", 0.0))
+    live = Collection("table2-live")
+    sc.collection = live
+    assert all(sc.run_setting(31, r, sc.algorithms[0], None, 0)[1].ccp == live.plan(31, r)["cca1"] for r in range(16))
+    # the datapath only where a plan left to run needs it (vegas, or flow 1 on CCP)
+    sc.collection, sc.repeats = Collection("paper"), 16
+    sc.skip_repeats = frozenset(r for r in range(16) if "vegas" not in (run_plan(r, 5)["cca1"], run_plan(r, 5)["cca2"]))
+    assert needs_ccp_datapath(sc, 5)
+    sc.skip_repeats = frozenset(r for r in range(16) if "vegas" in (run_plan(r, 5)["cca1"], run_plan(r, 5)["cca2"]))
+    assert not needs_ccp_datapath(sc, 5) and len(list(sc.batches(2))) == 5     # 9 runs left, two at a time
+
+
+@pytest.mark.parametrize("table, message", [
+    ('distribution = "uniform"', "none of paper, hard"),
+    ("samples = 0", "samples >= 1"),
+    ("udp_cross = 1", "collection.udp_cross has the wrong type"),
+    ("runs = 5", "unknown field.*runs"),
+])
+def test_a_collection_table_names_what_is_wrong(tmp_path, table, message):
+    text = f'topology = "dumbbell"\nseconds = 5\n[flows]\nmain = ["s1", "r1"]\ncompetitor = ["s2", "r2"]\n[collection]\n{table}\n'
+    with pytest.raises(ScenarioError, match=message):
+        load(write(tmp_path, text))
+    with pytest.raises(ScenarioError, match="drop sweep"):
+        load(write(tmp_path, text.replace(table, "") + '[sweep]\ncompetitor = ["bbr"]\n'))
+
+
+def test_one_agent_serves_a_batch_of_plain_algorithms_each_flow_pinned_to_its_own():
+    """Runs of one batch that need different CCP agents share one (the first's algorithm,
+    every other CCP flow pinned by port); runs with options (the adaptive agent's) cannot."""
+    from experiments.runs.algorithm import Algorithm, batch_agent
+    kernel = Algorithm("k", cca="cubic", competitor="bbr")
+    vegas_flow1 = Algorithm("v", ccp="vegas", competitor="bbr")
+    cubic_vs_vegas = Algorithm("c", ccp="cubic", competitor="vegas", competitors=2)
+    assert batch_agent([(kernel, 5201)]) is None
+    assert batch_agent([(kernel, 5201), (vegas_flow1, 5211)]) == ("vegas", [])
+    assert batch_agent([(vegas_flow1, 5201), (cubic_vs_vegas, 5211)]) == (
+        "vegas", ["--port-algorithm", "5211=cubic"])
+    assert batch_agent([(cubic_vs_vegas, 5201), (vegas_flow1, 5211)]) == (
+        "cubic", ["--port-algorithm", "5202=vegas", "--port-algorithm", "5203=vegas", "--port-algorithm", "5211=vegas"])
+    same = Algorithm("a", ccp="adaptive", options=["--identify", "active"], competitor="vegas")
+    assert batch_agent([(same, 5201), (same, 5211)])[0] == "adaptive"
+    with pytest.raises(ValueError, match="different CCP agents"):
+        batch_agent([(same, 5201), (vegas_flow1, 5211)])
