@@ -56,6 +56,7 @@ class Algorithm:
     competitor_delay_s: float = 0.0      # the competitors start this much after flow 1
     same_on_ccp: bool = False            # same_as_competitor as the CCP algorithm of that name
     udp_cross_mbps: float = 0.0          # UDP cross traffic beside the competitors (0: none)
+    competitor_rate_mbps: float = 0.0    # each competitor application-limited at this rate (0: not)
 
     @property
     def needs_telemetry(self) -> bool:
@@ -93,6 +94,9 @@ class Algorithm:
             alg = replace(alg, competitors=int(params["competitors"]))
         if "competitor_delay_s" in params:
             alg = replace(alg, competitor_delay_s=float(params["competitor_delay_s"]))
+        if "competitor_rate_share" in params:
+            alg = replace(alg, competitor_rate_mbps=round(float(params["competitor_rate_share"])
+                                                          * float(params["bottleneck_mbps"]), 3))
         if "udp_cross_share" in params:
             alg = replace(alg, udp_cross_mbps=round(float(params["udp_cross_share"]) * float(params["bottleneck_mbps"]), 3))
         return alg

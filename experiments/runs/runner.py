@@ -204,6 +204,8 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                     rec["competitor_delay_s"] = spec.alg.competitor_delay_s
                 if spec.alg.udp_cross_mbps:
                     rec["udp_cross_mbps"] = spec.alg.udp_cross_mbps
+                if spec.alg.competitor_rate_mbps:
+                    rec["competitor_rate_mbps"] = spec.alg.competitor_rate_mbps
                 if key != "none":
                     rec[key] = value
                 for warning in (check_loss(rec, value if key == "loss_pct" else configured_loss_pct(beds[0])),
@@ -330,7 +332,8 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                 (dataset.capture() if dataset else nullcontext()):
             competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor,
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
-                                          start_delay_s=alg.competitor_delay_s, start_together=together)
+                                          start_delay_s=alg.competitor_delay_s, start_together=together,
+                                          rate_mbps=alg.competitor_rate_mbps or None)
                            for p in competitor_ports]
             if alg.udp_cross_mbps:     # beside the competitors, from their hosts, above their ports
                 udp = BackgroundFlow(tb, *sc.flows["competitor"], "udp", sc.seconds, sc.interval_s,

@@ -45,6 +45,7 @@ Settings of a run's flows can be drawn too (per repeat, as the topology's):
     competitors = { integer = [1, 3] }          # how many competitors (all of the swept CCA)
     competitor_delay_s = { uniform = [0, 10] }  # they start this much after flow 1
     udp_cross_share = { uniform = [0, 0.3] }    # UDP cross traffic at this share of bottleneck_mbps
+    competitor_rate_share = { uniform = [0.1, 0.4] }   # each competitor application-limited (iperf3 -b)
     comp_extra_delay_ms = { uniform = [0, 60] } # (a topology parameter) the competitors' longer RTT
 
 Drawn values are seeded from the scenario's seed and the repeat (every algorithm of a
@@ -77,7 +78,7 @@ DRAWS = ("log_uniform", "uniform", "integer")
 #: drawn like topology parameters, but settings of a run's flows: how many competitors, how
 #: much later they start, and UDP cross traffic beside them at this share of bottleneck_mbps
 #: (from the competitor's hosts, at a constant rate: no CCA, no answer to loss)
-RUN_DRAWS = ("competitors", "competitor_delay_s", "udp_cross_share")
+RUN_DRAWS = ("competitors", "competitor_delay_s", "udp_cross_share", "competitor_rate_share")
 
 
 #: competing flows of one run: ports main + 1 .. main + n, below the next testbed's
@@ -101,12 +102,12 @@ def _check_run_draw(path: str, name: str, kind: str, low, high, algs: list, swee
                             f"1..{MAX_COMPETITORS}, not {{ {kind} = [{low}, {high}] }}")
     if name == "competitor_delay_s" and low < 0:
         raise ScenarioError(f"{path}: draw.competitor_delay_s must be >= 0, not [{low}, {high}]")
-    if name == "udp_cross_share":
+    if name in ("udp_cross_share", "competitor_rate_share"):
         if not 0 <= low <= high < 1:
-            raise ScenarioError(f"{path}: draw.udp_cross_share is a share of the bottleneck in [0, 1), "
+            raise ScenarioError(f"{path}: draw.{name} is a share of the bottleneck in [0, 1), "
                                 f"not [{low}, {high}]")
         if "bottleneck_mbps" not in params and "bottleneck_mbps" not in draw:
-            raise ScenarioError(f"{path}: draw.udp_cross_share needs the topology parameter "
+            raise ScenarioError(f"{path}: draw.{name} needs the topology parameter "
                                 f"bottleneck_mbps (in [params] or [draw])")
 
 

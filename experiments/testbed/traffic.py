@@ -91,8 +91,9 @@ def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, 
 
 
 def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-          port: int = 5201, start_together: threading.Barrier | None = None) -> dict:
-    """One iperf3 TCP flow, client -> server, its JSON output. ``start_together``: the
+          port: int = 5201, start_together: threading.Barrier | None = None, rate_mbps: float | None = None) -> dict:
+    """One iperf3 TCP flow, client -> server, its JSON output; ``rate_mbps``: application-
+    limited at that rate (iperf3 -b: the CCA never sets its pace). ``start_together``: the
     clients of flows sharing it start at once, when every server listens. Each started as
     soon as its own server listened, the competitor (its thread started first) led flow 1 by
     up to an RTT: in slow start beside it, flow 1 met the queue the competitor's first
@@ -115,7 +116,8 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
             # iperf3 reads -t as whole seconds (atoi): a competitor 2.151 s late in a 30 s run
             # sends for 27 s and stops 0.85 s before flow 1; every collection was made so
             res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(int(seconds)),
-                                  "-i", str(interval_s), "-C", cca, "-J", "--get-server-output"],
+                                  "-i", str(interval_s), "-C", cca, "-J", "--get-server-output",
+                                  *(["-b", f"{rate_mbps}M"] if rate_mbps else [])],
                          timeout=seconds + IPERF_GRACE_S)
         except subprocess.TimeoutExpired:
             raise RunFailed(f"iperf3 {client} -> {server} ({cca}) did not end {IPERF_GRACE_S} s after its "
@@ -140,12 +142,13 @@ class BackgroundFlow:
 
     def __init__(self, tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
                  port: int, start_delay_s: float = 0.0, start_together: threading.Barrier | None = None,
-                 udp_mbps: float | None = None):
+                 udp_mbps: float | None = None, rate_mbps: float | None = None):
         self.out: dict | None = None
         self.error: BaseException | None = None
         self.udp_mbps = udp_mbps
         if udp_mbps is None:
-            run = functools.partial(iperf, tb, client, server, cca, seconds, interval_s, port, start_together)
+            run = functools.partial(iperf, tb, client, server, cca, seconds, interval_s, port, start_together,
+                                    rate_mbps)
         else:
             run = functools.partial(udp_flow, tb, client, server, udp_mbps, seconds, port)
         self._thread = threading.Thread(target=self._run, args=(run, start_delay_s),

@@ -368,6 +368,7 @@ bottleneck_mbps = { uniform = [2, 8] }
 competitors = { integer = [1, 3] }
 competitor_delay_s = { uniform = [0, 10] }
 udp_cross_share = { uniform = [0.05, 0.3] }
+competitor_rate_share = { uniform = [0.1, 0.4] }
 comp_extra_delay_ms = { uniform = [0, 60] }
 [sweep]
 competitor = ["bbr", "cubic"]
@@ -391,7 +392,10 @@ def test_a_runs_flow_settings_are_drawn_beside_the_topology_and_kept_from_it(tmp
     alg = sc.algorithms[0].for_run("cubic", 1).with_draws(draws[0])
     assert alg.competitors == draws[0]["competitors"] and alg.competitor_delay_s == draws[0]["competitor_delay_s"]
     assert alg.udp_cross_mbps == pytest.approx(draws[0]["udp_cross_share"] * draws[0]["bottleneck_mbps"], abs=1e-3)
+    assert alg.competitor_rate_mbps == pytest.approx(draws[0]["competitor_rate_share"] * draws[0]["bottleneck_mbps"],
+                                                     abs=1e-3)
     assert sc.algorithms[0].with_draws({}).udp_cross_mbps == 0.0        # not drawn: none
+    assert sc.algorithms[0].with_draws({}).competitor_rate_mbps == 0.0
 
 
 @pytest.mark.parametrize("draw, message", [
@@ -399,6 +403,7 @@ def test_a_runs_flow_settings_are_drawn_beside_the_topology_and_kept_from_it(tmp
     ('competitors = { integer = [1, 12] }', r"within 1..9"),
     ('competitors = { integer = [1.5, 3] }', "whole numbers"),
     ('udp_cross_share = { uniform = [0.1, 1.5] }', r"share of the bottleneck"),
+    ('competitor_rate_share = { uniform = [0.1, 1.5] }', r"draw.competitor_rate_share is a share of the bottleneck"),
     ('competitor_delay_s = { uniform = [-1, 2] }', r"must be >= 0"),
 ])
 def test_bad_run_draws_name_the_problem(tmp_path, draw, message):

@@ -36,6 +36,7 @@ class FakeTestbed:
     def run(self, host, argv, timeout=None):
         port = int(argv[argv.index("-p") + 1])
         self.client_start_s[port] = time.monotonic()
+        self.client_argv = argv
         return SimpleNamespace(stdout=json.dumps({"intervals": []}), stderr="")
 
 
@@ -52,6 +53,14 @@ def test_clients_of_one_start_wait_for_every_server():
     iperf(tb, "s1", "r1", "cubic", 1, 1.0, port=5201)
     competitor.join()
     assert tb.client_start_s[5201] - tb.client_start_s[5202] > 0.4
+
+
+def test_an_application_limited_flow_asks_iperf3_for_its_rate():
+    tb = FakeTestbed({5202: 0.0})
+    BackgroundFlow(tb, "s2", "r2", "cubic", 1, 1.0, port=5202, rate_mbps=1.25).join()
+    assert tb.client_argv[tb.client_argv.index("-b") + 1] == "1.25M"
+    BackgroundFlow(tb, "s2", "r2", "cubic", 1, 1.0, port=5202).join()
+    assert "-b" not in tb.client_argv
 
 
 def test_a_flow_that_fails_before_the_start_frees_the_others():
