@@ -208,7 +208,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                     rec["competitor_rate_mbps"] = spec.alg.competitor_rate_mbps
                 if key != "none":
                     rec[key] = value
-                for warning in (check_loss(rec, value if key == "loss_pct" else configured_loss_pct(beds[0])),
+                for warning in (check_loss(rec, value if key == "loss_pct" else configured_loss_pct(spec.testbed)),
                                 check_emulation(rec)):
                     if warning:
                         echo(f"WARNING {name}: {warning}")
