@@ -4,12 +4,15 @@ fed to an Identifier in the order they arrived, stepped every 0.25 s as the agen
 does, flow 1 named by the run's identify records. Prints per run the truth, when the first
 commit came (s after the first record) and to what, the final best hypothesis, and each
 stage's median measurement: the stages can be changed and re-read without re-running.
+Beside it, the live agent's own first commit (its identify records) and the run's
+competitors, their start and the UDP beside them (the summary's record).
 
-    python -m lab.estimator.identify_replay RESULTS_DIR [RESULTS_DIR ...] [--json-out F]
+    python -m lab.estimator.identify_replay RESULTS_DIR [RESULTS_DIR ...] [--json-out F] [--threshold P]
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import glob
 import json
 import os
@@ -18,10 +21,14 @@ from collections import defaultdict
 import numpy as np
 
 from estimator.identify.identifier import Identifier
+from experiments.testbed.traffic import MAIN_PORT
+from telemetry.ccas import CCA_LABELS
 from experiments.runs.telemetry_record import read_records
 from records.provenance import stamp
 
 STEP_S = 0.25
+#: the most likely hypothesis is kept at these times after the competitor's first packet
+CHECKPOINTS_S = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0)
 ACCESS_DELAY_MS = 1.0
 
 
@@ -30,19 +37,46 @@ def flow1_id(run_dir: str) -> str | None:
     return max(set(ids), key=ids.count) if ids else None
 
 
-def replay(run_dir: str, record: dict) -> dict:
+def live_switches(run_dir: str) -> list | None:
+    """The live agent's switches of flow 1 (its trace.csv): [seconds after flow 1's start,
+    reason], e.g. "probe -> cubic: identified cubic (97% posterior), mirror"; None where the
+    run's trace was not kept."""
+    path = os.path.join(run_dir, "trace.csv")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    starts = [float(r["t_s"]) for r in rows if r["event"] == "start" and r.get("dst_port") == str(MAIN_PORT)]
+    if not starts:
+        return []
+    return [[round(float(r["t_s"]) - starts[0], 2), r["reason"]] for r in rows
+            if r["event"] == "switch" and " -> " in r["reason"]]
+
+
+def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
     own = flow1_id(run_dir)
     p = record["params"]
     base_rtt_s = 2 * (p["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + p.get("main_extra_delay_ms", 0.0))) / 1e3
-    out = {"run": record["run"], "truth": record["competitor"], "params": p, "flow1": own}
+    # a competitor outside the four (application-limited, a fixed window) is "unknown"
+    outside = record.get("competitor_rate_mbps") or record["competitor"] not in CCA_LABELS
+    out = {"run": record["run"], "truth": "unknown" if outside else record["competitor"], "params": p, "flow1": own,
+           "competitors": record.get("competitors", 1), "competitor_delay_s": record.get("competitor_delay_s", 0.0),
+           "udp_cross_mbps": record.get("udp_cross_mbps", 0.0)}
     if own is None:
         return {**out, "error": "no identify record names flow 1"}
-    idf = Identifier(own, base_rtt_s=base_rtt_s)
-    t0 = next_step = None
-    first_commit = None
+    idf = Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold)
+    t0 = next_step = first_ts = None
+    first_commit = live_commit = None
+    commits: list = []            # [seconds after the first record, the verdict] at each change
+    best_at: dict = {}
     stages = defaultdict(list)
-    for rx_s, rec in read_records(run_dir):
+    for rx_s, rec in read_records(run_dir, types=("hop", "identify")):
+        if rec.type == "identify":
+            if live_commit is None and rec.verdict is not None and rec.flow_id == own and t0 is not None:
+                live_commit = (round(rx_s - t0, 2), rec.verdict)
+            continue
         t0 = rx_s if t0 is None else t0
+        first_ts = rec.ts_ns * 1e-9 if first_ts is None else first_ts
         next_step = rx_s + STEP_S if next_step is None else next_step
         idf.add(rec)
         if rx_s >= next_step:
@@ -51,8 +85,20 @@ def replay(run_dir: str, record: dict) -> dict:
                 stages[ev.stage].append(ev.measured)
             if first_commit is None and idf.verdict() is not None:
                 first_commit = (round(rx_s - t0, 2), idf.verdict())
+            if (commits[-1][1] if commits else None) != idf.verdict():
+                commits.append([round(rx_s - t0, 2), idf.verdict()])
+            if idf.competitor_since_s is not None:
+                since = rec.ts_ns * 1e-9 - idf.competitor_since_s
+                for c in CHECKPOINTS_S:
+                    if c not in best_at and since >= c:
+                        best_at[c] = [idf.test.best()[0], idf.verdict()]
     best, post = idf.test.best()
-    return {**out, "first_commit": first_commit, "final_best": best, "final_posterior": round(post, 3),
+    # the competitor's first packet at the bottleneck, in seconds after the first record
+    competitor_at = None if idf.competitor_since_s is None else round(idf.competitor_since_s - first_ts, 2)
+    return {**out, "first_commit": first_commit, "live_first_commit": live_commit, "competitor_at_s": competitor_at,
+            "commits": commits, "live_switches": live_switches(run_dir),
+            "best_at": {str(c): v for c, v in best_at.items()}, "final_verdict": idf.verdict(),
+            "final_best": best, "final_posterior": round(post, 3),
             "stages": {k: [round(float(np.median(v)), 3), len(v)] for k, v in stages.items()}}
 
 
@@ -60,6 +106,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="an 'intcc exp run' output directory with recorded telemetry")
     ap.add_argument("--json-out")
+    ap.add_argument("--threshold", type=float, default=0.95, help="the posterior a commit needs (the agent's default)")
     args = ap.parse_args(argv)
     rows = []
     for res in args.results:
@@ -68,7 +115,7 @@ def main(argv=None) -> int:
         for run_dir in sorted(glob.glob(os.path.join(res, "runs", "*"))):
             name = os.path.basename(run_dir)
             if name in records and os.path.exists(os.path.join(run_dir, "telemetry.jsonl.gz")):
-                rows.append(replay(run_dir, records[name]))
+                rows.append(replay(run_dir, records[name], args.threshold))
     right = wrong = final_right = 0
     for r in rows:
         if "error" in r:
@@ -81,7 +128,8 @@ def main(argv=None) -> int:
         final_right += r["final_best"] == r["truth"]
         p = r["params"]
         print(f"{r['truth']:6s} {p['bottleneck_mbps']:5.1f} Mbit/s {p['bottleneck_delay_ms']:5.1f} ms "
-              f"{p['buffer_bdp']:5.1f} BDP  commit {str(commit):22s} "
+              f"{p['buffer_bdp']:5.1f} BDP  x{r['competitors']} +{r['competitor_delay_s']:4.1f} s "
+              f"udp {r['udp_cross_mbps']:4.2f}  live {str(r['live_first_commit']):22s} commit {str(commit):22s} "
               f"{'right' if ok else 'undecided' if commit is None else 'WRONG'}  "
               f"final {r['final_best']} {r['final_posterior']:.2f}  "
               + " ".join(f"{k}={v[0]}({v[1]})" for k, v in sorted(r["stages"].items())))
@@ -91,7 +139,8 @@ def main(argv=None) -> int:
     if args.json_out:
         made = stamp()       # before the file is opened: rewriting a tracked record is no change to the code
         with open(args.json_out, "w") as f:
-            json.dump({"provenance": made, "results": args.results, "runs": rows}, f, indent=1)
+            json.dump({"provenance": made, "results": args.results, "threshold": args.threshold, "runs": rows},
+                      f, indent=1)
     return 0
 
 

@@ -17,8 +17,85 @@ import json
 import os
 
 import numpy as np
+from scipy.stats import binomtest
 
 CCAS = ("bbr", "cubic", "reno", "vegas")
+
+
+def wilson(k: int, n: int) -> str:
+    ci = binomtest(k, n).proportion_ci(method="wilson") if n else None
+    return f"{k}/{n} ({ci.low:.2f}–{ci.high:.2f})" if ci else "0/0"
+
+
+def live_outcome(run: dict) -> dict:
+    """What the live agent did with flow 1 (its switches, seconds since flow 1's start): its
+    first commit from the competitor's start on and when, the hypothesis flow 1 ends on
+    (None: back on the probe) and whether a switch was taken back, and the commits before
+    the competitor's start (UDP alone competing then)."""
+    arrival = run.get("competitor_delay_s", 0.0)
+    switches = run.get("live_switches") or []
+    named = [(t, why.split("identified ", 1)[1].split(" ", 1)[0]) for t, why in switches if "identified " in why]
+    after = [(t, h) for t, h in named if t >= arrival]
+    final = named[-1][1] if switches and "identified " in switches[-1][1] else None
+    return {"first": after[0][1] if after else None, "since_competitor_s": after[0][0] - arrival if after else None,
+            "final": final, "taken_back": any("made it worse" in why for _, why in switches),
+            "before": [h for t, h in named if t < arrival]}
+
+
+def breakdown_rows(replay: dict) -> list[str]:
+    """The live agent's outcome (its switches) and the replay's, with Wilson 95 % intervals:
+    commits about the competitor count from its start (before it, UDP alone may compete and
+    "unknown" is then right; the competitor's arrival starts the identification anew)."""
+    runs = [r for r in replay["runs"] if "error" not in r]
+    if not any(r.get("live_switches") is not None for r in runs):     # no trace of the live agent kept
+        return []
+    n = len(runs)
+    live = {r["run"]: live_outcome(r) for r in runs}
+    right = [r for r in runs if live[r["run"]]["first"] == r["truth"]]
+    wrong = [r for r in runs if live[r["run"]]["first"] not in (None, r["truth"])]
+    within = {s: sum(live[r["run"]]["since_competitor_s"] <= s for r in right) for s in (3, 8)}
+    ends = {"on the competitor's CCA": sum(live[r["run"]]["final"] == r["truth"] for r in runs),
+            "on the probe": sum(live[r["run"]]["final"] is None for r in runs),
+            "elsewhere": sum(live[r["run"]]["final"] not in (None, r["truth"]) for r in runs)}
+    taken_back = sum(o["taken_back"] for o in live.values())
+    rows = [f"| live: the first commit from the competitor's start on | right {wilson(len(right), n)}, wrong "
+            f"{len(wrong)}" + (f" ({', '.join(live[r['run']]['first'] + ' for ' + r['truth'] for r in wrong)})" if wrong else "")
+            + f", none {n - len(right) - len(wrong)} |",
+            f"| live: committed right within 3 s / 8 s of the competitor's start | {wilson(within[3], n)} / "
+            f"{wilson(within[8], n)} |",
+            "| live: where flow 1 ends | " + ", ".join(f"{k} {v}" for k, v in ends.items())
+            + f"; a switch taken back (its share clearly worse) in {taken_back} |"]
+    before = [o["before"] for r, o in zip(runs, live.values()) if r.get("udp_cross_mbps") and o["before"]]
+    if before:
+        rows.append("| live: UDP alone before the competitor, named | "
+                    + ", ".join(f"{h} {sum(b.count(h) for b in before)}" for h in sorted({h for b in before for h in b}))
+                    + f" (in {len(before)} runs; the competitor's start then identified anew) |")
+    after = []
+    for r in runs:
+        at = r.get("competitor_at_s") or 0.0
+        seq = [v for t, v in r.get("commits", []) if t >= at and v is not None]
+        after.append((r, seq))
+    committed = [(r, seq) for r, seq in after if seq]
+    flips = sum(len(set(seq)) > 1 for _, seq in committed)
+    rows.append(f"| replayed at the current code: committed after the competitor's start, right / wrong; a "
+                f"commit followed by another (flip) | {wilson(sum(seq[0] == r['truth'] for r, seq in committed), n)} / "
+                f"{sum(seq[0] != r['truth'] for r, seq in committed)}; {flips} of {len(committed)} |")
+    checkpoints = sorted({float(c) for r in runs for c in r.get("best_at", {})})
+    if checkpoints:
+        rows.append("| replayed: the most likely hypothesis right, seconds after the competitor's first packet | "
+                    + ", ".join(f"{c:g} s {wilson(sum(r['best_at'][str(c)][0] == r['truth'] for r in runs if str(c) in r['best_at']), sum(str(c) in r['best_at'] for r in runs))}"
+                                for c in checkpoints) + " |")
+    final = {c: [r["final_best"] == r["truth"] for r in runs if r["truth"] == c] for c in CCAS + ("unknown",)}
+    rows.append(f"| replayed: the most likely hypothesis at the end | right in {sum(sum(v) for v in final.values())} "
+                f"of {n}: " + ", ".join(f"{c} {wilson(sum(v), len(v))}" for c, v in final.items() if v) + " |")
+    by_n = {k: [r["final_best"] == r["truth"] for r in runs if r.get("competitors", 1) == k] for k in (1, 2, 3)}
+    by_udp = {label: [r["final_best"] == r["truth"] for r in runs if bool(r.get("udp_cross_mbps")) == has]
+              for label, has in (("with UDP", True), ("without", False))}
+    if sum(bool(v) for v in by_n.values()) + sum(bool(v) for v in by_udp.values()) > 2:      # the networks varied
+        rows.append("| ... by the competitors' number; with UDP beside them or not | "
+                    + ", ".join(f"{k} {wilson(sum(v), len(v))}" for k, v in by_n.items() if v) + "; "
+                    + ", ".join(f"{k} {wilson(sum(v), len(v))}" for k, v in by_udp.items() if v) + " |")
+    return rows
 
 
 def identification_rows(replay: dict) -> list[str]:
@@ -27,17 +104,21 @@ def identification_rows(replay: dict) -> list[str]:
     right = [r for r in committed if r["first_commit"][1] == r["truth"]]
     when = ", ".join(f"{r['truth']} at {r['first_commit'][0]:.1f} s" for r in right)
     final = {c: (sum(r["final_best"] == c for r in runs if r["truth"] == c), sum(r["truth"] == c for r in runs))
-             for c in CCAS}
-    return [f"| committed within the run | {len(committed)} of {len(runs)} (right: {len(right)}"
-            + (f"; {when}" if when else "") + f"); wrong: {len(committed) - len(right)} |",
-            f"| the most likely hypothesis at the end | right in {sum(k for k, _ in final.values())} of {len(runs)} ("
-            + ", ".join(f"{c} {k}/{n}" for c, (k, n) in final.items()) + ") |"]
+             for c in CCAS + ("unknown",) if any(r["truth"] == c for r in runs)}
+    rows = [f"| committed within the run | {len(committed)} of {len(runs)} (right: {len(right)}"
+            + (f"; {when}" if when else "") + f"); wrong: {len(committed) - len(right)} |"]
+    return rows + [f"| the most likely hypothesis at the end | right in {sum(k for k, _ in final.values())} of "
+                   f"{len(runs)} (" + ", ".join(f"{c} {k}/{n}" for c, (k, n) in final.items()) + ") |"]
 
 
 def fairness_rows(summary: dict) -> list[str]:
     by = {(r["algorithm"], r["competitor"], r["repeat"]): r for r in summary["records"]}
     pairs = [(r, by[("oracle", c, k)]) for (a, c, k), r in sorted(by.items())
              if a == "mirror active" and ("oracle", c, k) in by]
+    if not pairs:          # no oracle (a competitor outside the four has no CCA to mirror)
+        return []
+    if any(r.get("abs_goodput_difference") is None for pair in pairs for r in pair):
+        return jain_rows(pairs)         # more than one competitor: |D| is a pair's measure
     diff = np.array([p["abs_goodput_difference"] - o["abs_goodput_difference"] for p, o in pairs])
     rng = np.random.default_rng(0)
     boot = rng.choice(diff, (10_000, len(diff))).mean(axis=1)
@@ -54,6 +135,23 @@ def fairness_rows(summary: dict) -> list[str]:
             + fmt(f"{c} {np.mean(v):.2f}" for c, v in oracle.items() if v)
             + f"; paired over the {len(diff)} networks, the probe's \\|D\\| minus the oracle's: mean {diff.mean():.2f} "
               f"(95 % bootstrap CI {lo:.2f} to {hi:.2f}), mean absolute difference {np.abs(diff).mean():.2f} |"]
+
+
+def jain_rows(pairs: list) -> list[str]:
+    """Fairness where runs have several competitors: Jain's index over every flow's goodput
+    (flow 1's while the competitors ran), the probe's run against the oracle's on the same
+    network, paired (95 % bootstrap CI, 10,000 resamples, seed 0)."""
+    diff = np.array([p["jain_total"] - o["jain_total"] for p, o in pairs])
+    rng = np.random.default_rng(0)
+    lo, hi = np.percentile(rng.choice(diff, (10_000, len(diff))).mean(axis=1), [2.5, 97.5])
+
+    def per_cca(k):
+        return ", ".join(f"{c} {np.mean([pair[k]['jain_total'] for pair in pairs if pair[k]['competitor'] == c]):.2f}"
+                         for c in CCAS if any(pair[k]["competitor"] == c for pair in pairs))
+    return [f"| Jain's index over all flows, flow 1 on the probe (or where it switched, after) / the oracle (flow 1 "
+            f"on the competitor's CCA), mean | {per_cca(0)} / {per_cca(1)}; paired over the {len(diff)} networks, "
+            f"the probe's minus the oracle's: mean {diff.mean():+.2f} (95 % bootstrap CI {lo:+.2f} to {hi:+.2f}), "
+            f"mean absolute difference {np.abs(diff).mean():.2f} |"]
 
 
 def stall_row(results_dir: str) -> str:
@@ -81,7 +179,8 @@ def main(argv=None) -> int:
     with open(args.experiment_record) as f:
         summary = json.load(f)
     print("| measured | result |\n|---|---|")
-    for row in identification_rows(replay) + fairness_rows(summary) + [stall_row(os.path.dirname(
+    breakdown = breakdown_rows(replay)
+    for row in (breakdown or identification_rows(replay)) + fairness_rows(summary) + [stall_row(os.path.dirname(
             args.experiment_record))]:
         print(row)
     return 0

@@ -63,8 +63,8 @@ def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give
     import os
     from lab.estimator import identify_table
     root = os.path.join(os.path.dirname(__file__), "..", "..")
-    identify_table.main([os.path.join(root, "lab/records/estimator/identify_active-seed4107-2026-12-02.json"),
-                         os.path.join(root, "lab/records/experiments/identify_active-seed4107-2026-12-02/summary.json")])
+    identify_table.main([os.path.join(root, "lab/records/estimator/identify_hard-seed4301-2026-12-03.json"),
+                         os.path.join(root, "lab/records/experiments/identify_hard-seed4301-2026-12-03/summary.json")])
     rows = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/estimator.md")).read()
-    assert len(rows) == 7 and all(row in docs for row in rows), [r for r in rows if r not in docs]
+    assert len(rows) == 12 and all(row in docs for row in rows), [r for r in rows if r not in docs]
