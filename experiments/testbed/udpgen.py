@@ -15,6 +15,7 @@ Each datagram starts with its sequence number (8 bytes, network order).
 Standalone on purpose (stdlib only): it runs under `ip netns exec` by path, with no project path.
 """
 import json
+import signal
 import socket
 import struct
 import sys
@@ -24,6 +25,9 @@ SEQ = struct.Struct("!Q")
 
 
 def receive(port: int, idle_s: float) -> dict:
+    # SIGINT is how the caller stops a receiver that got nothing; a parent started in the
+    # background by a shell (`&`) passes SIGINT down ignored, and Python then keeps it so
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     sock.bind(("::", port))

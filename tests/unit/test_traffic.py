@@ -1,6 +1,7 @@
 """A run's flows (experiments/testbed/traffic.py): no client goes before every server of its
 start listens, one flow's failure frees the others at once; UDP flows need no setup."""
 import json
+import signal
 import socket
 import subprocess
 import threading
@@ -80,8 +81,9 @@ class LocalHost:
     """A testbed of one host, this one: udp_flow's commands run here, over loopback.
     ``receiver_port`` moves the receiver off the sender's port (every datagram lost)."""
 
-    def __init__(self, receiver_port: int | None = None):
+    def __init__(self, receiver_port: int | None = None, sigint_ignored: bool = False):
         self.receiver_port = receiver_port
+        self.sigint_ignored = sigint_ignored     # as under a shell's background job (`make test &`)
 
     def _argv(self, argv):
         if self.receiver_port is not None and argv[2] == "recv":
@@ -89,6 +91,8 @@ class LocalHost:
         return argv
 
     def popen(self, host, argv, **kwargs):
+        if self.sigint_ignored:
+            kwargs["preexec_fn"] = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
         return subprocess.Popen(self._argv(argv), **kwargs)
 
     def run(self, host, argv, timeout=None):
@@ -113,6 +117,10 @@ def test_a_udp_flow_sends_at_its_rate_with_no_setup_to_lose(monkeypatch):
     # to stop and counts none; the flow is a result, not a hang or an error
     lost = udp_flow(LocalHost(receiver_port=free_udp_port()), "h1", "h2", 1.0, 0.3, port=free_udp_port())
     assert lost["sent"] > 0 and lost["received"] == 0 and lost["loss_fraction"] == 1.0
+    # ... also where the receiver inherits SIGINT ignored (a runner started in the background)
+    lost = udp_flow(LocalHost(receiver_port=free_udp_port(), sigint_ignored=True), "h1", "h2", 1.0, 0.3,
+                    port=free_udp_port())
+    assert lost["received"] == 0 and lost["loss_fraction"] == 1.0
 
 
 def test_a_background_udp_flow_is_cross_traffic_beside_tcp_ones():
