@@ -105,6 +105,11 @@ class Algorithm:
     def competitor_on_ccp(self) -> bool:
         return bool(self.competitor) and self.competitor not in KERNEL_CCAS
 
+    @property
+    def uses_ccp(self) -> bool:
+        """Whether a run of it (as it runs: Algorithm.for_run) has a flow on the CCP datapath."""
+        return bool(self.ccp) or self.competitor_on_ccp
+
     def agent(self, competitor_ports: list[int]) -> tuple[str, list[str]] | None:
         """The CCP agent this run needs (algorithm, options), or None: flow 1's algorithm,
         with a competitor that runs on CCP pinned to its ports (ccp_agent/by_port.py), or

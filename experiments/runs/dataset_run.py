@@ -33,10 +33,10 @@ def _option(key: str, value) -> str:
 
 
 def record_collection(out_dir: str, collection: Collection, seed: int, seconds: float, node_python: str | None,
-                      node_rt_priority: int) -> str:
+                      node_rt_priority: int) -> None:
     """Check that a collection in ``out_dir`` goes on as it began (one dataset, one seed,
-    distribution and node interpreter) and record its settings in collection.json; the
-    node interpreter it runs with (None: $INTCC_NODE_PYTHON, else cpython)."""
+    distribution and node interpreter: None is $INTCC_NODE_PYTHON, else cpython) and record
+    its settings in collection.json."""
     distribution, udp_cross = collection.distribution, collection.udp_cross
     samples, warmup_frac = collection.samples, collection.warmup_frac
     from int_node.runtime import ENV_VAR, InterpreterError, node_python as resolve_node_python
@@ -49,13 +49,12 @@ def record_collection(out_dir: str, collection: Collection, seed: int, seconds: 
     record_path = os.path.join(out_dir, "collection.json")
     if os.path.exists(record_path):
         with open(record_path) as f:
-            before = json.load(f).get("node_python", "cpython")     # older datasets: cpython
+            recorded = json.load(f)
+        before = recorded.get("node_python", "cpython")     # older datasets: cpython
         if before != node_python and os.listdir(os.path.join(out_dir, "runs")):
             # the nodes' speed shapes the emulated links: one dataset, one interpreter
             raise CollectionError(f"{out_dir} was collected with node interpreter '{before}', not "
                                   f"'{node_python}': resume with --node-python {before}")
-        with open(record_path) as f:
-            recorded = json.load(f)
         defaults = {"distribution": "paper", "seed": None, "udp_cross": False}     # older datasets: the defaults
         for key, now in (("distribution", distribution), ("seed", seed), ("udp_cross", udp_cross)):
             was = recorded.get(key, defaults[key])
@@ -68,7 +67,6 @@ def record_collection(out_dir: str, collection: Collection, seed: int, seconds: 
                    "hard_ranges": HARD_RANGES if distribution == "hard" else None, "ccas": CCAS,
                    "format": DATA_FORMAT, "node_python": node_python, "node_rt_priority": node_rt_priority,
                    "udp_cross": udp_cross, "udp_cross_share": UDP_CROSS_SHARE if udp_cross else None}, f, indent=1)
-    return node_python
 
 
 def npz_path(out_dir: str, plan: dict) -> str:

@@ -39,7 +39,8 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     sc.collection = Collection(distribution, udp_cross, samples, warmup_frac)
     sc.repeats, sc.seconds, sc.seed = runs, seconds, seed
     sc.node_rt_priority, sc.node_python = node_rt_priority, node_python
-    sc.skip_repeats = frozenset(i for i in range(runs) if without_vegas and _needs_ccp(sc.collection.plan(seed, i)))
+    sc.skip_repeats = frozenset(i for i in range(runs)
+                                if without_vegas and plan_algorithm(sc.collection.plan(seed, i)).uses_ccp)
     # SIGTERM ends a collection like Ctrl-C: through the finally blocks that stop the
     # testbeds, the datapath and the agent (a run cut short is not kept)
     previous = unwind_on_signals(_interrupt)
@@ -53,8 +54,3 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
             failed = [{"run": r["run"], "error": r["error"]} for r in json.load(f)]
     done = sum(os.path.exists(npz_path(out_dir, sc.collection.plan(seed, i))) for i in range(runs))
     return {"runs": runs, "done": done, "failed": failed, "left": runs - done - len(failed)}
-
-
-def _needs_ccp(plan: dict) -> bool:
-    alg = plan_algorithm(plan)
-    return bool(alg.ccp or alg.competitor_on_ccp)

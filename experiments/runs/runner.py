@@ -93,7 +93,7 @@ def needs_ccp_datapath(sc, seed: int = 0) -> bool:
     collection, any of its plans (of ``seed``) left to run."""
     if sc.collection:
         algs = [sc.run_setting(seed, rep, alg, None, 0)[1] for alg, _, reps in sc.batches(1) for rep in reps]
-        return any(a.ccp or a.competitor_on_ccp for a in algs)
+        return any(a.uses_ccp for a in algs)
     return any(a.ccp or a.same_on_ccp for a in sc.algorithms) or any(
         c not in KERNEL_CCAS for c in sc.sweep.get("competitor", []) + [c for a in sc.algorithms
                                                                        for c in [a.competitor, *a.cca_random] if c])
