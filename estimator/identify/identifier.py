@@ -2,9 +2,12 @@
 bottleneck: the stages' measurements over each stretch as it completes, added to a
 sequential test (evidence.py), until one hypothesis passes its threshold.
 
-The stretches start after the competitor's start-up (its slow start, BBR's Startup: none
-of the stages' models holds there): at its first loss plus three RTTs, or one second and
-ten RTTs after its first packet, whichever comes first. Each stretch (a second, or two
+How the competitor's slow start ended is read from its first packet on (slow_start.py:
+Reno's at its loss, far past the queue the others keep; the others' before one). The
+stretches start after that start-up (none of the other stages' models holds there): at
+its first loss plus three RTTs, or one second and ten RTTs after its first packet,
+whichever comes first (at the loss, up to slow_start.WATCH_S, where its slow start was read
+still doubling past the others' queues). Each stretch (a second, or two
 probe periods of 8 RTTs where longer) gives one measurement per stage: the port's use
 (spare.py), the competitor's answer to the pulses (elasticity.py), the packets it keeps
 queued (queue_level.py) and, without a competitor loss in it, the trend of its window
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import elasticity, loss_cut, not_tcp, probe_rtt, queue_level, queue_trend, spare, switch_share
+from . import elasticity, loss_cut, not_tcp, probe_rtt, queue_level, queue_trend, slow_start, spare, switch_share
 from .bottleneck import BIN_S, NodeRecords, competing
 from .evidence import Evidence, SequentialTest, aggregate
 
@@ -47,6 +50,7 @@ class Identifier:
         # competitor -> the time of its last loss read (its first: the slow-start exit, skipped);
         # times, not bins: the series' first bin moves as old records go
         self._loss_read_s: dict = {}
+        self._slow_start_outcomes: dict = {}   # competitor -> how its slow start ended (slow_start.py)
         self.measured: dict = {}            # stage -> [(value, its standard error)]
         self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
         self._trend_context: list = []      # (competitor's window in packets, RTT s, its age s) of each trend
@@ -82,9 +86,14 @@ class Identifier:
         if self.competitor_since_s is None:
             self.competitor_since_s = s.t0_s + first * BIN_S
         rtt_s = self.base_rtt_s + float(np.median(s.queue_delay_s()[first:])) if s.port_bps else self.base_rtt_s
-        added = self._loss_cuts(s, rtt_s)
+        added = self._loss_cuts(s, rtt_s) + self._slow_start(s)
+        lost_any = np.flatnonzero(s.comp_lost.sum(axis=0) > 0)
+        if ("deep" in self._slow_start_outcomes.values() and not lost_any.size and not self._stretched
+                and s.t0_s + s.n * BIN_S < self.competitor_since_s + slow_start.WATCH_S):
+            # still in slow start until its loss: a stretch before would read its doubling as a trend
+            self._stretch_next_s = self._stretch_first_s = None
+            return added
         if self._stretch_next_s is None:
-            lost_any = np.flatnonzero(s.comp_lost.sum(axis=0) > 0)
             by_time = self.competitor_since_s + max(STARTUP_S, STARTUP_RTTS * rtt_s)
             by_loss = s.t0_s + lost_any[0] * BIN_S + LOSS_SETTLE_RTTS * rtt_s if lost_any.size else by_time
             start = min(by_time, by_loss)
@@ -111,6 +120,7 @@ class Identifier:
         """The test and the stretches anew (the hop records kept)."""
         self.test = SequentialTest(self.test.threshold)
         self.measured, self._loss_read_s, self._trend_context = {}, {}, []
+        self._slow_start_outcomes = {}
         self.competitor_since_s = self._stretch_next_s = self._stretch_first_s = None
         self._udp_only = self._stretched = False
 
@@ -186,6 +196,29 @@ class Identifier:
         self.test.set("probe_rtt", ev)
         self.test.evidence.append(ev)
         return ev
+
+    def _slow_start(self, s) -> list[Evidence]:
+        """How the competitors' slow starts ended (slow_start.py), once each is decided: the
+        stage's evidence from those agreeing, replaced as more decide."""
+        decided = False
+        for f, fid in enumerate(s.comp_ids):
+            if fid not in self._slow_start_outcomes:
+                what, _ = slow_start.outcome(s, f, self.base_rtt_s)
+                if what is not None:
+                    self._slow_start_outcomes[fid] = what
+                    decided = True
+        if not decided:
+            return []
+        what = slow_start.combined(self._slow_start_outcomes.values())
+        if what is None:            # none that says anything, or they disagree: nothing (or no longer)
+            if "slow_start" in self.test.stages:
+                self.test.set("slow_start", Evidence("slow_start", {h: 0.0 for h in self.test.hypotheses}))
+            return []
+        ev = slow_start.evidence(what)
+        self.measured["slow_start"] = [(float(ev.measured), 0.0)]
+        self.test.set("slow_start", ev)
+        self.test.evidence.append(ev)
+        return [ev]
 
     def _period_s(self) -> float:
         """The probe's pulse period."""

@@ -2,6 +2,10 @@
 the probe's pulses, one competitor of a known kind, hop records every 10 ms (what the
 sink publishes), so each stage can be checked against a known answer.
 
+``slow_start`` starts a ``window`` competitor from 10 segments, a segment more per ACK, until
+its first loss ("loss": Reno) or until the queue's delay rose by 8 ms ("delay": CUBIC's
+HyStart), not at half the BDP.
+
 Competitors: ``window`` (Reno: a segment per RTT, half on a drop, ack-clocked), ``vegas``
 (a window held at the pipe plus 3 segments, ack-clocked), ``paced`` (a fixed rate below its
 share: an application-limited or fixed-rate flow; with ``competitor_proto`` 17, UDP), ``bbr`` (paced at the rate the port
@@ -20,12 +24,15 @@ FRAME = 1666                  # a full frame with INT headers on the wire
 
 
 def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float = 0.04, buffer_pkts: int = 200,
-        amplitude: float = 0.25, competitor_at_s: float = 0.0, paced_share: float = 0.3, competitor_proto: int = 6):
+        amplitude: float = 0.25, competitor_at_s: float = 0.0, paced_share: float = 0.3, competitor_proto: int = 6,
+        slow_start: str | None = None):
     own_base = rate_pps / 2
     period = 8 * rtt_s
     q = deque()                       # packets in the queue: 0 = ours, 1 = the competitor's
     fluid = {0: 0.0, 1: 0.0}
-    cwnd = rate_pps * rtt_s / 2       # the competitor's window (packets)
+    cwnd = rate_pps * rtt_s / 2 if slow_start is None else 10.0      # the competitor's window (packets)
+    in_slow_start = slow_start is not None
+    queue_min = None
     inflight = deque()                # (due_s, packets) of the competitor's departures coming back as ACKs
     served = 0.0
     recs, acc = [], {0: 0, 1: 0}
@@ -58,6 +65,7 @@ def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float 
                     lost += 1
                     if kind == "window":
                         cwnd = max(2.0, cwnd / 2)
+                        in_slow_start = False
         served += rate_pps * DT
         while served >= 1 and q:
             served -= 1
@@ -65,7 +73,12 @@ def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float 
             acc[who] += 1
             if who == 1:
                 inflight.append((t + rtt_s, 1))
-                if kind == "window":
+                if kind == "window" and in_slow_start:
+                    cwnd += 1
+                    queue_min = len(q) if queue_min is None else min(queue_min, len(q))
+                    if slow_start == "delay" and cwnd >= 16 and (len(q) - queue_min) / rate_pps >= 0.008:
+                        in_slow_start = False
+                elif kind == "window":
                     cwnd += 1 / cwnd
                 elif kind == "vegas":
                     queued = sum(1 for p in q if p == 1)

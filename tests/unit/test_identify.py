@@ -425,3 +425,43 @@ def test_the_child_takes_a_switch_back_once_it_settled_and_counts_it_against_the
     f.identifier.test.add(Evidence("loss_cut", {"bbr": 0.0, "cubic": 0.0, "reno": 0.0, "vegas": 5.0, UNKNOWN: 0.0}))
     f.competitors_changed()
     assert f.switch_worse(f.committed_at + 100) is None
+
+
+# -- slow start: how it ends, from the competitor's first packet --------------------------
+
+from estimator.identify import slow_start  # noqa: E402
+
+
+@pytest.mark.parametrize("how, buffer_pkts, expected", [
+    ("loss", 600, "deep"),          # Reno in a deep buffer: doubling far past any other's queue
+    ("delay", 600, "flat"),         # HyStart: out of slow start at a delay rise, no loss
+    ("loss", 30, "lost"),           # a small buffer: the loss first, nothing said
+])
+def test_the_slow_start_stage_reads_how_it_ended(how, buffer_pkts, expected):
+    s = _series("window", seconds=6.0, slow_start=how, buffer_pkts=buffer_pkts, competitor_at_s=1.0)
+    what, at = slow_start.outcome(s, 0, 0.04)
+    assert what == expected
+    assert 1.0 < s.t0_s + at * 0.01 - 1_000 < 4.0       # read within 3 s of the competitor's start
+
+
+def test_slow_start_evidence_points_at_reno_or_away_from_it():
+    deep = slow_start.evidence("deep").loglik
+    flat = slow_start.evidence("flat").loglik
+    assert max(deep, key=deep.get) == "reno" and min(flat, key=flat.get) == "reno"
+    assert slow_start.combined(["deep", "lost"]) == "deep"
+    assert slow_start.combined(["deep", "flat"]) is None and slow_start.combined(["lost", None]) is None
+
+
+def test_a_competitor_already_running_when_the_records_begin_says_nothing():
+    s = _series("window", seconds=4.0, slow_start="loss", buffer_pkts=600, competitor_at_s=0.0)
+    assert slow_start.outcome(s, 0, 0.04) == (None, None)
+
+
+def test_the_identifier_reads_a_slow_start_within_seconds():
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in run("window", seconds=4.0, slow_start="loss", buffer_pkts=600, competitor_at_s=1.0):
+        idf.add(rec)
+    idf.step()
+    assert "slow_start" in idf.test.stages
+    post = idf.test.posterior()
+    assert max(post, key=post.get) == "reno"

@@ -1,0 +1,113 @@
+"""Stage: how does the competitor's slow start end? Read from its first packet at the
+bottleneck to its first loss, so it answers in the first seconds, before any other stage.
+
+Every Linux CCA starts by doubling its window each round trip; they differ in what ends it:
+- Reno (tcp_reno has no HyStart) doubles until its first loss: in a deep buffer its own
+  queue grows far past what any other of the four would keep;
+- CUBIC leaves slow start on HyStart's delay rise (tcp_cubic: the round's RTT over its minimum
+  by at most HYSTART_DELAY_MAX, 16 ms, once its window is HYSTART_LOW_WINDOW, 16 segments)
+  or ACK train, and its window then grows slowly for seconds;
+- BBR's Startup ends when its delivery rate grew less than BBR_FULL_BW_THRESH (25 %) in three
+  rounds, with at most its window, BBR_HIGH_GAIN (2/ln 2) times its BDP estimate, in flight;
+- Vegas leaves slow start when a few of its packets queue.
+
+The measured window is Series.comp_window (its packets on the way and in the queue), its
+growth over one round trip (the base RTT and the queue's delay) is compared with the
+window a round before. The outcomes:
+- "deep": still growing at least GROWING per round, never stalled (below BBR's 1.25 for
+  STALL_RTTS) since it reached HYSTART_LOW_WINDOW, with more of its packets queued than
+  BBR's Startup window allows beside the BDP and the queue it found, and the queue risen by
+  more than three of HyStart's largest delay steps: Reno;
+- "flat": its window at least HYSTART_LOW_WINDOW and grown less than 25 % per round for two
+  rounds, before any loss of its own: slow start ended without one, anything but Reno;
+- "lost": its first loss came first (small buffers: all four can, and the loss-cut stage
+  reads what follows): no evidence; None: not yet decided.
+
+The likelihoods are stated choices, not fitted: Reno's slow start stalls before its loss
+only where its window is limited (by the receiver, the application: a small "flat" share);
+CUBIC's HyStart or
+BBR's bound can be missed where the competitor's own RTT is much longer than this flow's
+(its BDP, which sets both, is then larger than the one measured here; seen on one of 16
+each in the development runs of 2026-12-03), so "deep" moves Reno's odds by about ten, not
+by the cap."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .bottleneck import BIN_S, Series
+from .evidence import HYPOTHESES, UNKNOWN, Evidence
+
+HYSTART_LOW_WINDOW = 16             # segments (tcp_cubic hystart_low_window)
+HYSTART_DELAY_MAX_S = 0.016         # tcp_cubic HYSTART_DELAY_MAX
+HYSTART_STEPS = 3                   # "deep": the queue rose by more than this many of its steps
+BBR_HIGH_GAIN = 2 / math.log(2)     # tcp_bbr bbr_high_gain: Startup's window over its BDP estimate
+BBR_QUANTA_PKTS = 3 * 2             # tcp_bbr bbr_quantization_budget: 3 send quanta of 2 segments
+BBR_EXTRA_ACKED_S = 0.1             # tcp_bbr bbr_extra_acked_max_us: ACK aggregation's allowance
+BBR_FULL_BW_THRESH = 1.25           # tcp_bbr bbr_full_bw_thresh: "grown" is by this much a round
+GROWING = 1.5                       # slow start doubles a round; between that and BBR's 1.25
+FLAT_RTTS = 2.0
+STALL_RTTS = 0.5
+WATCH_S = 10.0                      # read over this long from the competitor's first packet
+
+#: P(outcome | hypothesis): stated, see the module's text
+LIKELIHOOD = {
+    "deep": {"reno": 0.8, "cubic": 0.07, "bbr": 0.07, "vegas": 0.02, UNKNOWN: 0.1},
+    "flat": {"reno": 0.02, "cubic": 0.5, "bbr": 0.6, "vegas": 0.3, UNKNOWN: 0.2},
+}
+
+
+def outcome(s: Series, f: int, base_rtt_s: float) -> tuple[str | None, int | None]:
+    """(the outcome of competitor ``f``'s slow start, the bin it was read at), or (None, None)
+    while undecided (or never: past WATCH_S, or its start before the series)."""
+    sent = np.flatnonzero(s.comp[f] > 0)
+    if not sent.size or sent[0] == 0 or not s.port_pps:
+        return None, None
+    first = int(sent[0])
+    lost = np.flatnonzero(s.comp_lost[f, first:] > 0)
+    first_loss = first + int(lost[0]) if lost.size else s.n
+    window = s.comp_window(base_rtt_s)[f]
+    queued = s.comp_queued()[f]
+    rtt_bins = np.maximum(1, np.round((base_rtt_s + s.queue_delay_s()) / BIN_S).astype(int))
+    # the window's rate is averaged over an RTT centred on each bin: the last half RTT is not read yet
+    known = min(s.n - (int(round(base_rtt_s / BIN_S)) + 1) // 2 - 1, first + int(WATCH_S / BIN_S))
+    bdp_pkts = s.port_pps * base_rtt_s
+    queue_min = np.minimum.accumulate(s.queue_pkts[first:])
+    flat_bins, stalled = 0, False
+    for t in range(first, min(first_loss, known)):
+        if np.isnan(queued[t]):
+            break
+        back = t - rtt_bins[t]
+        if back < first or window[back] <= 0:
+            continue
+        growth = window[t] / window[back]
+        q0 = queue_min[t - first]
+        if (not stalled and growth >= GROWING
+                and queued[t] >= BBR_HIGH_GAIN * (bdp_pkts + q0) + BBR_QUANTA_PKTS + BBR_EXTRA_ACKED_S * s.port_pps
+                and s.queue_pkts[t] - q0 >= HYSTART_STEPS * HYSTART_DELAY_MAX_S * s.port_pps):
+            return "deep", t
+        if window[t] >= HYSTART_LOW_WINDOW and growth < BBR_FULL_BW_THRESH:
+            flat_bins += 1
+            stalled = stalled or flat_bins >= STALL_RTTS * rtt_bins[t]
+            if flat_bins >= FLAT_RTTS * rtt_bins[t]:
+                return "flat", t
+        else:
+            flat_bins = 0
+    if first_loss < known:
+        return "lost", first_loss
+    return None, None
+
+
+def combined(outcomes) -> str | None:
+    """The competitors' outcome together: the one their decided ones agree on ("lost" says
+    nothing either way), None where none or where they disagree."""
+    said = {o for o in outcomes if o in LIKELIHOOD}
+    return said.pop() if len(said) == 1 else None
+
+
+def evidence(what: str) -> Evidence:
+    like = LIKELIHOOD[what]
+    assert set(like) == set(HYPOTHESES)
+    return Evidence("slow_start", {h: math.log(p) for h, p in like.items()}, measured=float(what == "deep"),
+                    note=f"slow start ended: {what}")
