@@ -5,7 +5,8 @@ does, flow 1 named by the run's identify records. Prints per run the truth, when
 commit came (s after the first record) and to what, the final best hypothesis, and each
 stage's median measurement: the stages can be changed and re-read without re-running.
 Beside it, the live agent's own first commit (its identify records) and the run's
-competitors, their start and the UDP beside them (the summary's record).
+competitors, their start and the UDP beside them (the summary's record). A run of the
+passive estimator (``--identify passive``) is read from its trace instead, scored alike.
 
     python -m lab.estimator.identify_replay RESULTS_DIR [RESULTS_DIR ...] [--json-out F] [--threshold P]
 """
@@ -53,6 +54,39 @@ def live_switches(run_dir: str) -> list | None:
             if r["event"] == "switch" and " -> " in r["reason"]]
 
 
+def passive_timeline(run_dir: str, record: dict, out: dict) -> dict | None:
+    """A run of the passive estimator (--identify passive), scored as a replay is: from its
+    trace.csv, the estimate of each verdict row and the switches of flow 1, in seconds after
+    flow 1's start; the competitor's arrival is its configured start (its first packet at the
+    bottleneck comes a one-way delay later). None where the trace has no verdict rows."""
+    path = os.path.join(run_dir, "trace.csv")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    starts = [r for r in rows if r["event"] == "start" and r.get("dst_port") == str(MAIN_PORT)]
+    if not starts:
+        return None
+    sid, t0 = starts[0]["sid"], float(starts[0]["t_s"])
+    verdicts = [(float(r["t_s"]) - t0, r["reason"].split(" ", 1)[0]) for r in rows
+                if r["event"] == "verdict" and r["sid"] == sid and not r["reason"].startswith("identify")]
+    if not verdicts:
+        return None
+    switches = [[round(float(r["t_s"]) - t0, 2), r["reason"].split("verdict ", 1)[1].split(" ", 1)[0]]
+                for r in rows if r["event"] == "switch" and r["sid"] == sid and r["reason"].startswith("verdict ")]
+    arrival = out["competitor_delay_s"]
+    best_at = {}
+    for c in CHECKPOINTS_S:
+        said = [v for t, v in verdicts if t <= arrival + c]
+        held = [v for t, v in switches if t <= arrival + c]
+        if said and verdicts[-1][0] >= arrival + c:
+            best_at[str(c)] = [said[-1], held[-1] if held else None]
+    return {**out, "first_commit": tuple(switches[0]) if switches else None, "live_first_commit": None,
+            "competitor_at_s": arrival, "commits": switches, "live_switches": live_switches(run_dir),
+            "best_at": best_at, "final_verdict": switches[-1][1] if switches else None,
+            "final_best": verdicts[-1][1], "final_posterior": None, "stages": {}, "passive": True}
+
+
 def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
     own = flow1_id(run_dir)
     p = record["params"]
@@ -62,6 +96,9 @@ def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
     out = {"run": record["run"], "truth": "unknown" if outside else record["competitor"], "params": p, "flow1": own,
            "competitors": record.get("competitors", 1), "competitor_delay_s": record.get("competitor_delay_s", 0.0),
            "udp_cross_mbps": record.get("udp_cross_mbps", 0.0)}
+    passive = passive_timeline(run_dir, record, out)
+    if passive is not None:
+        return passive
     if own is None:
         return {**out, "error": "no identify record names flow 1"}
     idf = Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold)
@@ -131,7 +168,7 @@ def main(argv=None) -> int:
               f"{p['buffer_bdp']:5.1f} BDP  x{r['competitors']} +{r['competitor_delay_s']:4.1f} s "
               f"udp {r['udp_cross_mbps']:4.2f}  live {str(r['live_first_commit']):22s} commit {str(commit):22s} "
               f"{'right' if ok else 'undecided' if commit is None else 'WRONG'}  "
-              f"final {r['final_best']} {r['final_posterior']:.2f}  "
+              f"final {r['final_best']} {r['final_posterior'] or 0:.2f}  "
               + " ".join(f"{k}={v[0]}({v[1]})" for k, v in sorted(r["stages"].items())))
     n = sum("error" not in r for r in rows)
     print(f"{n} runs: first commit right {right}, wrong {wrong}, undecided {n - right - wrong}; "

@@ -34,9 +34,10 @@ def live_outcome(run: dict) -> dict:
     the competitor's start (UDP alone competing then)."""
     arrival = run.get("competitor_delay_s", 0.0)
     switches = run.get("live_switches") or []
-    named = [(t, why.split("identified ", 1)[1].split(" ", 1)[0]) for t, why in switches if "identified " in why]
+    named = [(t, why.split("identified ", 1)[1].split(" ", 1)[0]) for t, why in switches if "identified " in why] \
+        or [(t, why.split("verdict ", 1)[1].split(" ", 1)[0]) for t, why in switches if "verdict " in why]
     after = [(t, h) for t, h in named if t >= arrival]
-    final = named[-1][1] if switches and "identified " in switches[-1][1] else None
+    final = named[-1][1] if switches and ("identified " in switches[-1][1] or "verdict " in switches[-1][1]) else None
     return {"first": after[0][1] if after else None, "since_competitor_s": after[0][0] - arrival if after else None,
             "final": final, "taken_back": any("made it worse" in why for _, why in switches),
             "before": [h for t, h in named if t < arrival]}

@@ -434,7 +434,7 @@ from estimator.identify import slow_start  # noqa: E402
 
 @pytest.mark.parametrize("how, buffer_pkts, expected", [
     ("loss", 600, "deep"),          # Reno in a deep buffer: doubling far past any other's queue
-    ("delay", 600, "flat"),         # HyStart: out of slow start at a delay rise, no loss
+    ("delay", 600, "held"),         # HyStart: out of slow start at a delay rise, no loss, the window kept
     ("loss", 30, "lost"),           # a small buffer: the loss first, nothing said
 ])
 def test_the_slow_start_stage_reads_how_it_ended(how, buffer_pkts, expected):
@@ -450,6 +450,23 @@ def test_slow_start_evidence_points_at_reno_or_away_from_it():
     assert max(deep, key=deep.get) == "reno" and min(flat, key=flat.get) == "reno"
     assert slow_start.combined(["deep", "lost"]) == "deep"
     assert slow_start.combined(["deep", "flat"]) is None and slow_start.combined(["lost", None]) is None
+    assert slow_start.combined(["flat", "held"]) == "held" and slow_start.combined(["held", "drained"]) is None
+    held, drained = slow_start.evidence("held").loglik, slow_start.evidence("drained").loglik
+    assert max(held, key=held.get) == "cubic" and max(drained, key=drained.get) == "bbr"
+
+
+@pytest.mark.parametrize("after, expected", [(1.0, "held"), (0.3, "drained"), (0.9, "held")])
+def test_after_a_flat_end_the_window_held_or_drained(after, expected):
+    """A competitor (no queue: its window is its rate times the RTT) doubling each RTT from
+    10 to 80 packets, flat for 3 RTTs, then at ``after`` of that: BBR's Drain falls to a third."""
+    from estimator.identify.bottleneck import Series
+    rtt_bins, base_rtt_s = 10, 0.1
+    per_rtt = [0.0] * 5 + [10, 20, 40, 80, 80, 80, 80] + [80 * after] * 8
+    comp = np.repeat(np.array(per_rtt) / rtt_bins, rtt_bins)[None, :]
+    n = comp.shape[1]
+    s = Series(0.0, np.full(n, 5.0), comp, np.zeros_like(comp), ["c"], np.zeros(n), 12e6, 500.0, 1000.0)
+    what, at = slow_start.outcome(s, 0, base_rtt_s)
+    assert what == expected, (what, at)
 
 
 def test_a_competitor_already_running_when_the_records_begin_says_nothing():
