@@ -6,12 +6,11 @@ How the competitor's slow start ended is read from its first packet on (slow_sta
 Reno's at its loss, far past the queue the others keep; the others' before one). The
 stretches start after that start-up (none of the other stages' models holds there): at
 its first loss plus three RTTs, or one second and ten RTTs after its first packet,
-whichever comes first (at the loss, up to slow_start.WATCH_S, where its slow start was read
-still doubling past the others' queues). Each stretch (a second, or two
+whichever comes first. Each stretch (a second, or two
 probe periods of 8 RTTs where longer) gives one measurement per stage: the port's use
 (spare.py), the competitor's answer to the pulses (elasticity.py), the packets it keeps
-queued (queue_level.py) and, without a competitor loss in it, the trend of its window
-(queue_trend.py); the competitor's dips on BBR's ProbeRTT clock since its start
+queued (queue_level.py) and, without a competitor loss in it nor a slow start still
+doubling to its first, the trend of its window (queue_trend.py); the competitor's dips on BBR's ProbeRTT clock since its start
 (probe_rtt.py) are counted again at each. Where no TCP flow competes but UDP does, a
 stretch gives the port's use and not_tcp.py's answer only. Each competitor loss after its
 first (the slow-start exit, whose overshoot no cut model holds for) gives its cut
@@ -87,13 +86,8 @@ class Identifier:
             self.competitor_since_s = s.t0_s + first * BIN_S
         rtt_s = self.base_rtt_s + float(np.median(s.queue_delay_s()[first:])) if s.port_bps else self.base_rtt_s
         added = self._loss_cuts(s, rtt_s) + self._slow_start(s)
-        lost_any = np.flatnonzero(s.comp_lost.sum(axis=0) > 0)
-        if ("deep" in self._slow_start_outcomes.values() and not lost_any.size and not self._stretched
-                and s.t0_s + s.n * BIN_S < self.competitor_since_s + slow_start.WATCH_S):
-            # still in slow start until its loss: a stretch before would read its doubling as a trend
-            self._stretch_next_s = self._stretch_first_s = None
-            return added
         if self._stretch_next_s is None:
+            lost_any = np.flatnonzero(s.comp_lost.sum(axis=0) > 0)
             by_time = self.competitor_since_s + max(STARTUP_S, STARTUP_RTTS * rtt_s)
             by_loss = s.t0_s + lost_any[0] * BIN_S + LOSS_SETTLE_RTTS * rtt_s if lost_any.size else by_time
             start = min(by_time, by_loss)
@@ -155,7 +149,10 @@ class Identifier:
         # drain of a deep queue takes its time); fit over TREND_RTTS where the stretch is
         # shorter (a queue of seconds: one RTT's fit is no trend) and no loss is that close
         settle = int(round(LOSS_SETTLE_RTTS * rtt_s / BIN_S))
-        if not s.comp_lost[:, max(0, lo - settle):hi].any():
+        # nor while a slow start read as still doubling (slow_start "deep") runs to its loss:
+        # its doubling is no trend
+        doubling = "deep" in self._slow_start_outcomes.values() and not s.comp_lost[:, :hi].any()
+        if not doubling and not s.comp_lost[:, max(0, lo - settle):hi].any():
             lost = np.flatnonzero(s.comp_lost[:, :lo].any(axis=0))
             earliest = max(self._stretch_first_bin(s), lost[-1] + settle + 1 if lost.size else 0)
             lo = max(min(lo, hi - int(round(TREND_RTTS * rtt_s / BIN_S))), min(lo, earliest))

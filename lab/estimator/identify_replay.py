@@ -106,6 +106,8 @@ def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
     first_commit = live_commit = None
     commits: list = []            # [seconds after the first record, the verdict] at each change
     best_at: dict = {}
+    posterior_at: dict = {}
+    since_s = None
     stages = defaultdict(list)
     for rx_s, rec in read_records(run_dir, types=("hop", "identify")):
         if rec.type == "identify":
@@ -124,17 +126,21 @@ def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
                 first_commit = (round(rx_s - t0, 2), idf.verdict())
             if (commits[-1][1] if commits else None) != idf.verdict():
                 commits.append([round(rx_s - t0, 2), idf.verdict()])
+            if idf.competitor_since_s != since_s:      # UDP alone, then a TCP competitor: timed from it
+                since_s, best_at, posterior_at = idf.competitor_since_s, {}, {}
             if idf.competitor_since_s is not None:
                 since = rec.ts_ns * 1e-9 - idf.competitor_since_s
                 for c in CHECKPOINTS_S:
                     if c not in best_at and since >= c:
                         best_at[c] = [idf.test.best()[0], idf.verdict()]
+                        posterior_at[c] = {h: round(v, 3) for h, v in idf.test.posterior().items()}
     best, post = idf.test.best()
     # the competitor's first packet at the bottleneck, in seconds after the first record
     competitor_at = None if idf.competitor_since_s is None else round(idf.competitor_since_s - first_ts, 2)
     return {**out, "first_commit": first_commit, "live_first_commit": live_commit, "competitor_at_s": competitor_at,
             "commits": commits, "live_switches": live_switches(run_dir),
-            "best_at": {str(c): v for c, v in best_at.items()}, "final_verdict": idf.verdict(),
+            "best_at": {str(c): v for c, v in best_at.items()},
+            "posterior_at": {str(c): v for c, v in posterior_at.items()}, "final_verdict": idf.verdict(),
             "final_best": best, "final_posterior": round(post, 3),
             "stages": {k: [round(float(np.median(v)), 3), len(v)] for k, v in stages.items()}}
 
