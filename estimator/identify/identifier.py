@@ -6,11 +6,11 @@ How the competitor's slow start ended is read from its first packet on (slow_sta
 Reno's at its loss, far past the queue the others keep; the others' before one). The
 stretches start after that start-up (none of the other stages' models holds there): at
 its first loss plus three RTTs, or one second and ten RTTs after its first packet,
-whichever comes first. Each stretch (a second, or two
-probe periods of 8 RTTs where longer) gives one measurement per stage: the port's use
-(spare.py), the competitor's answer to the pulses (elasticity.py), the packets it keeps
-queued (queue_level.py) and, without a competitor loss in it nor a slow start still
-doubling to its first, the trend of its window (queue_trend.py); the competitor's dips on BBR's ProbeRTT clock since its start
+whichever comes first. Each stretch (a second, or two probe periods of 8 RTTs where
+longer) gives one measurement per stage: the port's use (spare.py), the competitor's
+answer to the pulses (elasticity.py), the packets it keeps queued (queue_level.py) and,
+without a competitor loss in it nor a slow start still doubling to its first, the trend of
+its window (queue_trend.py); the competitor's dips on BBR's ProbeRTT clock since its start
 (probe_rtt.py) are counted again at each. Where no TCP flow competes but UDP does, a
 stretch gives the port's use and not_tcp.py's answer only. Each competitor loss after its
 first (the slow-start exit, whose overshoot no cut model holds for) gives its cut

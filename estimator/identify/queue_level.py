@@ -48,13 +48,16 @@ def level_pkts(s: Series, lo: int, hi: int) -> tuple[float, float] | None:
     return float(np.median(queued[known])) / k, 0.5 * per_bin / k
 
 
-def bbr_queue_max_pkts(bdp_pkts: float, port_pps: float) -> float:
-    """The most BBR can keep queued, its whole window: 2 BDP (bbr_cwnd_gain) plus 3 send
+BBR_CWND_GAIN = 2                 # tcp_bbr bbr_cwnd_gain (ProbeBW); Startup's is bbr_high_gain
+
+
+def bbr_queue_max_pkts(bdp_pkts: float, port_pps: float, gain: float = BBR_CWND_GAIN) -> float:
+    """The most BBR can keep queued, its whole window: ``gain`` BDP (bbr_cwnd_gain) plus 3 send
     quanta of at least 2 segments (bbr_quantization_budget) plus what ACK aggregation adds,
     at most 100 ms of the rate (bbr_extra_acked_max_us). The port's BDP and rate: BBR's
     share of them is less, so a bound, not a guess. (1.5 BDP was too tight where the BDP
     is a few packets: BBR kept 19 queued beside a BDP of 4, 2026-12-02.)"""
-    return 2 * bdp_pkts + BBR_QUANTA_PKTS + BBR_EXTRA_ACKED_S * port_pps
+    return gain * bdp_pkts + BBR_QUANTA_PKTS + BBR_EXTRA_ACKED_S * port_pps
 
 
 def _uniform_smeared(x: float, lo: float, hi: float, sigma: float) -> float:

@@ -45,13 +45,12 @@ import numpy as np
 
 from .bottleneck import BIN_S, Series
 from .evidence import HYPOTHESES, UNKNOWN, Evidence
+from .queue_level import bbr_queue_max_pkts
 
 HYSTART_LOW_WINDOW = 16             # segments (tcp_cubic hystart_low_window)
 HYSTART_DELAY_MAX_S = 0.016         # tcp_cubic HYSTART_DELAY_MAX
 HYSTART_STEPS = 3                   # "deep": the queue rose by more than this many of its steps
 BBR_HIGH_GAIN = 2 / math.log(2)     # tcp_bbr bbr_high_gain: Startup's window over its BDP estimate
-BBR_QUANTA_PKTS = 3 * 2             # tcp_bbr bbr_quantization_budget: 3 send quanta of 2 segments
-BBR_EXTRA_ACKED_S = 0.1             # tcp_bbr bbr_extra_acked_max_us: ACK aggregation's allowance
 BBR_FULL_BW_THRESH = 1.25           # tcp_bbr bbr_full_bw_thresh: "grown" is by this much a round
 GROWING = 1.5                       # slow start doubles a round; between that and BBR's 1.25
 FLAT_RTTS = 2.0
@@ -98,7 +97,7 @@ def outcome(s: Series, f: int, base_rtt_s: float) -> tuple[str | None, int | Non
         growth = window[t] / window[back]
         q0 = queue_min[t - first]
         if (not stalled and growth >= GROWING
-                and queued[t] >= BBR_HIGH_GAIN * (bdp_pkts + q0) + BBR_QUANTA_PKTS + BBR_EXTRA_ACKED_S * s.port_pps
+                and queued[t] >= bbr_queue_max_pkts(bdp_pkts + q0, s.port_pps, gain=BBR_HIGH_GAIN)
                 and s.queue_pkts[t] - q0 >= HYSTART_STEPS * HYSTART_DELAY_MAX_S * s.port_pps):
             return "deep", t
         if window[t] >= HYSTART_LOW_WINDOW and growth < BBR_FULL_BW_THRESH:

@@ -15,11 +15,15 @@ import csv
 import glob
 import json
 import os
+import re
 
 import numpy as np
 from scipy.stats import binomtest
 
 CCAS = ("bbr", "cubic", "reno", "vegas")
+
+
+NAMED = re.compile(r"(?:identified|verdict) (\w+)")
 
 
 def wilson(k: int, n: int) -> str:
@@ -34,10 +38,11 @@ def live_outcome(run: dict) -> dict:
     the competitor's start (UDP alone competing then)."""
     arrival = run.get("competitor_delay_s", 0.0)
     switches = run.get("live_switches") or []
-    named = [(t, why.split("identified ", 1)[1].split(" ", 1)[0]) for t, why in switches if "identified " in why] \
-        or [(t, why.split("verdict ", 1)[1].split(" ", 1)[0]) for t, why in switches if "verdict " in why]
+    # "identified X ..." (active) or "verdict X ..." (passive); a switch back to the probe names none
+    said = [(t, NAMED.search(why)) for t, why in switches]
+    named = [(t, m.group(1)) for t, m in said if m]
     after = [(t, h) for t, h in named if t >= arrival]
-    final = named[-1][1] if switches and ("identified " in switches[-1][1] or "verdict " in switches[-1][1]) else None
+    final = named[-1][1] if said and said[-1][1] else None
     return {"first": after[0][1] if after else None, "since_competitor_s": after[0][0] - arrival if after else None,
             "final": final, "taken_back": any("made it worse" in why for _, why in switches),
             "before": [h for t, h in named if t < arrival]}

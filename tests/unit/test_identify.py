@@ -430,6 +430,7 @@ def test_the_child_takes_a_switch_back_once_it_settled_and_counts_it_against_the
 # -- slow start: how it ends, from the competitor's first packet --------------------------
 
 from estimator.identify import slow_start  # noqa: E402
+from estimator.identify.bottleneck import BIN_S  # noqa: E402
 
 
 @pytest.mark.parametrize("how, buffer_pkts, expected", [
@@ -441,7 +442,7 @@ def test_the_slow_start_stage_reads_how_it_ended(how, buffer_pkts, expected):
     s = _series("window", seconds=6.0, slow_start=how, buffer_pkts=buffer_pkts, competitor_at_s=1.0)
     what, at = slow_start.outcome(s, 0, 0.04)
     assert what == expected
-    assert 1.0 < s.t0_s + at * 0.01 - 1_000 < 4.0       # read within 3 s of the competitor's start
+    assert 1.0 < s.t0_s + at * BIN_S - 1_000 < 4.0       # read within 3 s of the competitor's start
 
 
 def test_slow_start_evidence_points_at_reno_or_away_from_it():
