@@ -38,6 +38,7 @@ class Series:
     capacity_pkts: float = 0.0         # the queue's buffer (0: not told)
     busy_pps: float | None = None      # the port's packet rate measured while it had a queue
     other: np.ndarray | None = None    # packets of flows that are not TCP (UDP) per bin
+    tcp_rest: np.ndarray | None = None   # packets of TCP flows not (yet) named competitors per bin
     _queued: np.ndarray | None = field(default=None, repr=False, compare=False)   # comp_queued's
 
     @property
@@ -93,7 +94,7 @@ class Series:
 
     def others(self) -> np.ndarray:
         """Every other flow's packets per bin, TCP or not."""
-        return self.comp.sum(axis=0) + (self.other if self.other is not None else 0.0)
+        return self.comp.sum(axis=0) + sum(x for x in (self.other, self.tcp_rest) if x is not None)
 
     def comp_first_bin(self) -> int | None:
         """The first bin with a competitor's packet (None: none yet)."""
@@ -187,7 +188,7 @@ class NodeRecords:
         own = np.zeros(n)
         comp, lost = np.zeros((len(ids), n)), np.zeros((len(ids), n))
         qp = np.full(n, np.nan)
-        other = np.zeros(n)
+        other, tcp_rest = np.zeros(n), np.zeros(n)
         for t_end, span, depth_p, _, flows, not_tcp in rows:
             # A sink publishes a node's record at the first packet a period after its previous
             # one: all but that packet arrived within the period after the previous record. A
@@ -206,9 +207,11 @@ class NodeRecords:
                 elif fid in index:
                     comp[index[fid], k] += packets
                     lost[index[fid], k] += dropped
+                else:
+                    tcp_rest[k] += packets
         qp = _carried(qp)
         return Series(t0, own, comp, lost, ids, qp, self.port_bps(), float(self.capacity_pkts),
-                      _busy_pps(own + comp.sum(axis=0) + other, qp), other)
+                      _busy_pps(own + comp.sum(axis=0) + other + tcp_rest, qp), other, tcp_rest)
 
 
 def _busy_pps(departed: np.ndarray, queue_pkts: np.ndarray) -> float | None:

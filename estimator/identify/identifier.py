@@ -29,6 +29,9 @@ LOSS_SETTLE_RTTS = 3
 TREND_RTTS = 4                # the window's trend is fit over at least this many RTTs (queue included)
 MIN_PERIOD_S = 0.2            # the probe's shortest period (ccp_algs/probe.py)
 MIN_COMPETITOR_PKTS = 20      # in competitors()' window: fewer is a handshake, not a competitor
+#: beside UDP alone, a TCP flow with this many packets in the last second (Linux's initial
+#: window) is starting: it is about to be the competitor, and UDP's "unknown" waits for it
+NEW_TCP_PKTS = 10
 
 
 class Identifier:
@@ -46,6 +49,7 @@ class Identifier:
         self._stretch_first_s: float | None = None      # where the first one started
         self._stretched = False                         # a stretch has been read
         self._udp_only = False                          # competed by UDP alone so far
+        self._tcp_starting = False                      # ... and a TCP flow is starting beside it
         # competitor -> the time of its last loss read (its first: the slow-start exit, skipped);
         # times, not bins: the series' first bin moves as old records go
         self._loss_read_s: dict = {}
@@ -80,6 +84,11 @@ class Identifier:
             if first is None:
                 return []
             self._udp_only = True
+            # a TCP flow starting is not a competitor yet (too few packets to name), but
+            # what UDP alone says is about to be forgotten: nothing is read or committed
+            self._tcp_starting = s.tcp_rest is not None and s.tcp_rest[-int(round(1 / BIN_S)):].sum() >= NEW_TCP_PKTS
+            if self._tcp_starting:
+                return []
         elif self._udp_only:       # a TCP competitor after UDP alone: what was read is not about it
             self._forget()
         if self.competitor_since_s is None:
@@ -116,7 +125,7 @@ class Identifier:
         self.measured, self._loss_read_s, self._trend_context = {}, {}, []
         self._slow_start_outcomes = {}
         self.competitor_since_s = self._stretch_next_s = self._stretch_first_s = None
-        self._udp_only = self._stretched = False
+        self._udp_only = self._stretched = self._tcp_starting = False
 
     def _not_tcp_first_bin(self, s) -> int | None:
         """Where UDP began competing (at least MIN_COMPETITOR_PKTS in a second), with no TCP
@@ -260,7 +269,9 @@ class Identifier:
         return out
 
     def verdict(self) -> str | None:
-        return self.test.verdict()
+        """The committed hypothesis, None while undecided (and while UDP alone competed so far
+        and a TCP flow is starting beside it)."""
+        return None if self._tcp_starting else self.test.verdict()
 
     def share(self, window_s: float) -> tuple[float | None, int, bool]:
         """This flow's share of the TCP packets through its bottleneck over the last

@@ -103,7 +103,7 @@ def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
         return {**out, "error": "no identify record names flow 1"}
     idf = Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold)
     t0 = next_step = first_ts = None
-    first_commit = live_commit = None
+    first_commit = live_commit = before_tcp_commit = None
     commits: list = []            # [seconds after the first record, the verdict] at each change
     best_at: dict = {}
     posterior_at: dict = {}
@@ -122,12 +122,14 @@ def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
             next_step += STEP_S
             for ev in idf.step():
                 stages[ev.stage].append(ev.measured)
-            if first_commit is None and idf.verdict() is not None:
+            if first_commit is None and idf.verdict() is not None and idf.competitor_since_s is not None:
                 first_commit = (round(rx_s - t0, 2), idf.verdict())
             if (commits[-1][1] if commits else None) != idf.verdict():
                 commits.append([round(rx_s - t0, 2), idf.verdict()])
-            if idf.competitor_since_s != since_s:      # UDP alone, then a TCP competitor: timed from it
+            if idf.competitor_since_s != since_s:      # UDP alone, then a TCP competitor: timed and scored from it
                 since_s, best_at, posterior_at = idf.competitor_since_s, {}, {}
+                if since_s is not None and first_commit is not None:
+                    before_tcp_commit, first_commit = first_commit, None
             if idf.competitor_since_s is not None:
                 since = rec.ts_ns * 1e-9 - idf.competitor_since_s
                 for c in CHECKPOINTS_S:
@@ -138,7 +140,7 @@ def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
     # the competitor's first packet at the bottleneck, in seconds after the first record
     competitor_at = None if idf.competitor_since_s is None else round(idf.competitor_since_s - first_ts, 2)
     return {**out, "first_commit": first_commit, "live_first_commit": live_commit, "competitor_at_s": competitor_at,
-            "commits": commits, "live_switches": live_switches(run_dir),
+            "before_tcp_commit": before_tcp_commit, "commits": commits, "live_switches": live_switches(run_dir),
             "best_at": {str(c): v for c, v in best_at.items()},
             "posterior_at": {str(c): v for c, v in posterior_at.items()}, "final_verdict": idf.verdict(),
             "final_best": best, "final_posterior": round(post, 3),

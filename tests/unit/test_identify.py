@@ -82,6 +82,7 @@ from dataclasses import replace  # noqa: E402
 
 from estimator.identify import elasticity, queue_trend, spare  # noqa: E402
 from estimator.identify.bottleneck import NodeRecords  # noqa: E402
+from telemetry.flowid import PROTO_TCP  # noqa: E402
 from estimator.identify.identifier import Identifier  # noqa: E402
 from tests.unit.fluid_bottleneck import OWN, run  # noqa: E402
 
@@ -289,6 +290,24 @@ def test_udp_alone_is_unknown_and_udp_beside_tcp_uses_the_port_without_being_nam
     assert s.comp_ids == ["00000000000000bb"] and s.other.sum() == 2 * 600
     use = spare.port_use(s.own[200:600].sum() + s.others()[200:600].sum(), 4.0, s.port_pps)
     assert use > spare.port_use(s.own[200:600].sum() + s.comp[:, 200:600].sum(), 4.0, s.port_pps)
+
+
+def test_beside_udp_alone_a_starting_tcp_flow_holds_the_unknown_verdict_and_a_handshake_does_not():
+    udp = run("paced", seconds=6.0, competitor_proto=17)
+
+    def with_tcp(packets_each: int, every: int):
+        """UDP alone, and a TCP flow's first packets in its last half second (too few to name)."""
+        idf = Identifier(OWN, base_rtt_s=0.04)
+        for i, rec in enumerate(udp):
+            if i >= len(udp) - 50 and i % every == 0:
+                rec = replace(rec, top_flows=rec.top_flows + [["00000000000000cc", packets_each, 0, PROTO_TCP]])
+            idf.add(rec)
+        return idf, idf.step()
+
+    idf, added = with_tcp(2, 5)                  # an initial window's 20 packets: a competitor starting
+    assert added == [] and idf.verdict() is None and idf.competitors() == frozenset()
+    idf, added = with_tcp(1, 25)                 # two packets: a handshake, UDP alone still
+    assert idf.verdict() == "unknown" and "not_tcp" in idf.measured
 
 
 def test_a_tcp_competitor_after_udp_alone_is_named_from_its_own_start():
