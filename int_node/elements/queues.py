@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..element import AGNOSTIC, PULL, Arg, ConfigError, Element, register
+from ..element import AGNOSTIC, PULL, Arg, ConfigError, Element, parse_bool, register
 from ..flow_tally import FlowTally
 from ..packet import flow_key
 from ..units import parse_nonneg_int, parse_pos_int, parse_time_ns
@@ -23,9 +23,13 @@ class Queue(Element):
     ``drops`` the cumulative tail drops (what INT reports as queue drops), and per flow
     in ``flow_drops`` (a bounded table: int_node.flow_tally).
     INT advertises ``advertised_depth_bytes`` against ``capacity_limit_bytes``.
+    ``flow_bytes true`` keeps each flow's frame bytes in the queue (``flow_bytes``, a
+    dict by flow key: the exact CBIQ FlowSlots compares its estimate with; off by default,
+    it costs two dict updates a packet).
     """
     output_kind = PULL
-    ARGS = (Arg("capacity", parse_pos_int, 1000), Arg("capacity_bytes", parse_nonneg_int, 0))
+    ARGS = (Arg("capacity", parse_pos_int, 1000), Arg("capacity_bytes", parse_nonneg_int, 0),
+            Arg("flow_bytes", parse_bool, False, positional=False))
     write_handlers = {"capacity": parse_pos_int, "capacity_bytes": parse_nonneg_int}
     counter_names = ("enqueued", "dequeued", "drops", "highwater_pkts")
 
@@ -34,6 +38,7 @@ class Queue(Element):
         self.depth_bytes = 0
         self._listeners = []
         self.flow_drops = FlowTally()
+        self.flow_bytes = {} if self.flow_bytes else None
 
     @property
     def depth_pkts(self) -> int:
@@ -91,6 +96,8 @@ class Queue(Element):
                 continue
             q.append(pkt)
             self.depth_bytes += n
+            if self.flow_bytes is not None:
+                self._flow_add(pkt, n)
             self.enqueued += 1
             if len(q) > self.highwater_pkts:
                 self.highwater_pkts = len(q)
@@ -98,6 +105,16 @@ class Queue(Element):
                 owed = True
         if owed:
             self._wake_pullers()
+
+    def _flow_add(self, pkt, frame_bytes: int) -> None:
+        key = pkt.flow_id
+        if key is None:
+            key = pkt.flow_id = flow_key(pkt.data)
+        left = self.flow_bytes.get(key, 0) + frame_bytes
+        if left:
+            self.flow_bytes[key] = left
+        else:
+            del self.flow_bytes[key]          # bounded by the packets queued: no flow kept once gone
 
     def _full(self, frame_bytes: int) -> bool:
         return len(self._q) >= self.capacity or bool(
@@ -113,6 +130,8 @@ class Queue(Element):
             return None
         pkt = q.popleft()
         self.depth_bytes -= len(pkt.data)
+        if self.flow_bytes is not None:
+            self._flow_add(pkt, -len(pkt.data))
         self.dequeued += 1
         return pkt
 

@@ -1,0 +1,161 @@
+"""FlowSlots and SlotTap: Dragonfly's first-packet-per-slot capture at a queue.
+
+    slots :: FlowSlots(slot 1ms, keep 2s, sample 1, max_flows 256, queue q)
+    ... -> SlotTap(slots, in) -> q :: Queue(100) -> LinkShaper(10Mbps) -> SlotTap(slots, out) -> ...
+
+Per monitored TCP flow and slot, each side keeps the sequence number of the first packet
+it saw in that slot, and nothing else: O(1) per packet, a slot's work bounded by one entry
+whatever the flow's rate (Dragonfly's first-packet sampling, section III-C). From those,
+telemetry.cbiq computes the flow's bytes in the queue (CBIQ) and its ingress bytes per
+slot. ``sample`` < 1 keeps each packet with that probability first (the paper's random
+sampling: fewer packets looked at, interpolation fills the gaps). With ``queue`` naming a
+Queue whose per-flow byte count is on (``Queue(..., flow_bytes true)``), each entry also
+carries that flow's exact bytes in the queue at that moment: the CBIQ the sequence numbers
+estimate, to compare them.
+
+The table holds at most ``max_flows`` flows; a new flow beyond that evicts the one seen
+least recently (counted: ``evicted``). Each flow keeps the last ``keep`` of slots. The
+``slots`` read handler gives every flow's entries (flow id -> {"in": [[slot, seq, exact
+bytes or -1], ...], "out": [...]}, slots counted on the wall clock from ``slot_origin_ns``)."""
+from __future__ import annotations
+
+import random
+import struct
+import time
+from collections import OrderedDict, deque
+
+from ..element import AGNOSTIC, Arg, ConfigError, Element, register
+from ..packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, NH_TCP, flow_key, key_hash, upper_layer
+from ..units import parse_pos_int, parse_time_ns
+from .queues import Queue
+
+_SEQ = struct.Struct("!I")
+KEY_PROTO_BYTE = 32            # the protocol's byte in int_node.packet.flow_key's key
+SIDES = ("in", "out")
+
+
+def parse_fraction_open(text: str) -> float:
+    v = float(text)
+    if not 0.0 < v <= 1.0:
+        raise ValueError("must be in (0, 1]")
+    return v
+
+
+class _FlowEntries:
+    __slots__ = ("last_slot", "entries")
+
+    def __init__(self, keep_slots: int):
+        self.last_slot = [-1, -1]                    # per side: the slot of its last entry
+        self.entries = (deque(maxlen=keep_slots), deque(maxlen=keep_slots))
+
+
+@register
+class FlowSlots(Element):
+    """Dragonfly's capture table: ``FlowSlots(slot 1ms, keep 2s, sample 1, max_flows 256,
+    queue q)``, per flow and slot the first packet's sequence number on each side, filled
+    by SlotTaps (no ports: an information element, like Click's AddressInfo)."""
+    n_inputs = n_outputs = (0, 0)
+    ARGS = (Arg("slot", parse_time_ns, 1_000_000), Arg("keep", parse_time_ns, 2_000_000_000),
+            Arg("sample", parse_fraction_open, 1.0), Arg("max_flows", parse_pos_int, 256),
+            Arg("queue", str, ""), Arg("seed", int, 0))
+    counter_names = ("seen", "sampled_out", "entries", "evicted")
+
+    def configured(self):
+        if self.keep < self.slot:
+            raise ConfigError("FlowSlots: keep must be at least one slot")
+        self.keep_slots = int(self.keep // self.slot)
+        self.flows: "OrderedDict[bytes, _FlowEntries]" = OrderedDict()
+        self._rng = random.Random(self.seed)
+        self._queue = None
+
+    def initialize(self):
+        if self.queue:
+            self._queue = self.router.find(self.queue, Queue, user=f"FlowSlots {self.name}")
+            if self._queue.flow_bytes is None:
+                raise ConfigError(f"FlowSlots {self.name}: queue '{self.queue}' does not count bytes per flow "
+                                  f"(give it 'flow_bytes true')")
+
+    @property
+    def slot_origin_ns(self) -> int:
+        return 0           # slots are wall-clock ns // slot: comparable across nodes and runs
+
+    def note(self, side: int, pkt, now_ns: int) -> None:
+        """A packet passing a tap on ``side`` (0: ingress, 1: egress) at ``now_ns``. Per
+        packet only a lookup and a comparison; a slot's first packet of a TCP flow is parsed."""
+        self.seen += 1
+        if self.sample < 1.0 and self._rng.random() >= self.sample:
+            self.sampled_out += 1
+            return
+        key = pkt.flow_id
+        if key is None:
+            key = pkt.flow_id = flow_key(pkt.data)
+        slot = now_ns // self.slot
+        f = self.flows.get(key)
+        if f is not None and slot == f.last_slot[side]:
+            return                                   # not the slot's first: nothing to keep
+        if key[KEY_PROTO_BYTE] != NH_TCP:
+            return                                   # not TCP: no sequence number to keep
+        data = pkt.data
+        off = IP6_PAYLOAD_OFF if data[IP6_NH_OFF] == NH_TCP else upper_layer(data)[1]
+        if off is None or off + 8 > len(data):
+            raise IndexError("TCP header truncated")
+        flows = self.flows
+        if f is None:
+            if len(flows) >= self.max_flows:
+                flows.popitem(last=False)
+                self.evicted += 1
+            f = flows[key] = _FlowEntries(self.keep_slots)
+        else:
+            flows.move_to_end(key)                   # seen in a new slot: the least recent go first
+        f.last_slot[side] = slot
+        exact = self._queue.flow_bytes.get(key, 0) if self._queue is not None else -1
+        f.entries[side].append((slot, _SEQ.unpack_from(data, off + 4)[0], exact))
+        self.entries += 1
+
+    def read_handler(self, handler: str):
+        if handler == "slots":
+            return {key_hash(k): {side: [list(e) for e in f.entries[i]] for i, side in enumerate(SIDES)}
+                    for k, f in self.flows.items()}
+        return super().read_handler(handler)
+
+    def counters(self):
+        c = super().counters()
+        c["flows"] = len(self.flows)
+        return c
+
+
+@register
+class SlotTap(Element):
+    """Notes each TCP packet passing here in a FlowSlots table, as its ingress (``in``,
+    before the queue) or egress (``out``, after the port); passes every packet on."""
+    input_kind = output_kind = AGNOSTIC
+    ARGS = (Arg("slots", str), Arg("side", str))
+    counter_names = ("errors",)
+
+    def configured(self):
+        if self.side not in SIDES:
+            raise ConfigError(f"SlotTap: side must be 'in' or 'out', not {self.side!r}")
+        self._side = SIDES.index(self.side)
+        self.clock = time.time_ns
+
+    def initialize(self):
+        self._slots = self.router.find(self.slots, FlowSlots, user=f"SlotTap {self.name}")
+
+    def _note(self, pkt):
+        try:
+            self._slots.note(self._side, pkt, self.clock())
+        except (IndexError, struct.error):
+            self.errors += 1          # a truncated header: counted, the packet still forwarded
+
+    def push_batch(self, port, batch):
+        note = self._note
+        for pkt in batch:
+            note(pkt)
+        self.output_batch(0, batch)
+
+    def pull(self, port):
+        up = self._in[0]
+        pkt = up[0].pull(up[1])
+        if pkt is not None:
+            self._note(pkt)
+        return pkt

@@ -1,0 +1,106 @@
+"""Dragonfly's per-slot inputs of a flow at a queue: CBIQ (the flow's bytes in the queue at
+a slot's end) and its ingress bytes per slot, from the sequence number of the first packet
+of each slot at the queue's ingress and at its egress (Dragonfly, docs/references.md,
+section III-D).
+
+A node keeps one packet per flow and slot on each side (int_node's FlowSlots): O(1) work
+per slot whatever the flow's rate, and no start-up value needed, so a flow can be watched
+from any moment. The last byte in by the end of slot t is InSeq(t+1) - 1, the last out
+OutSeq(t+1) - 1, hence
+
+    CBIQ(t)  = max(InSeq(t+1) - OutSeq(t+1), 0)
+    InThr(t) = max(InSeq(t+1) - InSeq(t), 0)
+
+Losses and retransmissions are neglected (in-order delivery assumed), as in the paper. A
+slot without a packet takes the next non-empty slot's value (every packet seen: the first
+of the next slot is where this one ended); under random sampling, a value interpolated
+linearly between the non-empty slots around it (the paper's interpolation). Both in one
+backward pass over the slots, amortised O(1) per slot.
+
+Sequence numbers are TCP's, 32 bits: unwrapped against the first one seen."""
+from __future__ import annotations
+
+import numpy as np
+
+SEQ_MODULUS = 1 << 32
+
+
+def unwrapped(seq: np.ndarray) -> np.ndarray:
+    """32-bit sequence numbers (NaN: an empty slot) as a monotone byte count: each step
+    taken modulo 2^32 as a signed difference (a retransmission steps back)."""
+    out = np.array(seq, dtype=float)
+    ok = np.flatnonzero(~np.isnan(out))
+    if ok.size:
+        v = out[ok]
+        step = (np.diff(v) + SEQ_MODULUS / 2) % SEQ_MODULUS - SEQ_MODULUS / 2
+        out[ok] = v[0] + np.concatenate(([0.0], np.cumsum(step)))
+    return out
+
+
+def filled(first_seq: np.ndarray, interpolate: bool = False) -> np.ndarray:
+    """Each empty slot (NaN) given the next non-empty slot's value, or with ``interpolate``
+    the value on the line between the non-empty slots before and after it (an empty slot
+    before the first non-empty one takes the next value). Slots after the last non-empty
+    one stay NaN: where the flow went next is not known yet."""
+    out = np.array(first_seq, dtype=float)
+    nxt = np.nan         # the next non-empty slot's value and index, walking backwards
+    nxt_i = -1
+    i = len(out) - 1
+    while i >= 0:
+        if not np.isnan(out[i]):
+            nxt, nxt_i = out[i], i
+            i -= 1
+            continue
+        # a run of empty slots ending at i: find where it starts (each slot visited twice)
+        j = i
+        while j >= 0 and np.isnan(out[j]):
+            j -= 1
+        if not np.isnan(nxt):
+            if interpolate and j >= 0:
+                slope = (nxt - out[j]) / (nxt_i - j)
+                out[j + 1:i + 1] = out[j] + slope * np.arange(1, i - j + 1)
+            else:
+                out[j + 1:i + 1] = nxt
+        i = j
+    return out
+
+
+def slot_inputs(in_first_seq, out_first_seq, interpolate: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(CBIQ, InThr) in bytes for slots 0..N-2 of a flow, from the first packet's sequence
+    number per slot at ingress and at egress (arrays of N slots, NaN: none seen). NaN
+    where a value is not known yet (no later packet on that side)."""
+    inseq = filled(unwrapped(np.asarray(in_first_seq, dtype=float)), interpolate)
+    outseq = np.asarray(out_first_seq, dtype=float)
+    if outseq.shape != inseq.shape:
+        raise ValueError(f"ingress and egress slots differ in number: {inseq.shape} and {outseq.shape}")
+    outseq = filled(_aligned(unwrapped(outseq), inseq), interpolate)
+    cbiq = np.maximum(inseq[1:] - outseq[1:], 0.0)
+    thr = np.maximum(inseq[1:] - inseq[:-1], 0.0)
+    cbiq[np.isnan(inseq[1:]) | np.isnan(outseq[1:])] = np.nan
+    thr[np.isnan(inseq[1:]) | np.isnan(inseq[:-1])] = np.nan
+    return cbiq, thr
+
+
+def _aligned(out_seq: np.ndarray, in_seq: np.ndarray) -> np.ndarray:
+    """Egress numbers unwrapped onto the ingress's count: each side was unwrapped from its
+    own first value, which may lie on either side of a wrap."""
+    a, b = out_seq[~np.isnan(out_seq)], in_seq[~np.isnan(in_seq)]
+    if not a.size or not b.size:
+        return out_seq
+    shift = round((b[0] - a[0]) / SEQ_MODULUS) * SEQ_MODULUS
+    return out_seq + shift
+
+
+def per_slot(entries, first_slot: int, n_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """A node's entries for one side of a flow ([[slot, sequence number, exact bytes queued
+    or -1], ...]: int_node FlowSlots' ``slots`` handler) as arrays over ``n_slots`` slots
+    from ``first_slot``: the first packet's sequence number and the exact bytes the queue
+    held of the flow as it passed (NaN: no entry, or no exact count kept)."""
+    seq, exact = np.full(n_slots, np.nan), np.full(n_slots, np.nan)
+    for slot, s, queued in entries:
+        i = int(slot) - first_slot
+        if 0 <= i < n_slots:
+            seq[i] = s
+            if queued >= 0:
+                exact[i] = queued
+    return seq, exact

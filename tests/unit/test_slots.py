@@ -1,0 +1,114 @@
+"""FlowSlots / SlotTap at a queue (Dragonfly's first-packet-per-slot capture), and the
+CBIQ telemetry.cbiq computes from what they keep against the queue's exact per-flow bytes."""
+import numpy as np
+import pytest
+
+from int_node.config import ConfigSyntaxError
+from int_node.element import ConfigError
+from int_node.packet import Packet
+from telemetry.cbiq import per_slot, slot_inputs
+from tests.helpers import router, tcp_frame, ipv6_frame
+
+CONFIG = """
+slots :: FlowSlots(slot 1ms, keep 1s, max_flows 2, queue q);
+Idle -> tin :: SlotTap(slots, in) -> q :: Queue(100, flow_bytes true) -> tout :: SlotTap(slots, out) -> Discard;
+"""
+PAYLOAD = 1000
+
+
+def bed(config=CONFIG):
+    r = router(config)
+    r.elements["q"]._listeners = []      # the test drains the queue itself
+    return r
+
+
+def arrive(r, seq, t_ns, sport=40000):
+    tin = r.elements["tin"]
+    tin.clock = lambda: t_ns
+    tin.push(0, Packet(tcp_frame(seq, payload_len=PAYLOAD, sport=sport)))
+
+
+def _pull_through(r, t_ns):
+    """The queue's head leaves through the egress tap at ``t_ns``."""
+    pkt = r.elements["q"].pull(0)
+    tout = r.elements["tout"]
+    tout.clock = lambda: t_ns
+    tout.push(0, pkt)
+    return pkt
+
+
+def test_only_each_slots_first_packet_is_kept_per_side_with_the_exact_bytes_queued():
+    r = bed()
+    ms = 1_000_000
+    for i in range(6):                            # 3 packets a ms in, from slot 10
+        arrive(r, 1000 + i * PAYLOAD, 10 * ms + i * ms // 3)
+    for i in range(2):                            # 2 leave in slot 11
+        _pull_through(r, 11 * ms + i * 100)
+    flows = r.elements["slots"].read_handler("slots")
+    (entries,) = flows.values()
+    assert [e[:2] for e in entries["in"]] == [[10, 1000], [11, 4000]]
+    frame = len(tcp_frame(0, payload_len=PAYLOAD))
+    # the exact bytes queued as each slot's first packet passed: 0 and 3 frames at ingress;
+    # at egress, after the first departure, 5 frames
+    assert [e[2] for e in entries["in"]] == [0, 3 * frame]
+    assert entries["out"] == [[11, 1000, 5 * frame]]
+    assert r.elements["slots"].counters()["entries"] == 3
+
+
+def test_cbiq_from_the_slots_matches_the_exact_bytes_on_a_steady_queue():
+    """A flow sending 4 packets a ms into a port sending 3: the queue grows a packet a ms;
+    the sequence-derived CBIQ is the queue's own count at each slot's end."""
+    r = bed()
+    ms, seq, exact = 1_000_000, 0, {}
+    for slot in range(40):
+        for k in range(4):
+            arrive(r, seq, slot * ms + k * ms // 4)
+            seq += PAYLOAD
+        for k in range(3):
+            _pull_through(r, slot * ms + k * ms // 3 + 1)
+        exact[slot] = r.elements["q"].flow_bytes and next(iter(r.elements["q"].flow_bytes.values()))
+    (entries,) = r.elements["slots"].read_handler("slots").values()
+    (inseq, at_in), (outseq, _) = (per_slot(entries[side], 0, 40) for side in ("in", "out"))
+    cbiq, thr = slot_inputs(inseq, outseq)
+    frame = len(tcp_frame(0, payload_len=PAYLOAD))
+    queued_pkts = np.array([exact[t] / frame for t in range(39)])
+    assert (cbiq / PAYLOAD).tolist() == queued_pkts.tolist()
+    # the exact count as each slot's first packet arrived: the queue at the slot before's end
+    assert (at_in[1:] / frame).tolist() == queued_pkts.tolist()
+    assert thr.tolist() == [4 * PAYLOAD] * 39
+
+
+def test_the_table_is_bounded_and_counts_its_evictions_and_leaves_udp_alone():
+    r = bed()
+    for sport in (1, 2, 3):
+        arrive(r, 0, 0, sport=sport)
+    slots = r.elements["slots"]
+    assert slots.counters()["flows"] == 2 and slots.evicted == 1
+    r.elements["tin"].push(0, Packet(ipv6_frame(100, nh=17)))
+    assert slots.counters()["flows"] == 2 and r.elements["q"].depth_pkts == 4
+
+
+def test_a_truncated_tcp_header_is_counted_and_forwarded():
+    r = bed()
+    r.elements["tin"].push(0, Packet(ipv6_frame(6, nh=6)))
+    assert r.elements["tin"].errors == 1 and r.elements["q"].depth_pkts == 1
+
+
+def test_random_sampling_keeps_about_that_share():
+    r = bed(CONFIG.replace("max_flows 2", "max_flows 2, sample 0.25, seed 1"))
+    for i in range(4000):
+        arrive(r, i * PAYLOAD, i * 10_000_000)            # one packet every 10 slots: each its slot's first
+    slots = r.elements["slots"]
+    assert slots.sampled_out / slots.seen == pytest.approx(0.75, abs=0.03)
+
+
+@pytest.mark.parametrize("config,message", [
+    ("slots :: FlowSlots(queue q); Idle -> q :: Queue(10) -> Unqueue -> Discard;", "does not count bytes per flow"),
+    ("slots :: FlowSlots(slot 2ms, keep 1ms);", "keep must be at least one slot"),
+    ("slots :: FlowSlots(sample 0);", "sample"),
+    ("slots :: FlowSlots; Idle -> SlotTap(slots, sideways) -> Discard;", "side must be"),
+    ("Idle -> SlotTap(nothere, in) -> Discard;", "no element named 'nothere'"),
+])
+def test_configuration_errors_name_the_problem(config, message):
+    with pytest.raises((ConfigError, ConfigSyntaxError), match=message):
+        router(config)
