@@ -4,7 +4,7 @@ Per interface i of a node:
     in_i :: FromDevice -> EtherFilter(own MAC) -> Classifier(ipv6, -) [-> Discard]
         -> [host->node link emulation] -> [INTSource, if from a host] -> rt
     rt :: IPv6Lookup(prefix port ...)
-    rt[i] -> DecHopLimit -> FlowMeter -> Queue -> LinkShaper | Unqueue
+    rt[i] -> DecHopLimit -> FlowMeter -> [SlotTap] -> Queue -> LinkShaper | Unqueue -> [SlotTap]
         -> [INTTransit] -> [INTSink, if to a host] -> [WirelessChannel | RandomLoss]
         -> [Delay] -> EtherRewrite(own MAC, peer MAC) -> out_i :: ToDevice
 """
@@ -35,14 +35,19 @@ class Iface:
 
 
 def _emulation(tag: str, link: Link, direction_seed: int, with_int: Optional[str] = None,
-               sink: Optional[str] = None) -> List[str]:
+               sink: Optional[str] = None, slots: bool = False) -> List[str]:
     """Element chain (as config fragments) for one direction of a link.
-    Returns fragments to be joined with ' -> '; declarations are inline."""
-    chain = [f"q{tag} :: Queue({link.buffer_pkts})"]
+    Returns fragments to be joined with ' -> '; declarations are inline. With ``slots``,
+    SlotTaps around the queue and its port fill the table ``slots<tag>`` (declared by the
+    caller: it has no ports)."""
+    chain = [f"SlotTap(slots{tag}, in)"] if slots else []
+    chain.append(f"q{tag} :: Queue({link.buffer_pkts}{', flow_bytes true' if slots else ''})")
     if link.rate_mbps:
         chain.append(f"shape{tag} :: LinkShaper({link.rate_mbps}Mbps)")
     else:
         chain.append(f"unq{tag} :: Unqueue")
+    if slots:
+        chain.append(f"SlotTap(slots{tag}, out)")
     if with_int:
         chain.append(with_int)
     if sink:
@@ -110,7 +115,9 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
                 sink = f"mir{i} :: Tee -> {sink}"
                 lines.append(f"mir{i}[1] -> mon;")
         egress = [f"rt[{i}]", "DecHopLimit", f"m{i} :: FlowMeter"]
-        egress += _emulation(str(i), f.link, 2 * f.link.index, transit, sink)
+        if f.link.flow_slots:
+            lines.append(f"slots{i} :: FlowSlots(queue q{i});   // Dragonfly's capture: read its 'take' handler")
+        egress += _emulation(str(i), f.link, 2 * f.link.index, transit, sink, slots=f.link.flow_slots)
         egress += [f"EtherRewrite({f.mac}, {f.peer_mac})", f"out{i}"]
         lines.append(" -> ".join(egress) + ";")
     return "\n".join(lines) + "\n"

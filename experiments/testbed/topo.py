@@ -18,6 +18,7 @@ A topology is a TOML file:
     loss_pct = 0
     buffer_pkts = 100
     wireless = { distance_m = 10 }
+    flow_slots = true              # Dragonfly's per-flow 1 ms capture at this link's egress queues
 
 Link parameters apply to both directions. A node emulates the link on its
 egress; on a host-facing link the host->node direction is emulated at the
@@ -38,7 +39,7 @@ from int_node.runtime import RT_WITH_BUSY_POLL
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,8}$")
 INT_ROLES = {"source", "transit", "sink"}
-LINK_KEYS = {"ends", "rate_mbps", "delay_ms", "loss_pct", "buffer_pkts", "wireless", "seed"}
+LINK_KEYS = {"ends", "rate_mbps", "delay_ms", "loss_pct", "buffer_pkts", "wireless", "seed", "flow_slots"}
 WIRELESS_KEYS = {"distance_m", "tx_power_dbm", "path_loss_exponent", "ref_loss_db",
                  "shadowing_sigma_db", "noise_floor_dbm"}
 
@@ -61,6 +62,8 @@ class Link:
     #: The topology gives this link a loss_pct (even 0) or a wireless channel: its
     #: loss element always exists, so that a loss set at run time (a sweep) applies.
     may_lose: bool = False
+    #: Dragonfly's capture at the nodes' egress queues of this link (FlowSlots, SlotTap)
+    flow_slots: bool = False
 
     def other(self, name: str) -> str:
         return self.b if name == self.a else self.a
@@ -264,13 +267,16 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
             bad = set(wl) - WIRELESS_KEYS
             if bad:
                 raise TopologyError(f"{where}: unknown wireless key(s) {sorted(bad)}")
+        if not isinstance(l.get("flow_slots", False), bool):
+            raise TopologyError(f"{where}: flow_slots must be true or false, got {l['flow_slots']!r}")
         rate = _num(l, "rate_mbps", where)
         links.append(Link(i, ends[0], ends[1], rate_mbps=rate or None,
                           delay_ms=_num(l, "delay_ms", where) or 0.0,
                           loss_pct=_num(l, "loss_pct", where) or 0.0,
                           buffer_pkts=max(1, _num(l, "buffer_pkts", where, lambda x: int(round(float(x)))) or 1000),
                           wireless=wl, seed=l.get("seed", params.get("seed")),
-                          may_lose="loss_pct" in l or wl is not None))
+                          may_lose="loss_pct" in l or wl is not None,
+                          flow_slots=l.get("flow_slots", False)))
         if links[-1].loss_pct > 100:
             raise TopologyError(f"{where}: loss_pct must be <= 100")
     for h in hosts:

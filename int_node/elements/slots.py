@@ -16,7 +16,9 @@ estimate, to compare them.
 The table holds at most ``max_flows`` flows; a new flow beyond that evicts the one seen
 least recently (counted: ``evicted``). Each flow keeps the last ``keep`` of slots. The
 ``slots`` read handler gives every flow's entries (flow id -> {"in": [[slot, seq, exact
-bytes or -1], ...], "out": [...]}, slots counted on the wall clock from ``slot_origin_ns``)."""
+bytes or -1], ...], "out": [...]}, a slot being wall-clock ns // ``slot``); ``take`` gives
+those not taken before and empties the table's entries (the paper's phase 2: a collector
+drains it every period)."""
 from __future__ import annotations
 
 import random
@@ -75,10 +77,6 @@ class FlowSlots(Element):
                 raise ConfigError(f"FlowSlots {self.name}: queue '{self.queue}' does not count bytes per flow "
                                   f"(give it 'flow_bytes true')")
 
-    @property
-    def slot_origin_ns(self) -> int:
-        return 0           # slots are wall-clock ns // slot: comparable across nodes and runs
-
     def note(self, side: int, pkt, now_ns: int) -> None:
         """A packet passing a tap on ``side`` (0: ingress, 1: egress) at ``now_ns``. Per
         packet only a lookup and a comparison; a slot's first packet of a TCP flow is parsed."""
@@ -113,9 +111,15 @@ class FlowSlots(Element):
         self.entries += 1
 
     def read_handler(self, handler: str):
-        if handler == "slots":
-            return {key_hash(k): {side: [list(e) for e in f.entries[i]] for i, side in enumerate(SIDES)}
-                    for k, f in self.flows.items()}
+        if handler in ("slots", "take"):
+            out = {key_hash(k): {side: [list(e) for e in f.entries[i]] for i, side in enumerate(SIDES)}
+                   for k, f in self.flows.items()}
+            if handler == "take":        # a collector's read: each entry handed over once
+                for f in self.flows.values():
+                    for d in f.entries:
+                        d.clear()
+                out = {fid: sides for fid, sides in out.items() if sides["in"] or sides["out"]}
+            return out
         return super().read_handler(handler)
 
     def counters(self):

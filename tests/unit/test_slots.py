@@ -112,3 +112,15 @@ def test_random_sampling_keeps_about_that_share():
 def test_configuration_errors_name_the_problem(config, message):
     with pytest.raises((ConfigError, ConfigSyntaxError), match=message):
         router(config)
+
+
+def test_take_hands_each_entry_over_once():
+    r = bed()
+    arrive(r, 1000, 5_000_000)
+    slots = r.elements["slots"]
+    first = slots.read_handler("take")
+    assert [e[:2] for (f,) in [first.values()] for e in f["in"]] == [[5, 1000]]
+    assert slots.read_handler("take") == {}
+    arrive(r, 2000, 5_500_000)                  # the same slot: not its first packet
+    arrive(r, 3000, 6_000_000)
+    assert [e[:2] for e in next(iter(slots.read_handler("take").values()))["in"]] == [[6, 3000]]

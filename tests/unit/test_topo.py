@@ -166,3 +166,14 @@ def test_the_flag_is_one_links_and_the_record_names_it():
     rec = {"seconds": 60, **emulation_lag_fields(before, one)}
     assert rec["emulation_behind_worst_link"] == "sw2/ls3" and rec["delay_late_us_mean"] is None
     assert "link (sw2/ls3) fell behind its rate by 601 ms" in check_emulation(rec) and rec["emulation_off"]
+
+
+def test_a_link_may_carry_dragonflys_capture_at_its_queues():
+    plain = _configs(load_topo(os.path.join(TOPO_DIR, "dumbbell.toml")))
+    assert not any(type(e).__name__ == "FlowSlots" for r in plain.values() for e in r.elements.values())
+    topo = load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"flow_slots": True})
+    for node, r in _configs(topo).items():      # the bottleneck's queue on each side, nothing else
+        tables = [e for e in r.elements.values() if type(e).__name__ == "FlowSlots"]
+        taps = [e for e in r.elements.values() if type(e).__name__ == "SlotTap"]
+        assert len(tables) == 1 and sorted(t.side for t in taps) == ["in", "out"], node
+        assert r.elements[tables[0].queue].flow_bytes == {}
