@@ -59,3 +59,19 @@ def test_a_retransmission_reads_as_no_throughput_not_a_negative_one():
 def test_ingress_and_egress_must_cover_the_same_slots():
     with pytest.raises(ValueError, match="differ in number"):
         slot_inputs([1, 2, 3], [1, 2])
+
+
+def test_a_recorded_capture_gives_each_flows_series_and_random_intervals_of_it():
+    from estimator.dragonfly.dataset import flow_series, frames
+    # a flow sending 3 packets of 1000 bytes a slot into a port sending 2: one packet more a slot
+    entry = {"flow": ["a", "b", 6, 1, 5201],
+             "in": [[100 + t, 3000 * t, 1000 * t] for t in range(300)],
+             "out": [[100 + t, 2000 * t, -1] for t in range(300)]}
+    s = flow_series(entry)
+    assert s.first_slot == 100 and s.flow[4] == 5201 and len(s.cbiq_bytes) == 299
+    assert s.cbiq_bytes[:3].tolist() == [1000, 2000, 3000] and set(s.ingress_bytes) == {3000}
+    assert s.exact_bytes[:3].tolist() == [1000, 2000, 3000]        # the queue's own count agrees
+    x, y = frames([s, s], ["cubic", "bbr"], 100, per_flow=3)
+    assert x.shape == (6, 100, 2) and y.tolist() == ["cubic"] * 3 + ["bbr"] * 3
+    assert frames([s], ["cubic"], 400)[0].shape == (0, 400, 2)                 # shorter than the interval
+    assert flow_series({"flow": [], "in": [[1, 1, -1]], "out": []}) is None
