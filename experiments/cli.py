@@ -150,6 +150,8 @@ def list_cmd():
               "competitors, theirs too (column dport; kernel_trace_competitors)")
 @click.option("--record-telemetry", is_flag=True, help="keep every hop and estimate record the sinks and agents "
               "published during each run in runs/*/telemetry.jsonl.gz (the sinks then publish to the run's broker)")
+@click.option("--record-slots", is_flag=True, help="keep Dragonfly's per-flow 1 ms captures (FlowSlots at links "
+              "with flow_slots, e.g. the dumbbell's with [params] flow_slots = true) in runs/*/slots.json.gz")
 @click.option("--seed", type=click.IntRange(min=0), help="seed of the link-loss draws (default: the "
               "scenario's 'seed', else a random one; recorded in summary.json). Within a run of a "
               "scenario every algorithm of a repeat meets the same draws")
@@ -177,7 +179,7 @@ def list_cmd():
               default=None, metavar="[PORT]",
               help="serve the live dashboard of the run's telemetry on 127.0.0.1:PORT (default 8080) while it "
                    "runs (the sinks then publish to the run's broker)")
-def run_cmd(scenario, out_dir, quick, kernel_trace, record_telemetry, seed, repeats, first_repeat, seconds, loss_pct, only, jobs,
+def run_cmd(scenario, out_dir, quick, kernel_trace, record_telemetry, record_slots, seed, repeats, first_repeat, seconds, loss_pct, only, jobs,
             node_rt_priority, sweep_values, dashboard_port):
     """Run SCENARIO (a name in experiments/runs/scenarios or a .toml path); print its table.
 
@@ -195,6 +197,7 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, record_telemetry, seed, repe
         raise click.ClickException(str(e))
     sc.kernel_trace = sc.kernel_trace or kernel_trace
     sc.record_telemetry = sc.record_telemetry or record_telemetry
+    sc.record_slots = sc.record_slots or record_slots
     if seed is not None:
         sc.seed = seed
     if repeats:

@@ -36,6 +36,7 @@ from experiments.runs.metrics import mean_queue_delay_ms
 from experiments.reports.plots import plot_overlay, plot_summary
 from experiments.runs.services import dashboard, exclusive_testbeds, free_port
 from experiments.runs.run_record import FlowResult, record, write_summary
+from experiments.runs.slot_record import SlotRecorder
 from experiments.runs.algorithm import KERNEL_CCAS, Algorithm, batch_agent
 from experiments.runs.scenario import MAX_COMPETITORS, Scenario
 from records import stamp
@@ -329,7 +330,8 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
         # flows of the same start go together: none a round ahead of the others in slow start
         together = threading.Barrier(1 + len(competitor_ports)) if competitor_ports and not alg.competitor_delay_s else None
         with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace, \
-                (dataset.capture() if dataset else nullcontext()):
+                (dataset.capture() if dataset else nullcontext()), \
+                (SlotRecorder(tb, spec.run_dir) if sc.record_slots else nullcontext()):
             competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor,
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
                                           start_delay_s=alg.competitor_delay_s, start_together=together,

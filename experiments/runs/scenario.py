@@ -6,6 +6,7 @@
     repeats = 3
     kernel_trace = false           # true: per-ACK kernel cwnd/state of the sender (runs/*/kernel_trace.csv)
     record_telemetry = false       # true: the sink's hop and estimate records (runs/*/telemetry.jsonl.gz)
+    record_slots = false           # true: Dragonfly's captures at links with flow_slots (runs/*/slots.json.gz)
     node_rt_priority = 10          # the INT nodes under SCHED_FIFO at this priority (default 0: not)
     seed = 7                       # loss draws (default: a random one, recorded in summary.json)
     [params]                       # topology parameters (fixed for the scenario)
@@ -125,6 +126,7 @@ class Scenario:
     interval_s: float = 0.5
     kernel_trace: bool = False          # record the sender's per-ACK kernel state (kernel_trace.py)
     record_telemetry: bool = False      # keep the broker's hop and estimate records per run (telemetry_record.py)
+    record_slots: bool = False          # keep Dragonfly's captures per run (slot_record.py)
     seed: Optional[int] = None          # loss draws; None: a random one per invocation (recorded)
     flows: Dict[str, List[str]] = field(default_factory=lambda: {"main": ["sta1", "sta2"]})
     draw: Dict[str, Dict[str, list]] = field(default_factory=dict)    # param -> {kind: [low, high]}
@@ -380,6 +382,7 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
                   interval_s=float(raw.get("interval_s", 0.5)),
                   kernel_trace=bool(raw.get("kernel_trace", False)),
                   record_telemetry=bool(raw.get("record_telemetry", False)),
+                  record_slots=bool(raw.get("record_slots", False)),
                   seed=seed, draw=draw, draw_per_sweep_value=bool(raw.get("draw_per_sweep_value", False)),
                   node_rt_priority=rt, collection=collection)
     if "flows" in raw:

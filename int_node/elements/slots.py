@@ -15,8 +15,8 @@ estimate, to compare them.
 
 The table holds at most ``max_flows`` flows; a new flow beyond that evicts the one seen
 least recently (counted: ``evicted``). Each flow keeps the last ``keep`` of slots. The
-``slots`` read handler gives every flow's entries (flow id -> {"in": [[slot, seq, exact
-bytes or -1], ...], "out": [...]}, a slot being wall-clock ns // ``slot``); ``take`` gives
+``slots`` read handler gives every flow's entries (flow id -> {"flow": [src, dst, proto,
+sport, dport], "in": [[slot, seq, exact bytes or -1], ...], "out": [...]}, a slot being wall-clock ns // ``slot``); ``take`` gives
 those not taken before and empties the table's entries (the paper's phase 2: a collector
 drains it every period)."""
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict, deque
 
 from ..element import AGNOSTIC, Arg, ConfigError, Element, register
-from ..packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, NH_TCP, flow_key, key_hash, upper_layer
+from ..packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, NH_TCP, flow_key, flow_tuple, key_hash, upper_layer
 from ..units import parse_pos_int, parse_time_ns
 from .queues import Queue
 
@@ -112,7 +112,8 @@ class FlowSlots(Element):
 
     def read_handler(self, handler: str):
         if handler in ("slots", "take"):
-            out = {key_hash(k): {side: [list(e) for e in f.entries[i]] for i, side in enumerate(SIDES)}
+            out = {key_hash(k): {"flow": list(flow_tuple(k)),
+                                 **{side: [list(e) for e in f.entries[i]] for i, side in enumerate(SIDES)}}
                    for k, f in self.flows.items()}
             if handler == "take":        # a collector's read: each entry handed over once
                 for f in self.flows.values():

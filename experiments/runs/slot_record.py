@@ -1,0 +1,88 @@
+"""Dragonfly's captures during a run (``record_slots`` in a scenario, ``intcc exp run
+--record-slots``; the topology's links with ``flow_slots``): every FlowSlots table of the
+run's testbed drained each PERIOD_S through its node's control socket (the ``take``
+handler), kept in ``runs/<run>/slots.json.gz``:
+
+    {"slot_ns": 1000000, "tables": {"<node>/<element>": {"<flow id>": {"flow": [src, dst,
+     proto, sport, dport], "in": [[slot, seq, exact bytes queued or -1], ...], "out": [...]}}}}
+
+Entries from before the run (an earlier run's flows) are drained and dropped at the start.
+A node that does not answer a drain is counted (``missed_takes``), never fatal: its entries
+stay in its table, bounded by its ``keep``, and the next drain takes them."""
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import threading
+
+SLOT_FILE = "slots.json.gz"
+PERIOD_S = 0.5
+
+log = logging.getLogger(__name__)
+
+
+class SlotRecorder:
+    def __init__(self, tb, run_dir: str, period_s: float = PERIOD_S):
+        self.tb, self.run_dir, self.period_s = tb, run_dir, period_s
+        self.tables: dict = {}           # "<node>/<element>" -> flow id -> {"flow", "in", "out"}
+        self.slot_ns: int | None = None
+        self.missed_takes = 0
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _tables(self) -> list[tuple[str, str]]:
+        found = []
+        for node in self.tb.state["nodes"]:
+            reply = self.tb.node_request(node, {"cmd": "elements"})
+            found += [(node, e["name"]) for e in reply.get("elements", []) if e["class"] == "FlowSlots"]
+        return found
+
+    def _take(self, keep: bool = True) -> None:
+        for node, element in self._where:
+            try:
+                reply = self.tb.node_request(node, {"cmd": "read", "element": element, "handler": "take"})
+            except OSError:
+                reply = {"ok": False}
+            if not reply.get("ok"):
+                self.missed_takes += 1
+                continue
+            if not keep:
+                continue
+            table = self.tables.setdefault(f"{node}/{element}", {})
+            for fid, got in reply["value"].items():
+                mine = table.setdefault(fid, {"flow": got["flow"], "in": [], "out": []})
+                mine["in"] += got["in"]
+                mine["out"] += got["out"]
+
+    def __enter__(self) -> "SlotRecorder":
+        self._where = self._tables()
+        if not self._where:
+            log.warning("record_slots: no FlowSlots table on the testbed (no link with flow_slots = true)")
+        for node, element in self._where[:1]:
+            reply = self.tb.node_request(node, {"cmd": "read", "element": element, "handler": "slot"})
+            self.slot_ns = int(reply["value"]) if reply.get("ok") else None
+        self._take(keep=False)           # what earlier runs left
+        self._thread = threading.Thread(target=self._loop, name="slot-recorder", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period_s):
+            self._take()
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._take()
+        with gzip.open(os.path.join(self.run_dir, SLOT_FILE), "wt", encoding="utf-8") as f:
+            json.dump({"slot_ns": self.slot_ns, "missed_takes": self.missed_takes, "tables": self.tables}, f,
+                      separators=(",", ":"))
+
+
+def read_slots(run_dir: str) -> dict:
+    """A run's recorded captures (the format above)."""
+    with gzip.open(os.path.join(run_dir, SLOT_FILE), "rt", encoding="utf-8") as f:
+        return json.load(f)
