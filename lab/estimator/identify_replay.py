@@ -57,8 +57,9 @@ def live_switches(run_dir: str) -> list | None:
 def passive_timeline(run_dir: str, record: dict, out: dict) -> dict | None:
     """A run of the passive estimator (--identify passive), scored as a replay is: from its
     trace.csv, the estimate of each verdict row and the switches of flow 1, in seconds after
-    flow 1's start; the competitor's arrival is its configured start (its first packet at the
-    bottleneck comes a one-way delay later). None where the trace has no verdict rows."""
+    flow 1's start; the competitor's arrival is its first packet at the bottleneck: its
+    configured start and its access link's one-way delay (as a replay times it from the
+    packet). None where the trace has no verdict rows."""
     path = os.path.join(run_dir, "trace.csv")
     if not os.path.exists(path):
         return None
@@ -74,7 +75,7 @@ def passive_timeline(run_dir: str, record: dict, out: dict) -> dict | None:
         return None
     switches = [[round(float(r["t_s"]) - t0, 2), r["reason"].split("verdict ", 1)[1].split(" ", 1)[0]]
                 for r in rows if r["event"] == "switch" and r["sid"] == sid and r["reason"].startswith("verdict ")]
-    arrival = out["competitor_delay_s"]
+    arrival = out["competitor_delay_s"] + (ACCESS_DELAY_MS + out["params"].get("comp_extra_delay_ms", 0.0)) / 1e3
     best_at = {}
     for c in CHECKPOINTS_S:
         said = [v for t, v in verdicts if t <= arrival + c]
@@ -99,6 +100,8 @@ def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
     passive = passive_timeline(run_dir, record, out)
     if passive is not None:
         return passive
+    if not os.path.exists(os.path.join(run_dir, "telemetry.jsonl.gz")):
+        return {**out, "error": "no telemetry recorded and no passive verdicts in the trace"}
     if own is None:
         return {**out, "error": "no identify record names flow 1"}
     idf = Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold)
@@ -159,7 +162,9 @@ def main(argv=None) -> int:
             records = {r["run"]: r for r in json.load(f)["records"]}
         for run_dir in sorted(glob.glob(os.path.join(res, "runs", "*"))):
             name = os.path.basename(run_dir)
-            if name in records and os.path.exists(os.path.join(run_dir, "telemetry.jsonl.gz")):
+            # a passive run is scored from its trace: its record may keep that alone
+            if name in records and any(os.path.exists(os.path.join(run_dir, f))
+                                       for f in ("telemetry.jsonl.gz", "trace.csv")):
                 rows.append(replay(run_dir, records[name], args.threshold))
     right = wrong = final_right = 0
     for r in rows:
