@@ -89,12 +89,11 @@ def passive_timeline(run_dir: str, record: dict, out: dict) -> dict | None:
 
 
 def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
-    own = flow1_id(run_dir)
     p = record["params"]
     base_rtt_s = 2 * (p["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + p.get("main_extra_delay_ms", 0.0))) / 1e3
     # a competitor outside the four (application-limited, a fixed window) is "unknown"
     outside = record.get("competitor_rate_mbps") or record["competitor"] not in CCA_LABELS
-    out = {"run": record["run"], "truth": "unknown" if outside else record["competitor"], "params": p, "flow1": own,
+    out = {"run": record["run"], "truth": "unknown" if outside else record["competitor"], "params": p,
            "competitors": record.get("competitors", 1), "competitor_delay_s": record.get("competitor_delay_s", 0.0),
            "udp_cross_mbps": record.get("udp_cross_mbps", 0.0)}
     passive = passive_timeline(run_dir, record, out)
@@ -102,6 +101,7 @@ def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
         return passive
     if not os.path.exists(os.path.join(run_dir, "telemetry.jsonl.gz")):
         return {**out, "error": "no telemetry recorded and no passive verdicts in the trace"}
+    own = flow1_id(run_dir)
     if own is None:
         return {**out, "error": "no identify record names flow 1"}
     idf = Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold)
@@ -142,7 +142,7 @@ def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
     best, post = idf.test.best()
     # the competitor's first packet at the bottleneck, in seconds after the first record
     competitor_at = None if idf.competitor_since_s is None else round(idf.competitor_since_s - first_ts, 2)
-    return {**out, "first_commit": first_commit, "live_first_commit": live_commit, "competitor_at_s": competitor_at,
+    return {**out, "flow1": own, "first_commit": first_commit, "live_first_commit": live_commit, "competitor_at_s": competitor_at,
             "before_tcp_commit": before_tcp_commit, "commits": commits, "live_switches": live_switches(run_dir),
             "best_at": {str(c): v for c, v in best_at.items()},
             "posterior_at": {str(c): v for c, v in posterior_at.items()}, "final_verdict": idf.verdict(),
