@@ -27,6 +27,21 @@ CCAS = ("bbr", "cubic", "reno", "vegas")
 NAMED = re.compile(r"(?:identified|verdict) (\w+)")
 
 
+def most_likely(run: dict, checkpoint: str) -> str | None:
+    """The hypothesis a run held most likely at a checkpoint, None where none was (not
+    reached, no verdict yet, or a tie at the top: the uniform prior before any evidence
+    names none, though the test's best() picks the first of the tied)."""
+    said = run.get("best_at", {}).get(checkpoint)
+    if not said:
+        return None
+    post = run.get("posterior_at", {}).get(checkpoint)
+    if post:
+        top = sorted(post.values(), reverse=True)
+        if len(top) > 1 and top[0] - top[1] < 1e-3:
+            return None
+    return said[0]
+
+
 def wilson(k: int, n: int) -> str:
     ci = binomtest(k, n).proportion_ci(method="wilson") if n else None
     return f"{k}/{n} ({ci.low:.2f}–{ci.high:.2f})" if ci else "0/0"
@@ -77,11 +92,7 @@ def breakdown_rows(replay: dict) -> list[str]:
         rows.append("| live: UDP alone before the competitor, named | "
                     + ", ".join(f"{h} {sum(b.count(h) for b in before)}" for h in sorted({h for b in before for h in b}))
                     + f" (in {len(before)} runs; the competitor's start then identified anew) |")
-    after = []
-    for r in runs:
-        at = r.get("competitor_at_s") or 0.0
-        seq = [v for t, v in r.get("commits", []) if t >= at and v is not None]
-        after.append((r, seq))
+    after = [(r, commits_after(r)) for r in runs]
     committed = [(r, seq) for r, seq in after if seq]
     flips = sum(len(set(seq)) > 1 for _, seq in committed)
     rows.append(f"| replayed at the current code: committed after the competitor's start, right / wrong; a "
@@ -89,8 +100,11 @@ def breakdown_rows(replay: dict) -> list[str]:
                 f"{sum(seq[0] != r['truth'] for r, seq in committed)}; {flips} of {len(committed)} |")
     checkpoints = sorted({float(c) for r in runs for c in r.get("best_at", {})})
     if checkpoints:
-        rows.append("| replayed: the most likely hypothesis right, seconds after the competitor's first packet | "
-                    + ", ".join(f"{c:g} s {wilson(sum(r['best_at'][str(c)][0] == r['truth'] for r in runs if str(c) in r['best_at']), sum(str(c) in r['best_at'] for r in runs))}"
+        # a record without the posteriors cannot tell a tie (the uniform prior) from a lead
+        ties = (" (a tie at the top, as before any evidence, counted wrong)"
+                if all(r.get("posterior_at") for r in runs) else "")
+        rows.append(f"| replayed: the most likely hypothesis right{ties}, seconds after the competitor's first packet | "
+                    + ", ".join(f"{c:g} s {wilson(sum(most_likely(r, str(c)) == r['truth'] for r in runs if str(c) in r['best_at']), sum(str(c) in r['best_at'] for r in runs))}"
                                 for c in checkpoints) + " |")
     final = {c: [r["final_best"] == r["truth"] for r in runs if r["truth"] == c] for c in CCAS + ("unknown",)}
     rows.append(f"| replayed: the most likely hypothesis at the end | right in {sum(sum(v) for v in final.values())} "
@@ -186,8 +200,8 @@ def paired_rows(active: dict, passive: dict) -> list[str]:
     rows = []
     for c in CHECKPOINTS:
         # the passive estimator says nothing before its first verdict row: counted wrong, as undecided is
-        ra = [a[k]["best_at"].get(c, [None])[0] == k[0] for k in both]
-        rp = [p[k]["best_at"].get(c, [None])[0] == k[0] for k in both]
+        ra = [most_likely(a[k], c) == k[0] for k in both]
+        rp = [most_likely(p[k], c) == k[0] for k in both]
         rows.append(compare(f"paired with the passive estimator on the same {len(both)} networks: most likely "
                             f"right {float(c):g} s after the competitor's first packet", ra, rp))
     rows.append(compare("... the first switch after the competitor's start on its CCA (active: its first commit, "
@@ -201,9 +215,22 @@ def paired_rows(active: dict, passive: dict) -> list[str]:
 CHECKPOINTS = ("0.5", "1.0", "2.0", "3.0", "5.0", "10.0", "20.0")
 
 
-def _first_after(run: dict) -> str | None:
+def commits_after(run: dict) -> list:
+    """The hypotheses a run committed to from the competitor's start on, in order: a replay
+    that scores its first commit from the TCP competitor's start (UDP alone before it) gives
+    it (``before_tcp_commit`` in its record); else the commits after the competitor's arrival."""
     at = run.get("competitor_at_s") or 0.0
-    named = [v for t, v in run.get("commits", []) if t >= at and v is not None]
+    named = [(t, v) for t, v in run.get("commits", []) if v is not None]
+    if "before_tcp_commit" in run:
+        if run["first_commit"] is None:
+            return []
+        t0 = run["first_commit"][0]
+        return [v for t, v in named if t >= t0]
+    return [v for t, v in named if t >= at]
+
+
+def _first_after(run: dict) -> str | None:
+    named = commits_after(run)
     return named[0] if named else None
 
 

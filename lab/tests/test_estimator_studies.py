@@ -72,3 +72,16 @@ def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give
     rows = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/estimator.md")).read()
     assert len(rows) == rows_expected and all(row in docs for row in rows), [r for r in rows if r not in docs]
+
+
+def test_the_paired_active_passive_table_in_the_docs_is_the_one_its_records_give(capsys):
+    import os
+    from lab.estimator import identify_table
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    name = "identify_hard-seed4401{}-2026-12-03"
+    identify_table.main([os.path.join(root, f"lab/records/estimator/{name.format('')}.json"),
+                         os.path.join(root, f"lab/records/experiments/{name.format('')}/summary.json"),
+                         "--passive", os.path.join(root, f"lab/records/estimator/{name.format('-passive')}.json")])
+    rows = capsys.readouterr().out.strip().splitlines()
+    docs = open(os.path.join(root, "docs/estimator.md")).read()
+    assert len(rows) == 11 and all(row in docs for row in rows), [r for r in rows if r not in docs]
