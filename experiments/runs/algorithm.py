@@ -57,6 +57,11 @@ class Algorithm:
     same_on_ccp: bool = False            # same_as_competitor as the CCP algorithm of that name
     udp_cross_mbps: float = 0.0          # UDP cross traffic beside the competitors (0: none)
     competitor_rate_mbps: float = 0.0    # each competitor application-limited at this rate (0: not)
+    competitor_mix: List[str] = field(default_factory=list)   # competitor k runs mix[k % len] (kernel CCAs)
+
+    def competitor_cca(self, k: int) -> str:
+        """The kernel CCA of competitor ``k`` (the mix's, in turn, else ``competitor``)."""
+        return self.competitor_mix[k % len(self.competitor_mix)] if self.competitor_mix else self.competitor
 
     @property
     def needs_telemetry(self) -> bool:

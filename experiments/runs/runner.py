@@ -332,11 +332,13 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
         with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace, \
                 (dataset.capture() if dataset else nullcontext()), \
                 (SlotRecorder(tb, spec.run_dir) if sc.record_slots else nullcontext()):
-            competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor,
+            competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor_cca(k),
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
                                           start_delay_s=alg.competitor_delay_s, start_together=together,
                                           rate_mbps=alg.competitor_rate_mbps or None)
-                           for p in competitor_ports]
+                           for k, p in enumerate(competitor_ports)]
+            if alg.competitor_mix:
+                extra["competitor_ccas"] = [alg.competitor_cca(k) for k in range(len(competitor_ports))]
             if alg.udp_cross_mbps:     # beside the competitors, from their hosts, above their ports
                 udp = BackgroundFlow(tb, *sc.flows["competitor"], "udp", sc.seconds, sc.interval_s,
                                      port=port + UDP_CROSS_PORT_OFFSET, udp_mbps=alg.udp_cross_mbps)

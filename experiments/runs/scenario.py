@@ -39,6 +39,11 @@ Fairness scenarios (the ML-fairness paper) add:
     label = "not used"
     cca_random = ["bbr", "cubic", "reno"]   # flow 1 on one of these, drawn per run
     competitor_delay_s = 10        # (any algorithm) the competitors start this much later
+    [[algorithms]]
+    label = "reno beside cubic and bbr"
+    cca = "reno"
+    competitor = ["cubic", "bbr"]  # a mix of kernel CCAs: competitor k runs the k-th, in turn
+    competitors = 2                #   (the record's competitor_ccas names each)
 
 Settings of a run's flows can be drawn too (per repeat, as the topology's):
 
@@ -67,7 +72,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from experiments.runs.algorithm import PROJECT, Algorithm
+from experiments.runs.algorithm import KERNEL_CCAS, PROJECT, Algorithm
 from experiments.runs.collection_plans import DISTRIBUTIONS, Collection, plan_algorithm
 
 HERE = os.path.dirname(__file__)
@@ -346,9 +351,15 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
                                 f"1..{MAX_COMPETITORS}, not {n!r}")
         if "competitors" in a and not a.get("competitor"):
             raise ScenarioError(f"{where} ({a['label']}): 'competitors' needs 'competitor' (their kernel CCA)")
+        competitor, mix = a.get("competitor"), []
+        if isinstance(competitor, list):     # a mix: competitor k runs mix[k % len]
+            if not competitor or not all(c in KERNEL_CCAS for c in competitor):
+                raise ScenarioError(f"{where} ({a['label']}): a list of competitors must name kernel CCAs "
+                                    f"({', '.join(KERNEL_CCAS)}), not {competitor!r}")
+            competitor, mix = competitor[0], list(competitor)
         algs.append(Algorithm(a["label"], a.get("cca"), a.get("ccp"), [_project_file(str(o)) for o in a.get("options", [])],
-                              a.get("competitor"), n, bool(same),
-                              list(a.get("cca_random", [])), float(delay), same == "ccp"))
+                              competitor, n, bool(same),
+                              list(a.get("cca_random", [])), float(delay), same == "ccp", competitor_mix=mix))
     sweep = raw.get("sweep", {})
     if len(sweep) > 1 or any(k not in SWEEPABLE for k in sweep):
         raise ScenarioError(f"{path}: [sweep] takes one of {', '.join(sorted(SWEEPABLE))}")
