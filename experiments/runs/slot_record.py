@@ -86,3 +86,33 @@ def read_slots(run_dir: str) -> dict:
     """A run's recorded captures (the format above)."""
     with gzip.open(os.path.join(run_dir, SLOT_FILE), "rt", encoding="utf-8") as f:
         return json.load(f)
+
+
+def labelled_flows(results_dir: str, min_entries: int = 100):
+    """Every data flow a results directory's runs captured at their bottleneck, with its
+    CCA: [(run, FlowSeries, cca)]. A flow is named by its port (flow 1's: MAIN_PORT + the
+    testbed's PORT_STRIDE; competitor k's one above plus k, its CCA in the record's
+    competitor_ccas or competitor); flows with fewer than ``min_entries`` entries a side
+    (iperf3's control connections) and ports of no known flow (UDP) are left out. The
+    bottleneck's table is the one that saw flow 1's data (the other direction carries ACKs)."""
+    from estimator.dragonfly.dataset import flow_series
+    from experiments.testbed.traffic import MAIN_PORT, PORT_STRIDE
+    with open(os.path.join(results_dir, "summary.json")) as f:
+        records = json.load(f)["records"]
+    out = []
+    for rec in records:
+        run_dir = os.path.join(results_dir, "runs", rec["run"])
+        if not os.path.exists(os.path.join(run_dir, SLOT_FILE)):
+            continue
+        ccas = [rec["flow1"]] + list(rec.get("competitor_ccas") or [rec.get("competitor")] * rec.get("competitors", 0))
+        for table in read_slots(run_dir)["tables"].values():
+            flows = [f for f in table.values() if min(len(f["in"]), len(f["out"])) >= min_entries]
+            named = [(f, (f["flow"][4] - MAIN_PORT) % PORT_STRIDE) for f in flows if f["flow"][4] >= MAIN_PORT]
+            if not any(k == 0 for _, k in named):
+                continue                 # not flow 1's direction
+            for f, k in named:
+                if k < len(ccas) and ccas[k]:
+                    series = flow_series(f)
+                    if series is not None:
+                        out.append((rec["run"], series, ccas[k]))
+    return out

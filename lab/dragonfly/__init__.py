@@ -1,0 +1,2 @@
+"""Studies of the in-network CCA classifier (docs/dragonfly.md): runnable with
+``python -m lab.dragonfly.NAME``."""
