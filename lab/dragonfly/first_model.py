@@ -7,6 +7,7 @@ record (date, commit, command).
 
     python -m lab.dragonfly.first_model TRAIN_RESULTS TEST_RESULTS [--intervals-ms 100 1000]
         [--windows-per-flow 40] [--epochs 20] --json-out RECORD
+    python -m lab.dragonfly.first_model --table RECORD      # docs/dragonfly.md's table from it
 """
 from __future__ import annotations
 
@@ -31,15 +32,32 @@ def dataset(results: str, n_slots: int, per_flow: int, seed: int):
     return frames([s for s, _ in flows], [c for _, c in flows], n_slots, per_flow=per_flow, seed=seed)
 
 
+def table(record: dict) -> list[str]:
+    rows = ["| sub-interval | test frames | Dragonfly | CBIQ only | ingress bytes only | control: shuffled labels |",
+            "|---|---|---|---|---|---|"]
+    for ms, r in record["results"].items():
+        rows.append(f"| {int(ms) / 1000:g} s | {r['test_frames']} | {r['dragonfly']['macro_f1']:.2f} | "
+                    f"{r['cbiq only']['macro_f1']:.2f} | {r['ingress bytes only']['macro_f1']:.2f} | "
+                    f"{r['control: shuffled labels']['macro_f1']:.2f} |")
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("train")
-    ap.add_argument("test")
+    ap.add_argument("train", nargs="?")
+    ap.add_argument("test", nargs="?")
+    ap.add_argument("--table", metavar="RECORD", help="print the docs' table from a record written by --json-out")
     ap.add_argument("--intervals-ms", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--windows-per-flow", type=int, default=40)
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
+    if args.table:
+        with open(args.table) as f:
+            print("\n".join(table(json.load(f))))
+        return 0
+    if not (args.train and args.test):
+        ap.error("TRAIN and TEST results directories are needed (or --table RECORD)")
     results = {}
     for ms in args.intervals_ms:
         x, y = dataset(args.train, ms, args.windows_per_flow, 0)

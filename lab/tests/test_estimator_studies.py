@@ -85,3 +85,13 @@ def test_the_paired_active_passive_table_in_the_docs_is_the_one_its_records_give
     rows = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/estimator.md")).read()
     assert len(rows) == 11 and all(row in docs for row in rows), [r for r in rows if r not in docs]
+
+
+def test_the_dragonfly_table_in_the_docs_is_the_one_its_record_gives(capsys):
+    import os
+    from lab.dragonfly import first_model
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    first_model.main(["--table", os.path.join(root, "lab/records/estimator/dragonfly-first-model-2026-12-03.json")])
+    rows = capsys.readouterr().out.strip().splitlines()
+    docs = open(os.path.join(root, "docs/dragonfly.md")).read()
+    assert len(rows) == 4 and all(row in docs for row in rows), [r for r in rows if r not in docs]
