@@ -16,9 +16,9 @@ estimate, to compare them.
 The table holds at most ``max_flows`` flows; a new flow beyond that evicts the one seen
 least recently (counted: ``evicted``). Each flow keeps the last ``keep`` of slots. The
 ``slots`` read handler gives every flow's entries (flow id -> {"flow": [src, dst, proto,
-sport, dport], "in": [[slot, seq, exact bytes or -1], ...], "out": [...]}, a slot being wall-clock ns // ``slot``); ``take`` gives
-those not taken before and empties the table's entries (the paper's phase 2: a collector
-drains it every period)."""
+sport, dport], "in": [[slot, seq, exact bytes or -1], ...], "out": [...]}, a slot being
+wall-clock ns // ``slot``); ``take`` gives those not taken before and empties the table's
+entries (the paper's phase 2: a collector drains it every period)."""
 from __future__ import annotations
 
 import random
@@ -28,19 +28,12 @@ from collections import OrderedDict, deque
 
 from ..element import AGNOSTIC, Arg, ConfigError, Element, register
 from ..packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, NH_TCP, flow_key, flow_tuple, key_hash, upper_layer
-from ..units import parse_pos_int, parse_time_ns
+from ..units import parse_fraction, parse_pos_int, parse_time_ns
 from .queues import Queue
 
 _SEQ = struct.Struct("!I")
 KEY_PROTO_BYTE = 32            # the protocol's byte in int_node.packet.flow_key's key
 SIDES = ("in", "out")
-
-
-def parse_fraction_open(text: str) -> float:
-    v = float(text)
-    if not 0.0 < v <= 1.0:
-        raise ValueError("must be in (0, 1]")
-    return v
 
 
 class _FlowEntries:
@@ -58,13 +51,15 @@ class FlowSlots(Element):
     by SlotTaps (no ports: an information element, like Click's AddressInfo)."""
     n_inputs = n_outputs = (0, 0)
     ARGS = (Arg("slot", parse_time_ns, 1_000_000), Arg("keep", parse_time_ns, 2_000_000_000),
-            Arg("sample", parse_fraction_open, 1.0), Arg("max_flows", parse_pos_int, 256),
+            Arg("sample", parse_fraction, 1.0), Arg("max_flows", parse_pos_int, 256),
             Arg("queue", str, ""), Arg("seed", int, 0))
     counter_names = ("seen", "sampled_out", "entries", "evicted")
 
     def configured(self):
         if self.keep < self.slot:
             raise ConfigError("FlowSlots: keep must be at least one slot")
+        if self.sample <= 0:
+            raise ConfigError("FlowSlots: sample must be above 0 (a share of the packets, up to 1)")
         self.keep_slots = int(self.keep // self.slot)
         self.flows: "OrderedDict[bytes, _FlowEntries]" = OrderedDict()
         self._rng = random.Random(self.seed)
