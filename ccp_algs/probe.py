@@ -4,8 +4,10 @@ its fair share of the bottleneck and asks the competitor a question.
 
 - Base rate: the bottleneck's fair share C / n from INT: C the port rate its hop stamps
   (``data_rate_kbps``; the hop of the lowest rate on the path), n the flows through it
-  (``flow_count``, this one included), less ``HEADER_ALLOWANCE`` for the Ethernet and INT
-  headers the port carries beside what TCP paces. The phase is then fair to any
+  (``flow_count``, this one included), times ``payload_fraction``: the port serialises
+  the IPv6 and TCP headers and the INT headers INTSource inserted (their slots for every
+  hop on the path), while the pacing rate counts the segments' payload (on a 10 Mbit/s
+  port with two INT hops, 8.6 Mbit/s of payload). The phase is then fair to any
   competitor by construction, which no CCA picked at random is. The largest share of the
   last ``SHARE_HOLD_S`` is taken: the port counts every 5-tuple of the last second, and a
   connection's handshake (iperf3's control connection at a test's start and end) would
@@ -24,31 +26,46 @@ its fair share of the bottleneck and asks the competitor a question.
   or on a path that stamps none, slow start: the window grows by what is acked, unpaced,
   and halves on a loss (the fair share unknown, the flow must not take more than Reno).
 - Alone at its bottleneck it paces at the port's rate (n = 1); a competitor that arrives
-  lowers the share at once, and the identification starts then.
+  lowers the share at once, and the identification starts then. Alone, it also drains
+  what stands in the queue (the least depth its hop stamped over the last pulse period,
+  over ``DRAIN_PERIODS`` periods, at most half the rate): the base is within a few per
+  cent of the port's rate, so a queue a competitor left full (or headers the allowance
+  does not know of) would otherwise stay full and drop a packet every pulse. Beside
+  competitors the queue is theirs too, and the share is kept.
 """
 from __future__ import annotations
 
 from collections import deque
+
+from int_node.ioam import MAX_HOPS, inserted_bytes
 
 from .base import Algorithm, FlowBase, Report
 from .flowstate import FlowState
 from .registry import INIT_CWND, Param
 
 SHARE_HOLD_S = 1.5
-HEADER_ALLOWANCE = 0.95      # Ethernet (14 B), the IOAM trace and E2E options (~60 B) of a 1500 B frame
+TCP_IP6_HEADER_BYTES = 40 + 32     # IPv6, TCP with timestamps
 CWND_GAIN = 2.0
 MIN_PERIOD_S = 0.2
 PULSE_DOWN_FRACTION = 1 / 3   # the down part's depth, of the amplitude: a quarter up, three quarters down
+DRAIN_PERIODS = 2.0           # alone, a standing queue is drained over this many pulse periods
 
 
-def fair_share_bytes_per_s(rec) -> tuple[float, object] | None:
-    """(C / n in bytes per second, the hop) at the path's bottleneck in a FlowRecord: the
-    hop of the lowest stamped port rate; None when no hop stamps one."""
+def payload_fraction(mss: int, int_hops: int) -> float:
+    """Of the bytes a port serialises for a full segment, the payload's share: the
+    segment, its IPv6 and TCP headers and the INT headers for ``int_hops`` nodes."""
+    int_bytes = inserted_bytes(min(max(int_hops, 1), MAX_HOPS))
+    return mss / (mss + TCP_IP6_HEADER_BYTES + int_bytes)
+
+
+def fair_share_bytes_per_s(rec, mss: int) -> tuple[float, object] | None:
+    """(C / n in payload bytes per second, the hop) at the path's bottleneck in a
+    FlowRecord: the hop of the lowest stamped port rate; None when no hop stamps one."""
     hops = [h for h in rec.path if h.data_rate_kbps]
     if not hops:
         return None
     hop = min(hops, key=lambda h: h.data_rate_kbps)
-    return hop.data_rate_kbps * 1e3 / 8 / max(hop.flow_count, 1) * HEADER_ALLOWANCE, hop
+    return hop.data_rate_kbps * 1e3 / 8 / max(hop.flow_count, 1) * payload_fraction(mss, len(rec.path)), hop
 
 
 def pulse_factor(t_s: float, period_s: float, amplitude: float) -> float:
@@ -68,6 +85,8 @@ class ProbeFlow(FlowBase):
         self.rtt_us: float | None = None
         self.base_bytes_per_s = 0.0       # 0: no fair share known yet (slow start)
         self._shares: deque = deque()     # (clock s, bytes/s, why) of the last SHARE_HOLD_S
+        self._depths: deque = deque()     # (clock s, the bottleneck's queue depth in bytes, its flows)
+        self.drain_bytes_per_s = 0.0
         self.rate_bytes_per_s = 0
         self.pulses_since_s: float | None = None
         self.install(self.cwnd_bytes)
@@ -102,7 +121,7 @@ class ProbeFlow(FlowBase):
         share = self._fair_share()
         if share is not None:
             now = self.clock()
-            self._shares.append((now, *share))
+            self._shares.append((now, *share[:2]))
             while self._shares[0][0] < now - SHARE_HOLD_S:
                 self._shares.popleft()
             _, self.base_bytes_per_s, why = max(self._shares, key=lambda e: e[1])
@@ -120,23 +139,41 @@ class ProbeFlow(FlowBase):
             self.pulses_since_s = now
         period_s = max(self.alg.period_rtts * self.min_rtt_us / 1e6, MIN_PERIOD_S)
         factor = pulse_factor(now - self.pulses_since_s, period_s, self.alg.amplitude)
-        rate = int(self.base_bytes_per_s * factor)
+        self.drain_bytes_per_s = self._drain(now, period_s, share)
+        rate = int(max(self.base_bytes_per_s - self.drain_bytes_per_s, self.base_bytes_per_s / 2) * factor)
         up_rate = self.base_bytes_per_s * (1 + self.alg.amplitude)
         self.cwnd_bytes = max(CWND_GAIN * up_rate * max(self.rtt_us or 0, self.min_rtt_us) / 1e6, 4 * self.mss)
         self.rate_bytes_per_s = rate
         # the rate in the window's update, as BBR's: one command per report
         self.set_cwnd(self.cwnd_bytes, "report", r, registers=[("Rate", rate)],
                       reason=f"probe: rate x{factor:.2f} of the fair share {self.base_bytes_per_s * 8e-6:.3g} Mbit/s "
-                             f"({why if share else 'last known'}), period {period_s * 1e3:.0f} ms")
+                             f"({why if share else 'last known'}), period {period_s * 1e3:.0f} ms"
+                             + (f", draining {self.drain_bytes_per_s * 8e-6:.2g} Mbit/s of a standing queue"
+                                if self.drain_bytes_per_s else ""))
+
+    def _drain(self, now: float, period_s: float, share) -> float:
+        """Bytes per second below the base that drain the queue standing at the bottleneck
+        over ``DRAIN_PERIODS`` pulse periods, when the flow is alone there (0 otherwise or
+        before a period's depths are in)."""
+        if share is not None:
+            self._depths.append((now, share[2].queue_depth_bytes, share[2].flow_count))
+        while len(self._depths) > 1 and self._depths[1][0] <= now - period_s:
+            self._depths.popleft()      # one sample from the period's start is kept
+        if not self._depths or self._depths[0][0] > now - 0.9 * period_s:
+            return 0.0
+        if any(flows > 1 for _, _, flows in self._depths):
+            return 0.0
+        standing_bytes = min(depth for _, depth, _ in self._depths)
+        return standing_bytes / (DRAIN_PERIODS * period_s)
 
     def _fair_share(self):
-        """(bytes/s, why) from the flow's fresh telemetry, or None."""
+        """(bytes/s, why, the bottleneck's hop) from the flow's fresh telemetry, or None."""
         fresh = self.fresh_telemetry()
-        got = fair_share_bytes_per_s(fresh.record) if fresh is not None else None
+        got = fair_share_bytes_per_s(fresh.record, self.mss) if fresh is not None else None
         if got is None:
             return None
         share, hop = got
-        return share, f"node {hop.node_id}: {hop.data_rate_kbps / 1e3:g} Mbit/s over {max(hop.flow_count, 1)} flows"
+        return share, f"node {hop.node_id}: {hop.data_rate_kbps / 1e3:g} Mbit/s over {max(hop.flow_count, 1)} flows", hop
 
 
 class Probe(Algorithm):

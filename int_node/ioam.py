@@ -135,6 +135,13 @@ def build_hbh(next_header: int, max_hops: int, namespace_id: int = DEFAULT_NAMES
             + bytes(space) + tail)
 
 
+def inserted_bytes(max_hops: int) -> int:
+    """Bytes INTSource adds to every packet for a trace of ``max_hops`` nodes: the
+    Hop-by-Hop header (its pre-allocated slots are on the wire filled or not) and the
+    Destination Options header."""
+    return len(build_hbh(0, max_hops)) + DOH_BYTES
+
+
 def build_doh(next_header: int, seq: int, ts_ns: int, namespace_id: int = DEFAULT_NAMESPACE) -> bytes:
     """A Destination Options header carrying the IOAM E2E option."""
     sec, frac = divmod(ts_ns, 1_000_000_000)

@@ -2,7 +2,7 @@
 import pytest
 
 from ccp_algs.mock import MockDatapath, datapath_info, report
-from ccp_algs.probe import HEADER_ALLOWANCE, Probe, fair_share_bytes_per_s, pulse_factor
+from ccp_algs.probe import DRAIN_PERIODS, Probe, fair_share_bytes_per_s, payload_fraction, pulse_factor
 from tests.unit.test_ccp_algs import FakeDirectory, FakeTelemetry, flow_record
 
 MSS = 1448
@@ -33,10 +33,17 @@ def test_pulses_average_to_the_base_rate():
 
 def test_fair_share_is_the_slowest_ports_rate_over_its_flows():
     rec = flow_record(flows=3)          # one hop, 10 Mbit/s
-    share, hop = fair_share_bytes_per_s(rec)
-    assert share == pytest.approx(10e6 / 8 / 3 * HEADER_ALLOWANCE)
+    share, hop = fair_share_bytes_per_s(rec, MSS)
+    assert share == pytest.approx(10e6 / 8 / 3 * payload_fraction(MSS, 1))
     rec.path[0].data_rate_kbps = 0       # no port rate stamped: no share
-    assert fair_share_bytes_per_s(rec) is None
+    assert fair_share_bytes_per_s(rec, MSS) is None
+
+
+def test_the_payload_fraction_counts_the_headers_and_every_int_hops_slots():
+    # a 1428-byte segment: 72 bytes of IPv6 and TCP, 144 + 24 of INT for two hops
+    assert payload_fraction(1428, 2) == pytest.approx(1428 / (1500 + 168))
+    assert payload_fraction(1428, 3) == pytest.approx(1428 / (1500 + 232))
+    assert payload_fraction(1428, 9) == payload_fraction(1428, 3)      # at most MAX_HOPS slots
 
 
 def test_slow_start_until_the_port_rate_is_known_then_paced_at_the_fair_share():
@@ -45,7 +52,7 @@ def test_slow_start_until_the_port_rate_is_known_then_paced_at_the_fair_share():
     assert dp.cwnd == 20 * MSS and dp.rate is None     # slow start, unpaced
     flow.alg.telemetry.rec = flow_record(flows=2)
     flow.on_report(report(acked=20 * MSS, rtt_us=40_000))
-    base = 10e6 / 8 / 2 * HEADER_ALLOWANCE
+    base = 10e6 / 8 / 2 * payload_fraction(MSS, 1)
     assert dp.rate == int(base * 1.25)                          # the first quarter: up
     # the window caps, it does not limit: twice the up rate's pipe
     assert dp.cwnd == int(2 * base * 1.25 * 0.04)
@@ -67,8 +74,8 @@ def test_hands_over_the_fair_share_pipe():
     flow, dp, clock = probe(flow_record(flows=2))
     flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
     state = flow.export_state()
-    assert state.cwnd_bytes == pytest.approx(10e6 / 8 / 2 * HEADER_ALLOWANCE * 0.04)
-    assert state.bw_bytes_per_s == pytest.approx(10e6 / 8 / 2 * HEADER_ALLOWANCE)
+    assert state.cwnd_bytes == pytest.approx(10e6 / 8 / 2 * payload_fraction(MSS, 1) * 0.04)
+    assert state.bw_bytes_per_s == pytest.approx(10e6 / 8 / 2 * payload_fraction(MSS, 1))
 
 
 def test_bad_parameters_are_refused():
@@ -88,7 +95,7 @@ def test_without_a_port_rate_a_loss_halves_the_window():
 def test_a_flow_counted_for_a_second_does_not_halve_the_share():
     flow, dp, clock = probe(flow_record(flows=2))
     flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
-    base = 10e6 / 8 / 2 * HEADER_ALLOWANCE
+    base = 10e6 / 8 / 2 * payload_fraction(MSS, 1)
     flow.alg.telemetry.rec = flow_record(flows=4)       # a handshake's connections, counted a second
     for _ in range(5):
         clock.t += 0.2
@@ -97,3 +104,36 @@ def test_a_flow_counted_for_a_second_does_not_halve_the_share():
     clock.t += 1.0                                         # still 4 after SHARE_HOLD_S: four flows
     flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
     assert flow.base_bytes_per_s == pytest.approx(base / 2)
+
+
+def test_alone_it_drains_a_standing_queue_and_beside_a_competitor_keeps_its_share():
+    """The base is within a few per cent of the port's rate: a queue left full by a
+    competitor that left would stay full. Alone, the least depth of the last period is
+    drained over DRAIN_PERIODS periods; beside a competitor the share is kept."""
+    flow, dp, clock = probe(flow_record(flows=1, depth=60_000))
+    period_s = 8 * 0.04
+    for _ in range(6):                           # more than a period of reports, 0.08 s apart
+        flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+        clock.t += 0.08
+    base = 10e6 / 8 * payload_fraction(MSS, 1)
+    assert flow.drain_bytes_per_s == pytest.approx(60_000 / (DRAIN_PERIODS * period_s))
+    factor = pulse_factor(clock.t - 0.08 - flow.pulses_since_s, period_s, 0.25)
+    assert dp.rate == int((base - flow.drain_bytes_per_s) * factor)
+    flow.alg.telemetry.rec = flow_record(flows=1, depth=0)     # drained: the port's rate again
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert flow.drain_bytes_per_s == 0
+
+    flow, dp, clock = probe(flow_record(flows=2, depth=60_000))
+    for _ in range(6):
+        flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+        clock.t += 0.08
+    assert flow.drain_bytes_per_s == 0
+
+
+def test_a_drain_never_takes_the_rate_below_half_the_share():
+    flow, dp, clock = probe(flow_record(flows=1, depth=10_000_000))
+    for _ in range(6):
+        flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+        clock.t += 0.08
+    factor = pulse_factor(clock.t - 0.08 - flow.pulses_since_s, 8 * 0.04, 0.25)
+    assert dp.rate == int(10e6 / 8 * payload_fraction(MSS, 1) / 2 * factor)
