@@ -43,7 +43,8 @@ $(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc
 
 test: need-root setup
 	$(MAKE) -s -C datapath test
-	$(PYTHON) -m pytest -q -m "not accuracy" tests/unit lab/tests tests/integration
+	@# the slowest tests printed: the suite must stay under 20 minutes in CI
+	$(PYTHON) -m pytest -q --durations=30 -m "not accuracy" tests/unit lab/tests tests/integration
 
 # the integration half needs namespaces, raw sockets and BPF: without root it would be skipped
 # silently, and a green run would hide it
