@@ -23,7 +23,8 @@ DEFAULT_CREDENTIALS = run_path("broker", "credentials.json")
 DEFAULT_PORT, DEFAULT_TLS_PORT = 1883, 8883
 SINK_USER, AGENT_USER = "intcc-sink", "intcc-agent"
 PUBLISH_ACL: Dict[str, List[str]] = {
-    SINK_USER: [f"{TOPIC_ROOT}/flow/#", f"{TOPIC_ROOT}/hop/#"],
+    # the sink's side also names the CCAs of the flows through its node (Dragonfly)
+    SINK_USER: [f"{TOPIC_ROOT}/flow/#", f"{TOPIC_ROOT}/hop/#", f"{TOPIC_ROOT}/cca/#"],
     AGENT_USER: [f"{TOPIC_ROOT}/estimate/#", f"{TOPIC_ROOT}/decision/#"],
 }
 READ_TOPICS = [f"{TOPIC_ROOT}/#"]

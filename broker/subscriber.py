@@ -21,10 +21,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from . import client as mqttc
 from .auth import parse_url, resolve_login
-from telemetry.schema import ALL_TOPICS, EstimateRecord, FlowRecord, HopRecord, SchemaError, decode
+from telemetry.schema import ALL_TOPICS, CcaRecord, EstimateRecord, FlowRecord, HopRecord, SchemaError, decode
 
 log = logging.getLogger("intcc.telemetry")
-Record = Union[FlowRecord, HopRecord, EstimateRecord]
+Record = Union[FlowRecord, HopRecord, EstimateRecord, CcaRecord]
 
 
 @dataclass
@@ -54,6 +54,7 @@ class TelemetryView:
         self._flows: Dict[str, tuple] = {}
         self._hops: Dict[int, tuple] = {}
         self._estimates: Dict[str, tuple] = {}
+        self._ccas: Dict[str, tuple] = {}          # a node's classifier on the flow itself
         self._callbacks: List[Callable[[Record, str], None]] = []
         self.received = self.accepted = self.rejected = self.callback_errors = self.connects = 0
         self.rejected_reasons: "collections.Counter[str]" = collections.Counter()
@@ -105,6 +106,10 @@ class TelemetryView:
     def estimate(self, flow_id: str, max_age_s: Optional[float] = None) -> Optional[Fresh]:
         """The latest CCA estimate for the competitor of ``flow_id``."""
         return self._get(self._estimates, flow_id, max_age_s)
+
+    def cca(self, flow_id: str, max_age_s: Optional[float] = None) -> Optional[Fresh]:
+        """The latest verdict of a node's classifier (Dragonfly) on ``flow_id``'s own CCA."""
+        return self._get(self._ccas, flow_id, max_age_s)
 
     def hop(self, node_id: int, max_age_s: Optional[float] = None) -> Optional[Fresh]:
         return self._get(self._hops, node_id, max_age_s)
@@ -167,6 +172,8 @@ class TelemetryView:
                 self._flows[rec.flow_id] = (rec, rx_ns)
             elif isinstance(rec, HopRecord):
                 self._hops[rec.node_id] = (rec, rx_ns)
+            elif isinstance(rec, CcaRecord):
+                self._ccas[rec.flow_id] = (rec, rx_ns)
             else:
                 self._estimates[rec.flow_id] = (rec, rx_ns)
             callbacks = list(self._callbacks)

@@ -55,7 +55,16 @@ class _StateCollector:
                                 labels=["sink"])
         for sink, v in snap["health"]["sink_age_s"].items():
             age.add_metric([sink], v)
-        out = [occ, depth, arrival, rssi, drops, losses, packets, lost, loss_rate, owd, rate, age]
+        cca = GaugeMetricFamily("intcc_flow_cca_score", "a node's classifier (Dragonfly): the score of the flow's "
+                                "CCA it names (fresh verdicts only)", labels=["flow", "node", "cca"])
+        for fid, c in snap["ccas"].items():
+            cca.add_metric([fid, str(c["node_id"]), c["cca"]], c["confidence"])
+        hop_ccas = GaugeMetricFamily("intcc_hop_flows_by_cca", "flows through the node named each CCA by its "
+                                     "classifier (fresh verdicts only)", labels=["node", "cca"])
+        for node, named in snap["hop_ccas"].items():
+            for name, n in named.items():
+                hop_ccas.add_metric([node, name], n)
+        out = [occ, depth, arrival, rssi, drops, losses, packets, lost, loss_rate, owd, cca, hop_ccas, rate, age]
         if self.feed is not None:
             h = self.feed.health()
             up = GaugeMetricFamily("intcc_dashboard_broker_connected", "1 while connected to the broker")

@@ -1,6 +1,7 @@
 """What the dashboard knows: the sink's records folded into one point per second per hop
 and per flow, kept for ``history_s``; the latest state of each; estimator verdicts and
-algorithm switches as events; worst-N lists and the feed's health.
+algorithm switches as events; the nodes' verdicts on each flow's own CCA (Dragonfly) and
+what each hop counts of them; worst-N lists and the feed's health.
 
 Pure logic, fed record by record (``add``, from the subscriber's thread; a lock guards
 it) and read by the web server (``snapshot``, ``since``). Points are per wall-clock
@@ -13,10 +14,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from telemetry.schema import DecisionRecord, EstimateRecord, FlowRecord, HopRecord, IdentifyRecord, SwitchRecord
+from telemetry.schema import (CcaRecord, DecisionRecord, EstimateRecord, FlowRecord, HopRecord, IdentifyRecord,
+                              SwitchRecord)
 
 WORST_N = 5
 RATE_WINDOW_S = 10.0        # records/s per kind and worst-N look this far back
+CCA_FRESH_S = 10.0          # a node's verdict on a flow counts at its hop this long
 U32 = 2 ** 32
 
 
@@ -45,6 +48,7 @@ class DashboardState:
         self.decisions: dict[str, _Series] = {}       # the senders' decisions, by flow
         self.events: deque = deque(maxlen=1000)       # verdicts and identification (changes only), switches
         self._verdicts: dict[str, dict] = {}          # flow id -> its latest verdict
+        self._ccas: dict[str, dict] = {}              # flow id -> a node's latest verdict on its own CCA
         self._arrivals: deque = deque()                # (arrival s, kind) for records/s
         self._sinks: dict[int, float] = {}             # sink node id -> newest record's arrival
         self.seq = 0                                   # bumped per closed second: pages ask since
@@ -67,6 +71,9 @@ class DashboardState:
                                     "to": rec.to_cca, "verdict": rec.verdict})
             elif isinstance(rec, IdentifyRecord):
                 self._add_identify(rec, now)
+            elif isinstance(rec, CcaRecord):
+                self._ccas[rec.flow_id] = {"cca": rec.verdict, "confidence": rec.scores[rec.verdict],
+                                           "node_id": rec.node_id, "t": now}
             elif isinstance(rec, EstimateRecord):
                 before = self._verdicts.get(rec.flow_id, {}).get("estimate")
                 self._verdicts[rec.flow_id] = {"estimate": rec.estimate, "confidence": rec.confidence, "t": now}
@@ -193,6 +200,8 @@ class DashboardState:
                     del series[key]
                     if series is self.flows:
                         self._verdicts.pop(key, None)
+        for key in [k for k, c in self._ccas.items() if c["t"] < now - self.history_s]:
+            del self._ccas[key]
 
     def _summary(self, now: float) -> dict:
         while self._arrivals and self._arrivals[0][0] < now - RATE_WINDOW_S:
@@ -202,7 +211,13 @@ class DashboardState:
             per_kind[kind] = per_kind.get(kind, 0) + 1
         span = min(RATE_WINDOW_S, max(now - (self._arrivals[0][0] if self._arrivals else now), 1.0))
         paths = {fid: [h.node_id for h in s.latest.path] for fid, s in self.flows.items() if s.latest is not None}
+        fresh = {fid: c for fid, c in self._ccas.items() if c["t"] >= now - CCA_FRESH_S}
+        at_hops: dict[str, dict] = {}
+        for c in fresh.values():
+            named = at_hops.setdefault(str(c["node_id"]), {})
+            named[c["cca"]] = named.get(c["cca"], 0) + 1
         return {"paths": paths, "worst": self._worst(now), "verdicts": dict(self._verdicts),
+                "ccas": fresh, "hop_ccas": at_hops,
                 "health": {"records_per_s": {k: round(v / span, 1) for k, v in sorted(per_kind.items())},
                            "sink_age_s": {str(k): round(now - t, 2) for k, t in sorted(self._sinks.items())}}}
 

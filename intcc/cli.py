@@ -58,6 +58,11 @@ def _add_groups():
     from experiments.estimator_cli import collect_cmd, live_eval_cmd
     estimator_group.add_command(collect_cmd)      # the estimator's commands that run testbeds
     estimator_group.add_command(live_eval_cmd)
+    from estimator.dragonfly.cli import dragonfly_group
+    from experiments.dragonfly_cli import eval_cmd as dragonfly_eval_cmd, train_cmd as dragonfly_train_cmd
+    dragonfly_group.add_command(dragonfly_train_cmd)
+    dragonfly_group.add_command(dragonfly_eval_cmd)
+    estimator_group.add_command(dragonfly_group)
     from int_node.cli import node_group
     main.add_command(node_group)
     main.add_command(testbed_group)

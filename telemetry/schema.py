@@ -6,7 +6,9 @@ Three record types, JSON objects with ``"v": 1`` and ``"type"``:
   their attribution (congestion vs link), the path's queue state, one-way delay;
 * ``hop``  on ``intcc/v1/hop/<node-id>``: one node's egress state;
 * ``estimate`` on ``intcc/v1/estimate/<flow-id>``: the estimator's verdict on
-  the CCA of the flow's competitor.
+  the CCA of the flow's competitor;
+* ``cca`` on ``intcc/v1/cca/<flow-id>``: a node's classifier (Dragonfly) on the CCA of a
+  flow through its queue.
 
 ``docs/telemetry.md`` documents every field and unit. :func:`decode` is the
 only way bytes become records: anything malformed raises :class:`SchemaError`
@@ -30,6 +32,7 @@ FLOW_TOPIC = TOPIC_ROOT + "/flow/{flow_id}"
 HOP_TOPIC = TOPIC_ROOT + "/hop/{node_id}"
 ESTIMATE_TOPIC = TOPIC_ROOT + "/estimate/{flow_id}"
 DECISION_TOPIC = TOPIC_ROOT + "/decision/{flow_id}"
+CCA_TOPIC = TOPIC_ROOT + "/cca/{flow_id}"
 ALL_TOPICS = TOPIC_ROOT + "/#"
 LOSS_CAUSES = ("congestion", "link")
 REASONS = ("loss", "periodic")
@@ -360,8 +363,38 @@ def decision_topic(flow_id: str) -> str:
     return DECISION_TOPIC.format(flow_id=flow_id)
 
 
+def cca_topic(flow_id: str) -> str:
+    return CCA_TOPIC.format(flow_id=flow_id)
+
+
+def _scores(v):
+    if not isinstance(v, dict) or not v or any(
+            k not in ESTIMATE_LABELS or not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 <= p <= 1
+            for k, p in v.items()):
+        return f"must map CCA labels ({', '.join(ESTIMATE_LABELS)}) to scores in [0, 1]"
+
+
+@dataclass
+class CcaRecord(_FlatRecord):
+    """A node's classifier on the CCA of one flow through its queue (Dragonfly: the flow's
+    per-slot bytes in the queue and ingress bytes over the last ``interval_ms``), on
+    ``intcc/v1/cca/<flow-id>``."""
+    flow_id: str = _f(_flow_id)
+    ts_ns: int = _f(_int(0))                      # classifier clock, ns since epoch
+    node_id: int = _f(_int(0, 0xFFFFFF))          # the node whose queue was read
+    src: str = _f(_str)
+    dst: str = _f(_str)
+    sport: int = _f(_int(0, 0xFFFF))
+    dport: int = _f(_int(0, 0xFFFF))
+    interval_ms: float = _f(_num(0.0))            # the dataframe's length
+    scores: dict = _f(_scores)                    # per class the model knows, summing to 1
+    verdict: str = _f(_one_of(ESTIMATE_LABELS))   # the class of the highest score
+    v: int = VERSION
+    type: str = "cca"
+
+
 _TYPES = {"flow": FlowRecord, "hop": HopRecord, "estimate": EstimateRecord, "switch": SwitchRecord,
-          "decision": DecisionRecord, "identify": IdentifyRecord}
+          "decision": DecisionRecord, "identify": IdentifyRecord, "cca": CcaRecord}
 
 
 def encode(record) -> bytes:
@@ -370,7 +403,7 @@ def encode(record) -> bytes:
 
 def decode(payload: bytes, topic: Optional[str] = None):
     """Bytes (and optionally the topic they came on) -> FlowRecord | HopRecord | EstimateRecord |
-    SwitchRecord | DecisionRecord."""
+    SwitchRecord | DecisionRecord | IdentifyRecord | CcaRecord."""
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise SchemaError(f"record of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
     try:
@@ -390,7 +423,8 @@ def decode(payload: bytes, topic: Optional[str] = None):
     rec = cls.from_dict(d)
     if topic is not None:
         expected = (flow_topic(rec.flow_id) if cls is FlowRecord else hop_topic(rec.node_id) if cls is HopRecord
-                    else decision_topic(rec.flow_id) if cls is DecisionRecord else estimate_topic(rec.flow_id))
+                    else decision_topic(rec.flow_id) if cls is DecisionRecord
+                    else cca_topic(rec.flow_id) if cls is CcaRecord else estimate_topic(rec.flow_id))
         if topic != expected:
             raise SchemaError(f"a {d['type']} record for {expected} arrived on {topic}")
     return rec

@@ -35,7 +35,7 @@
   // what the page holds: per series key the points by second; charts by id
   // hooks: called after every update is drawn (tests and benchmarks time the page with them)
   const dash = window.intccDash = { series: {}, charts: {}, latest: { hops: {}, flows: {}, decisions: {} }, updates: 0,
-                                    lastUpdate: null, seq: 0, events: [], hooks: [], verdicts: {}, paths: {},
+                                    lastUpdate: null, seq: 0, events: [], hooks: [], verdicts: {}, paths: {}, ccas: {}, hopCcas: {},
                                     chosen: new Set(chosenFromHash ? chosenFromHash.split(",") : []),
                                     drawn: [], loss: {}, firstChartMs: null };
   const esc = (s) => String(s).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
@@ -132,11 +132,23 @@
     return v ? `${v.estimate}${v.committed === false ? "?" : ""} (${Math.round(v.confidence * 100)} %)` : null;
   }
 
+  function ccaOf(fid) {
+    // a node's classifier (Dragonfly) on the flow's own CCA
+    const c = dash.ccas[fid];
+    return c ? `${c.cca} (${Math.round(c.confidence * 100)} %, node ${c.node_id})` : null;
+  }
+
+  function hopCcas(node) {
+    const named = dash.hopCcas[node];
+    return named ? Object.entries(named).sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} ${n}`).join(", ") : "";
+  }
+
   function flowTitle(fid) {
     const f = dash.latest.flows[fid];
     return `flow ${fid} [${f.src}]:${f.sport} → [${f.dst}]:${f.dport}` +
       (algorithmOf(fid) ? ` — sender on ${algorithmOf(fid)}` : "") +
-      (verdictOf(fid) ? `, competitor looks like ${verdictOf(fid)}` : "");
+      (verdictOf(fid) ? `, competitor looks like ${verdictOf(fid)}` : "") +
+      (ccaOf(fid) ? `, in the network: ${ccaOf(fid)}` : "");
   }
 
   // -- drawing ----------------------------------------------------------------------------
@@ -201,6 +213,7 @@
           `queue <span class="occ">${((h.queue_occupancy || 0) * 100).toFixed(1)}</span> %, ` +
           `drops ${last.drops ?? 0}/s, link losses ${last.link_losses ?? 0}/s` +
           (wireless ? `<br>RSSI ${h.rssi_dbm} dBm, MCS ${h.mcs}, ${(h.data_rate_kbps / 1000).toFixed(1)} Mbit/s` : "") +
+          (hopCcas(node) ? `<br><span class="hop-ccas">CCAs here: ${esc(hopCcas(node))}</span>` : "") +
           `</div>`);
       });
       box.appendChild(row);
@@ -215,7 +228,7 @@
     const rows = [];
     for (const fid of ids) {
       const f = dash.latest.flows[fid];
-      const text = `${fid} ${f.src} ${f.dst} ${f.sport} ${f.dport} ${algorithmOf(fid) || ""} ${verdictOf(fid) || ""}`.toLowerCase();
+      const text = `${fid} ${f.src} ${f.dst} ${f.sport} ${f.dport} ${algorithmOf(fid) || ""} ${verdictOf(fid) || ""} ${ccaOf(fid) || ""}`.toLowerCase();
       if (!search || text.includes(search)) rows.push([fid, f, dash.loss[fid] || flowLoss(fid)]);
     }
     rows.sort((a, b) => b[2].loss - a[2].loss);
@@ -224,7 +237,8 @@
       `<tr data-flow="${esc(fid)}"><td><input type="checkbox" class="choose" ${dash.chosen.has(fid) ? "checked" : ""}` +
       ` title="draw this flow's charts"></td><td>${esc(fid)}</td><td>[${esc(f.src)}]:${f.sport} → [${esc(f.dst)}]:${f.dport}</td>` +
       `<td>${(l.loss * 100).toFixed(2)} %</td><td>${l.pps}</td><td>${esc(algorithmOf(fid) || "–")}</td>` +
-      `<td>${esc(verdictOf(fid) || "–")}</td><td>${drawn.has(fid) ? "charted" : ""}</td></tr>`).join("");
+      `<td>${esc(verdictOf(fid) || "–")}</td><td class="cca">${esc(ccaOf(fid) || "–")}</td>` +
+      `<td>${drawn.has(fid) ? "charted" : ""}</td></tr>`).join("");
     document.getElementById("flow-count").textContent = `${ids.length} flows` +
       (search ? `, ${rows.length} match` : "") + (rows.length > LIST_ROWS ? `, the ${LIST_ROWS} with the most loss shown` : "");
   }
@@ -296,6 +310,8 @@
     for (const [fid, f] of Object.entries(u.flows || {})) { merge(`flow/${fid}`, f.points); if (f.latest) dash.latest.flows[fid] = f.latest; }
     for (const [fid, d] of Object.entries(u.decisions || {})) { merge(`decision/${fid}`, d.points); if (d.latest) dash.latest.decisions[fid] = d.latest; }
     Object.assign(dash.verdicts, u.verdicts || {});
+    if (u.ccas) dash.ccas = u.ccas;
+    if (u.hop_ccas) dash.hopCcas = u.hop_ccas;
     if (u.paths) dash.paths = u.paths;
     dash.seq = u.seq; dash.now = u.t;
     redraw(!listHeld); drawWorst(u.worst); drawHealth(u); drawEvents(u.events);

@@ -306,7 +306,7 @@ class Testbed:
         sup = _read_json(os.path.join(self.dir, "nodes.json")) or {}
         nodes = {}
         for n, info in self.state["nodes"].items():
-            entry = {"node_id": info["node_id"], "int": info["int"], "netns": info["netns"],
+            entry = {"node_id": info["node_id"], "int": info["int"], "netns": info["netns"], "control": info["control"],
                      "python": info.get("python"),
                      "pid": sup.get("nodes", {}).get(n, {}).get("pid"),
                      "restarts": sup.get("nodes", {}).get(n, {}).get("restarts", 0)}

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.metrics import metrics_text
 from dashboard.state import DashboardState
-from telemetry.schema import EstimateRecord, FlowRecord, HopRecord, HopState, IdentifyRecord, SwitchRecord
+from telemetry.schema import CcaRecord, EstimateRecord, FlowRecord, HopRecord, HopState, IdentifyRecord, SwitchRecord
 
 FID = "0123456789abcdef"
 
@@ -131,6 +131,32 @@ def test_metrics_parse_and_match_the_latest_records():
     assert lost == {(FID, "congestion"): 0, (FID, "link"): 0}
     owd = fams["intcc_flow_one_way_delay_seconds"].samples[0]
     assert owd.value == pytest.approx(0.012) and owd.labels["flow"] == FID
+
+
+def cca(fid, verdict, node=2, score=0.8):
+    rest = (1 - score) / 2
+    scores = {c: (score if c == verdict else rest) for c in ("reno", "cubic", "bbr")}
+    return CcaRecord(flow_id=fid, ts_ns=1, node_id=node, src="2001:db8::1", dst="2001:db8::2", sport=40000,
+                     dport=5201, interval_ms=1000.0, scores=scores, verdict=verdict)
+
+
+def test_a_nodes_verdicts_on_flows_are_per_flow_counted_per_hop_and_in_the_metrics():
+    st, clock = fed(3)
+    st.add(cca(FID, "cubic"))
+    st.add(cca("00000000000000aa", "bbr", score=0.6))
+    st.add(cca("00000000000000bb", "cubic", node=1))
+    snap = st.snapshot()
+    assert snap["ccas"][FID]["cca"] == "cubic" and snap["ccas"][FID]["confidence"] == pytest.approx(0.8)
+    assert snap["hop_ccas"] == {"2": {"cubic": 1, "bbr": 1}, "1": {"cubic": 1}}
+    st.add(cca(FID, "reno"))                       # a newer verdict replaces the flow's
+    assert st.since(st.seq)["hop_ccas"]["2"] == {"reno": 1, "bbr": 1}
+    fams = {f.name: f for f in text_string_to_metric_families(metrics_text(st).decode())}
+    named = {(s.labels["flow"], s.labels["cca"]): s.value for s in fams["intcc_flow_cca_score"].samples}
+    assert named[(FID, "reno")] == pytest.approx(0.8) and named[("00000000000000aa", "bbr")] == pytest.approx(0.6)
+    by_hop = {(s.labels["node"], s.labels["cca"]): s.value for s in fams["intcc_hop_flows_by_cca"].samples}
+    assert by_hop == {("2", "reno"): 1, ("2", "bbr"): 1, ("1", "cubic"): 1}
+    clock.t += 11                                  # stale verdicts count no more
+    assert st.snapshot()["hop_ccas"] == {}
 
 
 # -- the web service ---------------------------------------------------------------

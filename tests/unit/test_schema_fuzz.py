@@ -9,7 +9,7 @@ import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from telemetry.schema import EstimateRecord, SchemaError, decode, encode, estimate_topic
+from telemetry.schema import CcaRecord, EstimateRecord, SchemaError, decode, encode, estimate_topic
 from broker.subscriber import TelemetryView
 from tests.unit.test_telemetry_sink import packet, run
 from telemetry.sink import SinkTelemetry
@@ -19,10 +19,13 @@ def _real_records():
     tel = SinkTelemetry(period_ms=0.05, min_gap_ms=0, reorder_pkts=1)
     pubs = run(tel, [packet(0), packet(1, drops=0, depth=3000), packet(3, link=1, depth=6000), packet(4, link=1)])
     out = [json.loads(encode(r)) for _, r in pubs]
+    out.append(json.loads(encode(CcaRecord(flow_id="0123456789abcdef", ts_ns=1, node_id=2, src="2001:db8:1::1",
+                                           dst="2001:db8:3::2", sport=40000, dport=5201, interval_ms=1000.0,
+                                           scores={"reno": 0.1, "cubic": 0.9}, verdict="cubic"))))
     out.append(json.loads(encode(EstimateRecord(flow_id="0123456789abcdef", ts_ns=1, local_cca="cubic",
                                                 estimate="bbr", confidence=0.8, votes={"bbr": 4, "cubic": 1},
                                                 window=5, estimates=9))))
-    assert {r["type"] for r in out} == {"flow", "hop", "estimate"}
+    assert {r["type"] for r in out} == {"flow", "hop", "estimate", "cca"}
     return out
 
 

@@ -136,3 +136,14 @@ def test_a_decision_record_round_trips_on_its_own_topic_and_only_agents_publish_
     with pytest.raises(SchemaError, match="event"):
         decode(bad, topic)
     assert may_publish(AGENT_USER, topic) and not may_publish(SINK_USER, topic) and not may_publish(None, topic)
+
+
+def test_a_cca_record_round_trips_on_its_own_topic_and_only_the_sinks_side_publishes_it():
+    from broker.auth import AGENT_USER, SINK_USER, may_publish
+    from telemetry.schema import CcaRecord, cca_topic, decode, encode
+    rec = CcaRecord(flow_id="0123456789abcdef", ts_ns=5, node_id=2, src="2001:db8:1::1", dst="2001:db8:3::2",
+                    sport=40000, dport=5201, interval_ms=1000.0, scores={"reno": 0.1, "cubic": 0.7, "bbr": 0.2},
+                    verdict="cubic")
+    topic = cca_topic(rec.flow_id)
+    assert decode(encode(rec), topic) == rec and topic == "intcc/v1/cca/0123456789abcdef"
+    assert may_publish(SINK_USER, topic) and not may_publish(AGENT_USER, topic) and not may_publish(None, topic)

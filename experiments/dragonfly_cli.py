@@ -1,0 +1,90 @@
+"""``intcc estimator dragonfly train`` and ``eval``: the in-network classifier trained and
+scored on the captures of scenario results (``intcc exp run dragonfly --record-slots``), so
+they live on the experiments' floor (``intcc.cli`` adds them to the dragonfly group)."""
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from estimator.dragonfly import DEFAULT_MODEL, TRAIN_CLASSES
+
+
+@click.command("train")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="the ONNX model to write")
+@click.option("--interval-ms", type=click.IntRange(min=10), default=1000, show_default=True,
+              help="the dataframes' length: the verdict's delay after a flow starts")
+@click.option("--windows-per-flow", type=click.IntRange(min=1), default=40, show_default=True,
+              help="random sub-intervals drawn from each flow")
+@click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def train_cmd(results, out_path, interval_ms, windows_per_flow, epochs, seed):
+    """Train on the captures of scenario results (RESULTS: directories written by
+    'intcc exp run dragonfly --record-slots'; each flow labelled by its port). Needs the
+    training extra: pip install -e '.[train]'."""
+    try:
+        from estimator.dragonfly.train import DragonflyTrainer
+    except ImportError as e:
+        raise click.ClickException(f"training needs JAX ({e}): pip install -e '.[train]'")
+    from experiments.runs.slot_record import labelled_flows
+
+    from estimator.dragonfly.dataset import frames
+    series, labels = [], []
+    for r in results:
+        for _, s, cca in labelled_flows(r):
+            if cca in TRAIN_CLASSES:
+                series.append(s)
+                labels.append(cca)
+    x, y = frames(series, labels, interval_ms, per_flow=windows_per_flow, seed=seed)
+    if not len(y):
+        raise click.ClickException(f"no flow of {', '.join(TRAIN_CLASSES)} with {interval_ms} ms of capture in "
+                                   f"{', '.join(results)}")
+    click.echo(f"{len(series)} flows, {len(y)} dataframes of {interval_ms} ms", err=True)
+    clf = DragonflyTrainer(TRAIN_CLASSES, epochs=epochs, patience=5, seed=seed).fit(x, y)
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    clf.save(out_path)
+    best = max(h["held_out_accuracy"] for h in clf.history_)
+    click.echo(f"{out_path}: {len(clf.history_)} epochs, accuracy on the 30 % of dataframes held out {best:.2f}")
+
+
+@click.command("eval")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--model", "model_path", default=DEFAULT_MODEL, show_default="the shipped model, estimator/models/",
+              type=click.Path(exists=True, dir_okay=False))
+@click.option("--windows-per-flow", type=click.IntRange(min=1), default=40, show_default=True,
+              help="random sub-intervals drawn from each flow")
+@click.option("--seed", type=int, default=1, show_default=True, help="the sub-intervals' draw")
+@click.option("--json-out", "json_path", type=click.Path(dir_okay=False),
+              help="write the scores as a record (date, commit, command)")
+def eval_cmd(results, model_path, windows_per_flow, seed, json_path):
+    """Score a model on the captures of scenario results it was not trained on: macro F1
+    and per class over random sub-intervals of the model's length, and the confusion."""
+    import numpy as np
+    from sklearn.metrics import confusion_matrix, f1_score
+
+    from experiments.runs.slot_record import labelled_flows
+    from records.provenance import stamp
+
+    from estimator.dragonfly.cnn import OnnxClassifier
+    from estimator.dragonfly.dataset import frames
+    model = OnnxClassifier(model_path)
+    flows = [(s, c) for r in results for _, s, c in labelled_flows(r) if c in model.classes_]
+    x, y = frames([s for s, _ in flows], [c for _, c in flows], model.n_slots, per_flow=windows_per_flow, seed=seed)
+    if not len(y):
+        raise click.ClickException(f"no flow of {', '.join(model.classes_)} with {model.n_slots} slots of capture")
+    pred = model.predict(x)
+    classes = list(model.classes_)
+    res = {"model": os.path.relpath(model_path), "results": list(results), "interval_ms": model.n_slots,
+           "flows": len(flows), "frames": int(len(y)), "macro_f1": round(float(f1_score(y, pred, average="macro")), 3),
+           "accuracy": round(float(np.mean(pred == y)), 3),
+           "f1": dict(zip(classes, (round(float(v), 3) for v in f1_score(y, pred, labels=classes, average=None)))),
+           "confusion": {"labels": classes, "rows_true": confusion_matrix(y, pred, labels=classes).tolist()}}
+    click.echo(f"{res['flows']} flows, {res['frames']} sub-intervals of {model.n_slots} ms: macro F1 "
+               f"{res['macro_f1']:.3f}, accuracy {res['accuracy']:.3f}; "
+               + ", ".join(f"{c} {v:.2f}" for c, v in res["f1"].items()))
+    if json_path:
+        made = stamp()
+        with open(json_path, "w") as f:
+            json.dump({**res, "provenance": made}, f, indent=1)
