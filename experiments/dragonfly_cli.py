@@ -44,8 +44,12 @@ def train_cmd(results, out_path, interval_ms, windows_per_flow, epochs, seed):
     click.echo(f"{len(series)} flows, {len(y)} dataframes of {interval_ms} ms", err=True)
     clf = DragonflyTrainer(TRAIN_CLASSES, epochs=epochs, patience=5, seed=seed).fit(x, y)
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
-    clf.save(out_path)
     best = max(h["held_out_accuracy"] for h in clf.history_)
+    from records.provenance import stamp
+    made = stamp()
+    clf.save(out_path, {"trained_on": " ".join(os.path.relpath(r) for r in results), "flows": len(series),
+                        "frames": len(y), "epochs": len(clf.history_), "held_out_accuracy": round(best, 3),
+                        "date": made["date"], "commit": made["commit"], "command": made["command"]})
     click.echo(f"{out_path}: {len(clf.history_)} epochs, accuracy on the 30 % of dataframes held out {best:.2f}")
 
 
@@ -60,7 +64,8 @@ def train_cmd(results, out_path, interval_ms, windows_per_flow, epochs, seed):
               help="write the scores as a record (date, commit, command)")
 def eval_cmd(results, model_path, windows_per_flow, seed, json_path):
     """Score a model on the captures of scenario results it was not trained on: macro F1
-    and per class over random sub-intervals of the model's length, and the confusion."""
+    (with a 95 % CI that resamples flows) and per class over random sub-intervals of the
+    model's length, and the confusion."""
     import numpy as np
     from sklearn.metrics import confusion_matrix, f1_score
 
@@ -71,18 +76,31 @@ def eval_cmd(results, model_path, windows_per_flow, seed, json_path):
     from estimator.dragonfly.dataset import frames
     model = OnnxClassifier(model_path)
     flows = [(s, c) for r in results for _, s, c in labelled_flows(r) if c in model.classes_]
-    x, y = frames([s for s, _ in flows], [c for _, c in flows], model.n_slots, per_flow=windows_per_flow, seed=seed)
-    if not len(y):
+    # per flow, so that the confidence interval resamples flows (a flow's sub-intervals are not independent)
+    per_flow = [frames([s], [c], model.n_slots, per_flow=windows_per_flow, seed=seed + i) for i, (s, c) in enumerate(flows)]
+    per_flow = [(x, y) for x, y in per_flow if len(y)]
+    if not per_flow:
         raise click.ClickException(f"no flow of {', '.join(model.classes_)} with {model.n_slots} slots of capture")
-    pred = model.predict(x)
+    preds = [model.predict(x) for x, _ in per_flow]
+    y = np.concatenate([y for _, y in per_flow])
+    pred = np.concatenate(preds)
     classes = list(model.classes_)
-    res = {"model": os.path.relpath(model_path), "results": list(results), "interval_ms": model.n_slots,
-           "flows": len(flows), "frames": int(len(y)), "macro_f1": round(float(f1_score(y, pred, average="macro")), 3),
+    rng = np.random.default_rng(seed)
+    boot = []
+    for _ in range(1000):
+        pick = rng.integers(0, len(per_flow), len(per_flow))
+        boot.append(f1_score(np.concatenate([per_flow[i][1] for i in pick]), np.concatenate([preds[i] for i in pick]),
+                             labels=classes, average="macro", zero_division=0))
+    res = {"model": os.path.relpath(model_path), "model_meta": model.meta, "results": list(results),
+           "interval_ms": model.n_slots, "flows": len(per_flow), "frames": int(len(y)),
+           "macro_f1": round(float(f1_score(y, pred, average="macro")), 3),
+           "macro_f1_ci95_by_flow": [round(float(v), 3) for v in np.percentile(boot, [2.5, 97.5])],
            "accuracy": round(float(np.mean(pred == y)), 3),
            "f1": dict(zip(classes, (round(float(v), 3) for v in f1_score(y, pred, labels=classes, average=None)))),
            "confusion": {"labels": classes, "rows_true": confusion_matrix(y, pred, labels=classes).tolist()}}
     click.echo(f"{res['flows']} flows, {res['frames']} sub-intervals of {model.n_slots} ms: macro F1 "
-               f"{res['macro_f1']:.3f}, accuracy {res['accuracy']:.3f}; "
+               f"{res['macro_f1']:.3f} (95 % CI over flows {res['macro_f1_ci95_by_flow'][0]:.2f}-"
+               f"{res['macro_f1_ci95_by_flow'][1]:.2f}), accuracy {res['accuracy']:.3f}; "
                + ", ".join(f"{c} {v:.2f}" for c, v in res["f1"].items()))
     if json_path:
         made = stamp()

@@ -317,6 +317,27 @@ def dashboard_bench() -> str:
     return "\n".join(out)
 
 
+DRAGONFLY_EVALS = "data/estimator/dragonfly/eval-*.json"
+
+
+def dragonfly_models() -> str:
+    """Dragonfly models scored on held-out captures (``intcc estimator dragonfly eval``)."""
+    paths = _glob(DRAGONFLY_EVALS)
+    out = ["| model | trained on | interval | held-out flows (sub-intervals) | macro F1 (95 % CI over flows) "
+           "| F1 per class |", "|---|---|---|---|---|---|"]
+    for p in paths:
+        r = _load(p)
+        meta = r["model_meta"]
+        ci = r["macro_f1_ci95_by_flow"]
+        out.append(f"| `{os.path.basename(r['model'])}` | {meta.get('flows', '?')} flows of "
+                   f"{', '.join('`' + os.path.basename(t) + '`' for t in meta.get('trained_on', '').split())} "
+                   f"| {r['interval_ms'] / 1000:g} s | {r['flows']} ({r['frames']}) of "
+                   f"{', '.join('`' + os.path.basename(t.rstrip('/')) + '`' for t in r['results'])} "
+                   f"| {r['macro_f1']:.2f} ({ci[0]:.2f}–{ci[1]:.2f}) "
+                   f"| {', '.join(f'{c} {v:.2f}' for c, v in r['f1'].items())} |")
+    return "\n".join(out + ["", _source(paths)])
+
+
 SECTIONS: Dict[str, Callable[[], str]] = {
     "lossy-link": lossy_link,
     "cubic-fidelity": cubic_fidelity,
@@ -328,4 +349,5 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "forwarding-bench": forwarding_bench,
     "datapath-bench": datapath_bench,
     "dashboard-bench": dashboard_bench,
+    "dragonfly-models": dragonfly_models,
 }

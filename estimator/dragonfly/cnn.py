@@ -82,9 +82,10 @@ def forward(params: dict, frames: np.ndarray) -> np.ndarray:
     return scores.mean(axis=(2, 3))
 
 
-def to_onnx(params: dict, n_slots: int, n_features: int, classes: tuple, path: str) -> None:
+def to_onnx(params: dict, n_slots: int, n_features: int, classes: tuple, path: str, meta: dict | None = None) -> None:
     """Write the network for dataframes of ``n_slots`` x ``n_features`` (already normalised:
-    OnnxClassifier does that) as an ONNX model, its classes in its metadata."""
+    OnnxClassifier does that) as an ONNX model, its classes in its metadata with ``meta``
+    (strings: what it was trained on)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     pool = pool_slots(n_slots)
@@ -109,7 +110,8 @@ def to_onnx(params: dict, n_slots: int, n_features: int, classes: tuple, path: s
                               [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["n", len(classes)])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="intcc")
     model.ir_version = 9             # what ONNX Runtime of the last years reads
-    helper.set_model_props(model, {"classes": ",".join(classes), "slots": str(n_slots), "features": str(n_features)})
+    helper.set_model_props(model, {**{k: str(v) for k, v in (meta or {}).items()}, "classes": ",".join(classes),
+                                   "slots": str(n_slots), "features": str(n_features)})
     onnx.checker.check_model(model)
     onnx.save(model, path)
 
@@ -123,6 +125,7 @@ class OnnxClassifier:
         opts.intra_op_num_threads = 1            # beside a node on a shared core: one thread
         self.session = onnxruntime.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
         meta = self.session.get_modelmeta().custom_metadata_map
+        self.meta = dict(meta)                   # what `train` wrote beside the shape: its data
         self.classes_ = tuple(meta["classes"].split(","))
         self.n_slots, self.n_features = int(meta["slots"]), int(meta["features"])
 

@@ -124,6 +124,6 @@ class DragonflyTrainer:
     def score(self, frames: np.ndarray, labels) -> float:
         return float(np.mean(self.predict(frames) == np.asarray(labels)))
 
-    def save(self, path: str) -> None:
-        """The model as ONNX (cnn.OnnxClassifier reads it)."""
-        to_onnx(self.params_, self.n_slots_, self.n_features_, self.classes, path)
+    def save(self, path: str, meta: dict | None = None) -> None:
+        """The model as ONNX (cnn.OnnxClassifier reads it), ``meta`` in its metadata."""
+        to_onnx(self.params_, self.n_slots_, self.n_features_, self.classes, path, meta)
