@@ -4,6 +4,6 @@ ingress bytes at a node's queue (telemetry.cbiq, int_node FlowSlots), shipped as
 import os
 
 #: the shipped model (``intcc estimator dragonfly train``; docs/dragonfly.md gives its data and scores)
-DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(__file__)), "models", "dragonfly_1s.onnx")
+DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(__file__)), "models", "dragonfly_500ms.onnx")
 #: the classes trained on: the paper's three (the testbed's captures have no Vegas flow yet)
 TRAIN_CLASSES = ("reno", "cubic", "bbr")
