@@ -14,8 +14,8 @@ OutSeq(t+1) - 1, hence
 Losses and retransmissions are neglected (in-order delivery assumed), as in the paper. A
 slot without a packet takes the next non-empty slot's value (every packet seen: the first
 of the next slot is where this one ended); under random sampling, a value interpolated
-linearly between the non-empty slots around it (the paper's interpolation). Both in one
-backward pass over the slots, amortised O(1) per slot.
+linearly between the non-empty slots around it (the paper's interpolation). Both O(1) per
+slot: the next and the previous non-empty slot found by running minima and maxima.
 
 Sequence numbers are TCP's, 32 bits: unwrapped against the first one seen."""
 from __future__ import annotations
@@ -41,28 +41,26 @@ def filled(first_seq: np.ndarray, interpolate: bool = False) -> np.ndarray:
     """Each empty slot (NaN) given the next non-empty slot's value, or with ``interpolate``
     the value on the line between the non-empty slots before and after it (an empty slot
     before the first non-empty one takes the next value). Slots after the last non-empty
-    one stay NaN: where the flow went next is not known yet."""
+    one stay NaN: where the flow went next is not known yet. (Vectorised: the index of the
+    next and of the previous non-empty slot by a running minimum and maximum.)"""
     out = np.array(first_seq, dtype=float)
-    nxt = np.nan         # the next non-empty slot's value and index, walking backwards
-    nxt_i = -1
-    i = len(out) - 1
-    while i >= 0:
-        if not np.isnan(out[i]):
-            nxt, nxt_i = out[i], i
-            i -= 1
-            continue
-        # a run of empty slots ending at i: find where it starts (each slot visited twice)
-        j = i
-        while j >= 0 and np.isnan(out[j]):
-            j -= 1
-        if not np.isnan(nxt):
-            if interpolate and j >= 0:
-                slope = (nxt - out[j]) / (nxt_i - j)
-                out[j + 1:i + 1] = out[j] + slope * np.arange(1, i - j + 1)
-            else:
-                out[j + 1:i + 1] = nxt
-        i = j
-    return out
+    n = len(out)
+    valid = ~np.isnan(out)
+    if n == 0 or valid.all() or not valid.any():
+        return out
+    idx = np.arange(n)
+    nxt = np.minimum.accumulate(np.where(valid, idx, n)[::-1])[::-1]
+    known_next = nxt < n
+    nxt_c = np.minimum(nxt, n - 1)
+    filled_next = np.where(known_next, out[nxt_c], np.nan)
+    if not interpolate:
+        return np.where(valid, out, filled_next)
+    prv = np.maximum.accumulate(np.where(valid, idx, -1))
+    between = ~valid & known_next & (prv >= 0)
+    p = np.maximum(prv, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        line = out[p] + (out[nxt_c] - out[p]) * (idx - p) / (nxt_c - p)
+    return np.where(valid, out, np.where(between, line, filled_next))
 
 
 def slot_inputs(in_first_seq, out_first_seq, interpolate: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -97,10 +95,10 @@ def per_slot(entries, first_slot: int, n_slots: int) -> tuple[np.ndarray, np.nda
     from ``first_slot``: the first packet's sequence number and the exact bytes the queue
     held of the flow as it passed (NaN: no entry, or no exact count kept)."""
     seq, exact = np.full(n_slots, np.nan), np.full(n_slots, np.nan)
-    for slot, s, queued in entries:
-        i = int(slot) - first_slot
-        if 0 <= i < n_slots:
-            seq[i] = s
-            if queued >= 0:
-                exact[i] = queued
+    e = np.asarray(entries, dtype=float).reshape(-1, 3)
+    i = e[:, 0].astype(np.int64) - first_slot
+    inside = (i >= 0) & (i < n_slots)
+    seq[i[inside]] = e[inside, 1]
+    has_exact = inside & (e[:, 2] >= 0)
+    exact[i[has_exact]] = e[has_exact, 2]
     return seq, exact

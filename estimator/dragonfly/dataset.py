@@ -31,12 +31,12 @@ class FlowSeries:
 
 
 def flow_series(entry: dict, interpolate: bool = False) -> FlowSeries | None:
-    """One flow's capture as per-slot series from its first to its last entry; None where
-    it has no entry on one side."""
-    if not entry.get("in") or not entry.get("out"):
+    """One flow's capture as per-slot series from its first to its last entry (lists or
+    (k, 3) arrays of entries); None where it has no entry on one side."""
+    if not len(entry.get("in", ())) or not len(entry.get("out", ())):
         return None
-    first = min(entry["in"][0][0], entry["out"][0][0])
-    n = max(entry["in"][-1][0], entry["out"][-1][0]) - first + 1
+    first = int(min(entry["in"][0][0], entry["out"][0][0]))
+    n = int(max(entry["in"][-1][0], entry["out"][-1][0])) - first + 1
     (inseq, exact), (outseq, _) = per_slot(entry["in"], first, n), per_slot(entry["out"], first, n)
     cbiq, thr = slot_inputs(inseq, outseq, interpolate)
     return FlowSeries(tuple(entry["flow"]), first, cbiq, thr, exact[1:])

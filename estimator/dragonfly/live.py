@@ -53,21 +53,23 @@ class LiveClassifier:
         flow keeps two intervals of slots (its egress may lag by up to an interval)."""
         now = self.clock()
         for fid, got in taken.items():
-            try:
-                entries_in, entries_out = list(got["in"]), list(got["out"])
+            try:        # as arrays once here: classify reads them every period
+                entries_in = np.asarray(got["in"], dtype=float).reshape(-1, 3)
+                entries_out = np.asarray(got["out"], dtype=float).reshape(-1, 3)
                 flow = list(got["flow"])
-            except (KeyError, TypeError):
+            except (KeyError, TypeError, ValueError):
                 self.counters["bad_entries"] += 1
                 continue
-            mine = self.flows.pop(fid, None) or {"flow": flow, "in": [], "out": [], "last_slot": None}
-            mine["in"] += entries_in
-            mine["out"] += entries_out
+            mine = self.flows.pop(fid, None) or {"flow": flow, "in": np.zeros((0, 3)), "out": np.zeros((0, 3)),
+                                                 "last_slot": None}
+            mine["in"] = np.concatenate((mine["in"], entries_in))
+            mine["out"] = np.concatenate((mine["out"], entries_out))
             mine["fed_ns"] = now
-            newest = max((e[0] for e in mine["in"][-1:] + mine["out"][-1:]), default=None)
-            if newest is not None:
-                oldest = newest - 2 * self.n_slots
-                mine["in"] = [e for e in mine["in"] if e[0] >= oldest]
-                mine["out"] = [e for e in mine["out"] if e[0] >= oldest]
+            ends = [e[-1, 0] for e in (mine["in"], mine["out"]) if len(e)]
+            if ends:
+                oldest = max(ends) - 2 * self.n_slots
+                mine["in"] = mine["in"][mine["in"][:, 0] >= oldest]
+                mine["out"] = mine["out"][mine["out"][:, 0] >= oldest]
             self.flows[fid] = mine
             while len(self.flows) > self.max_flows:
                 self.flows.popitem(last=False)
