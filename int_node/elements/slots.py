@@ -44,6 +44,13 @@ class _FlowEntries:
         self.entries = (deque(maxlen=keep_slots), deque(maxlen=keep_slots))
 
 
+def _sample_share(text: str) -> float:
+    share = parse_fraction(text)
+    if share <= 0:
+        raise ValueError("sample must be above 0 (a share of the packets, up to 1)")
+    return share
+
+
 @register
 class FlowSlots(Element):
     """Dragonfly's capture table: ``FlowSlots(slot 1ms, keep 2s, sample 1, max_flows 256,
@@ -53,6 +60,7 @@ class FlowSlots(Element):
     ARGS = (Arg("slot", parse_time_ns, 1_000_000), Arg("keep", parse_time_ns, 2_000_000_000),
             Arg("sample", parse_fraction, 1.0), Arg("max_flows", parse_pos_int, 256),
             Arg("queue", str, ""), Arg("seed", int, 0))
+    write_handlers = {"sample": _sample_share}       # sampling changed on a running node
     counter_names = ("seen", "sampled_out", "entries", "evicted")
 
     def configured(self):

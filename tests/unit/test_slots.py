@@ -102,6 +102,18 @@ def test_random_sampling_keeps_about_that_share():
     assert slots.sampled_out / slots.seen == pytest.approx(0.75, abs=0.03)
 
 
+def test_sampling_is_changed_on_a_running_node_and_a_share_of_zero_refused():
+    r = bed()
+    slots = r.elements["slots"]
+    slots.write_handler("sample", "6.25 %")
+    for i in range(4000):
+        arrive(r, i * PAYLOAD, i * 10_000_000)
+    assert slots.sampled_out / slots.seen == pytest.approx(15 / 16, abs=0.02)
+    with pytest.raises(ConfigError, match="above 0"):
+        slots.write_handler("sample", "0")
+    assert slots.sample == pytest.approx(0.0625)
+
+
 @pytest.mark.parametrize("config,message", [
     ("slots :: FlowSlots(queue q); Idle -> q :: Queue(10) -> Unqueue -> Discard;", "does not count bytes per flow"),
     ("slots :: FlowSlots(slot 2ms, keep 1ms);", "keep must be at least one slot"),
