@@ -95,3 +95,13 @@ def test_the_dragonfly_table_in_the_docs_is_the_one_its_record_gives(capsys):
     rows = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/dragonfly.md")).read()
     assert len(rows) == 4 and all(row in docs for row in rows), [r for r in rows if r not in docs]
+
+
+def test_the_dragonfly_sampling_table_in_the_docs_is_the_one_its_record_gives(capsys):
+    import os
+    from lab.dragonfly import sampling
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    sampling.main(["--table", os.path.join(root, "lab/records/estimator/dragonfly-sampling-2026-12-03.json")])
+    rows = capsys.readouterr().out.strip().splitlines()
+    docs = open(os.path.join(root, "docs/dragonfly.md")).read()
+    assert len(rows) == 8 and all(row in docs for row in rows), [r for r in rows if r not in docs]
