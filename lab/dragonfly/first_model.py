@@ -21,6 +21,7 @@ from sklearn.metrics import f1_score
 from estimator.dragonfly.dataset import frames
 from estimator.dragonfly.train import DragonflyTrainer
 from experiments.runs.slot_record import labelled_flows
+from lab.dragonfly import print_table
 from records.provenance import stamp
 
 CLASSES = ("reno", "cubic", "bbr")
@@ -53,9 +54,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
     if args.table:
-        with open(args.table) as f:
-            print("\n".join(table(json.load(f))))
-        return 0
+        return print_table(args.table, table)
     if not (args.train and args.test):
         ap.error("TRAIN and TEST results directories are needed (or --table RECORD)")
     results = {}

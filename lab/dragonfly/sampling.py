@@ -24,6 +24,7 @@ from experiments.testbed.bed import Testbed
 from experiments.runs.scenario import TOPOLOGIES
 from experiments.testbed.topo import load_topo
 from experiments.testbed.traffic import BackgroundFlow
+from lab.dragonfly import print_table
 from records.provenance import stamp
 from telemetry.cbiq import per_slot, slot_inputs
 
@@ -84,9 +85,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
     if args.table:
-        with open(args.table) as f:
-            print("\n".join(table(json.load(f))))
-        return 0
+        return print_table(args.table, table)
     results = {}
     for sample in args.samples:
         results[str(sample)] = one_run(sample, args.seconds)

@@ -87,21 +87,14 @@ def test_the_paired_active_passive_table_in_the_docs_is_the_one_its_records_give
     assert len(rows) == 11 and all(row in docs for row in rows), [r for r in rows if r not in docs]
 
 
-def test_the_dragonfly_table_in_the_docs_is_the_one_its_record_gives(capsys):
+@pytest.mark.parametrize("study,record,rows", [
+    ("first_model", "lab/records/estimator/dragonfly-first-model-2026-12-03.json", 4),
+    ("sampling", "lab/records/estimator/dragonfly-sampling-2026-12-03.json", 8)])
+def test_the_dragonfly_tables_in_the_docs_are_the_ones_their_records_give(capsys, study, record, rows):
+    import importlib
     import os
-    from lab.dragonfly import first_model
     root = os.path.join(os.path.dirname(__file__), "..", "..")
-    first_model.main(["--table", os.path.join(root, "lab/records/estimator/dragonfly-first-model-2026-12-03.json")])
-    rows = capsys.readouterr().out.strip().splitlines()
+    importlib.import_module(f"lab.dragonfly.{study}").main(["--table", os.path.join(root, record)])
+    got = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/dragonfly.md")).read()
-    assert len(rows) == 4 and all(row in docs for row in rows), [r for r in rows if r not in docs]
-
-
-def test_the_dragonfly_sampling_table_in_the_docs_is_the_one_its_record_gives(capsys):
-    import os
-    from lab.dragonfly import sampling
-    root = os.path.join(os.path.dirname(__file__), "..", "..")
-    sampling.main(["--table", os.path.join(root, "lab/records/estimator/dragonfly-sampling-2026-12-03.json")])
-    rows = capsys.readouterr().out.strip().splitlines()
-    docs = open(os.path.join(root, "docs/dragonfly.md")).read()
-    assert len(rows) == 8 and all(row in docs for row in rows), [r for r in rows if r not in docs]
+    assert len(got) == rows and all(row in docs for row in got), [r for r in got if r not in docs]
