@@ -2,6 +2,7 @@
 clean session, reconnects by itself with a short backoff, optional TLS."""
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import ssl
@@ -10,6 +11,8 @@ from typing import Optional
 import paho.mqtt.client as mqtt
 
 from .auth import BrokerURL
+
+log = logging.getLogger(__name__)
 
 RECONNECT_MIN_S, RECONNECT_MAX_S = 0.2, 2.0
 KEEPALIVE_S = 10
@@ -48,3 +51,17 @@ def stop(client: mqtt.Client) -> None:
         client.disconnect()
     finally:
         client.loop_stop()
+
+
+def logged_in(url: str, user: str, client_id_prefix: str) -> tuple[mqtt.Client, BrokerURL]:
+    """A started client for ``url``, logged in as ``user`` from the credentials file where the
+    URL carries no login (with a warning when the file has none: a broker with intcc's ACL
+    drops what is published anonymously)."""
+    from .auth import parse_url, resolve_login
+    resolved = resolve_login(parse_url(url), user)
+    if not resolved.username:
+        log.warning("%s: no login for %s in the credentials file: a broker with intcc's ACL drops what is "
+                    "published anonymously (give the URL ?credentials=FILE)", resolved.display, user)
+    client = make_client(resolved, client_id_prefix)
+    start(client, resolved)
+    return client, resolved

@@ -174,14 +174,9 @@ class OnlineEstimator:
 class Publisher:
     def __init__(self, url: str):
         from broker import client as mqttc
-        from broker.auth import AGENT_USER, parse_url, resolve_login
+        from broker.auth import AGENT_USER
         self._mqttc = mqttc
-        self.url = resolve_login(parse_url(url), AGENT_USER)
-        if not self.url.username:
-            log.warning("%s: no login for %s in the credentials file: a broker with intcc's ACL drops what is "
-                        "published anonymously (give the URL ?credentials=FILE)", self.url.display, AGENT_USER)
-        self.client = mqttc.make_client(self.url, "intcc-estimator")
-        mqttc.start(self.client, self.url)
+        self.client, self.url = mqttc.logged_in(url, AGENT_USER, "intcc-estimator")
 
     def publish(self, rec: EstimateRecord):
         self.client.publish(estimate_topic(rec.flow_id), encode(rec), qos=0)

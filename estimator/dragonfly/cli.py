@@ -29,10 +29,12 @@ def dragonfly_group():
 @click.option("--json", "as_json", is_flag=True, help="print each record as JSON")
 def watch_cmd(control_path, model_path, broker_url, node_id, period_s, seconds, as_json):
     """Name every flow through a node's FlowSlots tables, each period (Ctrl-C stops)."""
+    import logging
     import threading
 
     from .cnn import OnnxClassifier
     from .watch import watch
+    logging.basicConfig(level=logging.INFO, format="%(message)s")   # "watching ...": it is ready
     model = OnnxClassifier(model_path)
     stop = threading.Event()
     if seconds:

@@ -13,7 +13,6 @@ with no new slot for ``idle_s`` is forgotten, and at most ``max_flows`` are kept
 least recently fed go first, counted)."""
 from __future__ import annotations
 
-import logging
 import time
 from collections import OrderedDict
 
@@ -22,8 +21,6 @@ import numpy as np
 from telemetry.schema import CcaRecord
 
 from .dataset import flow_series
-
-log = logging.getLogger(__name__)
 
 MIN_KNOWN = 0.9          # of an interval's slots known on both sides, as in training
 PERIOD_S = 0.5

@@ -57,29 +57,17 @@ class NodeTables:
         return out
 
 
-def open_publisher(broker_url: str):
-    """An MQTT client with the sink's login (None when no broker is given)."""
-    from broker import client as mqttc
-    from broker.auth import SINK_USER, parse_url, resolve_login
-    url = resolve_login(parse_url(broker_url), SINK_USER)
-    if not url.username:
-        log.warning("%s: no login for %s in the credentials file: a broker with intcc's ACL drops what is "
-                    "published anonymously (give the URL ?credentials=FILE)", url.display, SINK_USER)
-    client = mqttc.make_client(url, "intcc-dragonfly")
-    mqttc.start(client, url)
-    return client
-
-
 def watch(control_path: str, model, broker_url: str | None = None, period_s: float = PERIOD_S,
           node_id: int | None = None, stop: threading.Event | None = None, on_record=None) -> LiveClassifier:
     """Drain, classify and publish every ``period_s`` until ``stop`` is set; ``on_record``
     (if given) sees each record too. Returns the classifier (its counters)."""
     from broker import client as mqttc
+    from broker.auth import SINK_USER
     from telemetry.schema import cca_topic, encode
     node = NodeTables(control_path, node_id)
     live = LiveClassifier(model, node.node_id, node.slot_ns)
     node.take()                        # what was there before: another interval's flows
-    client = open_publisher(broker_url) if broker_url else None
+    client = mqttc.logged_in(broker_url, SINK_USER, "intcc-dragonfly")[0] if broker_url else None
     stop = stop or threading.Event()
     log.info("watching %d FlowSlots table(s) of node %d (%s), %g s intervals", len(node.tables), node.node_id,
              control_path, live.n_slots * node.slot_ns / 1e9)

@@ -37,6 +37,7 @@ def test_each_flow_is_named_in_the_network_on_the_page_within_two_seconds_of_its
         dash = subprocess.Popen([sys.executable, "-m", "intcc", "dashboard", "--broker", broker.url, "--listen",
                                  f"127.0.0.1:{web}"], stderr=open(tmp_path / "dashboard.log", "wb"))
         wait(lambda: listening(web), 15, "the dashboard to listen")
+        wait(lambda: "watching" in (tmp_path / "watch.log").read_text(), 15, "the classifier to watch the node")
         browser.get(f"http://127.0.0.1:{web}/")
         wait(lambda: browser.execute_script("return window.intccDash && intccDash.updates >= 1"), 15, "the page")
         # a flow's start: its first record from the sink (within 10 ms of its first packet there)
