@@ -90,14 +90,14 @@ def run_name(alg: Algorithm, key: str, value, rep: int) -> str:
 
 def needs_ccp_datapath(sc, seed: int = 0) -> bool:
     """Whether any run of ``sc`` has a flow on the CCP datapath: a CCP algorithm, flow 1 on
-    the competitor's CCA as CCP ('oracle ccp'), or a CCA the kernel lacks (vegas); for a
-    collection, any of its plans (of ``seed``) left to run."""
+    the competitor's CCA as CCP ('oracle ccp'), or a CCA the kernel lacks (vegas) for flow 1
+    or a competitor; for a collection, any of its plans (of ``seed``) left to run."""
     if sc.collection:
         algs = [sc.run_setting(seed, rep, alg, None, 0)[1] for alg, _, reps in sc.batches(1) for rep in reps]
         return any(a.uses_ccp for a in algs)
     return any(a.ccp or a.same_on_ccp for a in sc.algorithms) or any(
         c not in KERNEL_CCAS for c in sc.sweep.get("competitor", []) + [c for a in sc.algorithms
-                                                                       for c in [a.competitor, *a.cca_random] if c])
+                                                                       for c in [a.cca, a.competitor, *a.cca_random] if c])
 
 
 def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboard_port: int | None = None) -> list[dict]:

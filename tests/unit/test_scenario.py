@@ -301,6 +301,14 @@ def test_the_ccp_datapath_runs_for_flow_1_on_the_competitors_cca_as_ccp(tmp_path
     assert needs_ccp_datapath(load(write(tmp_path, text.format('"ccp"'))))        # 'oracle ccp' alone needed it
 
 
+def test_the_ccp_datapath_runs_for_flow_1_on_a_cca_the_kernel_lacks(tmp_path):
+    from experiments.runs.runner import needs_ccp_datapath
+    text = ('topology = "dumbbell"\nseconds = 5\nflows = {{ main = ["s1", "r1"] }}\n'
+            '[[algorithms]]\nlabel = "x"\ncca = "{}"\ncompetitor = "bbr"\n')
+    assert not needs_ccp_datapath(load(write(tmp_path, text.format("cubic"))))
+    assert needs_ccp_datapath(load(write(tmp_path, text.format("vegas"))))       # flow 1 runs it as CCP
+
+
 def test_queueing_delay_from_a_sinks_log_after_the_runs_offset(tmp_path):
     import json
 
