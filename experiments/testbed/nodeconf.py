@@ -116,7 +116,8 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
                 lines.append(f"mir{i}[1] -> mon;")
         egress = [f"rt[{i}]", "DecHopLimit", f"m{i} :: FlowMeter"]
         if f.link.flow_slots:
-            lines.append(f"slots{i} :: FlowSlots(queue q{i});   // Dragonfly's capture: read its 'take' handler")
+            sample = f", sample {f.link.flow_slots_sample:g}" if f.link.flow_slots_sample < 1 else ""
+            lines.append(f"slots{i} :: FlowSlots(queue q{i}{sample});   // Dragonfly's capture: read its 'take' handler")
         egress += _emulation(str(i), f.link, 2 * f.link.index, transit, sink, slots=f.link.flow_slots)
         egress += [f"EtherRewrite({f.mac}, {f.peer_mac})", f"out{i}"]
         lines.append(" -> ".join(egress) + ";")

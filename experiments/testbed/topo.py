@@ -19,6 +19,7 @@ A topology is a TOML file:
     buffer_pkts = 100
     wireless = { distance_m = 10 }
     flow_slots = true              # Dragonfly's per-flow 1 ms capture at this link's egress queues
+                                   # (a share in (0, 1) instead: the capture samples packets so)
 
 Link parameters apply to both directions. A node emulates the link on its
 egress; on a host-facing link the host->node direction is emulated at the
@@ -64,6 +65,8 @@ class Link:
     may_lose: bool = False
     #: Dragonfly's capture at the nodes' egress queues of this link (FlowSlots, SlotTap)
     flow_slots: bool = False
+    #: the share of packets the capture samples (FlowSlots' sample)
+    flow_slots_sample: float = 1.0
 
     def other(self, name: str) -> str:
         return self.b if name == self.a else self.a
@@ -267,8 +270,10 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
             bad = set(wl) - WIRELESS_KEYS
             if bad:
                 raise TopologyError(f"{where}: unknown wireless key(s) {sorted(bad)}")
-        if not isinstance(l.get("flow_slots", False), bool):
-            raise TopologyError(f"{where}: flow_slots must be true or false, got {l['flow_slots']!r}")
+        slots = l.get("flow_slots", False)
+        if not isinstance(slots, bool) and not (isinstance(slots, (int, float)) and 0 < slots <= 1):
+            raise TopologyError(f"{where}: flow_slots must be true, false or the share of packets the capture "
+                                f"samples (0 < share <= 1), got {slots!r}")
         rate = _num(l, "rate_mbps", where)
         links.append(Link(i, ends[0], ends[1], rate_mbps=rate or None,
                           delay_ms=_num(l, "delay_ms", where) or 0.0,
@@ -276,7 +281,7 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
                           buffer_pkts=max(1, _num(l, "buffer_pkts", where, lambda x: int(round(float(x)))) or 1000),
                           wireless=wl, seed=l.get("seed", params.get("seed")),
                           may_lose="loss_pct" in l or wl is not None,
-                          flow_slots=l.get("flow_slots", False)))
+                          flow_slots=bool(slots), flow_slots_sample=1.0 if isinstance(slots, bool) else float(slots)))
         if links[-1].loss_pct > 100:
             raise TopologyError(f"{where}: loss_pct must be <= 100")
     for h in hosts:

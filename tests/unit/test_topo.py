@@ -177,3 +177,16 @@ def test_a_link_may_carry_dragonflys_capture_at_its_queues():
         taps = [e for e in r.elements.values() if type(e).__name__ == "SlotTap"]
         assert len(tables) == 1 and sorted(t.side for t in taps) == ["in", "out"], node
         assert r.elements[tables[0].queue].flow_bytes == {}
+
+
+def test_a_links_capture_may_sample_packets_and_a_share_outside_0_1_is_refused():
+    topo = load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"flow_slots": 0.25})
+    for node, r in _configs(topo).items():
+        tables = [e for e in r.elements.values() if type(e).__name__ == "FlowSlots"]
+        assert len(tables) == 1 and tables[0].sample == 0.25, node
+    full = load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"flow_slots": True})
+    assert all(t.sample == 1 for r in _configs(full).values() for t in r.elements.values()
+               if type(t).__name__ == "FlowSlots")
+    for bad in (0, 1.5, "yes"):
+        with pytest.raises(TopologyError, match="flow_slots must be true, false or the share"):
+            load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"flow_slots": bad})
