@@ -107,6 +107,19 @@ def counters_cmd(control_path):
     click.echo(json.dumps(_ask(request, control_path, {"cmd": "counters"}), indent=1))
 
 
+@node_group.command("read")
+@click.option("--control", "control_path", required=True, help="The node's control socket.")
+@click.argument("target", metavar="ELEMENT.HANDLER")
+def read_cmd(control_path, target):
+    """Print what a running node's read handler gives, as JSON, e.g. ``rtt.rtts``."""
+    from .control import request
+    elem, _, handler = target.partition(".")
+    if not handler:
+        raise click.BadParameter("expected ELEMENT.HANDLER, e.g. rtt.rtts", param_hint="TARGET")
+    reply = _ask(request, control_path, {"cmd": "read", "element": elem, "handler": handler})
+    click.echo(json.dumps(reply["value"], indent=1))
+
+
 @node_group.command("write")
 @click.option("--control", "control_path", required=True, help="The node's control socket.")
 @click.argument("target", metavar="ELEMENT.HANDLER")

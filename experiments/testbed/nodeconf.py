@@ -82,6 +82,8 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
     mirror = bool(topo.extra.get("int_mirror")) and "sink" in roles
     if mirror:
         lines.append(f"mon :: ToDevice({MIRROR_IFNAME});   // INT mirror: capture here with tcpdump")
+    if info.get("flow_rtt"):
+        lines.append("rtt :: FlowRTT;   // per-flow RTT from the packets of both directions: read its 'rtts' handler")
     for i, f in enumerate(ifaces):
         from_host = topo.is_host(f.peer)
         lines += ["", f"// interface {i}: {f.ifname} <-> {f.peer}"]
@@ -93,6 +95,8 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         ingress = [f"cls{i}"]
         if from_host and f.link.emulated:
             ingress += _emulation(f"i{i}", f.link, 2 * f.link.index + 1)
+        if info.get("flow_rtt"):
+            ingress.append(f"rtap{i} :: RTTTap(rtt)")       # as packets reach the node, before INT headers
         if from_host and "source" in roles:
             ingress.append(f"src{i} :: INTSource(max_hops {max_hops}, mtu {node_mtu}{ns_arg})")
         ingress.append("rt")

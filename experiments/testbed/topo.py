@@ -11,6 +11,7 @@ A topology is a TOML file:
     name = "ap1"
     node_id = 1
     int = ["source", "transit"]    # any of source, transit, sink
+    flow_rtt = true                # per-flow RTT measured passively at every ingress (FlowRTT)
     [[links]]
     ends = ["ap1", "ap2"]
     rate_mbps = "${rate_mbps}"     # ${expr}: a parameter or an arithmetic expression of them
@@ -219,6 +220,7 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
     hosts = [h["name"] for h in raw.get("hosts", [])]
     nodes = {}
     for i, n in enumerate(raw.get("nodes", [])):
+        n = {**n, "flow_rtt": substitute(n["flow_rtt"], params)} if "flow_rtt" in n else n
         roles = set(n.get("int", []))
         if roles - INT_ROLES:
             raise TopologyError(f"{path}: node {n.get('name')}: unknown INT role(s) {sorted(roles - INT_ROLES)}")
@@ -244,7 +246,10 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
                                 f"(0: the normal scheduler), not {rt_priority!r}")
         if rt_priority and busy_poll_us:
             raise TopologyError(f"{path}: node {n.get('name')}: rt_priority with busy_poll_us: {RT_WITH_BUSY_POLL}")
-        nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles),
+        flow_rtt = n.get("flow_rtt", False)
+        if not isinstance(flow_rtt, bool):
+            raise TopologyError(f"{path}: node {n.get('name')}: flow_rtt must be true or false, not {flow_rtt!r}")
+        nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles), "flow_rtt": flow_rtt,
                             "cpu": n.get("cpu"), "python": python, "poll_idle": bool(n.get("poll_idle", False)),
                             "busy_poll_us": busy_poll_us, "rt_priority": rt_priority,
                             "tx_ring": n.get("tx_ring", True), "rx_batch": rx_batch}

@@ -190,3 +190,15 @@ def test_a_links_capture_may_sample_packets_and_a_share_outside_0_1_is_refused()
     for bad in (0, 1.5, "yes"):
         with pytest.raises(TopologyError, match="flow_slots must be true, false or the share"):
             load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"flow_slots": bad})
+
+
+def test_a_node_may_measure_every_flows_rtt_at_each_ingress():
+    plain = _configs(load_topo(os.path.join(TOPO_DIR, "dumbbell.toml")))
+    assert not any(type(e).__name__ == "FlowRTT" for r in plain.values() for e in r.elements.values())
+    for node, r in _configs(load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"flow_rtt": True})).items():
+        tables = [e for e in r.elements.values() if type(e).__name__ == "FlowRTT"]
+        taps = [e for e in r.elements.values() if type(e).__name__ == "RTTTap"]
+        ifaces = [e for e in r.elements.values() if type(e).__name__ == "FromDevice"]
+        assert len(tables) == 1 and len(taps) == len(ifaces), node
+    with pytest.raises(TopologyError, match="flow_rtt must be true or false"):
+        load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"flow_rtt": 3})

@@ -1,0 +1,231 @@
+"""FlowRTT and RTTTap: per-flow round-trip times measured passively at the node.
+
+    rtt :: FlowRTT(max_flows 1024, max_pending 64)
+    ... -> RTTTap(rtt) -> ...        (on every path a flow's packets cross, both directions)
+
+Two measurements per TCP flow, both from packets the node forwards anyway:
+
+- **ACK matching** (the RTT-separation paper's: a data segment's expected ACK, eACK = its
+  sequence number plus its length, stored with the time it passed; the first ACK of the
+  other direction that acknowledges exactly that eACK gives a sample). Beside a sender this
+  is the flow's RTT; in the middle of a path it is the part beyond the node (node ->
+  receiver -> node). Karn's rule: a segment sent again (its eACK not above the highest seen)
+  cancels the samples it could confuse. A delayed or cumulative ACK matches only the segment
+  it names exactly; older segments it covers are dropped without a sample (their ACK waited).
+- **TCP timestamps** (Linux sends them by default): the time a TSval first passed, matched
+  with the first packet of the other direction echoing it (TSecr). Each direction gives the
+  part of the path beyond the node as its packets go; the two together are the flow's
+  whole round trip, wherever the node sits (``full``).
+
+State is bounded: at most ``max_flows`` directions (the least recently seen evicted,
+counted) and ``max_pending`` outstanding eACKs and TSvals each. Per direction: samples,
+the last, the minimum and a smoothed value (RFC 6298's 1/8 gain). Handler ``rtts``: flow id
+-> {"flow": [src, dst, proto, sport, dport], "ack": {...}, "ts": {...}, "full_us": ...},
+times in microseconds."""
+from __future__ import annotations
+
+import struct
+import time
+from collections import OrderedDict
+
+from ..element import AGNOSTIC, Arg, ConfigError, Element, register
+from ..packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, IP6_PLEN_OFF, NH_TCP, flow_key, flow_tuple, key_hash, upper_layer
+from ..units import parse_pos_int
+
+_TCP = struct.Struct("!HHIIBB")          # ports, seq, ack, data offset, flags
+_U32 = struct.Struct("!I")
+_U16 = struct.Struct("!H")
+SYN, FIN = 0x02, 0x01
+OPT_END, OPT_NOP, OPT_TS = 0, 1, 8
+SRTT_GAIN = 0.125                         # RFC 6298's alpha
+SEQ_HALF = 1 << 31
+
+
+def _after(a: int, b: int) -> bool:
+    """Sequence number a is after b (modulo 2**32)."""
+    return 0 < ((a - b) & 0xFFFFFFFF) < SEQ_HALF
+
+
+def reverse_key(key: bytes) -> bytes:
+    """The flow key of the other direction (int_node.packet.flow_key's layout)."""
+    return key[16:32] + key[0:16] + key[32:33] + key[35:37] + key[33:35]
+
+
+def _timestamps(data, off: int, end: int):
+    """(TSval, TSecr) from the TCP options between off and end, or None."""
+    while off < end:
+        kind = data[off]
+        if kind == OPT_END:
+            return None
+        if kind == OPT_NOP:
+            off += 1
+            continue
+        if off + 1 >= end or data[off + 1] < 2:
+            return None                       # malformed: stop reading options
+        if kind == OPT_TS and data[off + 1] == 10 and off + 10 <= end:
+            return _U32.unpack_from(data, off + 2)[0], _U32.unpack_from(data, off + 6)[0]
+        off += data[off + 1]
+    return None
+
+
+class RttStats:
+    __slots__ = ("samples", "last_us", "min_us", "srtt_us")
+
+    def __init__(self):
+        self.samples, self.last_us, self.min_us, self.srtt_us = 0, None, None, None
+
+    def add(self, rtt_us: float) -> None:
+        self.samples += 1
+        self.last_us = rtt_us
+        self.min_us = rtt_us if self.min_us is None else min(self.min_us, rtt_us)
+        self.srtt_us = rtt_us if self.srtt_us is None else self.srtt_us + SRTT_GAIN * (rtt_us - self.srtt_us)
+
+    def as_dict(self) -> dict:
+        r = (lambda v: None if v is None else round(v, 1))
+        return {"samples": self.samples, "last_us": r(self.last_us), "min_us": r(self.min_us), "srtt_us": r(self.srtt_us)}
+
+
+class _Direction:
+    __slots__ = ("high_eack", "eacks", "tsvals", "last_tsval", "ack", "ts")
+
+    def __init__(self):
+        self.high_eack = None
+        self.eacks: "OrderedDict[int, int]" = OrderedDict()     # eACK -> ns it passed
+        self.tsvals: "OrderedDict[int, int]" = OrderedDict()    # TSval -> ns it first passed
+        self.last_tsval = None
+        self.ack, self.ts = RttStats(), RttStats()
+
+
+@register
+class FlowRTT(Element):
+    """The per-flow RTT table: ``FlowRTT(max_flows 1024, max_pending 64)``, filled by
+    RTTTaps (no ports: an information element, like FlowSlots)."""
+    n_inputs = n_outputs = (0, 0)
+    ARGS = (Arg("max_flows", parse_pos_int, 1024), Arg("max_pending", parse_pos_int, 64))
+    counter_names = ("seen", "ack_samples", "ts_samples", "retransmits", "evicted", "pending_dropped")
+
+    def configured(self):
+        if self.max_flows < 2:
+            raise ConfigError("FlowRTT: max_flows must be at least 2 (a flow's two directions)")
+        self.flows: "OrderedDict[bytes, _Direction]" = OrderedDict()
+
+    def _direction(self, key: bytes) -> _Direction:
+        d = self.flows.get(key)
+        if d is None:
+            if len(self.flows) >= self.max_flows:
+                self.flows.popitem(last=False)
+                self.evicted += 1
+            d = self.flows[key] = _Direction()
+        else:
+            self.flows.move_to_end(key)
+        return d
+
+    def _remember(self, table: OrderedDict, value: int, now_ns: int) -> None:
+        if len(table) >= self.max_pending:
+            table.popitem(last=False)
+            self.pending_dropped += 1
+        table[value] = now_ns
+
+    def note(self, pkt, now_ns: int) -> None:
+        """A packet passing a tap at ``now_ns``."""
+        self.seen += 1
+        data = pkt.data
+        if data[IP6_NH_OFF] == NH_TCP:
+            off = IP6_PAYLOAD_OFF
+        else:
+            proto, off = upper_layer(data)
+            if proto != NH_TCP:
+                return
+        if off + 20 > len(data):
+            raise IndexError("TCP header truncated")
+        _, _, seq, ack, doff, flags = _TCP.unpack_from(data, off)
+        hdr = (doff >> 4) * 4
+        end = IP6_PAYLOAD_OFF + _U16.unpack_from(data, IP6_PLEN_OFF)[0]
+        if hdr < 20 or off + hdr > min(end, len(data)):
+            raise IndexError("TCP header truncated")
+        key = pkt.flow_id
+        if key is None:
+            key = pkt.flow_id = flow_key(data)
+        me = self._direction(key)
+        seg_len = end - off - hdr + (1 if flags & (SYN | FIN) else 0)
+        if seg_len > 0:
+            eack = (seq + seg_len) & 0xFFFFFFFF
+            if me.high_eack is None or _after(eack, me.high_eack):
+                me.high_eack = eack
+                self._remember(me.eacks, eack, now_ns)
+            else:                                 # sent again: its ACK cannot tell which copy it answers
+                self.retransmits += 1
+                for e in [e for e in me.eacks if not _after(seq, e)]:
+                    del me.eacks[e]               # every segment at or after the resent one (Karn)
+        other = self.flows.get(reverse_key(key))
+        if other is not None and flags & 0x10:
+            t = other.eacks.pop(ack, None)
+            if t is not None:
+                other.ack.add((now_ns - t) / 1e3)
+                self.ack_samples += 1
+            while other.eacks and not _after(next(iter(other.eacks)), ack):
+                other.eacks.popitem(last=False)   # covered by this cumulative ACK: no sample
+        ts = _timestamps(data, off + 20, off + hdr) if hdr > 20 else None
+        if ts is not None:
+            tsval, tsecr = ts
+            if tsval != me.last_tsval:            # the first packet with this TSval
+                me.last_tsval = tsval
+                self._remember(me.tsvals, tsval, now_ns)
+            if other is not None:
+                t = other.tsvals.pop(tsecr, None)
+                if t is not None:
+                    other.ts.add((now_ns - t) / 1e3)
+                    self.ts_samples += 1
+                    while other.tsvals and _after(tsecr, next(iter(other.tsvals))):
+                        other.tsvals.popitem(last=False)    # older TSvals: echoed late or never
+
+    def read_handler(self, handler: str):
+        if handler == "rtts":
+            out = {}
+            for key, d in self.flows.items():
+                back = self.flows.get(reverse_key(key))
+                full = (d.ts.min_us + back.ts.min_us) if back is not None and d.ts.min_us is not None \
+                    and back.ts.min_us is not None else None
+                out[key_hash(key)] = {"flow": list(flow_tuple(key)), "ack": d.ack.as_dict(), "ts": d.ts.as_dict(),
+                                      "full_min_us": None if full is None else round(full, 1)}
+            return out
+        return super().read_handler(handler)
+
+    def counters(self):
+        c = super().counters()
+        c["flows"] = len(self.flows)
+        return c
+
+
+@register
+class RTTTap(Element):
+    """Notes each TCP packet passing here in a FlowRTT table; passes every packet on. Put one
+    on each direction's path through the node."""
+    input_kind = output_kind = AGNOSTIC
+    ARGS = (Arg("rtt", str),)
+    counter_names = ("errors",)
+
+    def configured(self):
+        self.clock = time.time_ns
+
+    def initialize(self):
+        self._rtt = self.router.find(self.rtt, FlowRTT, user=f"RTTTap {self.name}")
+
+    def _note(self, pkt):
+        try:
+            self._rtt.note(pkt, self.clock())
+        except (IndexError, struct.error):
+            self.errors += 1          # a truncated header: counted, the packet still forwarded
+
+    def push_batch(self, port, batch):
+        note = self._note
+        for pkt in batch:
+            note(pkt)
+        self.output_batch(0, batch)
+
+    def pull(self, port):
+        up = self._in[0]
+        pkt = up[0].pull(up[1])
+        if pkt is not None:
+            self._note(pkt)
+        return pkt
