@@ -46,3 +46,10 @@ def test_an_interval_with_too_few_slots_known_is_not_classified():
     s = _series([9.0] * 10 + [np.nan] * 5 + [9.0] * 5)
     ends, logp = accumulate.flow_verdicts(_Model(), s)
     assert list(ends) == [0.01]
+
+
+def test_cubic_runs_reno_friendly_at_the_scaled_network_and_on_its_curve_at_the_papers():
+    from lab.dragonfly.cubic_region import region
+    assert region(10, 35, 0.86) == "Reno-friendly"        # dragonfly_fixed: ~36 packets a flow
+    assert region(10, 100, 0.86) == "cubic curve"          # dragonfly_fixed_long: ~100
+    assert region(100, 35, 0.86) == "cubic curve"          # the paper's Mininet: ~360

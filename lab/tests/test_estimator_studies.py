@@ -89,7 +89,8 @@ def test_the_paired_active_passive_table_in_the_docs_is_the_one_its_records_give
 
 @pytest.mark.parametrize("study,record,rows", [
     ("first_model", "lab/records/estimator/dragonfly-first-model-2026-12-03.json", 4),
-    ("sampling", "lab/records/estimator/dragonfly-sampling-2026-12-03.json", 8)])
+    ("sampling", "lab/records/estimator/dragonfly-sampling-2026-12-03.json", 8),
+    ("accumulate", "lab/records/estimator/dragonfly-accumulate-seed6702-2026-12-03.json", 4)])
 def test_the_dragonfly_tables_in_the_docs_are_the_ones_their_records_give(capsys, study, record, rows):
     import importlib
     import os
@@ -98,3 +99,15 @@ def test_the_dragonfly_tables_in_the_docs_are_the_ones_their_records_give(capsys
     got = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/dragonfly.md")).read()
     assert len(got) == rows and all(row in docs for row in got), [r for r in got if r not in docs]
+
+
+def test_the_dragonfly_interval_table_in_the_docs_is_the_one_its_records_give(capsys):
+    import os
+    from lab.dragonfly import intervals
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    records = [os.path.join(root, f"lab/records/estimator/dragonfly-intervals-{name}-2026-12-03.json")
+               for name in ("fixed70ms", "fixed200ms", "drawn")]
+    intervals.main(["--table", *records])
+    got = capsys.readouterr().out.strip().splitlines()
+    docs = open(os.path.join(root, "docs/dragonfly.md")).read()
+    assert len(got) == 11 and all(row in docs for row in got), [r for r in got if r not in docs]
