@@ -1,8 +1,43 @@
-"""Small utility elements: Counter, Discard, Tee."""
+"""Small utility elements: Counter, Discard, Tee; NoteTap, the base of the taps that note
+packets in a table element (SlotTap, RTTTap)."""
 from __future__ import annotations
+
+import struct
+import time
 
 from ..element import AGNOSTIC, Element, register
 from ..packet import Packet
+
+
+class NoteTap(Element):
+    """Hands each packet passing here to ``self._noter(pkt, now_ns)`` (the subclass sets it:
+    its table's note) and passes it on, push or pull; a truncated header is counted
+    (``errors``), the packet still forwarded."""
+    input_kind = output_kind = AGNOSTIC
+    counter_names = ("errors",)
+    _noter = None
+
+    def configured(self):
+        self.clock = time.time_ns
+
+    def _note(self, pkt):
+        try:
+            self._noter(pkt, self.clock())
+        except (IndexError, struct.error):
+            self.errors += 1
+
+    def push_batch(self, port, batch):
+        note = self._note
+        for pkt in batch:
+            note(pkt)
+        self.output_batch(0, batch)
+
+    def pull(self, port):
+        up = self._in[0]
+        pkt = up[0].pull(up[1])
+        if pkt is not None:
+            self._note(pkt)
+        return pkt
 
 
 @register

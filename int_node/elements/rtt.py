@@ -25,12 +25,12 @@ times in microseconds."""
 from __future__ import annotations
 
 import struct
-import time
 from collections import OrderedDict
 
-from ..element import AGNOSTIC, Arg, ConfigError, Element, register
+from ..element import Arg, ConfigError, Element, register
 from ..packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, IP6_PLEN_OFF, NH_TCP, flow_key, flow_tuple, key_hash, upper_layer
 from ..units import parse_pos_int
+from .basic import NoteTap
 
 _TCP = struct.Struct("!HHIIBB")          # ports, seq, ack, data offset, flags
 _U32 = struct.Struct("!I")
@@ -198,34 +198,10 @@ class FlowRTT(Element):
 
 
 @register
-class RTTTap(Element):
+class RTTTap(NoteTap):
     """Notes each TCP packet passing here in a FlowRTT table; passes every packet on. Put one
     on each direction's path through the node."""
-    input_kind = output_kind = AGNOSTIC
     ARGS = (Arg("rtt", str),)
-    counter_names = ("errors",)
-
-    def configured(self):
-        self.clock = time.time_ns
 
     def initialize(self):
-        self._rtt = self.router.find(self.rtt, FlowRTT, user=f"RTTTap {self.name}")
-
-    def _note(self, pkt):
-        try:
-            self._rtt.note(pkt, self.clock())
-        except (IndexError, struct.error):
-            self.errors += 1          # a truncated header: counted, the packet still forwarded
-
-    def push_batch(self, port, batch):
-        note = self._note
-        for pkt in batch:
-            note(pkt)
-        self.output_batch(0, batch)
-
-    def pull(self, port):
-        up = self._in[0]
-        pkt = up[0].pull(up[1])
-        if pkt is not None:
-            self._note(pkt)
-        return pkt
+        self._noter = self.router.find(self.rtt, FlowRTT, user=f"RTTTap {self.name}").note

@@ -21,14 +21,15 @@ wall-clock ns // ``slot``); ``take`` gives those not taken before and empties th
 entries (the paper's phase 2: a collector drains it every period)."""
 from __future__ import annotations
 
+import functools
 import random
 import struct
-import time
 from collections import OrderedDict, deque
 
-from ..element import AGNOSTIC, Arg, ConfigError, Element, register
+from ..element import Arg, ConfigError, Element, register
 from ..packet import IP6_NH_OFF, IP6_PAYLOAD_OFF, NH_TCP, flow_key, flow_tuple, key_hash, upper_layer
 from ..units import parse_fraction, parse_pos_int, parse_time_ns
+from .basic import NoteTap
 from .queues import Queue
 
 _SEQ = struct.Struct("!I")
@@ -133,37 +134,16 @@ class FlowSlots(Element):
 
 
 @register
-class SlotTap(Element):
+class SlotTap(NoteTap):
     """Notes each TCP packet passing here in a FlowSlots table, as its ingress (``in``,
     before the queue) or egress (``out``, after the port); passes every packet on."""
-    input_kind = output_kind = AGNOSTIC
     ARGS = (Arg("slots", str), Arg("side", str))
-    counter_names = ("errors",)
 
     def configured(self):
         if self.side not in SIDES:
             raise ConfigError(f"SlotTap: side must be 'in' or 'out', not {self.side!r}")
-        self._side = SIDES.index(self.side)
-        self.clock = time.time_ns
+        super().configured()
 
     def initialize(self):
-        self._slots = self.router.find(self.slots, FlowSlots, user=f"SlotTap {self.name}")
-
-    def _note(self, pkt):
-        try:
-            self._slots.note(self._side, pkt, self.clock())
-        except (IndexError, struct.error):
-            self.errors += 1          # a truncated header: counted, the packet still forwarded
-
-    def push_batch(self, port, batch):
-        note = self._note
-        for pkt in batch:
-            note(pkt)
-        self.output_batch(0, batch)
-
-    def pull(self, port):
-        up = self._in[0]
-        pkt = up[0].pull(up[1])
-        if pkt is not None:
-            self._note(pkt)
-        return pkt
+        slots = self.router.find(self.slots, FlowSlots, user=f"SlotTap {self.name}")
+        self._noter = functools.partial(slots.note, SIDES.index(self.side))

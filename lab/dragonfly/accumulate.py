@@ -21,6 +21,7 @@ from estimator.dragonfly import DEFAULT_MODEL
 from estimator.dragonfly.cnn import OnnxClassifier
 from estimator.dragonfly.live import softmax
 from experiments.runs.slot_record import labelled_flows
+from lab.dragonfly import print_tables
 from records.provenance import stamp
 
 BOOTSTRAP = 1000
@@ -93,12 +94,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
     if args.table:
-        records = []
-        for path in args.table:
-            with open(path) as f:
-                records.append(json.load(f))
-        print("\n".join(table(records)))
-        return 0
+        return print_tables(args.table, table)
     if not args.results:
         ap.error("RESULTS directories are needed (or --table RECORD)")
     model = OnnxClassifier(args.model)

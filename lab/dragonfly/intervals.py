@@ -23,6 +23,7 @@ from sklearn.metrics import f1_score
 from estimator.dragonfly import TRAIN_CLASSES
 from estimator.dragonfly.dataset import frames
 from experiments.runs.slot_record import labelled_flows
+from lab.dragonfly import print_tables
 from records.provenance import stamp
 
 INPUTS = {"dragonfly": [0, 1], "throughput only": [1]}
@@ -95,12 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
     if args.table:
-        records = []
-        for path in args.table:
-            with open(path) as f:
-                records.append(json.load(f))
-        print("\n".join(table(records)))
-        return 0
+        return print_tables(args.table, table)
     if not (args.train and args.test):
         ap.error("--train and --test results directories are needed (or --table RECORD)")
     if len(args.windows_per_flow) not in (1, len(args.intervals_ms)):
