@@ -137,13 +137,14 @@ def test_link_shaper_rate_and_delay_on_the_real_event_loop():
     assert len(times) == 200
     first_ms = (times[0] - start) / 1e6
     span_ms = (times[-1] - times[0]) / 1e6
-    # 1 ms serialisation + 20 ms delay; never early, late only by what a shared
-    # machine may add to a wake-up (25.04 ms seen once in make test)
-    assert 20.5 < first_ms < 30, first_ms
-    # At the nominal rate, plus only the wake-ups the elements report as late
-    # (a descheduled test process once stretched 199 ms to 247 in make test).
     s, d = r.elements["s"], r.elements["d"]
     reported_late_ms = (s.behind_us_total + s.late_us_max + d.late_us_max) / 1e3
+    # 1 ms serialisation + 20 ms delay; never early, late only by what a shared machine
+    # may add to a wake-up (25.04 ms seen in make test) or what the elements report as late
+    # (31.1 ms seen in a clean-clone make test)
+    assert 20.5 < first_ms < 30 + reported_late_ms, (first_ms, s.counters(), d.counters())
+    # At the nominal rate, plus only the wake-ups the elements report as late
+    # (a descheduled test process once stretched 199 ms to 247 in make test).
     assert 199 * 0.95 < span_ms < 199 * 1.05 + reported_late_ms, (span_ms, s.counters(), d.counters())
 
 
