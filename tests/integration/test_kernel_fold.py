@@ -73,6 +73,9 @@ def test_a_program_the_kernel_does_not_know_goes_per_ack_through_libccp(tb, dp, 
     delta = run_agent(dp, "reno", ["--state-dir", str(state)], str(tmp_path / "agent.log"),
                       lambda: outs.append(iperf3(tb, "sta1", "sta2", seconds=3, extra=["-C", "ccp"], port=5231)))
     assert delta["kernel"]["folded_acks"] == 0 and delta["daemon"]["kernel_reports"] == 0, delta
-    assert delta["daemon"]["measures"] > 1000, delta
+    # every ACK the kernel controlled crossed to the agent's side as a measurement (the count
+    # itself follows the machine's load: 963 in a 3 s flow under a full suite, ~1,300 alone)
+    assert delta["kernel"]["controlled_acks"] > 300, delta
+    assert delta["daemon"]["measures"] >= 0.95 * delta["kernel"]["controlled_acks"], delta
     assert outs[0]["end"]["sum_received"]["bits_per_second"] > 5e6      # 10 Mbit/s hop: the flow runs
     assert "is not the one the kernel folds" in open(dp.log_path).read()
