@@ -37,7 +37,7 @@ _BYTE = [bytes((i,)) for i in range(256)]
 
 
 class Packet:
-    __slots__ = ("data", "rx_ns", "in_port", "flow_id", "drops_seen")
+    __slots__ = ("data", "rx_ns", "in_port", "flow_id", "drops_seen", "queue")
 
     def __init__(self, data: bytearray, rx_ns: int = 0, in_port: int = 0):
         self.data = data
@@ -49,6 +49,8 @@ class Packet:
         self.flow_id = None
         #: (the queue's drops, its flow's drops there) when it entered its egress queue
         self.drops_seen = None
+        #: the last Queue it entered (where a scheduler serves several, INT reports this one)
+        self.queue = None
 
     def __len__(self):
         return len(self.data)

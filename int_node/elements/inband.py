@@ -112,8 +112,9 @@ def _trace_offset(d):
 class INTTransit(Element):
     """Stamps this node's slot. Place it after the egress Queue/LinkShaper so the
     queue depth and transit delay are those the packet saw on the way out.
-    References: ``queue`` (a Queue), ``meter`` (a FlowMeter), ``link`` (any
-    element with a ``link_losses`` counter), ``channel`` (a WirelessChannel),
+    References: ``queue`` (a Queue, or a DRR over several: then each packet's own
+    queue), ``meter`` (a FlowMeter), ``link`` (any element with a ``link_losses``
+    counter), ``channel`` (a WirelessChannel),
     ``shaper`` (a LinkShaper: a wired port's rate goes in the data-rate field, as a
     switch knows its port speed; a channel's rate wins), ``egress`` (the ToDevice, for
     the egress interface id)."""
@@ -130,7 +131,12 @@ class INTTransit(Element):
 
     def initialize(self):
         r, me = self.router, self.name
-        self._queue = r.find(self.queue, Queue, me) if self.queue else None
+        self._queue = r.find(self.queue, None, me) if self.queue else None
+        # a scheduler over several queues (DRR): each packet's own queue is reported
+        self._per_packet_queue = self._queue is not None and not isinstance(self._queue, Queue)
+        if self._per_packet_queue and not hasattr(self._queue, "n_in"):
+            raise ConfigError(f"{me}: '{self.queue}' is a {type(self._queue).__name__}, expected a Queue or a "
+                              "scheduler over queues (DRR)")
         self._meter = r.find(self.meter, FlowMeter, me) if self.meter else None
         self._link = r.find(self.link, None, me) if self.link else None
         if self._link is not None and not hasattr(self._link, "link_losses"):
@@ -169,7 +175,7 @@ class INTTransit(Element):
             self.unsupported_trace += 1
         else:
             now = time.time_ns()
-            q, m, ch = self._queue, self._meter, self._channel
+            q, m, ch = (pkt.queue if self._per_packet_queue else self._queue), self._meter, self._channel
             link = self._link
             rate_kbps = ch.data_rate_kbps if ch else (int(self._shaper.rate // 1000) if self._shaper else 0)
             flow_losses = self._flow_losses

@@ -91,6 +91,7 @@ class Queue(Element):
                 # include drops of packets that arrived after it, and a sink differencing two
                 # packets around a gap would put a drop in the wrong gap
                 pkt.drops_seen = (self.drops, self.flow_drops.of(pkt))
+                pkt.queue = self
             except Exception as exc:
                 self.packet_error(pkt, exc)
                 continue

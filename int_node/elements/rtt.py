@@ -179,6 +179,18 @@ class FlowRTT(Element):
                     while other.tsvals and _after(tsecr, next(iter(other.tsvals))):
                         other.tsvals.popitem(last=False)    # older TSvals: echoed late or never
 
+    def rtt_us(self, key: bytes) -> float | None:
+        """The flow's round trip, microseconds, for a flow key of its data direction: the
+        whole one from timestamps each way (their minima), else the part beyond the node
+        from ACK matching (its minimum); None before a sample."""
+        d = self.flows.get(key)
+        if d is None:
+            return None
+        back = self.flows.get(reverse_key(key))
+        if back is not None and d.ts.min_us is not None and back.ts.min_us is not None:
+            return d.ts.min_us + back.ts.min_us
+        return d.ack.min_us
+
     def read_handler(self, handler: str):
         if handler == "rtts":
             out = {}
