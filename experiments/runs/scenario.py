@@ -13,6 +13,7 @@
     rate_mbps = 10.0
     [sweep]                        # one run per value (and per algorithm and repeat)
     loss_pct = [0, 1, 2, 5, 10, 20]
+    # or: competitor = [...] (below), or separation = [0, 4] (the bottleneck's queues)
     [[algorithms]]
     label = "kernel cubic"
     cca = "cubic"                  # kernel congestion control, or:
@@ -80,6 +81,9 @@ TOPOLOGIES = os.path.join(os.path.dirname(HERE), "testbed", "topologies")
 #: loss_pct is applied at run time, without restarting the testbed; competitor sets every
 #: algorithm's competing flows' CCA
 SWEEPABLE = {"loss_pct", "competitor"}
+#: topology parameters a sweep may set (each value a testbed of its own): how the bottleneck
+#: queues, a structural choice the runs compare on the same drawn networks
+TOPOLOGY_SWEEPS = {"separation"}
 DRAWS = ("log_uniform", "uniform", "integer")
 #: drawn like topology parameters, but settings of a run's flows: how many competitors, how
 #: much later they start, and UDP cross traffic beside them at this share of bottleneck_mbps
@@ -151,6 +155,8 @@ class Scenario:
             plan = self.collection.plan(seed, repeat)
             return dict(plan["params"]), plan_algorithm(plan), plan
         params = self.params_for(seed, repeat, sweep_value)
+        for key in TOPOLOGY_SWEEPS & set(self.sweep):
+            params[key] = sweep_value
         competitor = sweep_value if "competitor" in self.sweep else None
         return params, alg.for_run(competitor, pick_seed).with_draws(params), None
 
@@ -361,8 +367,8 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
                               competitor, n, bool(same),
                               list(a.get("cca_random", [])), float(delay), same == "ccp", competitor_mix=mix))
     sweep = raw.get("sweep", {})
-    if len(sweep) > 1 or any(k not in SWEEPABLE for k in sweep):
-        raise ScenarioError(f"{path}: [sweep] takes one of {', '.join(sorted(SWEEPABLE))}")
+    if len(sweep) > 1 or any(k not in SWEEPABLE and k not in TOPOLOGY_SWEEPS for k in sweep):
+        raise ScenarioError(f"{path}: [sweep] takes one of {', '.join(sorted(SWEEPABLE | TOPOLOGY_SWEEPS))}")
     for k, v in sweep.items():
         if not isinstance(v, list) or not v:
             raise ScenarioError(f"{path}: sweep.{k} must be a non-empty list")

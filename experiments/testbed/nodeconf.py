@@ -4,7 +4,8 @@ Per interface i of a node:
     in_i :: FromDevice -> EtherFilter(own MAC) -> Classifier(ipv6, -) [-> Discard]
         -> [host->node link emulation] -> [INTSource, if from a host] -> rt
     rt :: IPv6Lookup(prefix port ...)
-    rt[i] -> DecHopLimit -> FlowMeter -> [SlotTap] -> Queue -> LinkShaper | Unqueue -> [SlotTap]
+    rt[i] -> DecHopLimit -> FlowMeter -> [SlotTap] -> Queue | RTT separation's queues
+        -> LinkShaper | Unqueue -> [SlotTap]
         -> [INTTransit] -> [INTSink, if to a host] -> [WirelessChannel | RandomLoss]
         -> [Delay] -> EtherRewrite(own MAC, peer MAC) -> out_i :: ToDevice
 """
@@ -35,13 +36,18 @@ class Iface:
 
 
 def _emulation(tag: str, link: Link, direction_seed: int, with_int: Optional[str] = None,
-               sink: Optional[str] = None, slots: bool = False) -> List[str]:
+               sink: Optional[str] = None, slots: bool = False,
+               separation: Optional[List[str]] = None) -> List[str]:
     """Element chain (as config fragments) for one direction of a link.
     Returns fragments to be joined with ' -> '; declarations are inline. With ``slots``,
     SlotTaps around the queue and its port fill the table ``slots<tag>`` (declared by the
-    caller: it has no ports)."""
+    caller: it has no ports). With a list for ``separation`` and the link's separation on,
+    the queue is RTT separation's queues and scheduler, their wiring added to the list."""
     chain = [f"SlotTap(slots{tag}, in)"] if slots else []
-    chain.append(f"q{tag} :: Queue({link.buffer_pkts}{', flow_bytes true' if slots else ''})")
+    if separation is not None and link.separation:
+        chain += _separation(tag, link, separation)
+    else:
+        chain.append(f"q{tag} :: Queue({link.buffer_pkts}{', flow_bytes true' if slots else ''})")
     if link.rate_mbps:
         chain.append(f"shape{tag} :: LinkShaper({link.rate_mbps}Mbps)")
     else:
@@ -64,6 +70,24 @@ def _emulation(tag: str, link: Link, direction_seed: int, with_int: Optional[str
     return chain
 
 
+def _separation(tag: str, link: Link, lines: List[str]) -> List[str]:
+    """RTT separation in place of the queue: FlowSplit -> K queues (+ UDP's) -> DRR, and its
+    control loop (int_node/elements/separation.py); each queue as large as the one it
+    replaces until the loop sizes it. Fragments ending the chain at the split and going on
+    from the scheduler."""
+    k, udp = link.separation, link.separation_udp_mbps > 0
+    queues = [f"q{tag}_{j}" for j in range(k)] + ([f"q{tag}_udp"] if udp else [])
+    lines.append(f"sep{tag} :: FlowSplit(queues {k}{', udp true' if udp else ''});")
+    lines.append(f"drr{tag} :: DRR;")
+    for j, q in enumerate(queues):
+        lines.append(f"sep{tag}[{j}] -> {q} :: Queue({link.buffer_pkts}) -> [{j}]drr{tag};")
+    shaper = f", shaper shape{tag}" if link.rate_mbps else ""
+    udp_rate = f", udp_rate {link.separation_udp_mbps:g}Mbps" if udp else ""
+    lines.append(f"sepctl{tag} :: RTTSeparation(split sep{tag}, rtt rtt, sched drr{tag}, queues {' '.join(queues)}"
+                 f"{shaper}{udp_rate});   // read its 'assignments', 'breaks' and 'groups' handlers")
+    return [f"sep{tag};\ndrr{tag}"]         # the chain goes into the split and on from the scheduler
+
+
 def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "none") -> str:
     info = topo.nodes[node]
     roles = set(info["int"])
@@ -82,7 +106,9 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
     mirror = bool(topo.extra.get("int_mirror")) and "sink" in roles
     if mirror:
         lines.append(f"mon :: ToDevice({MIRROR_IFNAME});   // INT mirror: capture here with tcpdump")
-    if info.get("flow_rtt"):
+    # RTT separation on a link this node sends on needs the flows' RTTs measured here
+    flow_rtt = info.get("flow_rtt") or any(f.link.separation for f in ifaces)
+    if flow_rtt:
         lines.append("rtt :: FlowRTT;   // per-flow RTT from the packets of both directions: read its 'rtts' handler")
     for i, f in enumerate(ifaces):
         from_host = topo.is_host(f.peer)
@@ -95,7 +121,7 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         ingress = [f"cls{i}"]
         if from_host and f.link.emulated:
             ingress += _emulation(f"i{i}", f.link, 2 * f.link.index + 1)
-        if info.get("flow_rtt"):
+        if flow_rtt:
             ingress.append(f"rtap{i} :: RTTTap(rtt)")       # as packets reach the node, before INT headers
         if from_host and "source" in roles:
             ingress.append(f"src{i} :: INTSource(max_hops {max_hops}, mtu {node_mtu}{ns_arg})")
@@ -103,7 +129,7 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         lines.append(" -> ".join(ingress) + ";")
         transit = None
         if "transit" in roles:
-            refs = [f"queue q{i}", f"meter m{i}", f"egress out{i}"]
+            refs = [f"queue {'drr' if f.link.separation else 'q'}{i}", f"meter m{i}", f"egress out{i}"]
             if f.link.rate_mbps:
                 refs.append(f"shaper shape{i}")      # the port's rate in the data-rate field
             if f.link.wireless is not None:
@@ -122,7 +148,10 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         if f.link.flow_slots:
             sample = f", sample {f.link.flow_slots_sample:g}" if f.link.flow_slots_sample < 1 else ""
             lines.append(f"slots{i} :: FlowSlots(queue q{i}{sample});   // Dragonfly's capture: read its 'take' handler")
-        egress += _emulation(str(i), f.link, 2 * f.link.index, transit, sink, slots=f.link.flow_slots)
+        separated: List[str] = []
+        egress += _emulation(str(i), f.link, 2 * f.link.index, transit, sink, slots=f.link.flow_slots,
+                             separation=separated)
+        lines += separated
         egress += [f"EtherRewrite({f.mac}, {f.peer_mac})", f"out{i}"]
         lines.append(" -> ".join(egress) + ";")
     return "\n".join(lines) + "\n"

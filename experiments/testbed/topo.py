@@ -21,6 +21,9 @@ A topology is a TOML file:
     wireless = { distance_m = 10 }
     flow_slots = true              # Dragonfly's per-flow 1 ms capture at this link's egress queues
                                    # (a share in (0, 1) instead: the capture samples packets so)
+    separation = 4                 # RTT separation at this link's egress: its flows grouped by RTT
+                                   # into 4 queues (int_node/elements/separation.py; 0: one FIFO)
+    separation_udp_mbps = 2        # ... and UDP flows above 2 Mbit/s in a queue of their own
 
 Link parameters apply to both directions. A node emulates the link on its
 egress; on a host-facing link the host->node direction is emulated at the
@@ -41,7 +44,9 @@ from int_node.runtime import RT_WITH_BUSY_POLL
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,8}$")
 INT_ROLES = {"source", "transit", "sink"}
-LINK_KEYS = {"ends", "rate_mbps", "delay_ms", "loss_pct", "buffer_pkts", "wireless", "seed", "flow_slots"}
+LINK_KEYS = {"ends", "rate_mbps", "delay_ms", "loss_pct", "buffer_pkts", "wireless", "seed", "flow_slots",
+             "separation", "separation_udp_mbps"}
+MAX_SEPARATION_QUEUES = 8
 WIRELESS_KEYS = {"distance_m", "tx_power_dbm", "path_loss_exponent", "ref_loss_db",
                  "shadowing_sigma_db", "noise_floor_dbm"}
 
@@ -68,6 +73,10 @@ class Link:
     flow_slots: bool = False
     #: the share of packets the capture samples (FlowSlots' sample)
     flow_slots_sample: float = 1.0
+    #: RTT separation's queues at the nodes' egress of this link (0: one FIFO)
+    separation: int = 0
+    #: ... and UDP flows above this rate isolated in one more queue (0: not)
+    separation_udp_mbps: float = 0.0
 
     def other(self, name: str) -> str:
         return self.b if name == self.a else self.a
@@ -279,6 +288,12 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
         if not isinstance(slots, bool) and not (isinstance(slots, (int, float)) and 0 < slots <= 1):
             raise TopologyError(f"{where}: flow_slots must be true, false or the share of packets the capture "
                                 f"samples (0 < share <= 1), got {slots!r}")
+        separation = _num(l, "separation", where, lambda x: int(round(float(x)))) or 0
+        if separation > MAX_SEPARATION_QUEUES:
+            raise TopologyError(f"{where}: separation is a number of queues, at most {MAX_SEPARATION_QUEUES}, "
+                                f"got {separation}")
+        if separation and slots:
+            raise TopologyError(f"{where}: flow_slots and separation cannot both be on (the capture reads one queue)")
         rate = _num(l, "rate_mbps", where)
         links.append(Link(i, ends[0], ends[1], rate_mbps=rate or None,
                           delay_ms=_num(l, "delay_ms", where) or 0.0,
@@ -286,7 +301,8 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
                           buffer_pkts=max(1, _num(l, "buffer_pkts", where, lambda x: int(round(float(x)))) or 1000),
                           wireless=wl, seed=l.get("seed", params.get("seed")),
                           may_lose="loss_pct" in l or wl is not None,
-                          flow_slots=bool(slots), flow_slots_sample=1.0 if isinstance(slots, bool) else float(slots)))
+                          flow_slots=bool(slots), flow_slots_sample=1.0 if isinstance(slots, bool) else float(slots),
+                          separation=separation, separation_udp_mbps=_num(l, "separation_udp_mbps", where) or 0.0))
         if links[-1].loss_pct > 100:
             raise TopologyError(f"{where}: loss_pct must be <= 100")
     for h in hosts:

@@ -202,3 +202,24 @@ def test_a_node_may_measure_every_flows_rtt_at_each_ingress():
         assert len(tables) == 1 and len(taps) == len(ifaces), node
     with pytest.raises(TopologyError, match="flow_rtt must be true or false"):
         load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"flow_rtt": 3})
+
+
+def test_rtt_separation_on_the_bottleneck_builds_its_queues_scheduler_and_loop_at_both_ends():
+    topo = load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"separation": 4, "separation_udp_mbps": 2})
+    for node, r in _configs(topo).items():
+        by_class = {}
+        for e in r.elements.values():
+            by_class.setdefault(type(e).__name__, []).append(e)
+        ctl = by_class["RTTSeparation"]
+        assert len(ctl) == 1 and len(ctl[0].queues) == 5 and ctl[0].udp_rate == 2e6, node
+        assert by_class["FlowSplit"][0].queues == 4 and by_class["FlowSplit"][0].udp
+        assert len(by_class["RTTTap"]) == 3          # the RTTs it groups by, measured at every ingress
+        bottleneck_transit = [t for t in by_class["INTTransit"] if t.queue.startswith("drr")]
+        assert len(bottleneck_transit) == 1          # INT reports each packet's own queue there
+
+
+def test_separation_is_a_number_of_queues_and_not_beside_the_capture():
+    with pytest.raises(TopologyError, match="at most 8"):
+        load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"separation": 9})
+    with pytest.raises(TopologyError, match="cannot both be on"):
+        load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"separation": 2, "flow_slots": True})
