@@ -36,6 +36,7 @@ from experiments.runs.metrics import mean_queue_delay_ms
 from experiments.reports.plots import plot_overlay, plot_summary
 from experiments.runs.services import dashboard, exclusive_testbeds, free_port
 from experiments.runs.run_record import FlowResult, record, write_summary
+from experiments.runs.separation_record import SeparationRecorder
 from experiments.runs.slot_record import SlotRecorder
 from experiments.runs.algorithm import KERNEL_CCAS, Algorithm, batch_agent
 from experiments.runs.scenario import MAX_COMPETITORS, Scenario
@@ -331,7 +332,8 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
         together = threading.Barrier(1 + len(competitor_ports)) if competitor_ports and not alg.competitor_delay_s else None
         with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace, \
                 (dataset.capture() if dataset else nullcontext()), \
-                (SlotRecorder(tb, spec.run_dir) if sc.record_slots else nullcontext()):
+                (SlotRecorder(tb, spec.run_dir) if sc.record_slots else nullcontext()), \
+                SeparationRecorder(tb, spec.run_dir, [port, *competitor_ports]) as separation:
             competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor_cca(k),
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
                                           start_delay_s=alg.competitor_delay_s, start_together=together,
@@ -344,6 +346,9 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                                      port=port + UDP_CROSS_PORT_OFFSET, udp_mbps=alg.udp_cross_mbps)
             out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port,
                         start_together=together)
+        separated = separation.summary()
+        if separated:
+            extra["separation_state"] = separated
         if ktrace is not None:
             ktrace.write_csv(os.path.join(spec.run_dir, "kernel_trace.csv"))
             extra["kernel_trace"] = summarize_kernel_trace(ktrace.rows, port)
