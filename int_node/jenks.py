@@ -13,6 +13,11 @@ from collections import Counter
 from typing import Sequence
 
 
+def snap(value: float, resolution: float) -> float:
+    """``value`` rounded to a multiple of ``resolution`` (0: as it is), as the breaks are."""
+    return round(value / resolution) * resolution if resolution > 0 else value
+
+
 def natural_breaks(values: Sequence[float], n_classes: int, resolution: float = 0.0) -> list[float]:
     """Class boundaries as jenkspy gives them: [min, upper bound of class 1, ..., max],
     ``n_classes + 1`` numbers. Fewer distinct values than classes: one class per value."""
@@ -20,8 +25,7 @@ def natural_breaks(values: Sequence[float], n_classes: int, resolution: float = 
         raise ValueError("n_classes must be at least 1")
     if not values:
         raise ValueError("no values to classify")
-    if resolution > 0:
-        values = [round(v / resolution) * resolution for v in values]
+    values = [snap(v, resolution) for v in values]
     counts = sorted(Counter(float(v) for v in values).items())
     xs = [x for x, _ in counts]
     if len(xs) <= n_classes:
@@ -59,9 +63,12 @@ def natural_breaks(values: Sequence[float], n_classes: int, resolution: float = 
     return [xs[0]] + bounds[::-1] + [xs[-1]]
 
 
-def classify(value: float, breaks: Sequence[float]) -> int:
+def classify(value: float, breaks: Sequence[float], resolution: float = 0.0) -> int:
     """The class (0-based) of ``value`` under ``breaks`` (natural_breaks' output): the first
-    whose upper bound it does not exceed; above the last, the last."""
+    whose upper bound it does not exceed; above the last, the last. ``resolution`` must be
+    the breaks': a value just above the smallest, rounded down into it by natural_breaks,
+    would otherwise fall into the next class."""
+    value = snap(value, resolution)
     for k, upper in enumerate(breaks[1:-1]):
         if value <= upper:
             return k

@@ -292,10 +292,11 @@ class RTTSeparation(Element):
         self._rtt_us = tcp
         if tcp:
             t0 = time.perf_counter()
-            self.breaks_us = natural_breaks(list(tcp.values()), self.k, resolution=self.rtt_resolution / 1e3)
+            resolution_us = self.rtt_resolution / 1e3
+            self.breaks_us = natural_breaks(list(tcp.values()), self.k, resolution=resolution_us)
             self.jenks_us_last = int((time.perf_counter() - t0) * 1e6)
             for key, rtt in tcp.items():
-                self._assign(key, classify(rtt, self.breaks_us))
+                self._assign(key, classify(rtt, self.breaks_us, resolution_us))
         self._weights_and_buffers()
 
     def _assign(self, key: bytes, cls: int) -> None:

@@ -206,6 +206,19 @@ def test_a_flow_moves_only_after_hold_rounds_agree():
     assert queue_of(r, rtts)[1] > queue_of(r, rtts)[2] and ctl.moves >= 1     # past the 40 ms flow's
 
 
+def test_a_flow_just_above_the_shortest_rtt_stays_with_it_for_rounds_on_end():
+    # the breaks are on RTTs rounded to 0.1 ms: 12.04 ms rounds into the 12.0 ms class, and a
+    # comparison with the raw value would push it into the 30 ms flow's queue
+    r, rtts = separated([12.0, 30.0])
+    ctl = r.elements["ctl"]
+    short, _ = list(rtts)
+    ctl.run_round(2)
+    rtts[short] = 12_040.0
+    for now in range(3, 8):
+        ctl.run_round(now)
+    assert queue_of(r, rtts) == [0, 1] and ctl.moves == 0
+
+
 def test_udp_above_its_rate_is_isolated_and_idle_flows_expire():
     r, rtts = separated([10, 50], udp_ports=[53])
     ctl, split = r.elements["ctl"], r.elements["split"]
