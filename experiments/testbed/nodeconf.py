@@ -70,6 +70,12 @@ def _emulation(tag: str, link: Link, direction_seed: int, with_int: Optional[str
     return chain
 
 
+#: a long flow at a separated link: its bytes past this many seconds of the link's rate, and
+#: at least LONG_FLOW_MIN_BYTES (the sketch's error must stay well below it)
+LONG_FLOW_LINK_S = 0.08
+LONG_FLOW_MIN_BYTES = 64_000
+
+
 def _separation(tag: str, link: Link, lines: List[str]) -> List[str]:
     """RTT separation in place of the queue: FlowSplit -> K queues (+ UDP's) -> DRR, and its
     control loop (int_node/elements/separation.py); each queue as large as the one it
@@ -77,7 +83,10 @@ def _separation(tag: str, link: Link, lines: List[str]) -> List[str]:
     from the scheduler."""
     k, udp = link.separation, link.separation_udp_mbps > 0
     queues = [f"q{tag}_{j}" for j in range(k)] + ([f"q{tag}_udp"] if udp else [])
-    lines.append(f"sep{tag} :: FlowSplit(queues {k}{', udp true' if udp else ''});")
+    # a flow is long (separated) past the bytes the paper's 10 MB is at 1 Gbit/s: 80 ms of the
+    # link; at 10 Mbit/s 1 MB would take an RTT-starved flow seconds to reach, in the FIFO
+    long_bytes = max(LONG_FLOW_MIN_BYTES, int((link.rate_mbps or 1000) * 1e6 * LONG_FLOW_LINK_S / 8))
+    lines.append(f"sep{tag} :: FlowSplit(queues {k}{', udp true' if udp else ''}, long_bytes {long_bytes});")
     lines.append(f"drr{tag} :: DRR;")
     for j, q in enumerate(queues):
         lines.append(f"sep{tag}[{j}] -> {q} :: Queue({link.buffer_pkts}) -> [{j}]drr{tag};")
