@@ -74,6 +74,9 @@ def _emulation(tag: str, link: Link, direction_seed: int, with_int: Optional[str
 #: at least LONG_FLOW_MIN_BYTES (the sketch's error must stay well below it)
 LONG_FLOW_LINK_S = 0.08
 LONG_FLOW_MIN_BYTES = 64_000
+#: ... or a flow that has kept sending this long (seconds), whatever its bytes: the flow
+#: starved in the shared queue is the one to separate, and it is the last to reach any bytes
+LONG_FLOW_AGE_S = 1.0
 
 
 def _separation(tag: str, link: Link, lines: List[str]) -> List[str]:
@@ -86,7 +89,8 @@ def _separation(tag: str, link: Link, lines: List[str]) -> List[str]:
     # a flow is long (separated) past the bytes the paper's 10 MB is at 1 Gbit/s: 80 ms of the
     # link; at 10 Mbit/s 1 MB would take an RTT-starved flow seconds to reach, in the FIFO
     long_bytes = max(LONG_FLOW_MIN_BYTES, int((link.rate_mbps or 1000) * 1e6 * LONG_FLOW_LINK_S / 8))
-    lines.append(f"sep{tag} :: FlowSplit(queues {k}{', udp true' if udp else ''}, long_bytes {long_bytes});")
+    lines.append(f"sep{tag} :: FlowSplit(queues {k}{', udp true' if udp else ''}, long_bytes {long_bytes}, "
+                 f"long_age {LONG_FLOW_AGE_S:g}s);")
     lines.append(f"drr{tag} :: DRR;")
     for j, q in enumerate(queues):
         lines.append(f"sep{tag}[{j}] -> {q} :: Queue({link.buffer_pkts}) -> [{j}]drr{tag};")

@@ -20,7 +20,7 @@ from TCP timestamps, else the part beyond the node from ACK matching) into K cla
 Jenks natural breaks (int_node.jenks), a flow moved to a new class only after ``hold``
 rounds agree (hysteresis); each queue's weight its number of flows (so that each flow, not
 each queue, gets its share), and its buffer the Stanford rule's BDP/√N (the queue's share
-of the port's rate times the longest RTT in it, over the square root of its flows); UDP
+of the port's rate among the queues with flows, times the longest RTT in it, over the square root of its flows); UDP
 flows above ``udp_rate`` in the last queue, its weight one flow's.
 """
 from __future__ import annotations
@@ -63,13 +63,20 @@ class FlowSplit(Element):
     and one more for UDP with ``udp``. Bytes per flow are counted in a Count-Min Sketch
     (``sketch_width`` x ``sketch_depth``, cleared every ``sketch_reset``); a flow past
     ``long_bytes`` is tracked exactly (``tracked``), up to ``max_flows`` at once (beyond:
-    counted in ``track_full``, left untracked)."""
+    counted in ``track_full``, left untracked).
+
+    ``long_age`` (0: off, the paper's rule alone) also tracks a flow that has kept sending
+    for that long, whatever its bytes: a flow starved by RTT unfairness in the shared queue
+    is exactly the one to separate, and bytes alone find it last (a 180 ms flow beside a
+    12 ms one took 5 s to send 100 kB). Its first-packet times sit in a table of at most
+    ``max_flows`` candidates, the oldest evicted first (``candidates_evicted``); a gap of
+    ``long_age`` without packets restarts a candidate's clock."""
     n_outputs = (1, None)
     ARGS = (Arg("queues", parse_pos_int, 4), Arg("udp", parse_bool, False), Arg("long_bytes", _size_bytes, 1_000_000),
             Arg("default", parse_nonneg_int, 0), Arg("max_flows", parse_pos_int, 4096),
             Arg("sketch_width", parse_pos_int, 2048), Arg("sketch_depth", parse_pos_int, 4),
-            Arg("sketch_reset", parse_time_ns, 10_000_000_000))
-    counter_names = ("packets", "tracked_flows", "track_full")
+            Arg("sketch_reset", parse_time_ns, 10_000_000_000), Arg("long_age", parse_time_ns, 0))
+    counter_names = ("packets", "tracked_flows", "track_full", "candidates_evicted")
 
     def configured(self):
         if self.default >= self.queues:
@@ -79,6 +86,7 @@ class FlowSplit(Element):
         self.tracked: dict = {}               # flow key -> _Tracked
         self.sent = [0] * (self.queues + (1 if self.udp else 0))
         self._sketch_cleared_ns = 0
+        self._candidates: dict = {}           # flow key -> [first_ns, last_ns] (long_age)
 
     def initialize(self):
         if self.n_out != len(self.sent):
@@ -121,11 +129,24 @@ class FlowSplit(Element):
             self.sketch.clear()
             self._sketch_cleared_ns = now_ns
         est = self.sketch.add(key, nbytes)
-        if est >= self.long_bytes:
+        if est >= self.long_bytes or (self.long_age and self._aged(key, now_ns)):
+            self._candidates.pop(key, None)
             if len(self.tracked) >= self.max_flows:
                 self.track_full += 1
             else:
                 self.tracked[key] = _Tracked(est, now_ns, key[KEY_PROTO_BYTE])
+
+    def _aged(self, key: bytes, now_ns: int) -> bool:
+        """True once the flow has sent for long_age without a gap of long_age."""
+        seen = self._candidates.get(key)
+        if seen is None or now_ns - seen[1] >= self.long_age:
+            if seen is None and len(self._candidates) >= self.max_flows:
+                del self._candidates[next(iter(self._candidates))]     # the oldest inserted
+                self.candidates_evicted += 1
+            self._candidates[key] = [now_ns, now_ns]
+            return False
+        seen[1] = now_ns
+        return now_ns - seen[0] >= self.long_age
 
 
 @register
@@ -330,7 +351,9 @@ class RTTSeparation(Element):
         self._sched.set_weights(weights)
         if self.buffers != "stanford" or self._shaper is None:
             return
-        total = sum(weights)
+        # DRR gives an empty queue's turn away: a queue's share of the port is its weight over
+        # the weights of the queues that have flows, not over all K
+        total = sum(w for w, m in zip(weights, members) if m) or 1
         for j, (q, m) in enumerate(zip(self._queues, members)):
             rtts = [self._rtt_us[k] for k in m if k in self._rtt_us]
             if j == udp_port or not rtts:

@@ -141,6 +141,35 @@ def test_a_flow_is_tracked_once_past_long_bytes_and_follows_its_table_entry():
     assert (r.elements["c0"].packets, r.elements["c1"].packets) == (10, 1)
 
 
+AGED = ("split :: FlowSplit(queues 2, long_bytes 1MB, long_age 1s, max_flows 2); Idle -> split;"
+        "split[0] -> Discard; split[1] -> Discard;")
+
+
+def test_a_slow_flow_is_tracked_once_it_has_sent_for_long_age_and_a_gap_restarts_its_clock():
+    split = router(AGED).elements["split"]
+    slow, paused = ipv6_frame(46, sport=1000), ipv6_frame(46, sport=2000)   # 100-byte frames
+    t0 = 5000 * MS                                    # (a packet's time 0 would read the clock)
+    for t_ms in range(0, 1000, 100):                  # 0 .. 0.9 s: not yet a second
+        split.push(0, Packet(bytearray(slow), t0 + t_ms * MS))
+        split.push(0, Packet(bytearray(paused), t0 + (t_ms if t_ms < 500 else t_ms + 1000) * MS))
+    assert not split.tracked
+    split.push(0, Packet(bytearray(slow), t0 + 1000 * MS))
+    assert list(split.tracked) == [flow_key(slow)] and split.tracked[flow_key(slow)].bytes == 1100
+    split.push(0, Packet(bytearray(paused), t0 + 2000 * MS))   # sending again since 1.5 s, after a 1.1 s gap
+    assert flow_key(paused) not in split.tracked
+    split.push(0, Packet(bytearray(paused), t0 + 2500 * MS))
+    assert flow_key(paused) in split.tracked
+
+
+def test_long_age_candidates_are_bounded_and_evictions_counted():
+    split = router(AGED).elements["split"]
+    for sport in (1, 2, 3):
+        split.push(0, Packet(bytearray(ipv6_frame(46, sport=sport)), 5000 * MS))
+    assert split.candidates_evicted == 1 and len(split._candidates) == 2
+    split.push(0, Packet(bytearray(ipv6_frame(46, sport=1)), 6000 * MS))   # evicted: its clock restarts
+    assert not split.tracked
+
+
 def test_flowsplit_needs_as_many_outputs_as_its_queues():
     with pytest.raises(ConfigSyntaxError, match="needs 3 outputs"):
         router("split :: FlowSplit(queues 2, udp true); Idle -> split; split[0] -> Discard; split[1] -> Discard;")
@@ -188,10 +217,19 @@ def test_four_rtts_go_to_four_queues_each_weighted_as_its_flows_with_a_stanford_
     ctl.run_round(2)
     assert queue_of(r, rtts) == [0, 1, 2, 3, 3]
     assert r.elements["sched"].weights == [1, 1, 1, 2, 1]
-    # q3: 2 of the 6 weights of 12 Mbit/s = 4 Mbit/s, over 61 ms: 20.3 packets, over sqrt(2)
-    assert r.elements["q3"].capacity == round(4e6 * 0.061 / 8 / 1500 / math.sqrt(2))
+    # q3: 2 of the 5 weights of the queues with flows (the empty UDP queue takes no turn) of
+    # 12 Mbit/s = 4.8 Mbit/s, over 61 ms: 24.4 packets, over sqrt(2)
+    assert r.elements["q3"].capacity == round(4.8e6 * 0.061 / 8 / 1500 / math.sqrt(2))
     assert r.elements["q0"].capacity == 8          # the floor: 2 Mbit/s x 2 ms is less than a packet
     assert [g["flows"] for g in ctl.read_handler("groups")] == [1, 1, 1, 2, 0]
+
+
+def test_two_flows_in_four_queues_each_get_the_buffer_of_half_the_port():
+    r, rtts = separated([10, 190])
+    r.elements["ctl"].run_round(2)
+    assert queue_of(r, rtts) == [0, 1]
+    assert r.elements["q1"].capacity == round(6e6 * 0.190 / 8 / 1500)     # not a quarter's 47
+    assert r.elements["q2"].capacity == 100           # empty: as configured
 
 
 def test_a_flow_moves_only_after_hold_rounds_agree():

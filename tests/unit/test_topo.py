@@ -214,6 +214,7 @@ def test_rtt_separation_on_the_bottleneck_builds_its_queues_scheduler_and_loop_a
         assert len(ctl) == 1 and len(ctl[0].queues) == 5 and ctl[0].udp_rate == 2e6, node
         assert by_class["FlowSplit"][0].queues == 4 and by_class["FlowSplit"][0].udp
         assert by_class["FlowSplit"][0].long_bytes == 100_000      # 80 ms of the 10 Mbit/s bottleneck
+        assert by_class["FlowSplit"][0].long_age == 1_000_000_000
         assert len(by_class["RTTTap"]) == 3          # the RTTs it groups by, measured at every ingress
         bottleneck_transit = [t for t in by_class["INTTransit"] if t.queue.startswith("drr")]
         assert len(bottleneck_transit) == 1          # INT reports each packet's own queue there
