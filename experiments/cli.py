@@ -369,3 +369,43 @@ def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_
         with open(table_out, "w") as f:
             json.dump(pairs, f, indent=1)
         click.echo(f"goodput table of {len(pairs['goodput_mbps'])} pairs in {table_out}")
+
+
+@exp_group.command("separation")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--metric", type=click.Choice(["jain_total", "jain_mean"]), default="jain_total", show_default=True,
+              help="Jain's index of the two flows' goodputs over the whole run (jain_total), or the mean of "
+                   "its per-second values after the first 20 % (jain_mean)")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also draw Jain against the RTT ratio, FIFO and separated, per algorithm (PNG)")
+@click.option("--json-out", "json_out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also write the rows to FILE as JSON")
+@click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also write the table as Markdown (as in docs/separation.md)")
+@_rerun_option
+def separation_cmd(results, metric, plot_path, json_out, markdown_out, reruns):
+    """One FIFO against RTT separation on the same networks, pooled over RESULTS
+    (directories of 'intcc exp run' of a scenario with [sweep] separation = [0, K], e.g.
+    rtt_separation): per algorithm and RTT ratio, mean Jain each way, the paired difference
+    with a bootstrap 95 % interval, runs at the paper's 0.95, flow 1's share, and how
+    often the node put the two flows in different queues.
+
+    Example: intcc exp separation results/rtt_separation-S1 --plot jain.png
+    """
+    from experiments.reports import separation
+    records = _records_with_reruns(results, reruns)
+    try:
+        table = separation.rows(records, metric)
+    except separation.SeparationReportError as e:
+        raise click.ClickException(str(e))
+    click.echo(separation.format_rows(table))
+    if plot_path:
+        separation.plot(records, plot_path, metric)
+        click.echo(f"plot in {plot_path}")
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(table, f, indent=1)
+    if markdown_out:
+        with open(markdown_out, "w") as f:
+            f.write(separation.format_markdown(table) + "\n")
+        click.echo(f"Markdown table in {markdown_out}")

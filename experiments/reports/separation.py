@@ -1,0 +1,168 @@
+"""RTT separation against one FIFO on the same networks (``intcc exp separation``): the
+rtt_separation scenario runs every drawn network twice, [sweep] separation = 0 (one FIFO)
+and K (K queues), same algorithm, repeat and draw. Per algorithm: the mean Jain index of
+the two flows each way, the paired difference with a bootstrap 95 % interval (networks
+resampled), how many runs reach the paper's 0.95, and flow 1's (the longer RTT's) share;
+by RTT ratio as well, as the paper's Fig. 7 plots it."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from records import bootstrap
+
+#: the RTT ratio bins of the table (flow 1's base RTT over its competitor's)
+RATIO_BINS = ((1.0, 5.0), (5.0, 10.0), (10.0, 21.0))
+RATIO_TICKS = (1, 2, 5, 10, 20)
+TARGET_JAIN = 0.95
+METRICS = ("jain_total", "jain_mean")
+
+
+class SeparationReportError(ValueError):
+    pass
+
+
+def rtt_ratio(params: dict) -> float:
+    """Flow 1's base RTT over the competitor's on the dumbbell: each crosses two access links
+    each way (access_delay_ms plus its own extra) and the bottleneck."""
+    access = params.get("access_delay_ms", 1.0)
+    one_way = lambda extra: params.get("bottleneck_delay_ms", 10.0) + 2 * (access + extra)
+    return one_way(params.get("main_extra_delay_ms", 0.0)) / one_way(params.get("comp_extra_delay_ms", 0.0))
+
+
+def pairs(records: list[dict]) -> list[tuple[str, dict, dict]]:
+    """(algorithm, FIFO run, separated run) of every network run both ways."""
+    by = defaultdict(dict)
+    for r in records:
+        if "separation" not in r or r.get("error"):
+            continue
+        params = {k: v for k, v in (r.get("params") or {}).items() if k != "separation"}
+        key = (r["algorithm"], r.get("seed"), r.get("repeat"), tuple(sorted(params.items())))
+        by[key]["fifo" if not r["separation"] else "separated"] = r
+    out = [(key[0], got["fifo"], got["separated"]) for key, got in by.items() if len(got) == 2]
+    if not out:
+        raise SeparationReportError("no network in RESULTS was run both with one FIFO (separation = 0) and "
+                                    "separated: run a scenario with [sweep] separation = [0, K], e.g. rtt_separation")
+    return sorted(out, key=lambda p: (p[0], rtt_ratio(p[1]["params"])))
+
+
+def _row(label: str, got: list[tuple[str, dict, dict]], metric: str, resamples: int, seed: int) -> dict:
+    fifo = np.array([f[metric] for _, f, _ in got], float)
+    sep = np.array([s[metric] for _, _, s in got], float)
+    diff = bootstrap.draws(lambda a, b: (b - a).mean(axis=-1), [fifo, sep], resamples,
+                           np.random.default_rng(seed))
+    rel = bootstrap.draws(lambda a, b: b.mean(axis=-1) / a.mean(axis=-1) - 1, [fifo, sep], resamples,
+                          np.random.default_rng(seed))
+    apart = [s.get("separation_state") for _, _, s in got]
+    apart = [any(e.get("apart") for e in st.values()) for st in apart if st]
+    share = lambda recs: float(np.mean([r["share"] for r in recs if r.get("share") is not None]))
+    ratios = [rtt_ratio(f["params"]) for _, f, _ in got]
+    return {"algorithm": label, "n": len(got), "metric": metric,
+            "rtt_ratio_min": min(ratios), "rtt_ratio_max": max(ratios),
+            "fifo_mean": float(fifo.mean()), "separated_mean": float(sep.mean()),
+            "difference": float((sep - fifo).mean()), "difference_ci": bootstrap.interval(diff),
+            "abs_difference_mean": float(np.abs(sep - fifo).mean()),
+            "relative": float(sep.mean() / fifo.mean() - 1), "relative_ci": bootstrap.interval(rel),
+            "fifo_at_target": int((fifo >= TARGET_JAIN).sum()), "separated_at_target": int((sep >= TARGET_JAIN).sum()),
+            "separated_min": float(sep.min()),
+            "flow1_share_fifo": share([f for _, f, _ in got]), "flow1_share_separated": share([s for _, _, s in got]),
+            "apart": int(sum(apart)), "apart_of": len(apart),
+            "emulation_off": int(sum(bool(r.get("emulation_off")) for _, f, s in got for r in (f, s)))}
+
+
+def rows(records: list[dict], metric: str = "jain_total", resamples: int = bootstrap.DEFAULT_RESAMPLES,
+         seed: int = 0) -> list[dict]:
+    """One row per algorithm, per algorithm and RTT ratio bin (``ratio_bin``), and all."""
+    if metric not in METRICS:
+        raise SeparationReportError(f"metric must be one of {', '.join(METRICS)}, not {metric!r}")
+    got = pairs(records)
+    out = []
+    for alg in sorted({a for a, _, _ in got}):
+        mine = [p for p in got if p[0] == alg]
+        out.append(_row(alg, mine, metric, resamples, seed))
+        for low, high in RATIO_BINS:
+            inside = [p for p in mine if low <= rtt_ratio(p[1]["params"]) < high]
+            if inside and len(inside) < len(mine):
+                out.append({**_row(alg, inside, metric, resamples, seed), "ratio_bin": [low, high]})
+    if len({a for a, _, _ in got}) > 1:
+        out.append(_row("all", got, metric, resamples, seed))
+    return out
+
+
+def _label(r: dict) -> str:
+    if "ratio_bin" in r:
+        low, high = r["ratio_bin"]
+        return f"  RTT ratio {low:g}-{high:g}x"
+    return r["algorithm"]
+
+
+def format_rows(table: list[dict]) -> str:
+    metric = table[0]["metric"] if table else "jain_total"
+    head = (f"{metric}: one FIFO against RTT separation on the same networks (paired; 95 % bootstrap intervals)\n"
+            f"{'':28}{'n':>3} {'ratio':>10} {'FIFO':>6} {'sep.':>6} {'diff (CI)':>24} {'|diff|':>6} "
+            f"{'relative (CI)':>22} {'>=0.95':>9} {'flow 1 share':>13} {'apart':>6}")
+    lines = [head]
+    for r in table:
+        lo, hi = r["difference_ci"]
+        rlo, rhi = r["relative_ci"]
+        lines.append(f"{_label(r):28}{r['n']:>3} {r['rtt_ratio_min']:>4.1f}-{r['rtt_ratio_max']:<4.1f}x "
+                     f"{r['fifo_mean']:>6.3f} {r['separated_mean']:>6.3f} "
+                     f"{r['difference']:>+7.3f} ({lo:+.3f}, {hi:+.3f}) {r['abs_difference_mean']:>6.3f} "
+                     f"{r['relative'] * 100:>+6.1f} % ({rlo * 100:+.1f}, {rhi * 100:+.1f}) "
+                     f"{r['fifo_at_target']:>3}->{r['separated_at_target']:<3} "
+                     f"{r['flow1_share_fifo']:>5.2f}->{r['flow1_share_separated']:<5.2f} "
+                     f"{r['apart']:>2}/{r['apart_of']:<2}")
+    off = sum(r["emulation_off"] for r in table if "ratio_bin" not in r and r["algorithm"] != "all")
+    lines.append(f"(>=0.95: runs at the paper's target, FIFO -> separated; flow 1 share: the longer RTT's share of "
+                 f"the goodput; apart: separated runs whose two flows ended in different queues; "
+                 f"runs flagged emulation_off: {off})")
+    return "\n".join(lines)
+
+
+def format_markdown(table: list[dict]) -> str:
+    metric = table[0]["metric"]
+    lines = [f"| CCA | networks | RTT ratio | Jain ({metric}) FIFO | separated | paired difference (95 % CI) "
+             f"| relative | runs ≥ 0.95 FIFO → separated | flow 1 share FIFO → separated |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        lo, hi = r["difference_ci"]
+        lines.append(f"| {_label(r).strip()} | {r['n']} | {r['rtt_ratio_min']:.1f}–{r['rtt_ratio_max']:.1f}× "
+                     f"| {r['fifo_mean']:.3f} | {r['separated_mean']:.3f} "
+                     f"| {r['difference']:+.3f} ({lo:+.3f}, {hi:+.3f}) | {r['relative'] * 100:+.1f} % "
+                     f"| {r['fifo_at_target']} → {r['separated_at_target']} of {r['n']} "
+                     f"| {r['flow1_share_fifo']:.2f} → {r['flow1_share_separated']:.2f} |")
+    return "\n".join(lines)
+
+
+def plot(records: list[dict], path: str, metric: str = "jain_total") -> None:
+    """Jain against the RTT ratio, FIFO and separated, one panel per algorithm; a line joins
+    the two runs of a network."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    got = pairs(records)
+    algs = sorted({a for a, _, _ in got})
+    fig, axes = plt.subplots(1, len(algs), figsize=(5 * len(algs), 3.8), sharey=True, squeeze=False)
+    for ax, alg in zip(axes[0], algs):
+        mine = [p for p in got if p[0] == alg]
+        x = [rtt_ratio(f["params"]) for _, f, _ in mine]
+        fifo = [f[metric] for _, f, _ in mine]
+        sep = [s[metric] for _, _, s in mine]
+        for xi, a, b in zip(x, fifo, sep):
+            ax.plot([xi, xi], [a, b], color="0.8", lw=1, zorder=1)
+        ax.scatter(x, fifo, marker="o", color="tab:gray", label="one FIFO", zorder=2)
+        ax.scatter(x, sep, marker="^", color="tab:blue", label="RTT separation", zorder=3)
+        ax.axhline(TARGET_JAIN, ls="--", color="tab:red", lw=0.8, label=f"Jain {TARGET_JAIN}")
+        ax.set_xscale("log")
+        ax.set_xticks(RATIO_TICKS, [f"{t:g}×" for t in RATIO_TICKS])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_title(alg)
+        ax.set_xlabel("RTT ratio (flow 1 / competitor)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(f"Jain's index ({metric})")
+    axes[0][0].legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,66 @@
+"""The rtt_separation scenario's paired table and plot from run records (no testbed)."""
+import pytest
+
+from experiments.reports import separation
+
+BASE = {"bottleneck_mbps": 10.0, "bottleneck_delay_ms": 3.0, "buffer_bdp": 1.0}
+
+
+def rec(alg, repeat, extra_ms, sep, jain, share, apart=None, **more):
+    state = None
+    if sep:
+        state = {"sw1/sepctl2": {"flows": {}, "breaks_us": [], "moves": 0, "apart": apart}}
+    return {"algorithm": alg, "seed": 7, "repeat": repeat, "separation": sep,
+            "params": {**BASE, "main_extra_delay_ms": extra_ms, "separation": sep},
+            "jain_total": jain, "jain_mean": jain, "share": share, "separation_state": state, **more}
+
+
+RECORDS = [
+    # cubic: one network at 3x (extra 3.5 ms: (3 + 2 x 4.5) / 5 = 2.4x), one at 16x
+    rec("cubic pair", 0, 3.5, 0, 0.90, 0.40), rec("cubic pair", 0, 3.5, 4, 0.98, 0.47, apart=True),
+    rec("cubic pair", 1, 37.0, 0, 0.80, 0.25), rec("cubic pair", 1, 37.0, 4, 0.96, 0.42, apart=True),
+    rec("bbr pair", 0, 37.0, 0, 0.70, 0.85, emulation_off=True),
+    rec("bbr pair", 0, 37.0, 4, 0.99, 0.48, apart=False),
+    rec("bbr pair", 1, 3.5, 0, 0.97, 0.55),           # its separated twin missing: not a pair
+    rec("bbr pair", 2, 5.0, 4, 0.97, 0.50, error="iperf3 failed"),
+]
+
+
+def test_the_rtt_ratio_is_flow_1s_round_trip_over_the_competitors():
+    assert separation.rtt_ratio({**BASE, "main_extra_delay_ms": 3.5}) == pytest.approx(12 / 5)
+    assert separation.rtt_ratio({**BASE, "main_extra_delay_ms": 47.5}) == pytest.approx(20.0)
+
+
+def test_only_networks_run_both_ways_pair_and_the_rows_are_paired_differences():
+    got = separation.pairs(RECORDS)
+    assert [(a, f["repeat"], s["repeat"]) for a, f, s in got] == [("bbr pair", 0, 0), ("cubic pair", 0, 0),
+                                                                   ("cubic pair", 1, 1)]
+    table = separation.rows(RECORDS, resamples=2000)
+    by = {(r["algorithm"], tuple(r.get("ratio_bin", ()))): r for r in table}
+    cubic = by[("cubic pair", ())]
+    assert cubic["n"] == 2 and cubic["fifo_mean"] == pytest.approx(0.85) and cubic["separated_mean"] == pytest.approx(0.97)
+    assert cubic["difference"] == pytest.approx(0.12) and cubic["relative"] == pytest.approx(0.97 / 0.85 - 1)
+    lo, hi = cubic["difference_ci"]
+    assert 0.08 - 1e-9 <= lo <= 0.12 <= hi <= 0.16 + 1e-9      # resampling two networks: their two differences
+    assert (cubic["fifo_at_target"], cubic["separated_at_target"]) == (0, 2)
+    assert (cubic["apart"], cubic["apart_of"]) == (2, 2)
+    assert by[("cubic pair", (10.0, 21.0))]["n"] == 1 and by[("cubic pair", (1.0, 5.0))]["n"] == 1
+    bbr = by[("bbr pair", ())]
+    assert (bbr["apart"], bbr["emulation_off"]) == (0, 1)
+    assert by[("all", ())]["n"] == 3
+    text = separation.format_rows(table)
+    assert "RTT ratio 10-21x" in text and "emulation_off: 1" in text
+    assert separation.format_markdown(table).count("\n") == len(table) + 1
+
+
+def test_results_without_both_ways_name_the_scenario_to_run():
+    with pytest.raises(separation.SeparationReportError, match=r"separation = 0.*rtt_separation"):
+        separation.rows([r for r in RECORDS if r["separation"] == 0])
+    with pytest.raises(separation.SeparationReportError, match="metric must be one of"):
+        separation.rows(RECORDS, metric="goodput")
+
+
+def test_the_plot_is_written(tmp_path):
+    path = tmp_path / "jain.png"
+    separation.plot(RECORDS, str(path))
+    assert path.stat().st_size > 10_000
