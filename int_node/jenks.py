@@ -5,7 +5,7 @@ exactly by Fisher's dynamic programme), as jenkspy's do: the node runs on PyPy, 
 jenkspy's C extension does not build, so the node has its own, checked against jenkspy in
 the unit tests. Values are collapsed to distinct ones with their counts (``resolution``
 rounds them first: RTTs to 0.1 ms leave at most a few thousand distinct values whatever
-the number of flows), so a run costs O(classes x distinct²), not O(classes x flows²).
+the number of flows), and with the best cuts' monotonicity a run costs O(classes x distinct x log distinct).
 """
 from __future__ import annotations
 
@@ -47,13 +47,7 @@ def natural_breaks(values: Sequence[float], n_classes: int, resolution: float = 
     cut = [[0] * (n + 1)]
     for c in range(2, n_classes + 1):
         nxt, at = [float("inf")] * (n + 1), [0] * (n + 1)
-        for j in range(c, n + 1):
-            b, arg = float("inf"), c - 1
-            for i in range(c - 1, j):
-                v = best[i] + cost(i, j)
-                if v < b:
-                    b, arg = v, i
-            nxt[j], at[j] = b, arg
+        _fill(c, n, best, cost, nxt, at)
         best = nxt
         cut.append(at)
     bounds, j = [], n
@@ -61,6 +55,27 @@ def natural_breaks(values: Sequence[float], n_classes: int, resolution: float = 
         j = cut[c][j]
         bounds.append(xs[j - 1])
     return [xs[0]] + bounds[::-1] + [xs[-1]]
+
+
+def _fill(c: int, n: int, best: list, cost, nxt: list, at: list) -> None:
+    """One row of Fisher's programme: for every j, the best cut i of the first j values into
+    c classes. The best cut never moves left as j grows (the squared-deviation cost obeys
+    the quadrangle inequality, as Ckmeans.1d.dp uses), so divide and conquer finds each row in
+    O(n log n) cost evaluations instead of O(n²): 10,000 distinct RTTs in ~0.5 M, not 10⁸."""
+    stack = [(c, n, c - 1, n - 1)]           # j range [lo_j, hi_j], cut range [lo_i, hi_i]
+    while stack:
+        lo_j, hi_j, lo_i, hi_i = stack.pop()
+        if lo_j > hi_j:
+            continue
+        j = (lo_j + hi_j) // 2
+        b, arg = float("inf"), lo_i
+        for i in range(lo_i, min(hi_i, j - 1) + 1):
+            v = best[i] + cost(i, j)
+            if v < b:
+                b, arg = v, i
+        nxt[j], at[j] = b, arg
+        stack.append((lo_j, j - 1, lo_i, arg))
+        stack.append((j + 1, hi_j, arg, hi_i))
 
 
 def classify(value: float, breaks: Sequence[float], resolution: float = 0.0) -> int:

@@ -36,6 +36,19 @@ def test_jenks_gives_jenkspys_breaks():
         assert natural_breaks(values, k) == pytest.approx([float(b) for b in jenkspy.jenks_breaks(values, n_classes=k)])
 
 
+def test_jenks_is_exact_on_many_repeated_values():
+    # divide and conquer over the cuts must find the optimum the full scan finds: the same
+    # squared deviations as jenkspy's breaks (ties may pick other, equally good, breaks)
+    jenkspy = pytest.importorskip("jenkspy")
+    rng = random.Random(11)
+    for _ in range(8):
+        values = [round(rng.lognormvariate(3, 1.2), 1) for _ in range(rng.randint(200, 600))]
+        k = rng.randint(2, 6)
+        ours, theirs = natural_breaks(values, k), [float(b) for b in jenkspy.jenks_breaks(values, n_classes=k)]
+        assert goodness_of_variance_fit(values, ours) == pytest.approx(goodness_of_variance_fit(values, theirs),
+                                                                        abs=1e-12)
+
+
 def test_jenks_with_fewer_distinct_values_than_classes_gives_each_its_own():
     assert natural_breaks([5.0, 5.0, 9.0], 4) == [5.0, 5.0, 9.0]
     assert [classify(v, [5.0, 5.0, 9.0]) for v in (5.0, 9.0)] == [0, 1]
