@@ -388,7 +388,8 @@ def separation_cmd(results, metric, plot_path, json_out, markdown_out, reruns):
     (directories of 'intcc exp run' of a scenario with [sweep] separation = [0, K], e.g.
     rtt_separation): per algorithm and RTT ratio, mean Jain each way, the paired difference
     with a bootstrap 95 % interval, runs at the paper's 0.95, flow 1's share, and how
-    often the node put the two flows in different queues.
+    often the node put the two flows in different queues. With runs beside a UDP flood
+    (rtt_separation_udp), also the share of their fair share the TCP flows keep.
 
     Example: intcc exp separation results/rtt_separation-S1 --plot jain.png
     """
@@ -399,13 +400,18 @@ def separation_cmd(results, metric, plot_path, json_out, markdown_out, reruns):
     except separation.SeparationReportError as e:
         raise click.ClickException(str(e))
     click.echo(separation.format_rows(table))
+    udp = separation.udp_rows(records)
+    if udp:
+        click.echo("\n" + separation.format_udp_rows(udp))
     if plot_path:
         separation.plot(records, plot_path, metric)
         click.echo(f"plot in {plot_path}")
     if json_out:
         with open(json_out, "w") as f:
-            json.dump(table, f, indent=1)
+            json.dump({"jain": table, "udp": udp}, f, indent=1)
     if markdown_out:
         with open(markdown_out, "w") as f:
             f.write(separation.format_markdown(table) + "\n")
+            if udp:
+                f.write("\n" + separation.format_udp_markdown(udp) + "\n")
         click.echo(f"Markdown table in {markdown_out}")

@@ -16,6 +16,8 @@ from records import bootstrap
 RATIO_BINS = ((1.0, 5.0), (5.0, 10.0), (10.0, 21.0))
 RATIO_TICKS = (1, 2, 5, 10, 20)
 TARGET_JAIN = 0.95
+#: beside a UDP flood, the share of their fair share the TCP flows must keep (the issue's)
+TARGET_KEPT = 0.9
 METRICS = ("jain_total", "jain_mean")
 
 
@@ -88,6 +90,86 @@ def rows(records: list[dict], metric: str = "jain_total", resamples: int = boots
     if len({a for a, _, _ in got}) > 1:
         out.append(_row("all", got, metric, resamples, seed))
     return out
+
+
+def tcp_goodput_mbps(r: dict) -> float:
+    """Flow 1's and its TCP competitors' goodput together."""
+    others = r.get("competitors_goodput_mbps") or [r.get("competitor_goodput_mbps") or 0.0]
+    return float(r["goodput_mbps"] + sum(others))
+
+
+def _tcp_flows(r: dict) -> int:
+    return 1 + len(r.get("competitors_goodput_mbps") or [r.get("competitor_goodput_mbps")])
+
+
+def udp_pairs(records: list[dict]) -> list[tuple[dict, dict]]:
+    """(run beside the UDP flood, the same network and queueing without it) of every network
+    run both ways: same flow 1 CCA, competitor, seed, repeat and parameters."""
+    by = defaultdict(dict)
+    for r in records:
+        if "separation" not in r or r.get("error"):
+            continue
+        key = (r.get("flow1"), r.get("competitor"), r.get("seed"), r.get("repeat"),
+               tuple(sorted((r.get("params") or {}).items())))
+        by[key]["udp" if r.get("udp_cross_mbps") else "alone"] = r
+    return [(got["udp"], got["alone"]) for got in by.values() if len(got) == 2]
+
+
+def udp_rows(records: list[dict], resamples: int = bootstrap.DEFAULT_RESAMPLES, seed: int = 0) -> list[dict]:
+    """Per flooded algorithm and queueing (FIFO, separated): the share of their fair share the
+    TCP flows keep beside the flood. n TCP flows and one UDP flow share the link: their fair
+    share is n/(n+1) of what they had alone on the same network, and ``kept`` is their
+    goodput beside the flood over that. Empty without UDP runs."""
+    out = []
+    got = udp_pairs(records)
+    for label, sep in sorted({(u["algorithm"], bool(u["separation"])) for u, _ in got}):
+        mine = [(u, a) for u, a in got if u["algorithm"] == label and bool(u["separation"]) == sep]
+        kept = np.array([tcp_goodput_mbps(u) / (tcp_goodput_mbps(a) * _tcp_flows(u) / (_tcp_flows(u) + 1))
+                         for u, a in mine])
+        udp_mbps = [u.get("udp_cross", {}).get("received_mbps") for u, _ in mine]
+        udp_mbps = [v for v in udp_mbps if v is not None]
+        out.append({"algorithm": label, "separated": sep, "n": len(mine),
+                    "udp_offered_mbps": float(np.mean([u["udp_cross_mbps"] for u, _ in mine])),
+                    "udp_received_mbps": float(np.mean(udp_mbps)) if udp_mbps else None,
+                    "tcp_alone_mbps": float(np.mean([tcp_goodput_mbps(a) for _, a in mine])),
+                    "tcp_beside_udp_mbps": float(np.mean([tcp_goodput_mbps(u) for u, _ in mine])),
+                    "kept_mean": float(kept.mean()), "kept_min": float(kept.min()),
+                    "kept_ci": bootstrap.mean_interval(kept, resamples, seed),
+                    "at_target": int((kept >= TARGET_KEPT).sum()),
+                    "jain_total_mean": float(np.mean([u["jain_total"] for u, _ in mine])),
+                    "emulation_off": int(sum(bool(r.get("emulation_off")) for u, a in mine for r in (u, a)))})
+    return out
+
+
+def format_udp_rows(table: list[dict]) -> str:
+    lines = [f"Beside a UDP flood: the TCP flows' goodput over their fair share (n TCP + 1 UDP flows; alone on "
+             f"the same network: the reference; 95 % bootstrap intervals)",
+             f"{'':24}{'queueing':>10} {'n':>3} {'UDP offered/got':>16} {'TCP alone':>10} {'beside UDP':>11} "
+             f"{'kept (CI)':>22} {'min':>5} {'>=0.9':>6} {'Jain':>6}"]
+    for r in table:
+        lo, hi = r["kept_ci"]
+        got = f"{r['udp_received_mbps']:.1f}" if r["udp_received_mbps"] is not None else "?"
+        lines.append(f"{r['algorithm']:24}{'separated' if r['separated'] else 'one FIFO':>10} {r['n']:>3} "
+                     f"{r['udp_offered_mbps']:>7.1f}/{got:<6} Mb {r['tcp_alone_mbps']:>8.2f} Mb "
+                     f"{r['tcp_beside_udp_mbps']:>8.2f} Mb {r['kept_mean']:>7.2f} ({lo:.2f}, {hi:.2f})  "
+                     f"{r['kept_min']:>5.2f} {r['at_target']:>2}/{r['n']:<3} {r['jain_total_mean']:>6.3f}")
+    off = sum(r["emulation_off"] for r in table)
+    lines.append(f"(kept >= {TARGET_KEPT}: the target; Jain: the TCP flows' jain_total beside the flood; "
+                 f"runs flagged emulation_off: {off})")
+    return "\n".join(lines)
+
+
+def format_udp_markdown(table: list[dict]) -> str:
+    lines = ["| TCP flows | queueing | networks | UDP offered → delivered, Mbit/s | TCP alone, Mbit/s "
+             "| TCP beside UDP, Mbit/s | share kept (95 % CI) | lowest | networks ≥ 0.9 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        lo, hi = r["kept_ci"]
+        got = f"{r['udp_received_mbps']:.1f}" if r["udp_received_mbps"] is not None else "?"
+        lines.append(f"| {r['algorithm']} | {'separated' if r['separated'] else 'one FIFO'} | {r['n']} "
+                     f"| {r['udp_offered_mbps']:.0f} → {got} | {r['tcp_alone_mbps']:.2f} | {r['tcp_beside_udp_mbps']:.2f} "
+                     f"| {r['kept_mean']:.2f} ({lo:.2f}–{hi:.2f}) | {r['kept_min']:.2f} | {r['at_target']} of {r['n']} |")
+    return "\n".join(lines)
 
 
 def _label(r: dict) -> str:

@@ -56,6 +56,7 @@ class Algorithm:
     competitor_delay_s: float = 0.0      # the competitors start this much after flow 1
     same_on_ccp: bool = False            # same_as_competitor as the CCP algorithm of that name
     udp_cross_mbps: float = 0.0          # UDP cross traffic beside the competitors (0: none)
+    udp_cross_share: float = 0.0         # ... set per run at this share of bottleneck_mbps (2: a flood)
     competitor_rate_mbps: float = 0.0    # each competitor application-limited at this rate (0: not)
     competitor_mix: List[str] = field(default_factory=list)   # competitor k runs mix[k % len] (kernel CCAs)
 
@@ -102,8 +103,9 @@ class Algorithm:
         if "competitor_rate_share" in params:
             alg = replace(alg, competitor_rate_mbps=round(float(params["competitor_rate_share"])
                                                           * float(params["bottleneck_mbps"]), 3))
-        if "udp_cross_share" in params:
-            alg = replace(alg, udp_cross_mbps=round(float(params["udp_cross_share"]) * float(params["bottleneck_mbps"]), 3))
+        share = params.get("udp_cross_share", self.udp_cross_share)       # a drawn share wins
+        if share:
+            alg = replace(alg, udp_cross_mbps=round(float(share) * float(params["bottleneck_mbps"]), 3))
         return alg
 
     @property

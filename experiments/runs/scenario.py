@@ -40,6 +40,8 @@ Fairness scenarios (the ML-fairness paper) add:
     label = "not used"
     cca_random = ["bbr", "cubic", "reno"]   # flow 1 on one of these, drawn per run
     competitor_delay_s = 10        # (any algorithm) the competitors start this much later
+    udp_cross_share = 2.0          # (any algorithm) UDP beside the competitors at this share of
+                                   #   bottleneck_mbps, from their hosts (2: a flood at twice the link)
     [[algorithms]]
     label = "reno beside cubic and bbr"
     cca = "reno"
@@ -333,7 +335,7 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
         if not isinstance(a, dict) or "label" not in a:
             raise ScenarioError(f"{where}: needs a 'label'")
         unknown = set(a) - {"label", "cca", "ccp", "options", "competitor", "competitors", "same_as_competitor",
-                            "cca_random", "competitor_delay_s"}
+                            "cca_random", "competitor_delay_s", "udp_cross_share"}
         if unknown:
             raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         picks = [k for k in ("cca", "ccp", "same_as_competitor", "cca_random") if a.get(k)]
@@ -351,6 +353,13 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
         if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
             raise ScenarioError(f"{where} ({a['label']}): 'competitor_delay_s' must be a number >= 0, "
                                 f"not {delay!r}")
+        udp_share = a.get("udp_cross_share", 0.0)
+        if isinstance(udp_share, bool) or not isinstance(udp_share, (int, float)) or udp_share < 0:
+            raise ScenarioError(f"{where} ({a['label']}): 'udp_cross_share' must be a number >= 0 (a share of "
+                                f"bottleneck_mbps; 2 floods the link twice over), not {udp_share!r}")
+        if udp_share and "bottleneck_mbps" not in raw.get("params", {}) and "bottleneck_mbps" not in raw.get("draw", {}):
+            raise ScenarioError(f"{where} ({a['label']}): 'udp_cross_share' needs the topology parameter "
+                                f"bottleneck_mbps (in [params] or [draw])")
         n = a.get("competitors", 1)
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_COMPETITORS:
             raise ScenarioError(f"{where} ({a['label']}): 'competitors' must be a whole number in "
@@ -365,7 +374,8 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
             competitor, mix = competitor[0], list(competitor)
         algs.append(Algorithm(a["label"], a.get("cca"), a.get("ccp"), [_project_file(str(o)) for o in a.get("options", [])],
                               competitor, n, bool(same),
-                              list(a.get("cca_random", [])), float(delay), same == "ccp", competitor_mix=mix))
+                              list(a.get("cca_random", [])), float(delay), same == "ccp", competitor_mix=mix,
+                              udp_cross_share=float(udp_share)))
     sweep = raw.get("sweep", {})
     if len(sweep) > 1 or any(k not in SWEEPABLE and k not in TOPOLOGY_SWEEPS for k in sweep):
         raise ScenarioError(f"{path}: [sweep] takes one of {', '.join(sorted(SWEEPABLE | TOPOLOGY_SWEEPS))}")

@@ -262,11 +262,21 @@ def test_bad_draws_name_the_problem(tmp_path, extra, message):
     ('cca_random = "bbr"\n', "must be a list"),
     ('same_as_competitor = "kernel"\ncompetitor = "bbr"\n', "true, false or"),
     ('cca = "cubic"\ncompetitor = "bbr"\ncompetitor_delay_s = -1\n', "'competitor_delay_s' must be"),
+    ('cca = "cubic"\ncompetitor = "bbr"\nudp_cross_share = -1\n', "'udp_cross_share' must be"),
+    ('cca = "cubic"\ncompetitor = "bbr"\nudp_cross_share = 2\n', "needs the topology parameter bottleneck_mbps"),
 ])
 def test_bad_fairness_algorithms_name_the_problem(tmp_path, alg, message):
     text = 'topology = "dumbbell"\nseconds = 5\n[[algorithms]]\nlabel = "x"\n' + alg
     with pytest.raises(ScenarioError, match=message):
         load(write(tmp_path, text))
+
+
+def test_the_udp_flood_scenario_floods_at_twice_each_networks_bottleneck():
+    sc = load("rtt_separation_udp")
+    by_label = {a.label: a for a in sc.algorithms}
+    params, alg, _ = sc.run_setting(1, 0, by_label["cubic pair + UDP 2x"], 4, 0)
+    assert params["separation"] == 4 and alg.udp_cross_mbps == 2 * params["bottleneck_mbps"] == 20.0
+    assert sc.run_setting(1, 0, by_label["cubic pair"], 4, 0)[1].udp_cross_mbps == 0
 
 
 def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():

@@ -64,3 +64,25 @@ def test_the_plot_is_written(tmp_path):
     path = tmp_path / "jain.png"
     separation.plot(RECORDS, str(path))
     assert path.stat().st_size > 10_000
+
+
+def flood(sep, udp, tcp1, tcp2, repeat=0, received=3.0):
+    r = rec("cubic pair + UDP 2x" if udp else "cubic pair", repeat, 10.0, sep, 0.9, 0.5, apart=True)
+    r.update(flow1="cubic", competitor="cubic", goodput_mbps=tcp1, competitor_goodput_mbps=tcp2,
+             competitors_goodput_mbps=[tcp2])
+    if udp:
+        r.update(udp_cross_mbps=20.0, udp_cross={"received_mbps": received, "loss_fraction": 0.8})
+    return r
+
+
+def test_beside_a_flood_the_tcp_flows_keep_their_goodput_over_two_thirds_of_it_alone():
+    records = [flood(0, False, 4.5, 4.5), flood(0, True, 1.0, 2.0, received=6.0),
+               flood(4, False, 4.2, 4.2), flood(4, True, 2.8, 2.8, received=2.9),
+               flood(4, True, 3.0, 3.0, repeat=1)]       # no run alone on its network: not a pair
+    table = {r["separated"]: r for r in separation.udp_rows(records, resamples=500)}
+    assert table[False]["kept_mean"] == pytest.approx(3.0 / (9.0 * 2 / 3))
+    assert table[True]["kept_mean"] == pytest.approx(5.6 / (8.4 * 2 / 3)) and table[True]["n"] == 1
+    assert (table[True]["at_target"], table[False]["at_target"]) == (1, 0)
+    assert table[False]["udp_received_mbps"] == 6.0
+    assert "one FIFO" in separation.format_udp_rows(list(table.values()))
+    assert not separation.udp_rows(RECORDS)                                  # no flood: no rows
