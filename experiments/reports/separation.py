@@ -172,6 +172,32 @@ def format_udp_markdown(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def rtt_accuracy(records: list[dict]) -> dict | None:
+    """The node's passive RTT of each flow against its sender's own minimum RTT (``ss``),
+    where a run recorded both: per flow the error in ms and in % of the sender's; the target:
+    median |error| <= 5 % or <= 1 ms. None without such flows."""
+    errs_ms, errs_rel = [], []
+    for r in records:
+        for elem in (r.get("separation_state") or {}).values():
+            for f in elem["flows"].values():
+                if f.get("rtt_us") and f.get("sender_min_rtt_us"):
+                    errs_ms.append((f["rtt_us"] - f["sender_min_rtt_us"]) / 1e3)
+                    errs_rel.append((f["rtt_us"] - f["sender_min_rtt_us"]) / f["sender_min_rtt_us"])
+    if not errs_ms:
+        return None
+    ms, rel = np.array(errs_ms), np.array(errs_rel)
+    within = (np.abs(rel) <= 0.05) | (np.abs(ms) <= 1.0)
+    return {"flows": len(ms), "median_abs_ms": float(np.median(np.abs(ms))),
+            "median_abs_pct": float(np.median(np.abs(rel)) * 100), "mean_ms": float(ms.mean()),
+            "max_abs_ms": float(np.abs(ms).max()), "within_target": int(within.sum())}
+
+
+def format_rtt_accuracy(a: dict) -> str:
+    return (f"Passive RTT at the node against the sender's own minimum (ss), {a['flows']} flows: median |error| "
+            f"{a['median_abs_ms']:.2f} ms = {a['median_abs_pct']:.1f} % (mean {a['mean_ms']:+.2f} ms signed, "
+            f"largest {a['max_abs_ms']:.2f} ms); within 5 % or 1 ms: {a['within_target']} of {a['flows']}")
+
+
 def _label(r: dict) -> str:
     if "ratio_bin" in r:
         low, high = r["ratio_bin"]

@@ -333,7 +333,9 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
         with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace, \
                 (dataset.capture() if dataset else nullcontext()), \
                 (SlotRecorder(tb, spec.run_dir) if sc.record_slots else nullcontext()), \
-                SeparationRecorder(tb, spec.run_dir, [port, *competitor_ports]) as separation:
+                SeparationRecorder(tb, spec.run_dir, [port, *competitor_ports],
+                                   senders={port: client, **{p: sc.flows["competitor"][0] for p in competitor_ports}}
+                                   if competitor_ports else {port: client}) as separation:
             competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor_cca(k),
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
                                           start_delay_s=alg.competitor_delay_s, start_together=together,

@@ -6,8 +6,11 @@ socket, kept in ``runs/<run>/separation.json``:
         "samples": [{"t_s": 1.0, "breaks_us": [...], "flows": {"<dport>": [queue, rtt_us]}}],
         "groups": [...], "counters": {...}}}}
 
-and summarised in the run's record (``separation``): each of the run's flows' last queue and
-passive RTT, when it reached that queue, and whether flow 1 and its competitors ended apart.
+and summarised in the run's record (``separation_state``): each of the run's flows' last
+queue and passive RTT, when it reached that queue, and whether flow 1 and its competitors
+ended apart. Given each port's sending host (``senders``), each period also reads the
+sender's own minimum RTT of the flow (``ss``: the kernel's tcpi_min_rtt, what the node's
+passive RTT must match) into ``sender_min_rtt_us``.
 The recorder starts itself only where there is something to read: on a testbed with no
 separated link it costs one ``elements`` request per node. A node that does not answer a
 read is counted (``missed_reads``), never fatal."""
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 
@@ -25,9 +29,27 @@ PERIOD_S = 1.0
 log = logging.getLogger(__name__)
 
 
+_SS_CONN = re.compile(r"bytes_acked:(\d+).*?minrtt:([\d.]+)", re.S)
+
+
+def sender_min_rtt_us(tb, host: str, port: int) -> float | None:
+    """The sender's minimum RTT (µs) of its data connection to ``port`` on ``host``: of the
+    connections there to that port (iperf3's control one too) the one that sent most; None
+    when there is none."""
+    try:
+        out = tb.run(host, ["ss", "-tin", f"dport = :{port}"]).stdout
+    except OSError:
+        return None
+    conns = _SS_CONN.findall(out or "")
+    return float(max(conns, key=lambda c: int(c[0]))[1]) * 1e3 if conns else None
+
+
 class SeparationRecorder:
-    def __init__(self, tb, run_dir: str, ports: list[int], period_s: float = PERIOD_S):
+    def __init__(self, tb, run_dir: str, ports: list[int], period_s: float = PERIOD_S,
+                 senders: dict | None = None):
         self.tb, self.run_dir, self.ports, self.period_s = tb, run_dir, [int(p) for p in ports], period_s
+        self.senders = {int(p): h for p, h in (senders or {}).items()}     # port -> sending host
+        self.sender_min_rtt_us: dict = {}                                  # port -> the last seen
         self.elements: dict = {}        # "<node>/<element>" -> {"samples", "groups", "counters"}
         self.missed_reads = 0
         self._where: list = []
@@ -67,6 +89,10 @@ class SeparationRecorder:
                      if a["flow"][4] in self.ports}
             self.elements.setdefault(f"{node}/{element}", {"samples": []})["samples"].append(
                 {"t_s": t_s, "breaks_us": self._read(node, element, "breaks"), "flows": flows})
+        for port, host in self.senders.items():     # while the flows live: closed, ss shows nothing
+            got = sender_min_rtt_us(self.tb, host, port)
+            if got is not None:
+                self.sender_min_rtt_us[port] = got
 
     def __enter__(self) -> "SeparationRecorder":
         self._where = self._find()
@@ -91,14 +117,16 @@ class SeparationRecorder:
             mine["groups"] = self._read(node, element, "groups")
             mine["counters"] = self._read(node, element, "counters")
         with open(os.path.join(self.run_dir, SEPARATION_FILE), "w", encoding="utf-8") as f:
-            json.dump({"period_s": self.period_s, "missed_reads": self.missed_reads, "elements": self.elements},
+            json.dump({"period_s": self.period_s, "missed_reads": self.missed_reads, "elements": self.elements,
+                       "sender_min_rtt_us": {str(p): v for p, v in self.sender_min_rtt_us.items()}},
                       f, separators=(",", ":"))
 
     def summary(self) -> dict | None:
         """The record's ``separation``: per element that saw the run's flows, each flow's
         (by port) last queue, RTT (µs) and the first sample from which it stayed there
-        (``settled_s``, seconds from the start of the flows); ``apart``: flow 1 (the
-        first port) is in a queue none of the others is in."""
+        (``settled_s``, seconds from the start of the flows), and the sender's own minimum
+        RTT (``sender_min_rtt_us``) where read; ``apart``: flow 1 (the first port) is in a
+        queue none of the others is in."""
         out = {}
         for where, got in self.elements.items():
             samples = [s for s in got["samples"] if s["flows"]]
@@ -116,6 +144,8 @@ class SeparationRecorder:
                         break
                     settled = t_s
                 flows[port] = {"queue": queue, "rtt_us": seen[-1][2], "settled_s": settled}
+                if int(port) in self.sender_min_rtt_us:
+                    flows[port]["sender_min_rtt_us"] = self.sender_min_rtt_us[int(port)]
             main = flows.get(str(self.ports[0]))
             others = [f["queue"] for p, f in flows.items() if p != str(self.ports[0])]
             out[where] = {"flows": flows, "breaks_us": samples[-1]["breaks_us"],

@@ -2,23 +2,15 @@
 dumbbell's bottleneck with 4 queues end in different queues, each weighted as its one flow,
 and the node's passive RTT of each is the sender's own minimum RTT (``ss``)."""
 import os
-import re
 import time
 
 from experiments.runs.scenario import TOPOLOGIES
+from experiments.runs.separation_record import sender_min_rtt_us
 from experiments.testbed.bed import Testbed
 from experiments.testbed.topo import load_topo
 from experiments.testbed.traffic import BackgroundFlow
 
 PORTS = {"s1": 5201, "s2": 5202}
-
-
-def sender_min_rtt_ms(tb, host: str, port: int) -> float:
-    """The sender's minimum RTT of its data connection to ``port`` (the one that sent most)."""
-    out = tb.run(host, ["ss", "-tin", f"dport = :{port}"]).stdout
-    conns = re.findall(r"bytes_acked:(\d+).*?minrtt:([\d.]+)", out, re.S)
-    assert conns, out
-    return float(max(conns, key=lambda c: int(c[0]))[1])
 
 
 def test_two_rtts_end_in_two_queues_and_the_node_measures_each_as_its_sender_does():
@@ -28,7 +20,7 @@ def test_two_rtts_end_in_two_queues_and_the_node_measures_each_as_its_sender_doe
         flows = [BackgroundFlow(tb, host, host.replace("s", "r"), "cubic", 8.0, 1.0, port=port)
                  for host, port in PORTS.items()]
         time.sleep(6.0)              # past long_bytes and a few control rounds, both still sending
-        ss_ms = {host: sender_min_rtt_ms(tb, host, port) for host, port in PORTS.items()}
+        ss_ms = {host: sender_min_rtt_us(tb, host, port) / 1e3 for host, port in PORTS.items()}
         (sepctl,) = [e["name"] for e in tb.node_request("sw1", {"cmd": "elements"})["elements"]
                      if e["class"] == "RTTSeparation"]
         assignments = tb.node_request("sw1", {"cmd": "read", "element": sepctl, "handler": "assignments"})

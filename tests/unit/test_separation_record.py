@@ -71,3 +71,41 @@ def test_a_testbed_without_separation_records_nothing(tmp_path):
     with rec:
         pass
     assert rec.summary() is None and not os.path.exists(os.path.join(tmp_path, SEPARATION_FILE))
+
+
+SS_OUT = """State Recv-Q Send-Q Local Address:Port Peer Address:Port
+ESTAB 0 0 [2001:db8::1]:40000 [2001:db8::2]:5201
+\t cubic wscale:7,7 rto:204 rtt:12.5/1 minrtt:11.9 bytes_acked:120 segs_out:4
+ESTAB 0 0 [2001:db8::1]:40002 [2001:db8::2]:5201
+\t cubic wscale:7,7 rto:230 rtt:31.2/3 minrtt:12.34 bytes_acked:9000000 segs_out:6000
+"""
+
+
+class SsBed(FakeBed):
+    """... whose senders answer ``ss`` with iperf3's control and data connections."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.ss_calls = []
+
+    def run(self, host, argv):
+        self.ss_calls.append((host, argv[-1]))
+        out = SS_OUT if argv[-1] == "dport = :5201" else ""
+
+        class Done:
+            stdout = out
+        return Done()
+
+
+def test_the_senders_own_minimum_rtt_is_read_from_its_data_connection(tmp_path):
+    bed = SsBed([{5201: (1, 12500.0), 5202: (0, 10000.0)}])
+    rec = SeparationRecorder(bed, str(tmp_path), [5201, 5202], period_s=0.01, senders={5201: "s1", 5202: "s2"})
+    with rec:
+        while bed.reads < 2:
+            time.sleep(0.005)
+    flows = rec.summary()["r1/sepctl0"]["flows"]
+    assert flows["5201"]["sender_min_rtt_us"] == 12340.0                 # the connection that sent most
+    assert "sender_min_rtt_us" not in flows["5202"]                      # its sender showed none
+    assert ("s2", "dport = :5202") in bed.ss_calls
+    saved = json.load(open(os.path.join(tmp_path, SEPARATION_FILE)))
+    assert saved["sender_min_rtt_us"] == {"5201": 12340.0}

@@ -86,3 +86,16 @@ def test_beside_a_flood_the_tcp_flows_keep_their_goodput_over_two_thirds_of_it_a
     assert table[False]["udp_received_mbps"] == 6.0
     assert "one FIFO" in separation.format_udp_rows(list(table.values()))
     assert not separation.udp_rows(RECORDS)                                  # no flood: no rows
+
+
+def test_the_nodes_rtt_is_scored_against_the_senders_own_minimum():
+    r = rec("cubic pair", 0, 3.5, 4, 0.98, 0.47, apart=True)
+    r["separation_state"]["sw1/sepctl2"]["flows"] = {
+        "5201": {"queue": 1, "rtt_us": 20_600.0, "sender_min_rtt_us": 20_000.0},     # +3 %
+        "5202": {"queue": 0, "rtt_us": 10_800.0, "sender_min_rtt_us": 10_000.0},     # +8 %, 0.8 ms
+        "5203": {"queue": 2, "rtt_us": 50_000.0, "sender_min_rtt_us": 40_000.0},     # +25 %, 10 ms
+        "5204": {"queue": 3, "rtt_us": 30_000.0}}                                     # no ss: not scored
+    a = separation.rtt_accuracy([r])
+    assert a["flows"] == 3 and a["within_target"] == 2
+    assert a["median_abs_ms"] == pytest.approx(0.8) and a["median_abs_pct"] == pytest.approx(8.0)
+    assert separation.rtt_accuracy(RECORDS) is None
