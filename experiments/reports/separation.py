@@ -27,7 +27,12 @@ class SeparationReportError(ValueError):
 
 def rtt_ratio(params: dict) -> float:
     """Flow 1's base RTT over the competitor's on the dumbbell: each crosses two access links
-    each way (access_delay_ms plus its own extra) and the bottleneck."""
+    each way (access_delay_ms plus its own extra) and the bottleneck. On dumbbell4 (pairs'
+    access delays delay_ms_1..4): the longest base RTT over the shortest."""
+    pairs_ms = [v for k, v in sorted(params.items()) if k.startswith("delay_ms_")]
+    if pairs_ms:
+        rtts = [params.get("bottleneck_delay_ms", 0.5) + 2 * d for d in pairs_ms]
+        return max(rtts) / min(rtts)
     access = params.get("access_delay_ms", 1.0)
     one_way = lambda extra: params.get("bottleneck_delay_ms", 10.0) + 2 * (access + extra)
     return one_way(params.get("main_extra_delay_ms", 0.0)) / one_way(params.get("comp_extra_delay_ms", 0.0))

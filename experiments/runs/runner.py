@@ -39,7 +39,7 @@ from experiments.runs.run_record import FlowResult, record, write_summary
 from experiments.runs.separation_record import SeparationRecorder
 from experiments.runs.slot_record import SlotRecorder
 from experiments.runs.algorithm import KERNEL_CCAS, Algorithm, batch_agent
-from experiments.runs.scenario import MAX_COMPETITORS, Scenario
+from experiments.runs.scenario import MAX_COMPETITORS, TOPOLOGY_SWEEPS, Scenario
 from records import stamp
 
 from experiments.testbed.teardown import teardown
@@ -198,7 +198,7 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
                 rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
                             "loss_seed": loss_seed, "flow1": spec.alg.ccp or spec.alg.cca,
                             "jobs": jobs, "node_rt_priority": sc.node_rt_priority})
-                if sc.draw or spec.plan:
+                if sc.draw or spec.plan or TOPOLOGY_SWEEPS & set(sc.sweep):    # networks a report pairs by
                     rec["params"] = p
                 if spec.plan:
                     rec["plan"] = spec.plan
@@ -334,9 +334,9 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                 (dataset.capture() if dataset else nullcontext()), \
                 (SlotRecorder(tb, spec.run_dir) if sc.record_slots else nullcontext()), \
                 SeparationRecorder(tb, spec.run_dir, [port, *competitor_ports],
-                                   senders={port: client, **{p: sc.flows["competitor"][0] for p in competitor_ports}}
-                                   if competitor_ports else {port: client}) as separation:
-            competitors = [BackgroundFlow(tb, *sc.flows["competitor"], "ccp" if alg.competitor_on_ccp else alg.competitor_cca(k),
+                                   senders={port: client, **{p: sc.competitor_pair(k)[0]
+                                                             for k, p in enumerate(competitor_ports)}}) as separation:
+            competitors = [BackgroundFlow(tb, *sc.competitor_pair(k), "ccp" if alg.competitor_on_ccp else alg.competitor_cca(k),
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
                                           start_delay_s=alg.competitor_delay_s, start_together=together,
                                           rate_mbps=alg.competitor_rate_mbps or None)

@@ -47,6 +47,10 @@ Fairness scenarios (the ML-fairness paper) add:
     cca = "reno"
     competitor = ["cubic", "bbr"]  # a mix of kernel CCAs: competitor k runs the k-th, in turn
     competitors = 2                #   (the record's competitor_ccas names each)
+    [flows]
+    main = ["s1", "r1"]
+    competitor = ["s2", "r2"]      # every competitor's hosts, but where competitor_<k> names its own:
+    competitor_2 = ["s3", "r3"]    #   the second competitor from s3 to r3 (a path of its own RTT)
 
 Settings of a run's flows can be drawn too (per repeat, as the topology's):
 
@@ -147,6 +151,12 @@ class Scenario:
     node_python: Optional[str] = None   # the INT nodes' interpreter (None: $INTCC_NODE_PYTHON, else cpython)
     collection: Optional[Collection] = None     # [collection]: each repeat a plan's network and flows, kept as data
     skip_repeats: frozenset = frozenset()       # repeats not run (a collection's runs already on disk)
+
+    def competitor_pair(self, k: int) -> List[str]:
+        """[sender, receiver] of competitor ``k`` (0-based): ``[flows] competitor_<k+1>`` where
+        given (competitors of different RTTs on hosts of their own), else ``competitor``."""
+        return self.flows.get(f"competitor_{k + 1}") if k and f"competitor_{k + 1}" in self.flows \
+            else self.flows["competitor"]
 
     def run_setting(self, seed: int, repeat: int, alg: Algorithm, sweep_value, pick_seed: int
                     ) -> tuple[dict, Algorithm, dict | None]:

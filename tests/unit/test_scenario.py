@@ -279,6 +279,13 @@ def test_the_udp_flood_scenario_floods_at_twice_each_networks_bottleneck():
     assert sc.run_setting(1, 0, by_label["cubic pair"], 4, 0)[1].udp_cross_mbps == 0
 
 
+def test_four_flows_of_four_rtts_each_come_from_a_pair_of_hosts_of_its_own():
+    sc = load("rtt_separation_four")
+    assert [sc.competitor_pair(k) for k in range(3)] == [["s1", "r1"], ["s2", "r2"], ["s3", "r3"]]
+    assert sc.flows["main"] == ["s4", "r4"] and sc.algorithms[0].competitors == 3
+    assert load("rtt_separation").competitor_pair(2) == ["s2", "r2"]     # one pair for every competitor
+
+
 def test_the_fairness_scenario_runs_vegas_on_ccp_beside_the_adaptive_agent():
     sc = load("fairness_switching")
     assert sc.sweep["competitor"] == ["bbr", "cubic", "reno", "vegas"] and sc.repeats >= 25

@@ -29,6 +29,8 @@ RECORDS = [
 def test_the_rtt_ratio_is_flow_1s_round_trip_over_the_competitors():
     assert separation.rtt_ratio({**BASE, "main_extra_delay_ms": 3.5}) == pytest.approx(12 / 5)
     assert separation.rtt_ratio({**BASE, "main_extra_delay_ms": 47.5}) == pytest.approx(20.0)
+    four = {"bottleneck_delay_ms": 0.5, "delay_ms_1": 0.25, "delay_ms_2": 4.75, "delay_ms_3": 9.75, "delay_ms_4": 14.75}
+    assert separation.rtt_ratio(four) == pytest.approx(60 / 2)       # dumbbell4: longest over shortest
 
 
 def test_only_networks_run_both_ways_pair_and_the_rows_are_paired_differences():
