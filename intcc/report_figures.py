@@ -10,13 +10,14 @@ from experiments.reports import fairness_plots
 from experiments.reports.compare import load_records
 from experiments.reports.plots import plot_summary
 
-from .report_sections import LOSSY_LINK, ROOT, _fairness_records
+from .report_sections import LOSSY_LINK, ROOT, RTT_SEPARATION, _fairness_records, _glob
 
 IMG = os.path.join(ROOT, "docs", "img")
 
 
 def draw_all() -> List[str]:
-    """docs/img/lossy_link.png, fairness_d_box.png, fairness_abs_d.png; their paths."""
+    """docs/img/lossy_link.png, fairness_d_box.png, fairness_abs_d.png, separation-jain.png;
+    their paths."""
     os.makedirs(IMG, exist_ok=True)
     drawn = []
     path = os.path.join(IMG, "lossy_link.png")
@@ -30,4 +31,8 @@ def draw_all() -> List[str]:
             target = os.path.join(IMG, f"fairness_{name}")
             shutil.copyfile(os.path.join(tmp, name), target)
             drawn.append(target)
+    from experiments.reports import separation
+    path = os.path.join(IMG, "separation-jain.png")
+    separation.plot(load_records([os.path.join(ROOT, p) for p in _glob(RTT_SEPARATION)]), path)
+    drawn.append(path)
     return [os.path.relpath(p, ROOT) for p in drawn]

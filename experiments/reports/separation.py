@@ -240,7 +240,8 @@ def format_markdown(table: list[dict]) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         lo, hi = r["difference_ci"]
-        lines.append(f"| {_label(r).strip()} | {r['n']} | {r['rtt_ratio_min']:.1f}–{r['rtt_ratio_max']:.1f}× "
+        label = f"{r['algorithm']}, {_label(r).strip()}" if "ratio_bin" in r else r["algorithm"]
+        lines.append(f"| {label} | {r['n']} | {r['rtt_ratio_min']:.1f}–{r['rtt_ratio_max']:.1f}× "
                      f"| {r['fifo_mean']:.3f} | {r['separated_mean']:.3f} "
                      f"| {r['difference']:+.3f} ({lo:+.3f}, {hi:+.3f}) | {r['relative'] * 100:+.1f} % "
                      f"| {r['fifo_at_target']} → {r['separated_at_target']} of {r['n']} "

@@ -99,7 +99,11 @@ class _Direction:
 @register
 class FlowRTT(Element):
     """The per-flow RTT table: ``FlowRTT(max_flows 1024, max_pending 64)``, filled by
-    RTTTaps (no ports: an information element, like FlowSlots)."""
+    RTTTaps (no ports: an information element, like FlowSlots). Per TCP flow and direction:
+    data segment to the ACK naming its end (Karn's rule; a delayed ACK measured on the
+    segment it names), and TSval to its echo each way (the two halves: the whole round trip
+    wherever the node sits). At most ``max_flows`` directions (least recently seen evicted,
+    counted) and ``max_pending`` outstanding segments and TSvals each. Handler ``rtts``."""
     n_inputs = n_outputs = (0, 0)
     ARGS = (Arg("max_flows", parse_pos_int, 1024), Arg("max_pending", parse_pos_int, 64))
     counter_names = ("seen", "ack_samples", "ts_samples", "retransmits", "evicted", "pending_dropped")
