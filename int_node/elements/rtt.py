@@ -35,6 +35,8 @@ from .basic import NoteTap
 _TCP = struct.Struct("!HHIIBB")          # ports, seq, ack, data offset, flags
 _U32 = struct.Struct("!I")
 _U16 = struct.Struct("!H")
+_TS_PAIR = struct.Struct("!II")
+LINUX_TS_PREFIX = bytes((1, 1, 8, 10))    # NOP NOP, then timestamps (kind 8, length 10)
 SYN, FIN = 0x02, 0x01
 OPT_END, OPT_NOP, OPT_TS = 0, 1, 8
 SRTT_GAIN = 0.125                         # RFC 6298's alpha
@@ -86,9 +88,10 @@ class RttStats:
 
 
 class _Direction:
-    __slots__ = ("high_eack", "eacks", "tsvals", "last_tsval", "ack", "ts")
+    __slots__ = ("reverse", "high_eack", "eacks", "tsvals", "last_tsval", "ack", "ts")
 
-    def __init__(self):
+    def __init__(self, reverse: bytes):
+        self.reverse = reverse                    # the other direction's key
         self.high_eack = None
         self.eacks: "OrderedDict[int, int]" = OrderedDict()     # eACK -> ns it passed
         self.tsvals: "OrderedDict[int, int]" = OrderedDict()    # TSval -> ns it first passed
@@ -113,15 +116,11 @@ class FlowRTT(Element):
             raise ConfigError("FlowRTT: max_flows must be at least 2 (a flow's two directions)")
         self.flows: "OrderedDict[bytes, _Direction]" = OrderedDict()
 
-    def _direction(self, key: bytes) -> _Direction:
-        d = self.flows.get(key)
-        if d is None:
-            if len(self.flows) >= self.max_flows:
-                self.flows.popitem(last=False)
-                self.evicted += 1
-            d = self.flows[key] = _Direction()
-        else:
-            self.flows.move_to_end(key)
+    def _new_direction(self, key: bytes) -> _Direction:
+        if len(self.flows) >= self.max_flows:
+            self.flows.popitem(last=False)
+            self.evicted += 1
+        d = self.flows[key] = _Direction(reverse_key(key))
         return d
 
     def _remember(self, table: OrderedDict, value: int, now_ns: int) -> None:
@@ -131,7 +130,8 @@ class FlowRTT(Element):
         table[value] = now_ns
 
     def note(self, pkt, now_ns: int) -> None:
-        """A packet passing a tap at ``now_ns``."""
+        """A packet passing a tap at ``now_ns``. Every packet of a node's flows comes here:
+        the common case (no extension header, Linux's NOP NOP TS options) is read inline."""
         self.seen += 1
         data = pkt.data
         if data[IP6_NH_OFF] == NH_TCP:
@@ -150,38 +150,52 @@ class FlowRTT(Element):
         key = pkt.flow_id
         if key is None:
             key = pkt.flow_id = flow_key(data)
-        me = self._direction(key)
+        flows = self.flows
+        me = flows.get(key)
+        if me is None:
+            me = self._new_direction(key)
+        else:
+            flows.move_to_end(key)
         seg_len = end - off - hdr + (1 if flags & (SYN | FIN) else 0)
         if seg_len > 0:
             eack = (seq + seg_len) & 0xFFFFFFFF
-            if me.high_eack is None or _after(eack, me.high_eack):
+            high = me.high_eack
+            if high is None or 0 < ((eack - high) & 0xFFFFFFFF) < SEQ_HALF:
                 me.high_eack = eack
                 self._remember(me.eacks, eack, now_ns)
             else:                                 # sent again: its ACK cannot tell which copy it answers
                 self.retransmits += 1
                 for e in [e for e in me.eacks if not _after(seq, e)]:
                     del me.eacks[e]               # every segment at or after the resent one (Karn)
-        other = self.flows.get(reverse_key(key))
+        other = flows.get(me.reverse)
         if other is not None and flags & 0x10:
-            t = other.eacks.pop(ack, None)
-            if t is not None:
-                other.ack.add((now_ns - t) / 1e3)
-                self.ack_samples += 1
-            while other.eacks and not _after(next(iter(other.eacks)), ack):
-                other.eacks.popitem(last=False)   # covered by this cumulative ACK: no sample
-        ts = _timestamps(data, off + 20, off + hdr) if hdr > 20 else None
-        if ts is not None:
-            tsval, tsecr = ts
-            if tsval != me.last_tsval:            # the first packet with this TSval
-                me.last_tsval = tsval
-                self._remember(me.tsvals, tsval, now_ns)
-            if other is not None:
-                t = other.tsvals.pop(tsecr, None)
+            pending = other.eacks
+            if pending:
+                t = pending.pop(ack, None)
                 if t is not None:
-                    other.ts.add((now_ns - t) / 1e3)
-                    self.ts_samples += 1
-                    while other.tsvals and _after(tsecr, next(iter(other.tsvals))):
-                        other.tsvals.popitem(last=False)    # older TSvals: echoed late or never
+                    other.ack.add((now_ns - t) / 1e3)
+                    self.ack_samples += 1
+                while pending and not _after(next(iter(pending)), ack):
+                    pending.popitem(last=False)   # covered by this cumulative ACK: no sample
+        if hdr <= 20:
+            return
+        if hdr >= 32 and data[off + 20:off + 24] == LINUX_TS_PREFIX:
+            tsval, tsecr = _TS_PAIR.unpack_from(data, off + 24)
+        else:
+            ts = _timestamps(data, off + 20, off + hdr)
+            if ts is None:
+                return
+            tsval, tsecr = ts
+        if tsval != me.last_tsval:                # the first packet with this TSval
+            me.last_tsval = tsval
+            self._remember(me.tsvals, tsval, now_ns)
+        if other is not None and other.tsvals:
+            t = other.tsvals.pop(tsecr, None)
+            if t is not None:
+                other.ts.add((now_ns - t) / 1e3)
+                self.ts_samples += 1
+                while other.tsvals and _after(tsecr, next(iter(other.tsvals))):
+                    other.tsvals.popitem(last=False)    # older TSvals: echoed late or never
 
     def rtt_us(self, key: bytes) -> float | None:
         """The flow's round trip, microseconds, for a flow key of its data direction: the
@@ -221,3 +235,14 @@ class RTTTap(NoteTap):
 
     def initialize(self):
         self._noter = self.router.find(self.rtt, FlowRTT, user=f"RTTTap {self.name}").note
+
+    def push_batch(self, port, batch):
+        # pushed packets are timed by their arrival (FromDevice's kernel timestamp): closer
+        # to the wire than a clock read here, and one call less per packet
+        note = self._noter
+        for pkt in batch:
+            try:
+                note(pkt, pkt.rx_ns)
+            except (IndexError, struct.error):
+                self.errors += 1
+        self.output_batch(0, batch)

@@ -171,6 +171,9 @@ class DRR(Element):
         self._fresh = True                    # the current input's turn has not been credited
         self._cur = 0
         self.sent_bytes = [0] * n
+        # an input fed straight by a Queue is seen empty from the queue's deque, without a
+        # pull: most turns at an idle class would otherwise cost a call each
+        self._backlog = [up._q if isinstance(up, Queue) else None for up, _ in self._in]
 
     @property
     def weights(self) -> list:
@@ -196,36 +199,43 @@ class DRR(Element):
 
     def pull(self, port):
         n = self.n_in
-        head, deficit, ins = self._head, self._deficit, self._in
+        head, deficit, ins, backlog, weights = self._head, self._deficit, self._in, self._backlog, self._weights
+        cur, fresh = self._cur, self._fresh
         empty_run = 0
+        pkt = None
         # a frame larger than a quantum needs several rounds: bounded by the largest weight's
         for _ in range(64 * n):
-            i = self._cur
-            pkt = head[i]
+            pkt = head[cur]
             if pkt is None:
-                up = ins[i]
-                pkt = up[0].pull(up[1])
+                q = backlog[cur]
+                if q is None or q:
+                    up, up_port = ins[cur]
+                    pkt = up.pull(up_port)
             if pkt is None:                    # empty: its deficit goes, the turn passes
-                deficit[i] = 0
+                deficit[cur] = 0
                 empty_run += 1
                 if empty_run >= n:
-                    return None
-                self._next()
+                    break
+                cur = (cur + 1) % n
+                fresh = True
                 continue
             empty_run = 0
-            if self._fresh:
-                deficit[i] += self.quantum * self._weights[i]
-                self._fresh = False
+            if fresh:
+                deficit[cur] += self.quantum * weights[cur]
+                fresh = False
             size = len(pkt.data)
-            if size <= deficit[i]:
-                deficit[i] -= size
-                head[i] = None
+            if size <= deficit[cur]:
+                deficit[cur] -= size
+                head[cur] = None
                 self.packets += 1
-                self.sent_bytes[i] += size
-                return pkt
-            head[i] = pkt                      # kept for its next turn
-            self._next()
-        return None
+                self.sent_bytes[cur] += size
+                break
+            head[cur] = pkt                    # kept for its next turn
+            pkt = None
+            cur = (cur + 1) % n
+            fresh = True
+        self._cur, self._fresh = cur, fresh
+        return pkt
 
     def _next(self) -> None:
         self._cur = (self._cur + 1) % self.n_in

@@ -23,9 +23,10 @@ def seg(seq, ack, payload=0, fwd=True, flags=0x10, ts=None):
 
 
 def at(r, frame, t_ns):
-    tap = r.elements["tap"]
-    tap.clock = lambda: t_ns
-    tap.push(0, Packet(frame))
+    """The frame arrives at t_ns (pushed: the tap times it by its arrival)."""
+    pkt = Packet(frame)
+    pkt.rx_ns = t_ns
+    r.elements["tap"].push(0, pkt)
 
 
 def data_direction(r):
