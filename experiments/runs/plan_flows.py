@@ -77,15 +77,17 @@ def start_flows(tb, plan: dict, seconds: float) -> list:
     leads)."""
     later = plan.get("comp_start_s", 0.0)
     n_comp = plan.get("comp_flows", 1)
-    together = threading.Barrier(1 + n_comp) if not later else None
+    same_start = n_comp if not later else 0
+    n_together = 1 + same_start + (1 if plan.get("udp_mbps") else 0)     # UDP from flow 1's start
+    together = threading.Barrier(n_together) if n_together > 1 else None
     flows = [BackgroundFlow(tb, "s1", "r1", _iperf_cca(plan["cca1"], _via_ccp(plan)), seconds, seconds,
                             port=flow1_port(plan), start_together=together)]
     flows += [BackgroundFlow(tb, "s2", "r2", _iperf_cca(plan["cca2"]), seconds - later, seconds - later, 5202 + k,
-                             start_delay_s=later, start_together=together)
+                             start_delay_s=later, start_together=together if same_start else None)
               for k in range(n_comp)]
     if plan.get("udp_mbps"):
         flows.append(BackgroundFlow(tb, "s2", "r2", "udp", seconds, seconds, UDP_CROSS_PORT,
-                                    udp_mbps=plan["udp_mbps"]))
+                                    udp_mbps=plan["udp_mbps"], start_together=together))
     return flows
 
 

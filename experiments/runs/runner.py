@@ -45,7 +45,8 @@ from records import stamp
 from experiments.testbed.teardown import teardown
 from experiments.testbed.bed import Testbed
 from experiments.testbed.topo import load_topo
-from experiments.testbed.traffic import MAIN_PORT, PORT_STRIDE, BackgroundFlow, RunFailed, iperf, tcp_counters
+from experiments.testbed.traffic import (MAIN_PORT, PORT_STRIDE, UDP_CROSS_AFTER_START_S, BackgroundFlow, RunFailed, iperf,
+                                        overlap_fraction, tcp_counters)
 
 TESTBED_NAME = "exp"
 log = logging.getLogger(__name__)
@@ -321,7 +322,7 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     tcp_before = tcp_counters(tb, client)
     sinks = {n: info["int_log"] for n, info in tb.state["nodes"].items() if info.get("int_log")}
     log_offsets = {n: os.path.getsize(p) if os.path.exists(p) else 0 for n, p in sinks.items()}
-    comp, competitors, udp = {}, [], None
+    comp, competitors, udp, out, flow1_data = {}, [], None, None, None
     extra = {}
     dataset = (DatasetRun(tb, sc.flows["main"], sc.flows["competitor"][0], port, spec.plan, sc.collection, spec.run_dir)
                if spec.plan else None)
@@ -329,7 +330,11 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
     try:
         competitor_ports = [port + 1 + k for k in range(alg.competitors)] if alg.competitor else []
         # flows of the same start go together: none a round ahead of the others in slow start
-        together = threading.Barrier(1 + len(competitor_ports)) if competitor_ports and not alg.competitor_delay_s else None
+        # and UDP cross traffic with them: started first, a flood would fill the queue and the
+        # host's CPUs while the TCP flows were still being set up, and end before they did
+        same_start = len(competitor_ports) if not alg.competitor_delay_s else 0
+        n_together = 1 + same_start + (1 if alg.udp_cross_mbps else 0)
+        together = threading.Barrier(n_together) if n_together > 1 else None
         with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace, \
                 (dataset.capture() if dataset else nullcontext()), \
                 (SlotRecorder(tb, spec.run_dir) if sc.record_slots else nullcontext()), \
@@ -338,16 +343,20 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                                                              for k, p in enumerate(competitor_ports)}}) as separation:
             competitors = [BackgroundFlow(tb, *sc.competitor_pair(k), "ccp" if alg.competitor_on_ccp else alg.competitor_cca(k),
                                           sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
-                                          start_delay_s=alg.competitor_delay_s, start_together=together,
+                                          start_delay_s=alg.competitor_delay_s,
+                                          start_together=together if same_start else None,
                                           rate_mbps=alg.competitor_rate_mbps or None)
                            for k, p in enumerate(competitor_ports)]
             if alg.competitor_mix:
                 extra["competitor_ccas"] = [alg.competitor_cca(k) for k in range(len(competitor_ports))]
             if alg.udp_cross_mbps:     # beside the competitors, from their hosts, above their ports
                 udp = BackgroundFlow(tb, *sc.flows["competitor"], "udp", sc.seconds, sc.interval_s,
-                                     port=port + UDP_CROSS_PORT_OFFSET, udp_mbps=alg.udp_cross_mbps)
+                                     port=port + UDP_CROSS_PORT_OFFSET, udp_mbps=alg.udp_cross_mbps,
+                                     start_together=together, udp_after_start_s=UDP_CROSS_AFTER_START_S)
             out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port,
                         start_together=together)
+            # iperf3 counts its seconds from its first data and returns at their end: when they began
+            flow1_data = (time.time() - out["end"]["sum_sent"]["seconds"], time.time())
         separated = separation.summary()
         if separated:
             extra["separation_state"] = separated
@@ -367,7 +376,10 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
         if udp is not None:            # cross traffic: not a competitor in the run's shares
             try:
                 got = udp.join()
-                extra["udp_cross"] = {k: got[k] for k in ("received_mbps", "loss_fraction") if k in got}
+                extra["udp_cross"] = {k: got[k] for k in ("received_mbps", "loss_fraction", "send_s") if k in got}
+                if flow1_data is not None and got.get("started_at") and got.get("send_s"):
+                    extra["udp_cross"]["overlap_fraction"] = overlap_fraction(
+                        flow1_data, (got["started_at"], got["started_at"] + got["send_s"]))
             except Exception as e:
                 comp["error"] = f"UDP cross traffic: {e}"
     after = link_loss_counts(tb)

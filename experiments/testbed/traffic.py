@@ -48,6 +48,8 @@ def tcp_counters(tb: Testbed, host: str) -> dict[str, int]:
 START_TOGETHER_TIMEOUT_S = 30
 #: UDP datagrams' payload: with the IPv6 and UDP headers under the hosts' 1500-byte MTU
 UDP_PAYLOAD_BYTES = 1400
+#: cross traffic starts this long after the TCP flows it joins: their handshakes done first
+UDP_CROSS_AFTER_START_S = 1.0
 
 
 UDPGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "udpgen.py")
@@ -59,20 +61,29 @@ UDP_LAST_WAIT_S = 5.0
 
 
 def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, port: int = 5201,
-             length: int = UDP_PAYLOAD_BYTES) -> dict:
+             length: int = UDP_PAYLOAD_BYTES, start_together: threading.Barrier | None = None,
+             after_start_s: float = 0.0) -> dict:
     """Paced UDP from src to dst for ``seconds`` (udpgen.py: no setup exchange to lose);
     returns sent, received, loss_fraction, out_of_order (datagrams that arrived behind a
-    later one) and received_mbps (the payload received over ``seconds``)."""
+    later one), received_mbps (the payload received over ``seconds``), started_at (wall
+    clock, s) and send_s (how long the sender sent). ``start_together``: it starts with the
+    flows sharing it (as ``iperf``), once its receiver listens, and ``after_start_s`` later:
+    a flood at their start would drop their handshakes, and iperf3 counts its seconds from
+    the first data, which then came only once the flood had ended."""
     rx = tb.popen(dst, [sys.executable, UDPGEN, "recv", str(port), str(UDP_IDLE_S)], stdout=subprocess.PIPE,
                   stderr=subprocess.PIPE, text=True)
     try:
         if rx.stdout.readline().strip() != "ready":
             raise RunFailed(f"UDP {src} -> {dst}: the receiver did not start: {rx.stderr.read().strip()[:300]}")
+        _start_with(start_together, f"UDP {src} -> {dst}")
+        time.sleep(after_start_s)
+        started_at = time.time()
         res = tb.run(src, [sys.executable, UDPGEN, "send", tb.addr(dst), str(port), str(rate_mbps), str(seconds),
                            str(length)], timeout=seconds + 30)
         if res.returncode != 0:
             raise RunFailed(f"UDP {src} -> {dst}: the sender failed: {res.stderr.strip()[:300]}")
-        sent = json.loads(res.stdout)["sent"]
+        sender = json.loads(res.stdout)
+        sent = sender["sent"]
         try:
             out, _ = rx.communicate(timeout=UDP_IDLE_S + UDP_LAST_WAIT_S)
         except subprocess.TimeoutExpired:       # every datagram lost: it still waits for the first
@@ -81,13 +92,38 @@ def udp_flow(tb: Testbed, src: str, dst: str, rate_mbps: float, seconds: float, 
         got = json.loads(out)
     except (ValueError, subprocess.TimeoutExpired) as e:
         raise RunFailed(f"UDP {src} -> {dst}: no count from the receiver ({e})") from None
+    except BaseException:
+        if start_together is not None:
+            start_together.abort()
+        raise
     finally:
         if rx.poll() is None:
             rx.kill()
         rx.wait()
     received = got["received"]
     return {"sent": sent, "received": received, "loss_fraction": 1 - received / sent if sent else 0.0,
-            "out_of_order": got["out_of_order"], "received_mbps": got["bytes"] * 8 / seconds / 1e6}
+            "out_of_order": got["out_of_order"], "received_mbps": got["bytes"] * 8 / seconds / 1e6,
+            "started_at": started_at, "send_s": sender.get("seconds")}
+
+
+def overlap_fraction(flow: tuple, cross: tuple) -> float:
+    """How much of ``flow``'s (start, end) span ``cross``'s (start, end) covered, 0-1: the
+    part of a measured flow that met the cross traffic meant to meet it."""
+    length = flow[1] - flow[0]
+    if length <= 0:
+        return 0.0
+    return round(max(0.0, min(flow[1], cross[1]) - max(flow[0], cross[0])) / length, 3)
+
+
+def _start_with(start_together: threading.Barrier | None, what: str) -> None:
+    """Wait for the flows that start together with this one (none: go)."""
+    if start_together is None:
+        return
+    try:
+        start_together.wait(START_TOGETHER_TIMEOUT_S)
+    except threading.BrokenBarrierError:
+        raise RunFailed(f"{what}: the flows to start with it did not get ready within "
+                        f"{START_TOGETHER_TIMEOUT_S} s") from None
 
 
 def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
@@ -103,11 +139,7 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
     try:
         try:
             tb.wait_listening(server, port)
-            if start_together is not None:
-                start_together.wait(START_TOGETHER_TIMEOUT_S)
-        except threading.BrokenBarrierError:
-            raise RunFailed(f"iperf3 {client} -> {server}: the flows to start with it did not get ready "
-                            f"within {START_TOGETHER_TIMEOUT_S} s") from None
+            _start_with(start_together, f"iperf3 {client} -> {server}")
         except BaseException:
             if start_together is not None:
                 start_together.abort()     # the others go on to fail at once, not after the timeout
@@ -142,7 +174,7 @@ class BackgroundFlow:
 
     def __init__(self, tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
                  port: int, start_delay_s: float = 0.0, start_together: threading.Barrier | None = None,
-                 udp_mbps: float | None = None, rate_mbps: float | None = None):
+                 udp_mbps: float | None = None, rate_mbps: float | None = None, udp_after_start_s: float = 0.0):
         self.out: dict | None = None
         self.error: BaseException | None = None
         self.udp_mbps = udp_mbps
@@ -150,7 +182,8 @@ class BackgroundFlow:
             run = functools.partial(iperf, tb, client, server, cca, seconds, interval_s, port, start_together,
                                     rate_mbps)
         else:
-            run = functools.partial(udp_flow, tb, client, server, udp_mbps, seconds, port)
+            run = functools.partial(udp_flow, tb, client, server, udp_mbps, seconds, port,
+                                    start_together=start_together, after_start_s=udp_after_start_s)
         self._thread = threading.Thread(target=self._run, args=(run, start_delay_s),
                                         name=f"iperf-{client}-{port}", daemon=True)
         self._thread.start()

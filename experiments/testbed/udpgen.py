@@ -8,7 +8,7 @@ just sends.
 
     python3 udpgen.py recv PORT IDLE_S        prints "ready", then {"received": n, "bytes": b,
                                               "out_of_order": datagrams behind a later one}
-    python3 udpgen.py send ADDR PORT MBPS SECONDS LENGTH   prints {"sent": n, "bytes": b}
+    python3 udpgen.py send ADDR PORT MBPS SECONDS LENGTH   prints {"sent": n, "bytes": b, "seconds": s}
 
 Each datagram starts with its sequence number (8 bytes, network order).
 
@@ -58,7 +58,9 @@ def send(addr: str, port: int, rate_mbps: float, seconds: float, length: int) ->
     sent = 0
     while True:
         due = start + sent * interval_s
-        if due - start >= seconds:
+        # the window bounds it too: a sender that fell behind (a busy host) stops on time
+        # instead of sending the rest late, where it would not meet the flows it was to meet
+        if due - start >= seconds or time.monotonic() - start >= seconds:
             break
         delay = due - time.monotonic()
         if delay > 0:
@@ -70,7 +72,7 @@ def send(addr: str, port: int, rate_mbps: float, seconds: float, length: int) ->
             pass                        # a full local queue drops, like a NIC would; not counted as sent
         else:
             sent += 1
-    return {"sent": sent, "bytes": sent * length}
+    return {"sent": sent, "bytes": sent * length, "seconds": round(time.monotonic() - start, 3)}
 
 
 def main(argv) -> int:

@@ -4,6 +4,7 @@ import json
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from types import SimpleNamespace
@@ -127,3 +128,33 @@ def test_a_background_udp_flow_is_cross_traffic_beside_tcp_ones():
     flow = BackgroundFlow(LocalHost(), "h1", "h2", "udp", 0.5, 0.5, port=free_udp_port(), udp_mbps=1.12)
     out = flow.join()
     assert out["received"] == out["sent"] == 50
+
+
+def test_udp_cross_traffic_starts_with_the_flows_it_joins_and_after_their_handshakes():
+    together = threading.Barrier(2)
+    t0 = time.time()
+    flow = BackgroundFlow(LocalHost(), "h1", "h2", "udp", 0.3, 0.3, port=free_udp_port(), udp_mbps=1.12,
+                          start_together=together, udp_after_start_s=0.4)
+    time.sleep(0.5)                      # the other flow gets ready late: the UDP one waits for it
+    together.wait(5)
+    ready = time.time()
+    out = flow.join()
+    assert out["started_at"] - ready == pytest.approx(0.4, abs=0.15)
+    assert out["started_at"] - t0 > 0.85
+    assert out["send_s"] == pytest.approx(0.3, abs=0.1)
+
+
+def test_a_udp_sender_that_falls_behind_stops_at_the_end_of_its_window():
+    # 10 Gbit/s is far above what a Python sender can pace: it is behind from the start, and
+    # must stop after its 0.3 s, not go on until it has sent rate x seconds
+    res = subprocess.run([sys.executable, traffic.UDPGEN, "send", "::1", str(free_udp_port()), "10000", "0.3", "1400"],
+                         capture_output=True, text=True, timeout=30)
+    got = json.loads(res.stdout)
+    assert got["seconds"] < 1.0 and got["sent"] < 10e9 * 0.3 / (1400 * 8)
+
+
+def test_overlap_fraction_is_the_part_of_the_flow_the_cross_traffic_covered():
+    assert traffic.overlap_fraction((10.0, 40.0), (11.0, 41.0)) == pytest.approx(29 / 30, abs=1e-3)
+    assert traffic.overlap_fraction((10.0, 40.0), (40.0, 70.0)) == 0.0        # one after the other
+    assert traffic.overlap_fraction((10.0, 40.0), (0.0, 25.0)) == 0.5
+    assert traffic.overlap_fraction((10.0, 10.0), (0.0, 25.0)) == 0.0
