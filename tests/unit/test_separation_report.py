@@ -101,3 +101,15 @@ def test_the_nodes_rtt_is_scored_against_the_senders_own_minimum():
     assert a["flows"] == 3 and a["within_target"] == 2
     assert a["median_abs_ms"] == pytest.approx(0.8) and a["median_abs_pct"] == pytest.approx(8.0)
     assert separation.rtt_accuracy(RECORDS) is None
+
+
+def test_a_flooded_run_the_flood_missed_is_left_out_and_counted():
+    met = flood(0, True, 1.0, 2.0, received=6.0)
+    met["udp_cross"]["overlap_fraction"] = 0.96
+    missed = flood(0, True, 8.4, 0.1, repeat=1, received=8.5)     # flow 1 alone after the flood
+    missed["udp_cross"]["overlap_fraction"] = 0.1
+    records = [flood(0, False, 4.5, 4.5), met, flood(0, False, 4.5, 4.5, repeat=1), missed]
+    row = separation.udp_rows(records, resamples=200)[0]
+    assert row["n"] == 1 and row["flood_missed"] == 1
+    assert row["kept_mean"] == pytest.approx(3.0 / (9.0 * 2 / 3))
+    assert "covering less than 90% of flow 1's time: 1" in separation.format_udp_rows([row])
