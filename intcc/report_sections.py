@@ -365,6 +365,10 @@ def separation_section() -> str:
                 f"The flood starts a second after the TCP flows and covers at least "
                 f"{separation.MIN_FLOOD_OVERLAP:.0%} of flow 1's time in every run counted (left out: "
                 f"{sum(r['flood_missed'] for r in udp_table)})."]
+        alone = [r for r in udp_records if not r.get("udp_cross_mbps")]
+        if alone:
+            out += ["", "The same scenario's networks without the flood (Jain of the two TCP flows, RTT ratios "
+                        "as drawn, 1.4–20×):", "", separation.format_markdown(separation.rows(alone))]
         accuracy = separation.rtt_accuracy(udp_records + records)
         if accuracy:
             out += ["", f"Passive RTT at the node against each sender's own minimum RTT (`ss`), {accuracy['flows']} "
