@@ -356,7 +356,8 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
             out = iperf(tb, client, server, "ccp" if alg.ccp else alg.cca, sc.seconds, sc.interval_s, port=port,
                         start_together=together)
             # iperf3 counts its seconds from its first data and returns at their end: when they began
-            flow1_data = (time.time() - out["end"]["sum_sent"]["seconds"], time.time())
+            flow1_end = time.time()
+            flow1_data = (flow1_end - out["end"]["sum_sent"]["seconds"], flow1_end)
         separated = separation.summary()
         if separated:
             extra["separation_state"] = separated

@@ -16,6 +16,9 @@ class NoteTap(Element):
     input_kind = output_kind = AGNOSTIC
     counter_names = ("errors",)
     _noter = None
+    #: a pushed packet is noted at its arrival (FromDevice's kernel timestamp), not at a
+    #: clock read here: at a node's ingress that is closer to the wire, and a call less
+    PUSHED_AT_ARRIVAL = False
 
     def configured(self):
         self.clock = time.time_ns
@@ -27,9 +30,17 @@ class NoteTap(Element):
             self.errors += 1
 
     def push_batch(self, port, batch):
-        note = self._note
-        for pkt in batch:
-            note(pkt)
+        if self.PUSHED_AT_ARRIVAL:
+            noter = self._noter
+            for pkt in batch:
+                try:
+                    noter(pkt, pkt.rx_ns)
+                except (IndexError, struct.error):
+                    self.errors += 1
+        else:
+            note = self._note
+            for pkt in batch:
+                note(pkt)
         self.output_batch(0, batch)
 
     def pull(self, port):

@@ -159,8 +159,7 @@ class FlowRTT(Element):
         seg_len = end - off - hdr + (1 if flags & (SYN | FIN) else 0)
         if seg_len > 0:
             eack = (seq + seg_len) & 0xFFFFFFFF
-            high = me.high_eack
-            if high is None or 0 < ((eack - high) & 0xFFFFFFFF) < SEQ_HALF:
+            if me.high_eack is None or _after(eack, me.high_eack):
                 me.high_eack = eack
                 self._remember(me.eacks, eack, now_ns)
             else:                                 # sent again: its ACK cannot tell which copy it answers
@@ -232,17 +231,7 @@ class RTTTap(NoteTap):
     """Notes each TCP packet passing here in a FlowRTT table; passes every packet on. Put one
     on each direction's path through the node."""
     ARGS = (Arg("rtt", str),)
+    PUSHED_AT_ARRIVAL = True
 
     def initialize(self):
         self._noter = self.router.find(self.rtt, FlowRTT, user=f"RTTTap {self.name}").note
-
-    def push_batch(self, port, batch):
-        # pushed packets are timed by their arrival (FromDevice's kernel timestamp): closer
-        # to the wire than a clock read here, and one call less per packet
-        note = self._noter
-        for pkt in batch:
-            try:
-                note(pkt, pkt.rx_ns)
-            except (IndexError, struct.error):
-                self.errors += 1
-        self.output_batch(0, batch)

@@ -237,10 +237,6 @@ class DRR(Element):
         self._cur, self._fresh = cur, fresh
         return pkt
 
-    def _next(self) -> None:
-        self._cur = (self._cur + 1) % self.n_in
-        self._fresh = True
-
     def queued_heads(self) -> int:
         return sum(p is not None for p in self._head)
 
