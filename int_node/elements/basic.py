@@ -2,11 +2,14 @@
 packets in a table element (SlotTap, RTTTap)."""
 from __future__ import annotations
 
+import operator
 import struct
 import time
 
 from ..element import AGNOSTIC, Element, register
 from ..packet import Packet
+
+_RX_NS = operator.attrgetter("rx_ns")
 
 
 class NoteTap(Element):
@@ -16,9 +19,11 @@ class NoteTap(Element):
     input_kind = output_kind = AGNOSTIC
     counter_names = ("errors",)
     _noter = None
-    #: a pushed packet is noted at its arrival (FromDevice's kernel timestamp), not at a
-    #: clock read here: at a node's ingress that is closer to the wire, and a call less
-    PUSHED_AT_ARRIVAL = False
+    #: a subclass's table may take pushed batches whole: ``_batch_noter(pairs)`` with
+    #: (packet, ns) pairs, returning how many were truncated. Those packets are noted at
+    #: their arrival (FromDevice's kernel timestamp), not at a clock read here: at a node's
+    #: ingress that is closer to the wire, and no call per packet
+    _batch_noter = None
 
     def configured(self):
         self.clock = time.time_ns
@@ -30,13 +35,8 @@ class NoteTap(Element):
             self.errors += 1
 
     def push_batch(self, port, batch):
-        if self.PUSHED_AT_ARRIVAL:
-            noter = self._noter
-            for pkt in batch:
-                try:
-                    noter(pkt, pkt.rx_ns)
-                except (IndexError, struct.error):
-                    self.errors += 1
+        if self._batch_noter is not None:
+            self.errors += self._batch_noter(zip(batch, map(_RX_NS, batch)))
         else:
             note = self._note
             for pkt in batch:
