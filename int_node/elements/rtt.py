@@ -1,29 +1,29 @@
 """FlowRTT and RTTTap: per-flow round-trip times measured passively at the node.
 
-    rtt :: FlowRTT(max_flows 1024)
+    rtt :: FlowRTT(max_flows 1024, max_pending 64)
     ... -> RTTTap(rtt) -> ...        (on every path a flow's packets cross, both directions)
 
 Two measurements per TCP flow, both from packets the node forwards anyway:
 
 - **ACK matching** (the RTT-separation paper's: a data segment's expected ACK, eACK = its
-  sequence number plus its length, timed as it passes; the first ACK of the other direction
-  that acknowledges exactly that eACK gives a sample). Beside a sender this is the flow's RTT;
-  in the middle of a path it is the part beyond the node (node -> receiver -> node). Karn's
-  rule: a segment sent again (its eACK not above the highest seen) cancels a timing it could
-  confuse. A delayed or cumulative ACK past the timed segment gives no sample (it waited).
+  sequence number plus its length, stored with the time it passed; the first ACK of the other
+  direction that acknowledges exactly that eACK gives a sample). Beside a sender this is the
+  flow's RTT; in the middle of a path it is the part beyond the node (node -> receiver ->
+  node). Karn's rule: a segment sent again (its eACK not above the highest seen) cancels the
+  samples it could confuse. A delayed or cumulative ACK matches only the segment it names
+  exactly; older segments it covers are dropped without a sample (their ACK waited).
 - **TCP timestamps** (Linux sends them by default): the time a TSval first passed, matched
   with the first packet of the other direction echoing it (TSecr). Each direction gives the
   part of the path beyond the node as its packets go; the two together are the flow's
   whole round trip, wherever the node sits (``full``).
 
-One segment and one TSval are timed per direction at a time, as a TCP sender times its own
-(RFC 6298): the next once the last is answered or given up. A round trip gives about one
-sample of each whatever the window or the RTT (a table of pending segments loses every
-sample once a window outgrows it), and a packet costs a comparison or two. At most
-``max_flows`` directions are kept (the least recently seen evicted, counted). Per direction:
-samples, the last, the minimum and a smoothed value (RFC 6298's 1/8 gain). Handler ``rtts``:
-flow id -> {"flow": [src, dst, proto, sport, dport], "ack": {...}, "ts": {...}, "full_us": ...},
-times in microseconds."""
+State is bounded: at most ``max_flows`` directions (the least recently seen evicted,
+counted) and ``max_pending`` outstanding eACKs and TSvals each. A full table times no new
+ones until ACKs and echoes drain it: the oldest are the next to be answered, so a window or
+a round trip larger than the table thins the samples but never stops them (evicting the
+oldest instead would lose every one). Per direction: samples, the last, the minimum and a
+smoothed value (RFC 6298's 1/8 gain). Handler ``rtts``: flow id -> {"flow": [src, dst,
+proto, sport, dport], "ack": {...}, "ts": {...}, "full_us": ...}, times in microseconds."""
 from __future__ import annotations
 
 import struct
@@ -90,26 +90,28 @@ class RttStats:
 
 
 class _Direction:
-    __slots__ = ("reverse", "high_eack", "timed_eack", "eack_ns", "last_tsval", "timed_tsval", "tsval_ns", "ack", "ts")
+    __slots__ = ("reverse", "high_eack", "eacks", "tsvals", "last_tsval", "ack", "ts")
 
     def __init__(self, reverse: bytes):
         self.reverse = reverse                    # the other direction's key
-        self.high_eack = self.timed_eack = self.last_tsval = self.timed_tsval = None
-        self.eack_ns = self.tsval_ns = 0          # when the timed eACK / TSval passed
+        self.high_eack = self.last_tsval = None
+        self.eacks: "OrderedDict[int, int]" = OrderedDict()     # eACK -> ns it passed
+        self.tsvals: "OrderedDict[int, int]" = OrderedDict()    # TSval -> ns it first passed
         self.ack, self.ts = RttStats(), RttStats()
 
 
 @register
 class FlowRTT(Element):
-    """The per-flow RTT table: ``FlowRTT(max_flows 1024)``, filled by RTTTaps (no ports: an
-    information element, like FlowSlots). Per TCP flow and direction, one data segment at a
-    time to the ACK naming its end (Karn's rule; a delayed ACK measured on the segment it
-    names), and one TSval at a time to its echo each way (the two halves: the whole round trip
+    """The per-flow RTT table: ``FlowRTT(max_flows 1024, max_pending 64)``, filled by
+    RTTTaps (no ports: an information element, like FlowSlots). Per TCP flow and direction:
+    data segment to the ACK naming its end (Karn's rule; a delayed ACK measured on the
+    segment it names), and TSval to its echo each way (the two halves: the whole round trip
     wherever the node sits). At most ``max_flows`` directions (least recently seen evicted,
-    counted). Handler ``rtts``."""
+    counted) and ``max_pending`` outstanding segments and TSvals each (when full, new ones
+    go untimed: ``pending_full``). Handler ``rtts``."""
     n_inputs = n_outputs = (0, 0)
-    ARGS = (Arg("max_flows", parse_pos_int, 1024),)
-    counter_names = ("seen", "ack_samples", "ts_samples", "retransmits", "evicted", "timings_missed")
+    ARGS = (Arg("max_flows", parse_pos_int, 1024), Arg("max_pending", parse_pos_int, 64))
+    counter_names = ("seen", "ack_samples", "ts_samples", "retransmits", "evicted", "pending_full")
 
     def configured(self):
         if self.max_flows < 2:
@@ -135,7 +137,8 @@ class FlowRTT(Element):
         the table's state in locals for the whole batch."""
         flows, new_direction, move_to_end = self.flows, self._new_direction, self.flows.move_to_end
         unpack_tcp, unpack_u16, unpack_ts = _TCP.unpack_from, _U16.unpack_from, _TS_PAIR.unpack_from
-        seen = malformed = retransmits = missed = ack_samples = ts_samples = 0
+        max_pending = self.max_pending
+        seen = malformed = retransmits = full = ack_samples = ts_samples = 0
         for pkt, now_ns in timed_packets:
             seen += 1
             try:
@@ -170,25 +173,24 @@ class FlowRTT(Element):
                     high = me.high_eack
                     if high is None or 0 < ((eack - high) & 0xFFFFFFFF) < SEQ_HALF:      # new data
                         me.high_eack = eack
-                        if me.timed_eack is None:
-                            me.timed_eack, me.eack_ns = eack, now_ns
-                    else:                             # sent again: its ACK cannot tell which copy it answers
+                        if len(me.eacks) < max_pending:
+                            me.eacks[eack] = now_ns
+                        else:
+                            full += 1
+                    else:                         # sent again: its ACK cannot tell which copy it answers
                         retransmits += 1
-                        timed = me.timed_eack
-                        if timed is not None and not _after(seq, timed):
-                            me.timed_eack = None      # the timed segment is the resent one or after it (Karn)
-                            missed += 1
+                        for e in [e for e in me.eacks if not _after(seq, e)]:
+                            del me.eacks[e]       # every segment at or after the resent one (Karn)
                 other = flows.get(me.reverse)
                 if other is not None and flags & 0x10:
-                    timed = other.timed_eack
-                    if timed is not None:
-                        if ack == timed:
-                            other.ack.add((now_ns - other.eack_ns) / 1e3)
+                    pending = other.eacks
+                    if pending:
+                        t = pending.pop(ack, None)
+                        if t is not None:
+                            other.ack.add((now_ns - t) / 1e3)
                             ack_samples += 1
-                            other.timed_eack = None
-                        elif _after(ack, timed):      # covered by a later cumulative ACK: it waited
-                            other.timed_eack = None
-                            missed += 1
+                        while pending and not _after(next(iter(pending)), ack):
+                            pending.popitem(last=False)   # covered by this cumulative ACK: it waited, no sample
                 if hdr <= 20:
                     continue
                 if hdr >= 32 and data[off + 20:off + 24] == LINUX_TS_PREFIX:
@@ -198,25 +200,26 @@ class FlowRTT(Element):
                     if ts is None:
                         continue
                     tsval, tsecr = ts
-                if tsval != me.last_tsval:            # the first packet with this TSval
+                if tsval != me.last_tsval:        # the first packet with this TSval
                     me.last_tsval = tsval
-                    if me.timed_tsval is None:
-                        me.timed_tsval, me.tsval_ns = tsval, now_ns
+                    if len(me.tsvals) < max_pending:
+                        me.tsvals[tsval] = now_ns
+                    else:
+                        full += 1
                 if other is not None:
-                    timed = other.timed_tsval
-                    if timed is not None:
-                        if tsecr == timed:
-                            other.ts.add((now_ns - other.tsval_ns) / 1e3)
+                    pending = other.tsvals
+                    if pending:
+                        t = pending.pop(tsecr, None)
+                        if t is not None:
+                            other.ts.add((now_ns - t) / 1e3)
                             ts_samples += 1
-                            other.timed_tsval = None
-                        elif _after(tsecr, timed):    # echoed a later one: ours was passed over
-                            other.timed_tsval = None
-                            missed += 1
+                        while pending and _after(tsecr, next(iter(pending))):
+                            pending.popitem(last=False)   # older TSvals: echoed late or never
             except (IndexError, struct.error):     # an extension header cut short
                 malformed += 1
         self.seen += seen
         self.retransmits += retransmits
-        self.timings_missed += missed
+        self.pending_full += full
         self.ack_samples += ack_samples
         self.ts_samples += ts_samples
         return malformed

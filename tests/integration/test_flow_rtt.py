@@ -26,8 +26,7 @@ def test_each_node_measures_the_flows_whole_round_trip_from_its_timestamps():
     assert printed.exit_code == 0 and json.loads(printed.output).keys() == got["sw1"]["value"].keys(), printed.output
     for node, reply in got.items():
         assert reply.get("ok"), reply
-        # iperf3's data connection: a timing per round trip, ~40 in 4 s (its control one: a few)
-        data = [v for v in reply["value"].values() if v["flow"][4] == 5201 and v["ts"]["samples"] > 20]
+        data = [v for v in reply["value"].values() if v["flow"][4] == 5201 and v["ts"]["samples"] > 100]
         assert len(data) == 1, (node, reply["value"])
         (d,) = data
         # the base RTT plus what the emulation and the stacks add (a queue's minimum is ~0)
