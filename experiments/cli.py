@@ -418,3 +418,140 @@ def separation_cmd(results, metric, plot_path, json_out, markdown_out, reruns):
             if udp:
                 f.write("\n" + separation.format_udp_markdown(udp) + "\n")
         click.echo(f"Markdown table in {markdown_out}")
+
+
+@exp_group.command("trace")
+@click.option("--flows", default=30, show_default=True, type=click.IntRange(min=1), help="transfers in the trace")
+@click.option("--seed", default=1, show_default=True, type=click.IntRange(min=0))
+@click.option("--link-mbps", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="the bottleneck the load is a share of")
+@click.option("--load", default=0.8, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="offered load: the trace's bytes over its span, as a share of the link")
+@click.option("--size-mb", nargs=2, type=click.FloatRange(min=0, min_open=True), default=(1.0, 10.0),
+              show_default=True, metavar="LOW HIGH", help="transfer sizes, log-uniform between (MB)")
+@click.option("--rtt-median-ms", default=40.0, show_default=True, type=click.FloatRange(min=1),
+              help="median of the log-normal RTTs (clipped to the paper's 1-224 ms)")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="CSV file to write")
+def trace_cmd(flows, seed, link_mbps, load, size_mb, rtt_median_ms, out_path):
+    """Write a synthetic long-flow trace with MAWI-like sizes and RTTs (the RTT-separation
+    paper's FCT test), to replay with 'intcc exp replay'.
+
+    Columns flow,start_s,size_bytes,rtt_ms; the generator's parameters in its first line.
+
+    Example: intcc exp trace --flows 30 --seed 1 --out trace.csv
+    """
+    from experiments.runs import flow_trace
+    lo, hi = (int(mb * 1e6) for mb in size_mb)
+    try:
+        got = flow_trace.generate(flows, seed, link_mbps, load, (lo, hi), rtt_median_ms)
+    except ValueError as e:
+        raise click.ClickException(str(e))
+    comment = flow_trace.header(generator="experiments/runs/flow_trace.py", flows=flows, seed=seed,
+                                link_mbps=link_mbps, load=load, size_bytes=f"{lo}-{hi} log-uniform",
+                                rtt_ms=f"log-normal median {rtt_median_ms:g} sigma 1 clipped 1-224")
+    flow_trace.write_csv(got, out_path, comment)
+    span = got[-1].start_s
+    click.echo(f"{flows} transfers over {span:.0f} s, {sum(f.size_bytes for f in got) / 1e6:.0f} MB in all -> {out_path}")
+
+
+@exp_group.command("replay")
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False))
+@click.option("--cca", "ccas", multiple=True, default=("cubic",), show_default=True,
+              type=click.Choice(["cubic", "reno", "bbr"]), help="kernel CCA of every transfer (repeatable)")
+@click.option("--separation", "separations", multiple=True, type=click.IntRange(0, 8), default=(0, 4),
+              show_default=True, help="queues at the bottleneck, 0 for one FIFO (repeatable)")
+@click.option("--bottleneck-mbps", default=10.0, show_default=True, type=click.FloatRange(min=0.1))
+@click.option("--buffer-bdp", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
+              help="the FIFO's buffer, in BDPs of the longest pair's RTT")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="results directory "
+              "(default: results/replay-<trace>-<time>)")
+def replay_cmd(trace, ccas, separations, bottleneck_mbps, buffer_bdp, out_dir):
+    """Replay TRACE (from 'intcc exp trace', or any CSV flow,start_s,size_bytes,rtt_ms) on
+    the four-pair dumbbell, once per CCA and number of queues, and print each transfer's
+    flow completion time against one FIFO ('intcc exp fct' pools the results). Root.
+
+    Each pair of hosts carries the flows of one RTT quartile of the trace, at its geometric
+    mean; each flow is one iperf3 transfer of its bytes. Writes OUT/summary.json and
+    OUT/runs/<cca>-sep<K>/separation.json.
+
+    Example: intcc exp replay data/traces/mawi_like-seed1.csv --cca cubic --cca bbr
+    """
+    import hashlib
+    from experiments.reports import fct
+    from experiments.runs import flow_trace, replay
+    from experiments.runs.signals import restore as restore_signals, unwind_on_signals
+    from experiments.testbed.bed import TestbedError
+    if os.geteuid() != 0:
+        raise click.ClickException("replay needs root (network namespaces): run it with sudo")
+    if 0 not in separations or len(separations) < 2:
+        click.echo("note: without both --separation 0 and a K > 0, 'intcc exp fct' has nothing to pair")
+    try:
+        flows = flow_trace.read_csv(trace)
+    except flow_trace.TraceError as e:
+        raise click.ClickException(str(e))
+    with open(trace, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    with open(trace, encoding="utf-8") as f:
+        first = f.readline().strip()
+    info = {"path": trace, "id": digest[:12], "sha256": digest, "flows": len(flows),
+            "header": first.lstrip("# ") if first.startswith("#") else None}
+    name = os.path.splitext(os.path.basename(trace))[0]
+    out_dir = out_dir or os.path.join("results", f"replay-{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    click.echo(f"{len(flows)} transfers of {trace}, {len(ccas)} CCA x {len(separations)} settings -> {out_dir}")
+    previous = unwind_on_signals(lambda signum: sys.exit(128 + signum))
+    try:
+        summary = replay.run(flows, info, out_dir, list(ccas), list(separations), " ".join(["intcc"] + sys.argv[1:]),
+                             echo=click.echo, bottleneck_mbps=bottleneck_mbps, buffer_bdp=buffer_bdp)
+    except (TestbedError, OSError, RuntimeError) as exc:
+        raise click.ClickException(str(exc))
+    finally:
+        restore_signals(previous)
+    try:
+        click.echo("\n" + fct.format_rows(fct.rows([summary])))
+    except fct.FctReportError as e:
+        click.echo(str(e))
+    click.echo(f"\nresults in {out_dir}/summary.json")
+
+
+@exp_group.command("fct")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also draw the FCT CDF each way, per CCA (PNG)")
+@click.option("--json-out", "json_out", type=click.Path(dir_okay=False), metavar="FILE")
+@click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also write the tables as Markdown (as in docs/separation.md)")
+def fct_cmd(results, plot_path, json_out, markdown_out):
+    """Flow completion times of replayed traces, one FIFO against RTT separation, pooled
+    over RESULTS (directories or summary.json files of 'intcc exp replay'): per CCA the mean
+    FCT each way and its change with a bootstrap 95 % interval (transfers paired), median,
+    90th percentile, and per RTT quartile.
+
+    Example: intcc exp fct results/replay-mawi_like-seed1-* --plot fct_cdf.png
+    """
+    from experiments.reports import fct
+    summaries = []
+    for path in results:
+        path = os.path.join(path, "summary.json") if os.path.isdir(path) else path
+        try:
+            with open(path, encoding="utf-8") as f:
+                summaries.append(json.load(f))
+        except (OSError, json.JSONDecodeError) as e:
+            raise click.ClickException(f"{path}: {e}")
+    try:
+        table = fct.rows(summaries)
+    except fct.FctReportError as e:
+        raise click.ClickException(str(e))
+    click.echo(fct.format_rows(table))
+    lost = {k: n for k, n in fct.failed(summaries).items() if n}
+    if lost:
+        click.echo("unfinished transfers (left out): " + ", ".join(f"{c} K={k}: {n}" for (c, k), n in sorted(lost.items())))
+    if plot_path:
+        fct.plot(summaries, plot_path)
+        click.echo(f"plot in {plot_path}")
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(table, f, indent=1)
+    if markdown_out:
+        with open(markdown_out, "w") as f:
+            f.write(fct.format_markdown(table) + "\n\n" + fct.format_pair_markdown(table) + "\n")
+        click.echo(f"Markdown tables in {markdown_out}")

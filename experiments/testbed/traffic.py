@@ -127,9 +127,11 @@ def _start_with(start_together: threading.Barrier | None, what: str) -> None:
 
 
 def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, interval_s: float,
-          port: int = 5201, start_together: threading.Barrier | None = None, rate_mbps: float | None = None) -> dict:
+          port: int = 5201, start_together: threading.Barrier | None = None, rate_mbps: float | None = None,
+          size_bytes: int | None = None) -> dict:
     """One iperf3 TCP flow, client -> server, its JSON output; ``rate_mbps``: application-
-    limited at that rate (iperf3 -b: the CCA never sets its pace). ``start_together``: the
+    limited at that rate (iperf3 -b: the CCA never sets its pace). ``size_bytes``: a transfer
+    of that many bytes (iperf3 -n) instead of one of ``seconds``, which then bound it. ``start_together``: the
     clients of flows sharing it start at once, when every server listens. Each started as
     soon as its own server listened, the competitor (its thread started first) led flow 1 by
     up to an RTT: in slow start beside it, flow 1 met the queue the competitor's first
@@ -147,13 +149,15 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
         try:
             # iperf3 reads -t as whole seconds (atoi): a competitor 2.151 s late in a 30 s run
             # sends for 27 s and stops 0.85 s before flow 1; every collection was made so
-            res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), "-t", str(int(seconds)),
+            length = ["-n", str(int(size_bytes))] if size_bytes else ["-t", str(int(seconds))]
+            res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), *length,
                                   "-i", str(interval_s), "-C", cca, "-J", "--get-server-output",
                                   *(["-b", f"{rate_mbps}M"] if rate_mbps else [])],
                          timeout=seconds + IPERF_GRACE_S)
         except subprocess.TimeoutExpired:
+            what = f"{size_bytes:,d}-byte transfer's {seconds:g} s bound" if size_bytes else f"{seconds:g} s"
             raise RunFailed(f"iperf3 {client} -> {server} ({cca}) did not end {IPERF_GRACE_S} s after its "
-                            f"{seconds:g} s (its closing exchange stuck in RTO backoff?)") from None
+                            f"{what} (its closing exchange stuck in RTO backoff?)") from None
         try:
             out = json.loads(res.stdout)
         except json.JSONDecodeError:
