@@ -322,9 +322,34 @@ class RTTSeparation(Element):
             resolution_us = self.rtt_resolution / 1e3
             self.breaks_us = natural_breaks(list(tcp.values()), self.k, resolution=resolution_us)
             self.jenks_us_last = int((time.perf_counter() - t0) * 1e6)
-            for key, rtt in tcp.items():
-                self._assign(key, classify(rtt, self.breaks_us, resolution_us))
+            classes = {key: classify(rtt, self.breaks_us, resolution_us) for key, rtt in tcp.items()}
+            queue_of = self._queues_for(classes)
+            for key, cls in classes.items():
+                self._assign(key, queue_of[cls])
         self._weights_and_buffers()
+
+    def _queues_for(self, classes: dict) -> dict:
+        """Each Jenks class's queue: the one most of its flows are in already, classes with
+        more flows staying first, then a free queue (its own index if free). Classes are
+        ranks, and a flow arriving or leaving renumbers them: queue j for class j would move
+        flows whose RTT did not change, and a move can reorder a flow's packets."""
+        table = self._split.table
+        held = {}                             # (class, queue) -> flows of the class in it now
+        for key, cls in classes.items():
+            q = table.get(key)
+            if q is not None and q < self.k:
+                held[(cls, q)] = held.get((cls, q), 0) + 1
+        out, taken = {}, set()
+        for (cls, q), n in sorted(held.items(), key=lambda item: (-item[1], abs(item[0][0] - item[0][1]))):
+            if cls not in out and q not in taken:
+                out[cls] = q
+                taken.add(q)
+        free = [q for q in range(self.k) if q not in taken]
+        for cls in sorted(set(classes.values()) - set(out)):
+            q = cls if cls in free else free[0]
+            out[cls] = q
+            free.remove(q)
+        return out
 
     def _assign(self, key: bytes, cls: int) -> None:
         table = self._split.table

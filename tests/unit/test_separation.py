@@ -246,15 +246,31 @@ def test_two_flows_in_four_queues_each_get_the_buffer_of_half_the_port():
 
 
 def test_a_flow_moves_only_after_hold_rounds_agree():
-    r, rtts = separated([2, 20, 40, 60])
+    r, rtts = separated([2, 20, 40, 60, 60])
     ctl = r.elements["ctl"]
     ctl.run_round(2)
     moving = list(rtts)[1]
-    rtts[moving] = 58_000.0                           # its RTT now with the longest
+    rtts[moving] = 60_000.0                           # its RTT now the longest flows'
     ctl.run_round(3)
     assert queue_of(r, rtts)[1] == 1 and ctl.moves == 0
     ctl.run_round(4)
-    assert queue_of(r, rtts)[1] > queue_of(r, rtts)[2] and ctl.moves >= 1     # past the 40 ms flow's
+    assert queue_of(r, rtts)[1] == queue_of(r, rtts)[3] == 3 and ctl.moves == 1     # to theirs
+
+
+def test_a_class_renumbered_by_a_new_flow_keeps_its_queue():
+    """Classes are ranks: a 5 ms flow arriving makes the 10 ms flow's class 1 and the 100 ms
+    one's 2. They stay where they are; the newcomer takes a free queue."""
+    r, rtts = separated([10, 100])
+    ctl = r.elements["ctl"]
+    ctl.run_round(2)
+    assert queue_of(r, rtts) == [0, 1]
+    frame = ipv6_frame(946, sport=2000)
+    for _ in range(12):
+        r.elements["split"].push(0, Packet(bytearray(frame), 1))
+    rtts[flow_key(frame)] = 5_000.0
+    for now in range(3, 8):
+        ctl.run_round(now)
+    assert queue_of(r, rtts) == [0, 1, 2] and ctl.moves == 0
 
 
 def test_a_flow_just_above_the_shortest_rtt_stays_with_it_for_rounds_on_end():
