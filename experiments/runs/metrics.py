@@ -208,3 +208,40 @@ def mean_queue_delay_ms(int_log: str, offset: int, src: str, dport: int, rate_mb
         return None
     deepest = max(statistics.mean(d) for d in depths.values())
     return deepest * 8 / (rate_mbps * 1e3)
+
+
+def queueing_delays_ms(int_log: str, offset: int, flows: list[tuple[str, int]]) -> dict:
+    """Each flow's (src, dport) queueing delay at the bottleneck, from the INT in a sink's
+    JSON-lines log written after ``offset``: per packet, the transit delay of the hop where
+    the flow's packets waited longest on average, above the least any of them took there
+    (what the node adds without a queue: its own processing, an ingress link's emulated
+    delay). Unlike a queue depth over the port's rate, it holds for a queue that DRR serves
+    at a share of the port. {dport: {"mean_ms", "p95_ms", "packets"}} for flows with records."""
+    wanted = {(src, int(dport)) for src, dport in flows}
+    delays: dict = {}                 # (src, dport) -> {hop index: [ns, ...]}
+    try:
+        f = open(int_log, encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    with f:
+        f.seek(offset)
+        for line in f:
+            try:
+                rec = json.loads(line)
+                key = (rec["flow"]["src"], rec["flow"]["dport"])
+                if key not in wanted:
+                    continue
+                hops = delays.setdefault(key, {})
+                for i, hop in enumerate(rec["trace"]["hops"]):
+                    if hop.get("transit_delay_ns") is not None:
+                        hops.setdefault(i, []).append(hop["transit_delay_ns"])
+            except (ValueError, KeyError, TypeError):
+                continue            # not a record (a torn last line)
+    out = {}
+    for (_, dport), hops in delays.items():
+        worst = max(hops.values(), key=statistics.mean)
+        base = min(worst)
+        above = sorted((d - base) / 1e6 for d in worst)
+        out[dport] = {"mean_ms": round(statistics.mean(above), 3),
+                      "p95_ms": round(above[min(len(above) - 1, int(0.95 * len(above)))], 3), "packets": len(above)}
+    return out

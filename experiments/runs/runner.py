@@ -32,7 +32,7 @@ from experiments.testbed.kernel_trace import KernelTcpTrace, summarize as summar
 from experiments.testbed.linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, emulation_lag_fields,
                       link_loss_counts, run_seed, seed_losses, set_loss)
 from experiments.runs.dataset_run import DatasetRun, npz_path, record_collection
-from experiments.runs.metrics import mean_queue_delay_ms
+from experiments.runs.metrics import mean_queue_delay_ms, queueing_delays_ms
 from experiments.reports.plots import plot_overlay, plot_summary
 from experiments.runs.services import dashboard, exclusive_testbeds, free_port
 from experiments.runs.run_record import FlowResult, record, write_summary
@@ -397,6 +397,15 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
               for n, p in sinks.items()] if rates else []
     if any(d is not None for d in delays):         # the bottleneck's queueing delay (INT, jsonl exporter)
         extra["queue_delay_ms_mean"] = max(d for d in delays if d is not None)
+    # every flow's own, from the INT transit delays (bufferbloat: what each flow waits)
+    flows = [(tb.addr(client), port)] + [(tb.addr(sc.competitor_pair(k)[0]), p) for k, p in enumerate(competitor_ports)]
+    queueing = {}
+    for n, p in sinks.items():
+        for dport, got in queueing_delays_ms(p, log_offsets[n], flows).items():
+            if got["packets"] > queueing.get(str(dport), {}).get("packets", 0):
+                queueing[str(dport)] = got
+    if queueing:
+        extra["queueing_ms"] = queueing
     return FlowResult(out, comp, extra, link_passed=after[0] - before[0], link_lost=after[1] - before[1],
                       link_lost_configured=after[2] - before[2],
                       sender_tcp={k.split(".")[1]: tcp_after[k] - tcp_before.get(k, 0) for k in tcp_after})

@@ -507,3 +507,24 @@ def test_one_agent_serves_a_batch_of_plain_algorithms_each_flow_pinned_to_its_ow
     assert batch_agent([(same, 5201), (same, 5211)])[0] == "adaptive"
     with pytest.raises(ValueError, match="different CCP agents"):
         batch_agent([(same, 5201), (vegas_flow1, 5211)])
+
+
+def test_each_flows_queueing_delay_is_its_bottleneck_hops_transit_delay_above_its_least(tmp_path):
+    import json
+
+    def line(src, dport, delays_ms):
+        return json.dumps({"flow": {"src": src, "dport": dport},
+                           "trace": {"hops": [{"transit_delay_ns": int(d * 1e6)} for d in delays_ms]}}) + "\n"
+    log = tmp_path / "sink.jsonl"
+    log.write_text(line("a", 5201, [900, 0]))                 # an earlier run's
+    offset = log.stat().st_size
+    with open(log, "a") as f:
+        # flow a waits at hop 1 (the node's own 0.1 ms and an ingress link's 5 ms under it)
+        for d in (5.1, 15.1, 25.1, 45.1):
+            f.write(line("a", 5201, [0.1, d]))
+        f.write(line("b", 5202, [3.0, 0.2]) + line("b", 5202, [1.0, 0.2]) + line("c", 5203, [50, 50])
+                + '{"flow": {"src": "a", "dpo')             # a torn last line
+    got = metrics.queueing_delays_ms(str(log), offset, [("a", 5201), ("b", 5202), ("x", 5209)])
+    assert got[5201] == {"mean_ms": pytest.approx(17.5), "p95_ms": pytest.approx(40.0), "packets": 4}
+    assert got[5202]["mean_ms"] == pytest.approx(1.0) and set(got) == {5201, 5202}
+    assert metrics.queueing_delays_ms(str(tmp_path / "none"), 0, [("a", 5201)]) == {}
