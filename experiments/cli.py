@@ -403,6 +403,9 @@ def separation_cmd(results, metric, plot_path, json_out, markdown_out, reruns):
     udp = separation.udp_rows(records)
     if udp:
         click.echo("\n" + separation.format_udp_rows(udp))
+    queueing = separation.queueing_rows(records)
+    if queueing:
+        click.echo("\n" + separation.format_queueing_rows(queueing))
     accuracy = separation.rtt_accuracy(records)
     if accuracy:
         click.echo("\n" + separation.format_rtt_accuracy(accuracy))
@@ -411,7 +414,7 @@ def separation_cmd(results, metric, plot_path, json_out, markdown_out, reruns):
         click.echo(f"plot in {plot_path}")
     if json_out:
         with open(json_out, "w") as f:
-            json.dump({"jain": table, "udp": udp, "rtt_accuracy": accuracy}, f, indent=1)
+            json.dump({"jain": table, "udp": udp, "queueing": queueing, "rtt_accuracy": accuracy}, f, indent=1)
     if markdown_out:
         with open(markdown_out, "w") as f:
             f.write(separation.format_markdown(table) + "\n")

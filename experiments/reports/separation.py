@@ -218,6 +218,65 @@ def format_rtt_accuracy(a: dict) -> str:
             f"largest {a['max_abs_ms']:.2f} ms); within 5 % or 1 ms: {a['within_target']} of {a['flows']}")
 
 
+def queueing_rows(records: list[dict], resamples: int = bootstrap.DEFAULT_RESAMPLES, seed: int = 0) -> list[dict]:
+    """Bufferbloat: each flow's mean queueing delay at the bottleneck (``queueing_ms``, from
+    INT transit delays), one FIFO against separated on the same networks, per algorithm and
+    flow, the flows named by their base RTT (the sender's own minimum in the separated run,
+    rounded to 1 ms). Empty where runs did not record it."""
+    by = defaultdict(list)                    # (algorithm, port rank) -> [(fifo ms, separated ms, rtt ms)]
+    for alg, fifo, sep in pairs(records):
+        fq, sq = fifo.get("queueing_ms"), sep.get("queueing_ms")
+        if not fq or not sq:
+            continue
+        base = {}
+        for elem in (sep.get("separation_state") or {}).values():
+            for port, f in elem["flows"].items():
+                if f.get("sender_min_rtt_us"):
+                    base[port] = f["sender_min_rtt_us"] / 1e3
+        for rank, port in enumerate(sorted(set(fq) & set(sq), key=int)):
+            by[(alg, rank)].append((fq[port]["mean_ms"], sq[port]["mean_ms"], fq[port]["p95_ms"], sq[port]["p95_ms"],
+                                    base.get(port)))
+    out = []
+    for (alg, rank), got in sorted(by.items()):
+        fifo = np.array([g[0] for g in got])
+        sep = np.array([g[1] for g in got])
+        rtts = [g[4] for g in got if g[4] is not None]
+        diff = bootstrap.draws(lambda a, b: (b - a).mean(axis=-1), [fifo, sep], resamples, np.random.default_rng(seed))
+        out.append({"algorithm": alg, "flow": rank + 1, "n": len(got),
+                    "base_rtt_ms": round(float(np.median(rtts))) if rtts else None,
+                    "fifo_mean_ms": float(fifo.mean()), "separated_mean_ms": float(sep.mean()),
+                    "fifo_p95_ms": float(np.mean([g[2] for g in got])),
+                    "separated_p95_ms": float(np.mean([g[3] for g in got])),
+                    "difference_ms": float((sep - fifo).mean()), "difference_ci_ms": bootstrap.interval(diff)})
+    return out
+
+
+def format_queueing_rows(table: list[dict]) -> str:
+    lines = ["Queueing delay at the bottleneck per flow (INT transit delay above its least; mean over the run, "
+             "networks paired, 95 % bootstrap intervals)",
+             f"{'':24}{'flow':>5} {'base RTT':>9} {'n':>3} {'FIFO ms':>8} {'sep. ms':>8} {'diff (CI)':>26} "
+             f"{'p95 FIFO -> sep.':>18}"]
+    for r in table:
+        lo, hi = r["difference_ci_ms"]
+        rtt = f"{r['base_rtt_ms']} ms" if r["base_rtt_ms"] is not None else "?"
+        lines.append(f"{r['algorithm']:24}{r['flow']:>5} {rtt:>9} {r['n']:>3} {r['fifo_mean_ms']:>8.1f} "
+                     f"{r['separated_mean_ms']:>8.1f} {r['difference_ms']:>+8.1f} ({lo:+.1f}, {hi:+.1f})  "
+                     f"{r['fifo_p95_ms']:>7.1f} -> {r['separated_p95_ms']:.1f}")
+    return "\n".join(lines)
+
+
+def format_queueing_markdown(table: list[dict]) -> str:
+    lines = ["| flows | base RTT | networks | queueing delay, FIFO | separated | difference (95 % CI) "
+             "| 95th percentile, FIFO → separated |", "|---|---|---|---|---|---|---|"]
+    for r in table:
+        lo, hi = r["difference_ci_ms"]
+        rtt = f"{r['base_rtt_ms']} ms" if r["base_rtt_ms"] is not None else "?"
+        lines.append(f"| {r['algorithm']} | {rtt} | {r['n']} | {r['fifo_mean_ms']:.1f} ms | {r['separated_mean_ms']:.1f} ms "
+                     f"| {r['difference_ms']:+.1f} ms ({lo:+.1f}..{hi:+.1f}) "
+                     f"| {r['fifo_p95_ms']:.1f} → {r['separated_p95_ms']:.1f} ms |")
+    return "\n".join(lines)
+
+
 def _label(r: dict) -> str:
     if "ratio_bin" in r:
         low, high = r["ratio_bin"]

@@ -113,3 +113,24 @@ def test_a_flooded_run_the_flood_missed_is_left_out_and_counted():
     assert row["n"] == 1 and row["flood_missed"] == 1
     assert row["kept_mean"] == pytest.approx(3.0 / (9.0 * 2 / 3))
     assert "covering less than 90% of flow 1's time: 1" in separation.format_udp_rows([row])
+
+
+def test_each_flows_queueing_delay_pairs_fifo_and_separated_runs_by_port():
+    def q(ms_by_port):
+        return {"queueing_ms": {p: {"mean_ms": v, "p95_ms": 2 * v, "packets": 100} for p, v in ms_by_port.items()}}
+    recs = [rec("cubic pair", 0, 37.0, 0, 0.8, 0.3, **q({"5201": 40.0, "5202": 40.0})),
+            rec("cubic pair", 0, 37.0, 4, 0.97, 0.45, apart=True, **q({"5201": 30.0, "5202": 4.0})),
+            rec("cubic pair", 1, 3.5, 0, 0.9, 0.4, **q({"5201": 20.0, "5202": 20.0})),
+            rec("cubic pair", 1, 3.5, 4, 0.98, 0.47, apart=True, **q({"5201": 20.0, "5202": 6.0})),
+            rec("bbr pair", 0, 37.0, 0, 0.7, 0.85), rec("bbr pair", 0, 37.0, 4, 0.99, 0.48, apart=False)]
+    recs[1]["separation_state"]["sw1/sepctl2"]["flows"] = {"5201": {"sender_min_rtt_us": 80_400.0},
+                                                           "5202": {"sender_min_rtt_us": 6_200.0}}
+    table = separation.queueing_rows(recs, resamples=500)
+    assert [(r["algorithm"], r["flow"], r["base_rtt_ms"], r["n"]) for r in table] == \
+        [("cubic pair", 1, 80, 2), ("cubic pair", 2, 6, 2)]         # bbr recorded none
+    short = table[1]
+    assert short["fifo_mean_ms"] == pytest.approx(30.0) and short["separated_mean_ms"] == pytest.approx(5.0)
+    assert short["difference_ms"] == pytest.approx(-25.0) and short["separated_p95_ms"] == pytest.approx(10.0)
+    assert "6 ms" in separation.format_queueing_rows(table)
+    assert separation.format_queueing_markdown(table).count("\n") == len(table) + 1
+    assert separation.queueing_rows(RECORDS) == []
