@@ -36,6 +36,7 @@ class _Series:
     acc: dict = field(default_factory=dict)
     latest: object = None
     counters: dict = field(default_factory=dict)      # cumulative counters at the last record
+    heard: float = 0.0                                # arrival of the last record, s
 
 
 class DashboardState:
@@ -132,7 +133,7 @@ class DashboardState:
         if rec.one_way_delay_us is not None:
             a["owd_sum"] = a.get("owd_sum", 0.0) + rec.one_way_delay_us
             a["owd_n"] = a.get("owd_n", 0) + 1
-        s.latest = rec
+        s.latest, s.heard = rec, now
 
     def _add_decision(self, rec: DecisionRecord, now: float) -> None:
         s = self.decisions.setdefault(rec.flow_id, _Series())
@@ -217,9 +218,33 @@ class DashboardState:
             named = at_hops.setdefault(str(c["node_id"]), {})
             named[c["cca"]] = named.get(c["cca"], 0) + 1
         return {"paths": paths, "worst": self._worst(now), "verdicts": dict(self._verdicts),
-                "ccas": fresh, "hop_ccas": at_hops,
+                "ccas": fresh, "hop_ccas": at_hops, "queues": self._queues(now),
                 "health": {"records_per_s": {k: round(v / span, 1) for k, v in sorted(per_kind.items())},
                            "sink_age_s": {str(k): round(now - t, 2) for k, t in sorted(self._sinks.items())}}}
+
+    def _queues(self, now: float) -> dict:
+        """RTT separation's queues at each hop, from the flows' own records (a hop stamps the
+        queue each packet went through): {node: {queue index: {"flows", "of", "weight",
+        "depth_bytes", "capacity_bytes", "occupancy"}}}, the state as the newest packet
+        through the queue saw it, flows heard from within the last RATE_WINDOW_S."""
+        out: dict = {}
+        for fid, s in self.flows.items():
+            rec = s.latest
+            if rec is None or s.heard < now - RATE_WINDOW_S:
+                continue
+            for h in rec.path:
+                if h.queue_index is None or not h.queue_count or h.queue_count < 2:
+                    continue                  # one FIFO (or a node of an older wire schema)
+                q = out.setdefault(str(h.node_id), {}).setdefault(str(h.queue_index), {"flows": [], "ts_ns": -1})
+                q["flows"].append(fid)
+                if h.ts_ns > q["ts_ns"]:
+                    q.update(ts_ns=h.ts_ns, of=h.queue_count, weight=h.queue_weight, depth_bytes=h.queue_depth_bytes,
+                             capacity_bytes=h.queue_capacity_bytes, occupancy=h.queue_occupancy)
+        for queues in out.values():
+            for q in queues.values():
+                del q["ts_ns"]
+                q["flows"].sort()
+        return out
 
     def _worst(self, now: float) -> dict:
         def recent(points):
@@ -288,4 +313,6 @@ def _flow_latest(rec) -> dict | None:
         "flow_id": rec.flow_id, "src": rec.src, "dst": rec.dst, "sport": rec.sport, "dport": rec.dport,
         "packets": rec.packets, "lost": rec.lost, "lost_congestion": rec.lost_congestion,
         "lost_link": rec.lost_link, "loss_rate": rec.loss_rate, "one_way_delay_us": rec.one_way_delay_us,
-        "path": [h.node_id for h in rec.path], "last_loss_cause": rec.last_loss_cause}
+        "path": [h.node_id for h in rec.path], "last_loss_cause": rec.last_loss_cause,
+        # each hop's queue for the flow where the port has several (RTT separation), else None
+        "queues": [h.queue_index if h.queue_count and h.queue_count > 1 else None for h in rec.path]}

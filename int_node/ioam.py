@@ -6,7 +6,7 @@ gives every byte):
     Hop-by-Hop header   NH=60, len, PadN(0)           4 bytes
       IOAM option 0x31  len, reserved, type 0 (Pre-allocated Trace)
         trace header    namespace, NodeLen|Flags|RemainingLen, trace type
-        node data list  max_hops x 60-byte slots, filled from the end
+        node data list  max_hops x 68-byte slots, filled from the end
         [PadN 4 bytes]  when max_hops is odd (the header is 8n bytes)
     Destination Options NH=<original>, len, PadN(0)   4 bytes
       IOAM option 0x11  len, reserved, type 3 (E2E): namespace, E2E type,
@@ -34,11 +34,13 @@ IOAM_E2E = 3
 
 #: Private-use IOAM namespace (RFC 9197 §7.3: 0x8000-0xFFFF); INTSource/INTTransit namespace_id change it.
 DEFAULT_NAMESPACE = 0x8CC0
-#: Opaque state snapshot schemas (docs/wire-format.md): v3 is written; v2 (without this
-#: flow's own counters, 28 bytes) and v1 (without rx_drops either, 24 bytes) still decoded.
+#: Opaque state snapshot schemas (docs/wire-format.md): v4 is written; v3 (without the
+#: packet's queue among its port's, 32 bytes), v2 (without this flow's own counters either,
+#: 28 bytes) and v1 (without rx_drops either, 24 bytes) still decoded.
 SCHEMA_INTCC_V1 = 0x1CC001
 SCHEMA_INTCC_V2 = 0x1CC002
 SCHEMA_INTCC_V3 = 0x1CC003
+SCHEMA_INTCC_V4 = 0x1CC004
 
 # Trace type bits, bit 0 = most significant of the 24-bit field.
 def _bit(n: int) -> int:
@@ -75,15 +77,16 @@ INTCC_E2E_TYPE = E2E_SEQ32 | E2E_TS_SEC | E2E_TS_FRAC
 # Node slot for INTCC_TRACE_TYPE: 7 words of standard fields + opaque header + 8 words.
 NODE_FIXED = struct.Struct("!IHHIIIII")            # 28 bytes, NodeLen = 7
 OPAQUE_HDR = struct.Struct("!I")                   # length (words) | schema id
-INTCC_STATE = struct.Struct("!bBHIIIIIIHH")        # 32 bytes, schema v3
+INTCC_STATE = struct.Struct("!bBHIIIIIIHHBBH")     # 36 bytes, schema v4
+INTCC_STATE_V3 = struct.Struct("!bBHIIIIIIHH")     # 32 bytes, schema v3: no queue index
 INTCC_STATE_V2 = struct.Struct("!bBHIIIIII")       # 28 bytes, schema v2: no per-flow counters
 INTCC_STATE_V1 = struct.Struct("!bBHIIIII")        # 24 bytes, schema v1: no rx_drops either
 NODE_LEN_WORDS = NODE_FIXED.size // 4
-NODE_SLOT_BYTES = NODE_FIXED.size + OPAQUE_HDR.size + INTCC_STATE.size   # 64
+NODE_SLOT_BYTES = NODE_FIXED.size + OPAQUE_HDR.size + INTCC_STATE.size   # 68
 #: The option's data length is one byte: 2 + trace header 8 + slots <= 255.
 MAX_HOPS = (255 - 2 - 8) // NODE_SLOT_BYTES        # 3
-_NODE_SLOT = struct.Struct("!IHHIIIII" + "I" + "bBHIIIIIIHH")
-_OPAQUE_HDR_V3 = ((INTCC_STATE.size // 4) << 24) | SCHEMA_INTCC_V3
+_NODE_SLOT = struct.Struct("!IHHIIIII" + "I" + "bBHIIIIIIHHBBH")
+_OPAQUE_HDR_V4 = ((INTCC_STATE.size // 4) << 24) | SCHEMA_INTCC_V4
 TRACE_HDR = struct.Struct("!HBBI")                 # namespace, nodelen|flags, flags|remlen, type<<8
 E2E_BODY = struct.Struct("!BBHHIII")               # reserved, type, ns, e2e type, seq, sec, ns
 HBH_PREFIX_BYTES = 4 + 4 + TRACE_HDR.size          # NH,len,PadN + option hdr + trace hdr
@@ -112,12 +115,20 @@ class IntccState:
     # None: schema v1/v2, which carry only the node's totals
     flow_queue_drops: Optional[int] = 0
     flow_link_losses: Optional[int] = 0
+    # the packet's queue among its egress port's (RTT separation's K queues under DRR): its
+    # index, how many there are (1: one FIFO; 0: no queue known) and the scheduler's weight of
+    # it; None: schema v1-v3
+    queue_index: Optional[int] = 0
+    queue_count: Optional[int] = 1
+    queue_weight: Optional[int] = 1
 
     def pack(self) -> bytes:
         return INTCC_STATE.pack(self.rssi_dbm, self.mcs, self.flow_count, self.data_rate_kbps,
                                 self.queue_drops & NONE_U32, self.link_losses & NONE_U32,
                                 self.arrival_rate_pps, self.queue_capacity_bytes, (self.rx_drops or 0) & NONE_U32,
-                                (self.flow_queue_drops or 0) & 0xFFFF, (self.flow_link_losses or 0) & 0xFFFF)
+                                (self.flow_queue_drops or 0) & 0xFFFF, (self.flow_link_losses or 0) & 0xFFFF,
+                                (self.queue_index or 0) & 0xFF, (self.queue_count or 0) & 0xFF,
+                                (self.queue_weight or 0) & 0xFFFF)
 
 
 # -- building --------------------------------------------------------------------
@@ -152,18 +163,19 @@ def build_doh(next_header: int, seq: int, ts_ns: int, namespace_id: int = DEFAUL
 
 def pack_node(buf, off, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
               qdepth_bytes, occupancy, rssi_dbm, mcs, flow_count, rate_kbps, qdrops,
-              link_losses, arrival_pps, capacity_bytes, rx_drops=0, flow_qdrops=0, flow_link_losses=0) -> None:
+              link_losses, arrival_pps, capacity_bytes, rx_drops=0, flow_qdrops=0, flow_link_losses=0,
+              queue_index=0, queue_count=1, queue_weight=1) -> None:
     # Masks rather than clamps: this runs per packet; callers pass in-range ints
     # (rssi_dbm in -128..127), and cumulative counters wrap as documented.
     sec, frac = divmod(ts_ns, 1_000_000_000)
     _NODE_SLOT.pack_into(buf, off, ((hop_limit & 0xFF) << 24) | (node_id & 0xFFFFFF),
                          ingress_if & 0xFFFF, egress_if & 0xFFFF, sec & NONE_U32, frac,
                          transit_delay_ns if 0 <= transit_delay_ns <= TRANSIT_DELAY_MAX else (1 << 31),
-                         qdepth_bytes & NONE_U32, occupancy & NONE_U32, _OPAQUE_HDR_V3,
+                         qdepth_bytes & NONE_U32, occupancy & NONE_U32, _OPAQUE_HDR_V4,
                          rssi_dbm, mcs & 0xFF, flow_count & 0xFFFF, rate_kbps & NONE_U32,
                          qdrops & NONE_U32, link_losses & NONE_U32, arrival_pps & NONE_U32,
                          capacity_bytes & NONE_U32, rx_drops & NONE_U32, flow_qdrops & 0xFFFF,
-                         flow_link_losses & 0xFFFF)
+                         flow_link_losses & 0xFFFF, queue_index & 0xFF, queue_count & 0xFF, queue_weight & 0xFFFF)
 
 
 # -- locating ----------------------------------------------------------------------

@@ -137,6 +137,12 @@ class HopState:
     transit_delay_ns: Optional[int] = _f(_opt(_int(0)))
     hop_limit: Optional[int] = _f(_opt(_int(0, 255)))
     rx_drops: Optional[int] = _f(_opt(U32))              # cumulative frames the node's receive rings dropped
+    # the packet's queue among its egress port's (RTT separation: which of the K queues its flow
+    # is in; the depth, capacity and drops above are that queue's), how many there are, and the
+    # scheduler's weight of it; None from a node of an older wire schema
+    queue_index: Optional[int] = _f(_opt(_int(0, 255)))
+    queue_count: Optional[int] = _f(_opt(_int(0, 255)))
+    queue_weight: Optional[int] = _f(_opt(_int(0, 0xFFFF)))
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "hop") -> "HopState":

@@ -40,7 +40,9 @@ def hop_state(n) -> HopState:
         flow_count=st.flow_count if st else 0, queue_occupancy=(depth / cap) if cap else None,
         rssi_dbm=None if not st or st.rssi_dbm == -128 else st.rssi_dbm,
         mcs=None if not st or st.mcs == 0xFF else st.mcs,
-        transit_delay_ns=n.transit_delay_ns, hop_limit=n.hop_limit, rx_drops=st.rx_drops if st else None)
+        transit_delay_ns=n.transit_delay_ns, hop_limit=n.hop_limit, rx_drops=st.rx_drops if st else None,
+        queue_index=st.queue_index if st else None, queue_count=st.queue_count if st else None,
+        queue_weight=st.queue_weight if st else None)
 
 
 def _counters(nodes) -> List[HopCounters]:

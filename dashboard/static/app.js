@@ -252,6 +252,26 @@
       `<tr><td>${esc(h.node_id)}</td><td>${(h.occupancy * 100).toFixed(1)} %</td></tr>`).join("");
   }
 
+  // RTT separation's queues at each hop and the flows in them (absent where ports have one FIFO);
+  // a busy queue names its first few flows and counts the rest
+  const QUEUE_FLOWS_SHOWN = 8;
+  function drawQueues(queues) {
+    if (!queues) return;
+    const rows = [];
+    for (const node of Object.keys(queues).sort((a, b) => a - b)) {
+      for (const idx of Object.keys(queues[node]).sort((a, b) => a - b)) {
+        const q = queues[node][idx];
+        const occ = q.occupancy === null || q.occupancy === undefined ? "–" : (q.occupancy * 100).toFixed(1) + " %";
+        rows.push(`<tr><td>${esc(node)}</td><td>${esc(idx)} of ${esc(q.of)}</td><td>${esc(q.weight)}</td>` +
+          `<td>${occ}</td><td>${(q.depth_bytes / 1e3).toFixed(1)} / ${(q.capacity_bytes / 1e3).toFixed(1)} kB</td>` +
+          `<td><b>${q.flows.length}</b>: ${q.flows.slice(0, QUEUE_FLOWS_SHOWN).map(f => `<span data-flow="${esc(f)}">${esc(f)}</span>`).join(" ")}` +
+          `${q.flows.length > QUEUE_FLOWS_SHOWN ? ` and ${q.flows.length - QUEUE_FLOWS_SHOWN} more` : ""}</td></tr>`);
+      }
+    }
+    document.getElementById("queues-section").hidden = rows.length === 0;
+    document.querySelector("#queues tbody").innerHTML = rows.join("");
+  }
+
   function drawHealth(u) {
     const conn = document.getElementById("conn");
     const broker = u.feed && u.feed.broker;
@@ -314,7 +334,7 @@
     if (u.hop_ccas) dash.hopCcas = u.hop_ccas;
     if (u.paths) dash.paths = u.paths;
     dash.seq = u.seq; dash.now = u.t;
-    redraw(!listHeld); drawWorst(u.worst); drawHealth(u); drawEvents(u.events);
+    redraw(!listHeld); drawWorst(u.worst); drawQueues(u.queues); drawHealth(u); drawEvents(u.events);
     dash.updates += 1; dash.lastUpdate = Date.now();
     for (const h of dash.hooks) h(u);
   }

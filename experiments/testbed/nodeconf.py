@@ -20,7 +20,7 @@ from experiments.testbed.topo import Link, Topo
 
 INT_HEADROOM_BYTES = 288
 MIRROR_IFNAME = "intcc-mon"
-# INT headers: 2 hops 144-byte HbH + 24-byte DOH = 168; 3 hops (the most) 208 + 24 = 232
+# INT headers: 2 hops 152-byte HbH + 24-byte DOH = 176; 3 hops (the most) 224 + 24 = 248
 
 
 @dataclass

@@ -137,6 +137,10 @@ class INTTransit(Element):
         if self._per_packet_queue and not hasattr(self._queue, "n_in"):
             raise ConfigError(f"{me}: '{self.queue}' is a {type(self._queue).__name__}, expected a Queue or a "
                               "scheduler over queues (DRR)")
+        # each queue's index among the scheduler's inputs, stamped with their count and its weight
+        self._queue_index = ({up: j for j, (up, _) in enumerate(self._queue._in)} if self._per_packet_queue
+                             else {self._queue: 0} if self._queue is not None else {})
+        self._queue_count = len(self._queue_index)
         self._meter = r.find(self.meter, FlowMeter, me) if self.meter else None
         self._link = r.find(self.link, None, me) if self.link else None
         if self._link is not None and not hasattr(self._link, "link_losses"):
@@ -180,9 +184,11 @@ class INTTransit(Element):
             rate_kbps = ch.data_rate_kbps if ch else (int(self._shaper.rate // 1000) if self._shaper else 0)
             flow_losses = self._flow_losses
             if q is None:
-                drops = flow_drops = 0
+                drops = flow_drops = q_index = q_weight = 0
             else:   # as the packet entered the queue (Queue.push), else as it is now
                 drops, flow_drops = pkt.drops_seen or (q.drops, q.flow_drops.of(pkt))
+                q_index = self._queue_index.get(q, 0xFF)        # 0xFF: a queue not in the scheduler
+                q_weight = self._queue._weights[q_index] if self._per_packet_queue and q_index != 0xFF else 1
             if self.egress and not self._egress_if:
                 self._egress_if = getattr(self._egress_dev, "ifindex", 0) or 0
             # RFC 9197: the timestamp is when the node received the packet; the time it
@@ -195,7 +201,7 @@ class INTTransit(Element):
                 rate_kbps, drops,
                 link.link_losses if link else 0, int(m.arrival_rate_pps) if m else 0,
                 q.capacity_limit_bytes if q else 0, self._node_rx_drops(now),
-                flow_drops, flow_losses.of(pkt) if flow_losses else 0)
+                flow_drops, flow_losses.of(pkt) if flow_losses else 0, q_index, self._queue_count, q_weight)
             if ok:
                 self.stamped += 1
             else:

@@ -40,7 +40,11 @@ def flow_record(fid: str, n: int):
                       proto=6, sport=10_000 + int(fid, 16) % 50_000, dport=5201, seq=n * 100, packets=n * 100,
                       lost=n * lost, lost_congestion=n * lost, lost_link=0, reordered=0, loss_rate=lost / 100,
                       interval_ms=1000.0, interval_packets=100, interval_lost=lost, interval_lost_congestion=lost,
-                      interval_lost_link=0, path=[HopState(node_id=1, **hop), HopState(node_id=2, **hop)],
+                      interval_lost_link=0,
+                      # node 1 separates flows by RTT into 4 queues (a quarter each), node 2 has one FIFO
+                      path=[HopState(node_id=1, **hop, queue_index=int(fid, 16) % 4, queue_count=4,
+                                     queue_weight=FLOWS // 4),
+                            HopState(node_id=2, **hop, queue_index=0, queue_count=1, queue_weight=1)],
                       one_way_delay_us=11_000.0, sink_node_id=2)
 
 
@@ -139,6 +143,10 @@ def test_a_thousand_flows_chart_the_worst_and_the_chosen_and_list_the_rest(brows
         assert fresh(lambda: [e.get_attribute("data-node") for e in browser.find_elements(
             "css selector", f'.path[data-flow="{WATCHED}"] .node')]) == ["1", "2"]
         assert f"flows={WATCHED}" in browser.current_url            # a link to this view keeps the choice
+        # RTT separation's queues: node 1's four, each with its quarter of the flows, counted
+        rows = fresh(lambda: [r.text for r in browser.find_elements("css selector", "#queues tbody tr")])
+        assert len(rows) == 4 and all(r.startswith(f"1 {k} of 4 {FLOWS // 4}") for k, r in enumerate(rows)), rows
+        assert f"{FLOWS // 4}:" in rows[0] and all("more" in r for r in rows), rows
         # a flow with one point: its chart spans a minute, not years
         browser.execute_script(f"intccDash.choose('{ONCE}', true)")
         span = browser.execute_script(f"const s = intccDash.charts['flow-{ONCE}-rate'].plot.scales.x; "

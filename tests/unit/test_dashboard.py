@@ -285,3 +285,26 @@ def test_a_flow_or_hop_quiet_for_longer_than_the_history_is_forgotten():
     snap = st.snapshot()
     assert snap["flows"] == {} and snap["hops"] == {} and snap["paths"] == {}
     assert st._verdicts == {}
+
+
+def test_rtt_separations_queues_are_listed_per_hop_with_their_flows():
+    clock = Clock()
+    st = DashboardState(history_s=60, clock=clock)
+
+    def separated(fid, index, depth, ts_ns):
+        return FlowRecord(**{**flow().__dict__, "flow_id": fid, "path": [
+            HopState(**{**hop(1), "ts_ns": ts_ns, "queue_depth_bytes": depth, "queue_index": index, "queue_count": 4,
+                        "queue_weight": 2 if index == 1 else 1}),
+            HopState(**{**hop(2), "queue_index": 0, "queue_count": 1, "queue_weight": 1})]})
+    st.add(separated("00000000000000a1", 1, 3000, 5))
+    st.add(separated("00000000000000b2", 1, 4500, 9))          # the newer packet through queue 1
+    st.add(separated("00000000000000c3", 3, 1500, 7))
+    st.add(flow())                                              # a flow of an older wire schema: no queues
+    queues = st.snapshot()["queues"]
+    assert set(queues) == {"1"}                                 # node 2 has one FIFO
+    assert queues["1"]["1"] == {"flows": ["00000000000000a1", "00000000000000b2"], "of": 4, "weight": 2,
+                                "depth_bytes": 4500, "capacity_bytes": 150_000, "occupancy": 0.5}
+    assert queues["1"]["3"]["flows"] == ["00000000000000c3"]
+    assert st.snapshot()["flows"]["00000000000000c3"]["latest"]["queues"] == [3, None]
+    clock.t += 11                                               # the flows went quiet
+    assert st.snapshot()["queues"] == {}

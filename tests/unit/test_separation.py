@@ -296,3 +296,19 @@ def test_udp_above_its_rate_is_isolated_and_idle_flows_expire():
     ctl.run_round(10 * 1000 * MS)                     # 10 s on, nothing seen: all expire
     assert not split.tracked and not split.table and ctl.expired == 3
     assert r.elements["q0"].capacity == 100           # no flows: the configured buffer back
+
+
+def test_int_says_which_queue_each_flow_is_in_with_that_queues_count_and_weight():
+    from int_node import ioam, ioam_decode
+    r = router("""Idle -> split :: FlowSplit(queues 2);
+split[0] -> q0 :: Queue(10) -> [0]drr; split[1] -> q1 :: Queue(10) -> [1]drr;
+drr :: DRR -> Unqueue -> t :: INTTransit(node_id 1, queue drr) -> Discard;""")
+    out = []
+    r.elements["t"].output_batch = lambda port, batch: out.extend(batch)
+    r.elements["drr"].set_weights([1, 3])
+    frames = [ioam.insert_int(ipv6_frame(200, sport=s), 2, 0, 0) for s in (1000, 2000)]
+    r.elements["split"].table[flow_key(ioam.strip_int(bytearray(frames[1])).frame)] = 1
+    for f in frames:
+        r.elements["split"].push(0, Packet(bytearray(f), 1))
+    got = [ioam_decode.decode_trace(ioam.strip_int(p.data).trace_raw).nodes[0].state for p in out]
+    assert [(s.queue_index, s.queue_count, s.queue_weight) for s in got] == [(0, 2, 1), (1, 2, 3)]

@@ -17,7 +17,7 @@ def packet(seq, drops=0, link=0, depth=0, capacity=150_000, own=None):
     for node, (d, l), (fd, fl) in ((1, (drops, link), own), (2, (0, 0), (0, 0))):
         ioam.stamp_default(f, off, 63, node, 1, 2, 1_700_000_000 * 10**9, 1000, depth, depth // 1500,
                            -60 if node == 1 else -128, 5 if node == 1 else 0xFF, 1, 65000, d, l, 800, capacity,
-                           0, fd, fl)
+                           0, fd, fl, *((2, 4, 3) if node == 1 else (0, 1, 1)))   # node 1: queue 2 of 4, weight 3
     s = ioam.strip_int(f)
     return flow_key(s.frame), s.trace_raw, s.e2e_raw
 
@@ -70,6 +70,7 @@ def test_periodic_records_follow_the_period_and_carry_the_path():
     periodic = flows(pubs)
     assert 9 <= len(periodic) <= 11 and all(r.reason == "periodic" for r in periodic)
     assert periodic[-1].path[0].queue_occupancy == 3000 / 150_000 and periodic[-1].packets > 900
+    assert [(h.queue_index, h.queue_count, h.queue_weight) for h in periodic[-1].path] == [(2, 4, 3), (0, 1, 1)]
     hops = [r for _, r in pubs if r.type == "hop"]
     assert {h.node_id for h in hops} == {1, 2} and 18 <= len(hops) <= 22
 
