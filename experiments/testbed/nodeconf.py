@@ -89,8 +89,11 @@ def _separation(tag: str, link: Link, lines: List[str]) -> List[str]:
     # a flow is long (separated) past the bytes the paper's 10 MB is at 1 Gbit/s: 80 ms of the
     # link; at 10 Mbit/s 1 MB would take an RTT-starved flow seconds to reach, in the FIFO
     long_bytes = max(LONG_FLOW_MIN_BYTES, int((link.rate_mbps or 1000) * 1e6 * LONG_FLOW_LINK_S / 8))
-    lines.append(f"sep{tag} :: FlowSplit(queues {k}{', udp true' if udp else ''}, long_bytes {long_bytes}, "
-                 f"long_age {LONG_FLOW_AGE_S:g}s);")
+    # a flow not yet classified waits in the longest RTTs' queue: the largest buffer, where its
+    # slow start is not cut short (in the shortest RTTs' few packets a 170 ms flow left slow
+    # start early and took long to recover)
+    lines.append(f"sep{tag} :: FlowSplit(queues {k}{', udp true' if udp else ''}, default {k - 1}, "
+                 f"long_bytes {long_bytes}, long_age {LONG_FLOW_AGE_S:g}s);")
     lines.append(f"drr{tag} :: DRR;")
     for j, q in enumerate(queues):
         lines.append(f"sep{tag}[{j}] -> {q} :: Queue({link.buffer_pkts}) -> [{j}]drr{tag};")
