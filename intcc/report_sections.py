@@ -343,6 +343,7 @@ RTT_SEPARATION = "data/experiments/rtt_separation-seed*.json"
 RTT_SEPARATION_UDP = "data/experiments/rtt_separation_udp-seed*.json"
 RTT_SEPARATION_FOUR = "data/experiments/rtt_separation_four-seed*.json"
 SEPARATION_BENCH = "data/bench/separation-*.json"
+RTT_SEPARATION_FCT = "data/experiments/fct_replay-*.json"
 
 
 def separation_section() -> str:
@@ -381,7 +382,9 @@ def separation_section() -> str:
 
 
 def separation_four() -> str:
-    """The paper's Test 1: four flows of one CCA, RTTs 2, 20, 40 and 60 ms, FIFO against 4 queues."""
+    """The paper's Test 1: four flows of one CCA, RTTs 2, 20, 40 and 60 ms, FIFO against 4
+    queues; each flow's queueing delay each way (bufferbloat) where the records have it, and
+    the node's RTT against the senders' per record (a record is of one version of FlowRTT)."""
     from experiments.reports import separation
     paths = _glob(RTT_SEPARATION_FOUR)
     records = load_records([os.path.join(ROOT, p) for p in paths])
@@ -392,11 +395,22 @@ def separation_four() -> str:
            f"Jain of the four goodputs over each whole 30 s run; flow 1 (the 60 ms one) has a fair share of 0.25; "
            f"repeats paired, 95 % bootstrap intervals over repeats; runs whose host fell behind its emulation "
            f"(emulation_off): {off} of {len(runs)}."]
-    accuracy = separation.rtt_accuracy(records)
-    if accuracy:
-        out[-1] += (f" The node's RTT against each sender's own minimum (`ss`), {accuracy['flows']} flows of 2–60 ms: "
-                    f"median |error| {accuracy['median_abs_ms']:.2f} ms = {accuracy['median_abs_pct']:.1f} %, largest "
-                    f"{accuracy['max_abs_ms']:.2f} ms.")
+    scored = []
+    for p in paths:
+        accuracy = separation.rtt_accuracy(load_records([os.path.join(ROOT, p)]))
+        if accuracy:
+            seed = re.search(r"seed(\d+)", p).group(1)
+            scored.append(f"seed {seed}: median |error| {accuracy['median_abs_ms']:.2f} ms = "
+                          f"{accuracy['median_abs_pct']:.1f} % over {accuracy['flows']} flows, largest "
+                          f"{accuracy['max_abs_ms']:.2f} ms")
+    if scored:
+        out[-1] += f" The node's RTT against each sender's own minimum (`ss`), flows of 2–60 ms: {'; '.join(scored)}."
+    queueing = separation.queueing_rows(records)
+    if queueing:
+        n = len({r.get("seed") for r in records if r.get("queueing_ms")})
+        out += ["", "Each flow's queueing delay at the bottleneck (bufferbloat; the INT transit delay above the "
+                    f"flow's least, mean over the run; networks paired; {n} seed{'s' if n > 1 else ''} recorded it):",
+                "", separation.format_queueing_markdown(queueing)]
     return "\n".join(out + ["", _source(paths)])
 
 
@@ -438,6 +452,22 @@ def _separation_more_headline() -> str:
     return out
 
 
+def separation_fct() -> str:
+    """The paper's Test 4: a long-flow trace replayed through one FIFO and separated."""
+    from experiments.reports import fct
+    paths = _glob(RTT_SEPARATION_FCT)
+    summaries = [_load(p) for p in paths]
+    table = fct.rows(summaries)
+    lost = {k: n for k, n in fct.failed(summaries).items() if n}
+    traces = sorted({f"`{s['trace']['path']}` ({s['trace']['flows']} transfers)" for s in summaries})
+    out = [fct.format_markdown(table), "",
+           f"Trace{'s' if len(traces) > 1 else ''} {', '.join(traces)}; every transfer run both ways, paired by flow, "
+           f"95 % bootstrap intervals over transfers; unfinished transfers (left out): "
+           f"{', '.join(f'{c} K={k}: {n}' for (c, k), n in sorted(lost.items())) if lost else 'none'}. "
+           f"By the testbed's RTT quartile (each a pair of hosts):", "", fct.format_pair_markdown(table)]
+    return "\n".join(out + ["", _source(paths)])
+
+
 def separation_bench() -> str:
     """RTT separation's forwarding cost and re-clustering time (tests/perf/bench_separation.py)."""
     paths = _glob(SEPARATION_BENCH)
@@ -469,6 +499,7 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "dragonfly-models": dragonfly_models,
     "separation": separation_section,
     "separation-four": separation_four,
+    "separation-fct": separation_fct,
     "separation-headline": separation_headline,
     "separation-bench": separation_bench,
 }

@@ -248,7 +248,7 @@ def queueing_rows(records: list[dict], resamples: int = bootstrap.DEFAULT_RESAMP
                     "fifo_p95_ms": float(np.mean([g[2] for g in got])),
                     "separated_p95_ms": float(np.mean([g[3] for g in got])),
                     "difference_ms": float((sep - fifo).mean()), "difference_ci_ms": bootstrap.interval(diff)})
-    return out
+    return sorted(out, key=lambda r: (r["algorithm"], r["base_rtt_ms"] is None, r["base_rtt_ms"] or 0))
 
 
 def format_queueing_rows(table: list[dict]) -> str:

@@ -127,8 +127,8 @@ def test_each_flows_queueing_delay_pairs_fifo_and_separated_runs_by_port():
                                                            "5202": {"sender_min_rtt_us": 6_200.0}}
     table = separation.queueing_rows(recs, resamples=500)
     assert [(r["algorithm"], r["flow"], r["base_rtt_ms"], r["n"]) for r in table] == \
-        [("cubic pair", 1, 80, 2), ("cubic pair", 2, 6, 2)]         # bbr recorded none
-    short = table[1]
+        [("cubic pair", 2, 6, 2), ("cubic pair", 1, 80, 2)]         # by base RTT; bbr recorded none
+    short = table[0]
     assert short["fifo_mean_ms"] == pytest.approx(30.0) and short["separated_mean_ms"] == pytest.approx(5.0)
     assert short["difference_ms"] == pytest.approx(-25.0) and short["separated_p95_ms"] == pytest.approx(10.0)
     assert "6 ms" in separation.format_queueing_rows(table)
