@@ -403,6 +403,8 @@ def separation_cmd(results, metric, plot_path, json_out, markdown_out, reruns):
     udp = separation.udp_rows(records)
     if udp:
         click.echo("\n" + separation.format_udp_rows(udp))
+    click.echo("\nGoodput each way (flow 1, its competitors; networks run both ways):\n"
+               + separation.format_goodput_markdown(separation.goodput_rows(records)))
     queueing = separation.queueing_rows(records)
     if queueing:
         click.echo("\n" + separation.format_queueing_rows(queueing))

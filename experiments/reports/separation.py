@@ -218,6 +218,39 @@ def format_rtt_accuracy(a: dict) -> str:
             f"largest {a['max_abs_ms']:.2f} ms); within 5 % or 1 ms: {a['within_target']} of {a['flows']}")
 
 
+def goodput_rows(records: list[dict], resamples: int = bootstrap.DEFAULT_RESAMPLES, seed: int = 0) -> list[dict]:
+    """Per algorithm and queueing (one FIFO, separated): flow 1's and its competitors' mean
+    goodput with bootstrap intervals, their sum, Jain and flow 1's share; the networks run
+    both ways only. What separation does to a sender's goodput and to its neighbour's."""
+    out = []
+    got = pairs(records)
+    for alg in sorted({a for a, _, _ in got}):
+        for sep in (False, True):
+            runs = [s if sep else f for a, f, s in got if a == alg]
+            mine = np.array([r["goodput_mbps"] for r in runs], float)
+            theirs = np.array([tcp_goodput_mbps(r) - r["goodput_mbps"] for r in runs], float)
+            out.append({"algorithm": alg, "separated": sep, "n": len(runs),
+                        "flow1_mbps": float(mine.mean()), "flow1_ci": bootstrap.mean_interval(mine, resamples, seed),
+                        "competitors_mbps": float(theirs.mean()),
+                        "competitors_ci": bootstrap.mean_interval(theirs, resamples, seed),
+                        "total_mbps": float((mine + theirs).mean()),
+                        "jain_total": float(np.mean([r["jain_total"] for r in runs])),
+                        "share": float(np.mean([r["share"] for r in runs if r.get("share") is not None]))})
+    return out
+
+
+def format_goodput_markdown(table: list[dict]) -> str:
+    lines = ["| flows | queueing | networks | flow 1, Mbit/s (95 % CI) | competitor, Mbit/s (95 % CI) | together | "
+             "Jain | flow 1's share |", "|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        a, b = r["flow1_ci"]
+        c, d = r["competitors_ci"]
+        lines.append(f"| {r['algorithm']} | {'separated' if r['separated'] else 'one FIFO'} | {r['n']} "
+                     f"| {r['flow1_mbps']:.2f} ({a:.2f}–{b:.2f}) | {r['competitors_mbps']:.2f} ({c:.2f}–{d:.2f}) "
+                     f"| {r['total_mbps']:.2f} | {r['jain_total']:.3f} | {r['share']:.2f} |")
+    return "\n".join(lines)
+
+
 def queueing_rows(records: list[dict], resamples: int = bootstrap.DEFAULT_RESAMPLES, seed: int = 0) -> list[dict]:
     """Bufferbloat: each flow's mean queueing delay at the bottleneck (``queueing_ms``, from
     INT transit delays), one FIFO against separated on the same networks, per algorithm and

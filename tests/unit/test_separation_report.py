@@ -134,3 +134,15 @@ def test_each_flows_queueing_delay_pairs_fifo_and_separated_runs_by_port():
     assert "6 ms" in separation.format_queueing_rows(table)
     assert separation.format_queueing_markdown(table).count("\n") == len(table) + 1
     assert separation.queueing_rows(RECORDS) == []
+
+
+def test_goodput_each_way_per_algorithm_for_the_flow_and_its_competitor():
+    recs = [rec("cubic pair", 0, 37.0, 0, 0.8, 0.25, goodput_mbps=2.0, competitor_goodput_mbps=6.0),
+            rec("cubic pair", 0, 37.0, 4, 0.99, 0.5, apart=True, goodput_mbps=4.0, competitor_goodput_mbps=4.0),
+            rec("cubic pair", 1, 3.5, 0, 0.9, 0.3, goodput_mbps=3.0, competitor_goodput_mbps=5.0),
+            rec("cubic pair", 1, 3.5, 4, 0.98, 0.45, apart=True, goodput_mbps=4.0, competitor_goodput_mbps=4.4)]
+    fifo, sep = separation.goodput_rows(recs, resamples=500)
+    assert (fifo["separated"], fifo["n"], fifo["flow1_mbps"], fifo["competitors_mbps"]) == (False, 2, 2.5, 5.5)
+    assert sep["flow1_mbps"] == pytest.approx(4.0) and sep["total_mbps"] == pytest.approx(8.2)
+    assert sep["flow1_ci"] == (4.0, 4.0) and sep["share"] == pytest.approx(0.475)
+    assert separation.format_goodput_markdown([fifo, sep]).count("\n") == 3
