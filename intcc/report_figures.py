@@ -10,14 +10,14 @@ from experiments.reports import fairness_plots
 from experiments.reports.compare import load_records
 from experiments.reports.plots import plot_summary
 
-from .report_sections import LOSSY_LINK, ROOT, RTT_SEPARATION, _fairness_records, _glob
+from .report_sections import LOSSY_LINK, ROOT, RTT_SEPARATION, RTT_SEPARATION_FCT, _fairness_records, _glob, _load
 
 IMG = os.path.join(ROOT, "docs", "img")
 
 
 def draw_all() -> List[str]:
-    """docs/img/lossy_link.png, fairness_d_box.png, fairness_abs_d.png, separation-jain.png;
-    their paths."""
+    """docs/img/lossy_link.png, fairness_d_box.png, fairness_abs_d.png, separation-jain.png,
+    separation-fct.png; their paths."""
     os.makedirs(IMG, exist_ok=True)
     drawn = []
     path = os.path.join(IMG, "lossy_link.png")
@@ -35,4 +35,10 @@ def draw_all() -> List[str]:
     path = os.path.join(IMG, "separation-jain.png")
     separation.plot(load_records([os.path.join(ROOT, p) for p in _glob(RTT_SEPARATION)]), path)
     drawn.append(path)
+    fct_paths = _glob(RTT_SEPARATION_FCT)
+    if fct_paths:
+        from experiments.reports import fct
+        path = os.path.join(IMG, "separation-fct.png")
+        fct.plot([_load(p) for p in fct_paths], path)
+        drawn.append(path)
     return [os.path.relpath(p, ROOT) for p in drawn]

@@ -91,13 +91,13 @@ def format_rows(table: list[dict]) -> str:
 
 def format_markdown(table: list[dict]) -> str:
     lines = ["| CCA | queues | transfers | mean FCT, FIFO | mean FCT, separated | change (95 % CI) | "
-             "p90, FIFO -> separated | faster separated |",
+             "p90, FIFO → separated | faster separated |",
              "|---|---|---|---|---|---|---|---|"]
     for r in table:
         lo, hi = r["change_ci_pct"]
         lines.append(f"| {r['cca']} | {r['queues']} | {r['flows']} | {r['fifo_mean_s']:.2f} s | "
                      f"{r['separated_mean_s']:.2f} s | {r['change_pct']:+.1f} % ({lo:+.1f}..{hi:+.1f}) | "
-                     f"{r['fifo_p90_s']:.2f} -> {r['separated_p90_s']:.2f} s | {r['faster']} of {r['flows']} |")
+                     f"{r['fifo_p90_s']:.2f} → {r['separated_p90_s']:.2f} s | {r['faster']} of {r['flows']} |")
     return "\n".join(lines)
 
 

@@ -96,3 +96,9 @@ def test_the_fct_report_needs_both_ways_and_refuses_other_summaries():
         fct.rows([_summary({4: [1.0, 2.0]})])
     with pytest.raises(fct.FctReportError, match="fct_replay"):
         fct.rows([{"format": 2, "records": []}])
+
+
+def test_the_fct_cdf_is_drawn(tmp_path):
+    path = tmp_path / "cdf.png"
+    fct.plot([_summary({0: [10.0, 20.0, 30.0], 4: [8.0, 16.0, 31.0]})], str(path))
+    assert path.stat().st_size > 10_000
