@@ -5,8 +5,8 @@ separation at the bottleneck: the RTT-separation paper's Test 4.
 Each of dumbbell4's four sender-receiver pairs carries the trace's flows of one RTT quartile,
 at that quartile's geometric-mean RTT; every flow is one iperf3 transfer of its bytes (-n),
 started at its time from the trace's start, on a port of its own (FIRST_PORT + flow). The
-FCT is the receiver's: from the transfer's first byte to its last, as iperf3's server
-measures it. Writes OUT/summary.json:
+FCT is the receiver's, to the transfer's last byte, as iperf3's server measures it (its
+clock may start after the first window arrived: UNTIMED_FIRST_BYTES). Writes OUT/summary.json:
 
     {"format": 1, "kind": "fct_replay", "trace": {...}, "provenance": {...},
      "records": [{"cca", "separation", "flows": [{"flow", "start_s", "size_bytes", "rtt_ms",
@@ -46,8 +46,15 @@ def pair_delays_ms(pair_rtts_ms: list[float]) -> dict:
             for k, rtt in enumerate(pair_rtts_ms)}
 
 
+#: iperf3's receiver starts its clock when its test starts, which can be after the first
+#: window of data arrived: up to this much of a transfer may go untimed (the same in every
+#: setting, so paired differences keep it out; a transfer of MBs barely sees it)
+UNTIMED_FIRST_BYTES = 64_000
+
+
 def fct_of(out: dict) -> tuple[float, float]:
-    """(FCT in seconds, goodput in Mbit/s) of one iperf3 -n transfer, as its receiver saw it."""
+    """(FCT in seconds, goodput in Mbit/s) of one iperf3 -n transfer, as its receiver saw it:
+    from its test's start (UNTIMED_FIRST_BYTES) to the last byte."""
     received = out.get("server_output_json", {}).get("end", {}).get("sum_received") \
         or out["end"]["sum_received"]
     seconds = received["seconds"]
