@@ -465,21 +465,22 @@ def trace_cmd(flows, seed, link_mbps, load, size_mb, rtt_median_ms, out_path):
               type=click.Choice(["cubic", "reno", "bbr"]), help="kernel CCA of every transfer (repeatable)")
 @click.option("--separation", "separations", multiple=True, type=click.IntRange(0, 8), default=(0, 4),
               show_default=True, help="queues at the bottleneck, 0 for one FIFO (repeatable)")
-@click.option("--bottleneck-mbps", default=10.0, show_default=True, type=click.FloatRange(min=0.1))
+@click.option("--bottleneck-mbps", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="the bottleneck's rate (a trace's load is of the rate it was drawn for)")
 @click.option("--buffer-bdp", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
               help="the FIFO's buffer, in BDPs of the longest pair's RTT")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="results directory "
               "(default: results/replay-<trace>-<time>)")
 def replay_cmd(trace, ccas, separations, bottleneck_mbps, buffer_bdp, out_dir):
     """Replay TRACE (from 'intcc exp trace', or any CSV flow,start_s,size_bytes,rtt_ms) on
-    the four-pair dumbbell, once per CCA and number of queues, and print each transfer's
-    flow completion time against one FIFO ('intcc exp fct' pools the results). Root.
+    the four-pair dumbbell, once per CCA and number of queues, and print the transfers'
+    flow completion times against one FIFO, paired ('intcc exp fct' pools results). Root.
 
     Each pair of hosts carries the flows of one RTT quartile of the trace, at its geometric
     mean; each flow is one iperf3 transfer of its bytes. Writes OUT/summary.json and
     OUT/runs/<cca>-sep<K>/separation.json.
 
-    Example: intcc exp replay data/traces/mawi_like-seed1.csv --cca cubic --cca bbr
+    Example: intcc exp replay data/traces/mawi_like-seed12.csv --cca cubic --cca bbr
     """
     import hashlib
     from experiments.reports import fct
@@ -531,7 +532,7 @@ def fct_cmd(results, plot_path, json_out, markdown_out):
     FCT each way and its change with a bootstrap 95 % interval (transfers paired), median,
     90th percentile, and per RTT quartile.
 
-    Example: intcc exp fct results/replay-mawi_like-seed1-* --plot fct_cdf.png
+    Example: intcc exp fct results/replay-mawi_like-seed12-* --plot fct_cdf.png
     """
     from experiments.reports import fct
     summaries = []
