@@ -506,6 +506,11 @@ def separation_bench() -> str:
            f"| element path, batches, {len(next(iter(fwd['pps'].values())))} interleaved rounds: single queue / "
            f"RTT separation (4 queues, DRR, control loop) | {fwd['median_pps']['single queue']:,.0f} / "
            f"{fwd['median_pps']['RTT separation']:,.0f} pps: **{fwd['ratio']:.2f}×** | ≥ 0.85× |"]
+    pypy = d.get("forwarding_pypy")
+    if pypy:
+        out.append(f"| the same under PyPy, each variant in {len(pypy['pps']['single queue'])} processes of its own "
+                   f"(rounds after the first {pypy['warmup_rounds']}) | {pypy['median_pps']['single queue']:,.0f} / "
+                   f"{pypy['median_pps']['RTT separation']:,.0f} pps: **{pypy['ratio']:.2f}×** | ≥ 0.85× |")
     for r in d["reclustering"]:
         theirs = f"; jenkspy on every value {r['jenkspy_s'] * 1e3:,.0f} ms" if r.get("jenkspy_s") is not None else ""
         out.append(f"| re-clustering {r['flows']:,} flows ({r['distinct_rtts']:,} distinct RTTs at 0.1 ms): Jenks / "

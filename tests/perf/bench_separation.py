@@ -12,6 +12,12 @@
    many long flows (classify, weights, buffers); jenkspy's C extension on the same RTTs
    beside it where it is installed (it works on every value, not on distinct ones).
 
+3. Under PyPy (the node's other interpreter, `--node-python pypy`, where `make setup`
+   installed it): the forwarding comparison with each variant in processes of its own, as a
+   node runs one configuration (a JIT compiles the path it runs; interleaved in one
+   process, PyPy's rounds vary twofold), alternating, each process's rounds after its first
+   two (warm-up), the median over processes.
+
 Asserts only that every frame came out stamped. As a script it prints the figures on stderr
 and as JSON with their provenance on stdout (a record for data/bench/).
 
@@ -19,9 +25,13 @@ and as JSON with their provenance on stdout (a record for data/bench/).
 """
 from __future__ import annotations
 
+import json
+import os
 import random
 import statistics
 import struct
+import subprocess
+import sys
 import time
 
 from int_node.jenks import natural_breaks
@@ -91,6 +101,36 @@ def forwarding(rounds: int = ROUNDS, frames: int = FRAMES_PER_ROUND) -> dict:
             "ratio": med["RTT separation"] / med["single queue"]}
 
 
+VARIANT_ENV, ROUNDS_ENV = "INTCC_BENCH_SEPARATION_VARIANT", "INTCC_BENCH_SEPARATION_ROUNDS"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def one_variant(name: str, rounds: int) -> list:
+    """pps of each round of one variant in this process (the child of per_process)."""
+    r = Router(VARIANTS[name])
+    r.initialize()
+    out = [_round(r, segments(FRAMES_PER_ROUND)) for _ in range(rounds)]
+    r.cleanup()
+    return out
+
+
+def per_process(python: str, rounds: int = 7, processes: int = 3, warmup: int = 2) -> dict:
+    pps = {name: [] for name in VARIANTS}
+    for _ in range(processes):
+        for name in VARIANTS:
+            res = subprocess.run([python, "-m", "tests.perf.bench_separation"], cwd=ROOT, capture_output=True,
+                                 text=True, check=True, env={**os.environ, VARIANT_ENV: name, ROUNDS_ENV: str(rounds)})
+            pps[name].append(statistics.median(json.loads(res.stdout)[warmup:]))
+    med = {name: statistics.median(v) for name, v in pps.items()}
+    return {"python": python, "pps": pps, "median_pps": med, "rounds": rounds, "warmup_rounds": warmup,
+            "ratio": med["RTT separation"] / med["single queue"]}
+
+
+def pypy_forwarding() -> dict | None:
+    from int_node.runtime import PYPY_PYTHON
+    return per_process(PYPY_PYTHON) if os.access(PYPY_PYTHON, os.X_OK) else None
+
+
 def reclustering(flow_counts=FLOW_COUNTS, repeats: int = 3, seed: int = 1) -> list:
     rng = random.Random(seed)
     rows = []
@@ -134,13 +174,19 @@ def _control_round_s(rtts_us: list) -> float:
     return took
 
 
-def report(fwd: dict, rows: list) -> str:
+def report(fwd: dict, rows: list, pypy: dict | None = None) -> str:
     lines = [f"RTT separation on the element path ({ROUNDS} interleaved rounds, batches of {DEFAULT_BATCH}, "
              f"{FLOWS} TCP flows, median):"]
     for name, v in fwd["median_pps"].items():
         lines.append(f"  {name:16s} {v:10,.0f} pps   ({', '.join(f'{x:,.0f}' for x in fwd['pps'][name])})")
     lines.append(f"  separated / single queue: {fwd['ratio']:.2f}x   (target >= 0.85; "
                  f"{fwd['tracked_flows']} flows tracked as long)")
+    if pypy is not None:
+        lines.append(f"Under PyPy, each variant in its own processes ({len(pypy['pps']['single queue'])} each, "
+                     f"median of rounds after the first {pypy['warmup_rounds']}):")
+        for name, v in pypy["median_pps"].items():
+            lines.append(f"  {name:16s} {v:10,.0f} pps   ({', '.join(f'{x:,.0f}' for x in pypy['pps'][name])})")
+        lines.append(f"  separated / single queue: {pypy['ratio']:.2f}x")
     lines.append("Re-clustering (4 classes):")
     for r in rows:
         theirs = f"{r['jenkspy_s'] * 1e3:9.1f} ms" if r["jenkspy_s"] is not None else "   (not installed)"
@@ -151,17 +197,19 @@ def report(fwd: dict, rows: list) -> str:
 
 
 def test_separation_benchmark():
-    fwd, rows = forwarding(), reclustering()
-    print("\n" + report(fwd, rows))
+    fwd, rows, pypy = forwarding(), reclustering(), pypy_forwarding()
+    print("\n" + report(fwd, rows, pypy))
     assert all(n == fwd["sent"] for n in fwd["out"].values())
     assert all(n == fwd["sent"] for n in fwd["stamped"].values())
 
 
 if __name__ == "__main__":
+    if os.environ.get(VARIANT_ENV):                  # a child of per_process: one variant, its rounds
+        print(json.dumps(one_variant(os.environ[VARIANT_ENV], int(os.environ.get(ROUNDS_ENV, "7")))))
+        raise SystemExit(0)
     answer_help(__doc__)
-    import json
-    import sys
     from records import stamp
-    fwd, rows = forwarding(), reclustering()
-    print(report(fwd, rows), file=sys.stderr)
-    print(json.dumps({"forwarding": fwd, "reclustering": rows, "provenance": stamp()}, indent=1))
+    fwd, rows, pypy = forwarding(), reclustering(), pypy_forwarding()
+    print(report(fwd, rows, pypy), file=sys.stderr)
+    print(json.dumps({"forwarding": fwd, "reclustering": rows, "forwarding_pypy": pypy, "provenance": stamp()},
+                     indent=1))
