@@ -58,7 +58,8 @@ def rows(summaries: list[dict]) -> list[dict]:
         for pair in sorted({a["pair"] for a, _ in got}):
             mine = [(a, b) for a, b in got if a["pair"] == pair]
             if len(mine) >= 2:
-                row["by_pair"].append({"pair": pair, "rtt_ms": mine[0][0]["pair_rtt_ms"],
+                rtts = [a["pair_rtt_ms"] for a, _ in mine]     # pooled traces: each its own quartiles
+                row["by_pair"].append({"pair": pair, "rtt_ms": [min(rtts), max(rtts)],
                                        **_change([a["fct_s"] for a, _ in mine], [b["fct_s"] for _, b in mine])})
         out.append(row)
     return out
@@ -73,6 +74,11 @@ def failed(summaries: list[dict]) -> dict:
     return dict(n)
 
 
+def _rtt(span: list) -> str:
+    low, high = span
+    return f"{low:.1f} ms" if low == high else f"{low:.1f}–{high:.1f} ms"
+
+
 def format_rows(table: list[dict]) -> str:
     lines = [f"{'CCA':8s} {'K':>2s} {'flows':>5s}  {'mean FCT FIFO -> sep':>22s}  {'change (95 % CI)':>24s}  "
              f"{'median':>15s}  {'p90':>15s}  faster"]
@@ -84,7 +90,7 @@ def format_rows(table: list[dict]) -> str:
                      f"{r['fifo_p90_s']:6.2f} -> {r['separated_p90_s']:5.2f}  {r['faster']}/{r['flows']}")
         for p in r["by_pair"]:
             lo, hi = p["change_ci_pct"]
-            lines.append(f"{'':11s}RTT {p['rtt_ms']:6.1f} ms: {p['flows']:3d} flows  {p['fifo_mean_s']:6.2f} -> "
+            lines.append(f"{'':11s}RTT {_rtt(p['rtt_ms']):>13s}: {p['flows']:3d} flows  {p['fifo_mean_s']:6.2f} -> "
                          f"{p['separated_mean_s']:6.2f} s  {p['change_pct']:+7.1f} % ({lo:+6.1f}..{hi:+6.1f})")
     return "\n".join(lines)
 
@@ -102,12 +108,12 @@ def format_markdown(table: list[dict]) -> str:
 
 
 def format_pair_markdown(table: list[dict]) -> str:
-    lines = ["| CCA | pair RTT | transfers | mean FCT, FIFO | mean FCT, separated | change (95 % CI) |",
+    lines = ["| CCA | host pair's RTT | transfers | mean FCT, FIFO | mean FCT, separated | change (95 % CI) |",
              "|---|---|---|---|---|---|"]
     for r in table:
         for p in r["by_pair"]:
             lo, hi = p["change_ci_pct"]
-            lines.append(f"| {r['cca']} | {p['rtt_ms']:.1f} ms | {p['flows']} | {p['fifo_mean_s']:.2f} s | "
+            lines.append(f"| {r['cca']} | {_rtt(p['rtt_ms'])} | {p['flows']} | {p['fifo_mean_s']:.2f} s | "
                          f"{p['separated_mean_s']:.2f} s | {p['change_pct']:+.1f} % ({lo:+.1f}..{hi:+.1f}) |")
     return "\n".join(lines)
 

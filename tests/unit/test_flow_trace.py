@@ -102,3 +102,15 @@ def test_the_fct_cdf_is_drawn(tmp_path):
     path = tmp_path / "cdf.png"
     fct.plot([_summary({0: [10.0, 20.0, 30.0], 4: [8.0, 16.0, 31.0]})], str(path))
     assert path.stat().st_size > 10_000
+
+
+def test_two_traces_pool_by_flow_within_each_and_name_each_pairs_rtts_as_a_range():
+    a = _summary({0: [10.0, 20.0], 4: [9.0, 18.0]}, trace_id="t1")
+    b = _summary({0: [30.0, 40.0], 4: [33.0, 44.0]}, trace_id="t2")
+    for rec in b["records"]:
+        for f in rec["flows"]:
+            f["pair_rtt_ms"] *= 1.5                  # its own quartiles
+    (row,) = fct.rows([a, b])
+    assert row["flows"] == 4 and row["faster"] == 2   # flow 0 of t1 is not flow 0 of t2
+    assert [p["rtt_ms"] for p in row["by_pair"]] == [[10.0, 15.0], [20.0, 30.0]]
+    assert "10.0–15.0 ms" in fct.format_pair_markdown([row])
