@@ -460,7 +460,9 @@ def _separation_more_headline() -> str:
         from experiments.reports import fct
         table = fct.rows([_load(p) for p in fct_paths])
         flat = all(r["change_ci_pct"][0] <= 0 <= r["change_ci_pct"][1] for r in table)
-        out += (" Over a held-out trace of long transfers the mean flow completion time "
+        n = sum(r["flows"] for r in table[:1])
+        traces = "a held-out trace" if len(fct_paths) == 1 else f"{len(fct_paths)} held-out traces"
+        out += (f" Over {traces} of long transfers ({n} of them) the mean flow completion time "
                 + ("does not move measurably: " if flat else "changes by ") + ", ".join(
             f"{r['change_pct']:+.1f} % with {r['cca'].upper()} (CI {r['change_ci_pct'][0]:+.1f} to "
             f"{r['change_ci_pct'][1]:+.1f} %)" for r in table)
