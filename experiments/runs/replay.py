@@ -73,8 +73,7 @@ def replay(flows: list[TraceFlow], cca: str, separation: int, run_dir: str, bott
     lock = threading.Lock()
     done = threading.Semaphore(0)
 
-    def transfer(tb, f: TraceFlow, t0: float):
-        k = pair[flows.index(f)] + 1
+    def transfer(tb, f: TraceFlow, k: int, t0: float):
         time.sleep(max(0.0, t0 + f.start_s - time.monotonic()))
         try:
             out = iperf(tb, f"s{k}", f"r{k}", cca, MAX_FCT_S, 1.0, port=FIRST_PORT + f.flow, size_bytes=f.size_bytes)
@@ -95,8 +94,8 @@ def replay(flows: list[TraceFlow], cca: str, separation: int, run_dir: str, bott
         ports = [FIRST_PORT + f.flow for f in flows]
         with SeparationRecorder(tb, run_dir, ports) as recorder:
             t0 = time.monotonic()
-            threads = [threading.Thread(target=transfer, args=(tb, f, t0), daemon=True, name=f"fct-{f.flow}")
-                       for f in flows]
+            threads = [threading.Thread(target=transfer, args=(tb, f, pair[i] + 1, t0), daemon=True,
+                                        name=f"fct-{f.flow}") for i, f in enumerate(flows)]
             for th in threads:
                 th.start()
             for n in range(1, len(flows) + 1):
