@@ -107,20 +107,9 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
     runs as many repeats of one algorithm at once (Scenario.batches), one CCP agent
     serving all their flows. For low-rate runs (high loss), where the nodes idle: the
     testbeds share the machine's cores."""
-    from broker.launch import BrokerProcess
-    from ccp_agent.datapath import AgentProcess, DatapathProcess
-
     os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
-    base_seed = sc.seed if sc.seed is not None else random.SystemRandom().randrange(2**31)
-    if sc.collection:       # a collection's runs on disk are kept, not run again
-        sc = replace(sc, skip_repeats=sc.skip_repeats | {r for r in sc.todo_repeats if os.path.exists(
-            npz_path(out_dir, sc.collection.plan(base_seed, r)))})
-        record_collection(out_dir, sc.collection, base_seed, sc.seconds, sc.node_python, sc.node_rt_priority)
-    needs_tele = any(a.needs_telemetry for a in sc.algorithms)
+    sc = prepare(sc, out_dir)
     jobs = max(1, min(jobs, len(sc.todo_repeats)))
-    if sc.collection and (needs_tele or dashboard_port or sc.record_telemetry):
-        raise RuntimeError(f"{sc.name}: a collection keeps flow 1 from the sinks' own logs (the jsonl "
-                           f"exporter); run it without --record-telemetry and --dashboard")
     if jobs > 1 and dashboard_port:
         raise RuntimeError(f"--jobs {jobs} with --dashboard: one dashboard would show the nodes and flows of "
                            f"every testbed at once; use one testbed")
@@ -131,100 +120,50 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
         return []
     records: list[dict] = []
     failed: list[dict] = []
-    echo(f"loss draws seeded from {base_seed} (--seed {base_seed} repeats them)")
-    needs_ccp = needs_ccp_datapath(sc, base_seed)
+    echo(f"loss draws seeded from {sc.seed} (--seed {sc.seed} repeats them)")
     t_start = time.monotonic()
     provenance = stamp()                     # the code and command this run started with
-    with ExitStack() as stack:
-        stack.enter_context(exclusive_testbeds())
-        exporter, broker_url = "jsonl", None
-        if needs_tele or dashboard_port or sc.record_telemetry:
-            broker = BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
-                                   state_dir=os.path.join(out_dir, "broker"))
-            stack.enter_context(broker)
-            # every client finds its role's login in the run's credentials file: without it an
-            # agent published as nobody and the broker's ACL dropped its estimates and switches
-            broker_url = exporter = f"{broker.url}?credentials={CREDS}"
-        if dashboard_port:
-            stack.enter_context(dashboard(broker_url, dashboard_port, out_dir, echo))
-        testbeds: list = [None] * jobs
-        testbed_params: list = [None] * jobs
-
-        def testbed(k: int, params: dict) -> Testbed:
-            """Testbed k with these topology parameters (a new one when they changed: [draw])."""
-            if testbeds[k] is not None and testbed_params[k] == params:
-                return testbeds[k]
-            name = testbed_names(jobs)[k]
-            if testbeds[k] is not None:
-                testbeds[k].down()
-            teardown(name)
-            echo(f"testbed {name}: {sc.topology} {params} (exporter {exporter.split('?')[0]}) ...")
-            # testbed k's nodes publish ids NODE_ID_STRIDE * k higher: one broker keeps them apart
-            topo = load_topo(sc.topology_path, params).with_node_ids_shifted(NODE_ID_STRIDE * k)
-            testbeds[k] = Testbed(topo, name).up(exporter=exporter, node_rt_priority=sc.node_rt_priority,
-                                                 node_python=sc.node_python)
-            testbed_params[k] = params
-            return testbeds[k]
-
-        stack.callback(lambda: [tb.down() for tb in testbeds if tb is not None])
-        for k in range(jobs if not (sc.draw or sc.collection) else 0):
-            testbed(k, sc.params)
-        services = Services(sc, broker_url=broker_url, agent_process=AgentProcess)
-        if needs_ccp:
-            services.datapath = DatapathProcess(state_dir=os.path.join(out_dir, "datapath"))
-            stack.enter_context(services.datapath)
+    with RunSession(sc, out_dir, testbed_names(jobs), echo=echo, dashboard_port=dashboard_port) as session:
         for alg, sweep, reps in batches:
-            (key, value), = sweep.items()
-            seeds = [run_seed(base_seed, key, value, rep) for rep in reps]
-            settings = [sc.run_setting(base_seed, rep, alg, value, seed) for rep, seed in zip(reps, seeds)]
-            params = [p for p, _, _ in settings]
-            beds = [testbed(k, sc.topology_params(p)) for k, p in enumerate(params)]
-            if key == "loss_pct":
-                for tb in beds:
-                    set_loss(tb, value)
-            names = [plan["run"] if plan else run_name(alg, key, value, rep) for (_, _, plan), rep in zip(settings, reps)]
-            specs = [RunSpec(tb, os.path.join(out_dir, "runs", name), seed, MAIN_PORT + PORT_STRIDE * k, run_alg, plan)
-                     for k, (tb, name, seed, (_, run_alg, plan)) in enumerate(zip(beds, names, seeds, settings))]
-            batch = _batch(services, alg, specs)
-            for rec, rep, name, loss_seed, spec, p in zip(batch, reps, names, seeds, specs, params):
-                what = f"{key} {value:<5} " if key != "none" else ""
-                if isinstance(rec, RunFailed):
-                    failed.append({"run": name, "algorithm": alg.label, "repeat": rep, "loss_seed": loss_seed,
-                                   key: value, "error": str(rec)})
+            for outcome in session.run_batch(alg, sweep, reps):
+                label = f"{outcome.label:16s} {outcome.what}repeat {outcome.repeat}"
+                if outcome.failure is not None:
+                    failed.append(outcome.failure)
                     with open(os.path.join(out_dir, "failed.json"), "w") as f:
                         json.dump(failed, f, indent=1)
-                    echo(f"[{len(records) + len(failed)}/{n_runs}] {alg.label:16s} {what}repeat {rep}: "
-                         f"FAILED ({rec}); kept in failed.json, the others go on")
+                    echo(f"[{len(records) + len(failed)}/{n_runs}] {label}: FAILED ({outcome.failure['error']}); "
+                         f"kept in failed.json, the others go on")
                     continue
-                rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
-                            "loss_seed": loss_seed, "flow1": spec.alg.ccp or spec.alg.cca,
-                            "jobs": jobs, "node_rt_priority": sc.node_rt_priority})
-                if sc.draw or spec.plan or TOPOLOGY_SWEEPS & set(sc.sweep):    # networks a report pairs by
-                    rec["params"] = p
-                if spec.plan:
-                    rec["plan"] = spec.plan
-                if spec.alg.competitor_delay_s:
-                    rec["competitor_delay_s"] = spec.alg.competitor_delay_s
-                if spec.alg.udp_cross_mbps:
-                    rec["udp_cross_mbps"] = spec.alg.udp_cross_mbps
-                if spec.alg.competitor_rate_mbps:
-                    rec["competitor_rate_mbps"] = spec.alg.competitor_rate_mbps
-                if key != "none":
-                    rec[key] = value
-                for warning in (check_loss(rec, value if key == "loss_pct" else configured_loss_pct(spec.testbed)),
-                                check_emulation(rec)):
-                    if warning:
-                        echo(f"WARNING {name}: {warning}")
-                records.append(rec)
+                for warning in outcome.warnings:
+                    echo(f"WARNING {outcome.name}: {warning}")
+                records.append(outcome.record)
                 done = len(records) + len(failed)
                 eta = (time.monotonic() - t_start) / done * (n_runs - done)
-                echo(f"[{done}/{n_runs}] {spec.alg.label if spec.plan else alg.label:16s} {what}repeat {rep}: "
-                     f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits  (eta {eta / 60:.0f} min)")
+                echo(f"[{done}/{n_runs}] {label}: {outcome.record['goodput_mbps']:7.2f} Mbit/s, "
+                     f"{outcome.record['retransmits']} retransmits  (eta {eta / 60:.0f} min)")
             write_summary(out_dir, sc.name, records, provenance)   # after every batch: readable mid-run
     if failed:
         echo(f"{len(failed)} of {n_runs} runs failed: {os.path.join(out_dir, 'failed.json')}")
     if not records:
         raise RuntimeError(f"every run failed; first: {failed[0]['error']}")
+    plot_results(sc, records, out_dir)
+    return records
+
+
+def prepare(sc: Scenario, out_dir: str) -> Scenario:
+    """``sc`` as it runs into ``out_dir``: its seed drawn if it has none (recorded), and a
+    collection's runs already on disk skipped (and the collection's own record written)."""
+    if sc.seed is None:
+        sc = replace(sc, seed=random.SystemRandom().randrange(2**31))
+    if sc.collection:       # a collection's runs on disk are kept, not run again
+        sc = replace(sc, skip_repeats=sc.skip_repeats | {r for r in sc.todo_repeats if os.path.exists(
+            npz_path(out_dir, sc.collection.plan(sc.seed, r)))})
+        record_collection(out_dir, sc.collection, sc.seed, sc.seconds, sc.node_python, sc.node_rt_priority)
+    return sc
+
+
+def plot_results(sc: Scenario, records: list[dict], out_dir: str) -> None:
+    """The scenario's overview plots of its records, in ``out_dir``."""
     if sc.collection:
         pass     # a collection's runs are data (OUT/runs/*.npz), each on a network of its own: no overlay
     elif "competitor" in sc.sweep:
@@ -236,7 +175,137 @@ def run_scenario(sc: Scenario, out_dir: str, echo=print, jobs: int = 1, dashboar
         plot_overlay(records, out_dir, "cwnd_bytes", "cwnd (kB)", 1e-3, "cwnd.png", sc.description or sc.name)
         if any("competitor" in r for r in records):
             plot_overlay(records, out_dir, "jain", "Jain's index", 1, "jain.png", sc.description or sc.name)
-    return records
+
+
+@dataclass
+class RunOutcome:
+    """One run of a batch: its record (and the checks' warnings), or what failed."""
+    repeat: int
+    name: str
+    label: str                      # the algorithm as the run ran it
+    what: str                       # its sweep value, for a progress line
+    record: Optional[dict] = None
+    failure: Optional[dict] = None
+    warnings: tuple = ()
+
+
+class RunSession:
+    """What the runs of a scenario share on one machine, for as long as it is entered: its
+    testbeds (``names``, one per run at once; torn down first, as a killed run may have
+    left them), the MQTT broker, the dashboard and the CCP datapath where needed. ``lock``
+    (default: services.exclusive_testbeds, one ``intcc exp run`` at a time) guards the
+    testbeds against another run that would tear them down. ``sc`` is prepared (its seed
+    set)."""
+
+    def __init__(self, sc: Scenario, out_dir: str, names: list[str], echo=print,
+                 dashboard_port: int | None = None, lock=None):
+        if sc.seed is None:
+            raise ValueError("RunSession: the scenario needs its seed (runner.prepare)")
+        self.sc, self.out_dir, self.names, self.echo = sc, out_dir, names, echo
+        self.dashboard_port = dashboard_port
+        self.lock = lock if lock is not None else exclusive_testbeds()
+        self.stack = ExitStack()
+        self.testbeds: list = [None] * len(names)
+        self.testbed_params: list = [None] * len(names)
+        self.services: Optional[Services] = None
+        self.exporter = "jsonl"
+
+    def __enter__(self) -> "RunSession":
+        from broker.launch import BrokerProcess
+        from ccp_agent.datapath import AgentProcess, DatapathProcess
+        sc, stack = self.sc, self.stack
+        needs_tele = any(a.needs_telemetry for a in sc.algorithms)
+        if sc.collection and (needs_tele or self.dashboard_port or sc.record_telemetry):
+            raise RuntimeError(f"{sc.name}: a collection keeps flow 1 from the sinks' own logs (the jsonl "
+                               f"exporter); run it without --record-telemetry and --dashboard")
+        try:
+            stack.enter_context(self.lock)
+            broker_url = None
+            if needs_tele or self.dashboard_port or sc.record_telemetry:
+                broker = BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
+                                       state_dir=os.path.join(self.out_dir, "broker"))
+                stack.enter_context(broker)
+                # every client finds its role's login in the run's credentials file: without it an
+                # agent published as nobody and the broker's ACL dropped its estimates and switches
+                broker_url = self.exporter = f"{broker.url}?credentials={CREDS}"
+            if self.dashboard_port:
+                stack.enter_context(dashboard(broker_url, self.dashboard_port, self.out_dir, self.echo))
+            stack.callback(lambda: [tb.down() for tb in self.testbeds if tb is not None])
+            for k in range(len(self.names) if not (sc.draw or sc.collection) else 0):
+                self.testbed(k, sc.params)
+            self.services = Services(sc, broker_url=broker_url, agent_process=AgentProcess)
+            if needs_ccp_datapath(sc, sc.seed):
+                self.services.datapath = DatapathProcess(state_dir=os.path.join(self.out_dir, "datapath"))
+                stack.enter_context(self.services.datapath)
+        except BaseException:
+            stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stack.close()
+
+    def testbed(self, k: int, params: dict) -> Testbed:
+        """Testbed k with these topology parameters (a new one when they changed: [draw])."""
+        if self.testbeds[k] is not None and self.testbed_params[k] == params:
+            return self.testbeds[k]
+        name = self.names[k]
+        if self.testbeds[k] is not None:
+            self.testbeds[k].down()
+        teardown(name)
+        self.echo(f"testbed {name}: {self.sc.topology} {params} (exporter {self.exporter.split('?')[0]}) ...")
+        # testbed k's nodes publish ids NODE_ID_STRIDE * k higher: one broker keeps them apart
+        topo = load_topo(self.sc.topology_path, params).with_node_ids_shifted(NODE_ID_STRIDE * k)
+        self.testbeds[k] = Testbed(topo, name).up(exporter=self.exporter, node_rt_priority=self.sc.node_rt_priority,
+                                                  node_python=self.sc.node_python)
+        self.testbed_params[k] = params
+        return self.testbeds[k]
+
+    def run_batch(self, alg: Algorithm, sweep: dict, reps: list[int]) -> list[RunOutcome]:
+        """Repeats ``reps`` of ``alg`` at the sweep's value, one per testbed, at once."""
+        sc, base_seed = self.sc, self.sc.seed
+        if len(reps) > len(self.names):
+            raise ValueError(f"{len(reps)} repeats at once on {len(self.names)} testbeds")
+        (key, value), = sweep.items()
+        seeds = [run_seed(base_seed, key, value, rep) for rep in reps]
+        settings = [sc.run_setting(base_seed, rep, alg, value, seed) for rep, seed in zip(reps, seeds)]
+        params = [p for p, _, _ in settings]
+        beds = [self.testbed(k, sc.topology_params(p)) for k, p in enumerate(params)]
+        if key == "loss_pct":
+            for tb in beds:
+                set_loss(tb, value)
+        names = [plan["run"] if plan else run_name(alg, key, value, rep) for (_, _, plan), rep in zip(settings, reps)]
+        specs = [RunSpec(tb, os.path.join(self.out_dir, "runs", name), seed, MAIN_PORT + PORT_STRIDE * k, run_alg, plan)
+                 for k, (tb, name, seed, (_, run_alg, plan)) in enumerate(zip(beds, names, seeds, settings))]
+        batch = _batch(self.services, alg, specs)
+        what = f"{key} {value:<5} " if key != "none" else ""
+        outcomes = []
+        for rec, rep, name, loss_seed, spec, p in zip(batch, reps, names, seeds, specs, params):
+            label = spec.alg.label if spec.plan else alg.label
+            if isinstance(rec, RunFailed):
+                outcomes.append(RunOutcome(rep, name, label, what, failure={
+                    "run": name, "algorithm": alg.label, "repeat": rep, "loss_seed": loss_seed, key: value,
+                    "error": str(rec)}))
+                continue
+            rec.update({"algorithm": alg.label, "repeat": rep, "run": name, "seed": base_seed,
+                        "loss_seed": loss_seed, "flow1": spec.alg.ccp or spec.alg.cca,
+                        "jobs": len(self.names), "node_rt_priority": sc.node_rt_priority})
+            if sc.draw or spec.plan or TOPOLOGY_SWEEPS & set(sc.sweep):    # networks a report pairs by
+                rec["params"] = p
+            if spec.plan:
+                rec["plan"] = spec.plan
+            if spec.alg.competitor_delay_s:
+                rec["competitor_delay_s"] = spec.alg.competitor_delay_s
+            if spec.alg.udp_cross_mbps:
+                rec["udp_cross_mbps"] = spec.alg.udp_cross_mbps
+            if spec.alg.competitor_rate_mbps:
+                rec["competitor_rate_mbps"] = spec.alg.competitor_rate_mbps
+            if key != "none":
+                rec[key] = value
+            warnings = [w for w in (check_loss(rec, value if key == "loss_pct" else configured_loss_pct(spec.testbed)),
+                                    check_emulation(rec)) if w]
+            outcomes.append(RunOutcome(rep, name, label, what, record=rec, warnings=tuple(warnings)))
+        return outcomes
 
 
 def _batch(services: Services, alg: Algorithm, specs: list[RunSpec]) -> list:
