@@ -28,11 +28,11 @@ $(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	$(PYTHON) -m pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "Running pip as the 'root'" || true
+	$(PYTHON) -m pip install -q --disable-pip-version-check -e ".[dev,cluster]" 2>&1 | grep -v "Running pip as the 'root'" || true
 	@# pyportus 0.6.1 is a source-only Rust extension; newer rustc needs lints capped to build it
 	$(PYTHON) -c "import pyportus" 2>/dev/null || RUSTFLAGS="--cap-lints warn" $(PYTHON) -m pip install -q \
 		--disable-pip-version-check "pyportus==$(PYPORTUS_VERSION)" 2>&1 | grep -v "Running pip as the 'root'" || true
-	$(PYTHON) -c "import int_node, telemetry, experiments, broker.publisher, broker.embedded, ccp_agent.cli, pyportus, pyroute2, hypothesis, click"
+	$(PYTHON) -c "import int_node, telemetry, experiments, broker.publisher, broker.embedded, ccp_agent.cli, pyportus, pyroute2, hypothesis, click, ray"
 	@# PyPy 7.3 is Python 3.9: pip picks the click/paho-mqtt releases that still support it
 	test -x $(PYPY_VENV)/bin/python || pypy3 -m venv $(PYPY_VENV)
 	$(PYPY_VENV)/bin/python -c "import click, paho.mqtt" 2>/dev/null || $(PYPY_VENV)/bin/python -m pip install -q \

@@ -168,6 +168,12 @@ def list_cmd():
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 16),
               help="testbeds at once, each running a repeat of the same algorithm (one CCP agent "
               "serves them all). For low-rate runs (high link loss): the testbeds share the cores")
+@click.option("--cluster", "cluster_address", metavar="ADDRESS",
+              help="run on the Ray cluster at ADDRESS (host:port of its head, or 'auto' on one of its hosts): "
+                   "each run on a testbed of a worker host, merged into OUT as a local run; a run that fails or "
+                   "whose node dies is tried again; the same --out resumes. See docs/cluster.md")
+@click.option("--retries", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="with --cluster: how many more times a run that failed is tried")
 @click.option("--node-rt-priority", type=click.IntRange(0, 99), metavar="0-99",
               help="run the INT nodes under SCHED_FIFO at this priority (default: the scenario's "
                    "'node_rt_priority', else 0: the normal scheduler). With --jobs > 1 on few cores the "
@@ -180,7 +186,7 @@ def list_cmd():
               help="serve the live dashboard of the run's telemetry on 127.0.0.1:PORT (default 8080) while it "
                    "runs (the sinks then publish to the run's broker)")
 def run_cmd(scenario, out_dir, quick, kernel_trace, record_telemetry, record_slots, seed, repeats, first_repeat, seconds, loss_pct, only, jobs,
-            node_rt_priority, sweep_values, dashboard_port):
+            cluster_address, retries, node_rt_priority, sweep_values, dashboard_port):
     """Run SCENARIO (a name in experiments/runs/scenarios or a .toml path); print its table.
 
     Writes OUT/summary.json, per-run series.csv/series.png (goodput, cwnd, RTT),
@@ -230,13 +236,19 @@ def run_cmd(scenario, out_dir, quick, kernel_trace, record_telemetry, record_slo
             raise click.ClickException(f"--algorithm {unknown[0]!r}: not in scenario {sc.name} "
                                        f"(its algorithms: {', '.join(labels)})")
         sc.algorithms = [a for a in sc.algorithms if a.label in only]
+    if cluster_address and (jobs > 1 or dashboard_port):
+        raise click.ClickException("--cluster runs each testbed on a worker host: without --jobs and --dashboard")
     out_dir = out_dir or os.path.join("results", f"{sc.name}-{time.strftime('%Y%m%d-%H%M%S')}")
     n = sum(1 for _ in sc.runs())
     click.echo(f"{sc.name}: {n} runs of {sc.seconds:g} s" + (f" on {jobs} testbeds" if jobs > 1 else "")
                + f" -> {out_dir}")
     previous = unwind_on_signals(lambda signum: sys.exit(128 + signum))   # agents, datapath, testbeds stopped
     try:
-        records = run_scenario(sc, out_dir, echo=click.echo, jobs=jobs, dashboard_port=dashboard_port)
+        if cluster_address:
+            from experiments.cluster.submit import run_on_cluster
+            records = run_on_cluster(sc, out_dir, cluster_address, echo=click.echo, retries=retries)
+        else:
+            records = run_scenario(sc, out_dir, echo=click.echo, jobs=jobs, dashboard_port=dashboard_port)
     except (TestbedError, OSError, RuntimeError) as exc:
         raise click.ClickException(str(exc))
     finally:

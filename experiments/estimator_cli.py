@@ -42,8 +42,13 @@ from estimator import DEFAULT_MODEL
               help="UDP cross traffic in half the runs: constant bit rate from s2 to r2 at 5-30 % of the "
                    "bottleneck's rate for the whole run (each run's meta: udp_mbps, udp_received_mbps); "
                    "the other parameters stay those of --seed and --distribution")
+@click.option("--cluster", metavar="ADDRESS",
+              help="run on the Ray cluster at ADDRESS (its head's host:port, or 'auto'): each run on a worker "
+                   "host's testbed, collected here (docs/cluster.md); instead of --jobs")
+@click.option("--retries", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="with --cluster: how many more times a run that failed is tried")
 def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node_python, distribution,
-                node_rt_priority, udp_cross):
+                node_rt_priority, udp_cross, cluster, retries):
     """Randomised dumbbell runs (root); resumable: runs on disk are skipped. The runs are
     those of the scenario estimator_collect (intcc exp run estimator_collect runs them too)."""
     from estimator.features import TraceError
@@ -54,7 +59,7 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node
     try:
         res = collect(out_dir, runs, seconds, seed, samples, echo=click.echo, without_vegas=without_vegas,
                       jobs=jobs, node_python=node_python, distribution=distribution,
-                      node_rt_priority=node_rt_priority, udp_cross=udp_cross)
+                      node_rt_priority=node_rt_priority, udp_cross=udp_cross, cluster=cluster, retries=retries)
     except (TraceError, OSError, CollectionError, ScenarioError, RuntimeError) as e:
         raise click.ClickException(str(e))
     except KeyboardInterrupt:

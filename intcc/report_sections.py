@@ -521,6 +521,32 @@ def separation_bench() -> str:
     return "\n".join(out)
 
 
+CLUSTER_BENCH = "data/bench/cluster-*.json"
+
+
+def cluster_bench() -> str:
+    """The Ray cluster's cost against the local runner, and the fairness evaluation's
+    projection (tests/perf/bench_cluster.py)."""
+    paths = _glob(CLUSTER_BENCH)
+    d = _load(paths[-1])
+    fr, hours = d["fairness"], d["projection_hours"]
+    ten = next(k for k in hours if k.endswith("_hosts"))
+    out = ["| figure | value | target |", "|---|---|---|",
+           f"| {d['runs']} runs of {d['run_seconds']:g} s on one testbed: local `--jobs 1` / a cluster of one node "
+           f"(its workers' start included) | {d['local_jobs1_s']:.1f} / {d['cluster_1x1_s']:.1f} s: "
+           f"**{d['overhead_per_run_s']:+.2f} s per run** | ≤ 2 s per run |",
+           f"| the same on two testbeds: local `--jobs 2` / two nodes of one testbed each (one machine) | "
+           f"{d['runs_per_hour']['local_jobs2']:,} / {d['runs_per_hour']['cluster_2x1']:,} runs per hour | |",
+           f"| a run's fixed cost (wall less flow time, `--jobs 1`); a dumbbell built and taken down | "
+           f"{d['fixed_per_run_s']:.2f} s; {d['testbed_build_s']:.2f} s | |",
+           f"| the fairness evaluation of seed 2617 ({fr['runs']:,} runs, {fr['networks']} networks, "
+           f"{fr['flow_s'] / 3600:.1f} h of flows; run at `--jobs 2`, links behind in {fr['emulation_off']} runs), "
+           f"projected: one 2-core host / {ten.split('_')[0]} such hosts of 2 testbeds | "
+           f"{hours['one_host_jobs2']:.1f} h / **{hours[ten]:.2f} h** | |"]
+    out += ["", _source(paths[-1:])]
+    return "\n".join(out)
+
+
 SECTIONS: Dict[str, Callable[[], str]] = {
     "lossy-link": lossy_link,
     "cubic-fidelity": cubic_fidelity,
@@ -539,4 +565,5 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "separation-adaptive": separation_adaptive,
     "separation-headline": separation_headline,
     "separation-bench": separation_bench,
+    "cluster-bench": cluster_bench,
 }

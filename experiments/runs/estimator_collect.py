@@ -25,14 +25,17 @@ def _interrupt(signum):
 def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, samples: int = 100,
             warmup_frac: float = 0.1, echo=print, without_vegas: bool = False,
             jobs: int = 1, node_python: str | None = None, distribution: str = "paper",
-            node_rt_priority: int = 0, udp_cross: bool = False) -> dict:
+            node_rt_priority: int = 0, udp_cross: bool = False, cluster: str | None = None,
+            retries: int = 2) -> dict:
     """Collect runs 0..runs-1 into out_dir (skipping those on disk), ``jobs`` testbeds
     at a time (the runner's: ``echo`` says each run's result and the time left).
     ``without_vegas`` leaves out the runs that need the CCP datapath (a later resume fills
     them in). ``node_python``: the INT nodes' interpreter
     (int_node/runtime.py; None: $INTCC_NODE_PYTHON, else cpython); ``node_rt_priority``
     their SCHED_FIFO priority (0: none; each run's meta says how far its links fell behind).
-    ``udp_cross``: UDP cross traffic in half the runs (run_plan)."""
+    ``udp_cross``: UDP cross traffic in half the runs (run_plan). ``cluster``: the address
+    of a Ray cluster to run them on instead (experiments/cluster/), each tried ``retries``
+    more times if it fails."""
     from experiments.runs import scenario as scenarios
     from experiments.runs.runner import run_scenario
     sc = scenarios.load("estimator_collect")
@@ -45,7 +48,11 @@ def collect(out_dir: str, runs: int, seconds: float = 60.0, seed: int = 1, sampl
     # testbeds, the datapath and the agent (a run cut short is not kept)
     previous = unwind_on_signals(_interrupt)
     try:
-        run_scenario(sc, out_dir, echo=echo, jobs=jobs)
+        if cluster:
+            from experiments.cluster.submit import run_on_cluster
+            run_on_cluster(sc, out_dir, cluster, echo=echo, retries=retries)
+        else:
+            run_scenario(sc, out_dir, echo=echo, jobs=jobs)
     finally:
         restore_signals(previous)
     failed = []

@@ -23,7 +23,8 @@ from int_node.control import request as node_request
 from int_node.runtime import InterpreterError
 from int_node.runtime import RT_WITH_BUSY_POLL, node_python as resolve_node_python
 from experiments.testbed.nodeconf import INT_HEADROOM_BYTES, MIRROR_IFNAME, Iface, link_prefix, node_config
-from experiments.testbed.teardown import TestbedError, _read_json, _sh, _tail, list_testbeds, run_dir, teardown
+from experiments.testbed.teardown import (TestbedError, _read_json, _sh, _tail, list_testbeds, namespace_changes, run_dir,
+                                         teardown)
 from experiments.testbed.topo import Topo, TopologyError
 HOST_MTU = 1500
 OFFLOADS_OFF = ["tx", "off", "rx", "off", "gro", "off", "gso", "off", "tso", "off"]
@@ -117,7 +118,8 @@ class Testbed:
             raise TestbedError(str(exc)) from None
         os.makedirs(self.dir, exist_ok=True)
         try:
-            self._build_network()
+            with namespace_changes():
+                self._build_network()
             self._write_state(exporter)
             self._start_supervisor()
             self._wait_nodes(wait_s)

@@ -2,16 +2,21 @@
 or ``up`` as after a clean run. Idempotent."""
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
 from typing import List
 
 from pyroute2 import IPRoute, netns
+from pyroute2.netlink.exceptions import NetlinkError
 
 from int_node import runtime
 from int_node.runtime import release_poll_idle
@@ -58,6 +63,35 @@ def _tail(path, n=15) -> str:
             return "".join(f.readlines()[-n:])
     except OSError:
         return ""
+
+
+_namespace_lock = threading.RLock()
+_namespace_depth = 0
+
+
+@contextmanager
+def namespace_changes():
+    """One process at a time creates or removes this host's namespaces: two testbeds
+    brought up and down at once by different processes (cluster workers sharing a host)
+    raced, and a veth went missing from the namespace it was just moved to. Re-entrant
+    within a process."""
+    global _namespace_depth
+    with _namespace_lock:
+        if _namespace_depth:
+            _namespace_depth += 1
+            try:
+                yield
+            finally:
+                _namespace_depth -= 1
+            return
+        os.makedirs(RUN_ROOT, exist_ok=True)
+        with open(os.path.join(RUN_ROOT, "namespaces.lock"), "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)       # released with the file
+            _namespace_depth = 1
+            try:
+                yield
+            finally:
+                _namespace_depth = 0
 
 
 def _pids_marked(name: str) -> List[int]:
@@ -118,14 +152,20 @@ def teardown(name: str) -> List[str]:
         # for minutes, namespace gone or not: a later run's kernel trace (tracefs sees every
         # namespace) then holds a flow that is not its own. Destroy them with the namespace.
         _sh(["ip", "netns", "exec", ns, "ss", "-K", "-t", "-a"], check=False)
-        netns.remove(ns)   # takes its veths with it
+        with namespace_changes():
+            netns.remove(ns)   # takes its veths with it
         removed.append(f"netns {ns}")
     tag = hashlib.sha1(name.encode()).hexdigest()[:4]
-    with IPRoute() as ipr:   # veths left in the root namespace by an interrupted 'up'
+    with namespace_changes(), IPRoute() as ipr:   # veths left in the root namespace by an interrupted 'up'
         for link in ipr.get_links():
             ifname = link.get_attr("IFLA_IFNAME")
             if ifname.startswith(f"intcc{tag}"):
-                ipr.link("del", index=link["index"])
+                try:
+                    ipr.link("del", index=link["index"])
+                except NetlinkError as e:
+                    if e.code != errno.ENODEV:
+                        raise
+                    continue         # gone with its peer's namespace since the listing
                 removed.append(f"link {ifname}")
     if os.path.isdir(run_dir(name)):
         shutil.rmtree(run_dir(name), ignore_errors=True)
