@@ -83,7 +83,13 @@ def collect_cmd(out_dir, runs, seconds, seed, samples, without_vegas, jobs, node
 @click.option("--interval-s", type=click.FloatRange(min=0.05), default=0.5, show_default=True)
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="write every run's verdicts as JSON")
 @click.option("--udp-cross", is_flag=True, help="the runs of a collection with --udp-cross (the same draws)")
-def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, interval_s, out_path, udp_cross):
+@click.option("--cluster", metavar="ADDRESS",
+              help="run on the Ray cluster at ADDRESS (its head's host:port, or 'auto'): each run on a worker "
+                   "host's testbed (docs/cluster.md)")
+@click.option("--retries", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="with --cluster: how many more times a run that failed is tried")
+def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, interval_s, out_path, udp_cross,
+                  cluster, retries):
     """Score a model on the live path (root): each run on a fresh dumbbell whose sink
     publishes over MQTT, flow 1 observed as a live sender observes it; the verdict at the
     end and the time from flow 1's start to a stable correct verdict."""
@@ -95,8 +101,8 @@ def live_eval_cmd(model_path, runs, first, seed, distribution, seconds, window, 
     previous = unwind_on_signals(lambda signum: sys.exit(128 + signum))   # its testbeds, agent and datapath stopped
     try:
         res = live_eval(model_path, runs, seed, distribution, seconds, window, interval_s, out_path,
-                        echo=click.echo, first=first, udp_cross=udp_cross)
-    except (ModelError, TraceError, OSError) as e:
+                        echo=click.echo, first=first, udp_cross=udp_cross, cluster=cluster, retries=retries)
+    except (ModelError, TraceError, OSError, RuntimeError) as e:
         raise click.ClickException(str(e))
     finally:
         restore_signals(previous)

@@ -95,21 +95,26 @@ def _unpack(blob: bytes, runs_dir: str, name: str) -> None:
         tar.extractall(runs_dir, filter="data")
 
 
-def run_on_cluster(sc: Scenario, out_dir: str, address: str, echo=print, retries: int = 2) -> list[dict]:
-    """Every run of ``sc`` on the Ray cluster at ``address`` ("auto": the one this host
-    belongs to); the records, as run_scenario returns them."""
+@dataclass
+class Job:
+    """What the workers run: ``kind`` names the worker's session (worker.SESSIONS), ``blob``
+    its settings (pickled: the scenario, or the live evaluation's), the same for every unit."""
+    kind: str
+    blob: bytes
+    needs_datapath: bool
+    name: str
+
+
+def dispatch(job: Job, units: list, address: str, on_result, on_failed, echo=print, retries: int = 2,
+             network: dict | None = None, already_done: int = 0) -> None:
+    """Every unit (each with a ``run`` name) on a worker of the cluster at ``address``.
+    ``on_result(unit, res, attempt)`` takes a worker's answer and returns (None, its
+    progress text), or (the error, the failure record) where the unit failed and is to be
+    tried again; ``on_failed(unit, attempt, error, failure)`` takes a unit that failed every
+    attempt. ``network``: run name -> the network it runs on (a worker gets a unit of the
+    network its testbed has first)."""
     ray = _ray()
     from experiments.cluster.worker import TestbedWorker
-    os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
-    sc, kept = _resume(sc, out_dir, echo)
-    sc = prepare(sc, out_dir)
-    done_runs = {r["run"] for r in kept}
-    units = [u for u in plan_units(sc) if u.run not in done_runs]
-    order = {u.run: u.index for u in plan_units(sc)}
-    if not units:
-        echo(f"{sc.name}: no run left to do in {out_dir}")
-        return kept
-    echo(f"loss draws seeded from {sc.seed} (--seed {sc.seed} repeats them)")
     if not ray.is_initialized():
         ray.init(address=address, logging_level="WARNING", log_to_driver=False)
     resources = ray.cluster_resources()
@@ -118,79 +123,58 @@ def run_on_cluster(sc: Scenario, out_dir: str, address: str, echo=print, retries
         raise ClusterError(f"the cluster at {address} advertises no {TESTBED_RESOURCE}: start its workers with "
                            f"ray start ... --resources '{{\"{TESTBED_RESOURCE}\": N, \"{DATAPATH_RESOURCE}\": 1}}'")
     wants = {TESTBED_RESOURCE: 1}
-    if needs_ccp_datapath(sc, sc.seed):
+    if job.needs_datapath:
         # one CCP datapath per kernel: a host runs one such testbed at a time
         testbeds = min(testbeds, int(resources.get(DATAPATH_RESOURCE, 0)))
         if testbeds < 1:
-            raise ClusterError(f"{sc.name} runs flows on the CCP datapath and the cluster advertises no "
+            raise ClusterError(f"{job.name} runs flows on the CCP datapath and the cluster advertises no "
                                f"{DATAPATH_RESOURCE} (one per host: --resources '{{\"{DATAPATH_RESOURCE}\": 1, ...}}')")
         wants[DATAPATH_RESOURCE] = 1
     actor_cls = ray.remote(TestbedWorker).options(resources=wants, num_cpus=0, max_restarts=0)
-    blob = pickle.dumps(sc)
     own_commit = stamp().get("commit")
-    provenance = stamp()
-
-    records: dict[str, dict] = {r["run"]: r for r in kept}
-    failed: list[dict] = []
-    where: dict[str, dict] = {}
-    if os.path.exists(os.path.join(out_dir, "cluster.json")):
-        with open(os.path.join(out_dir, "cluster.json")) as f:
-            where = json.load(f).get("runs", {})
+    network = network or {}
     pending = deque((u, 1) for u in units)
     starting: dict = {}          # info ref -> actor
     idle: list = []
     running: dict = {}           # result ref -> (actor, unit, attempt)
-    infos: dict = {}             # actor -> its info()
-    network = {u.run: network_key(sc, u) for u in units}
+    alive: list = []             # actors that came up
     built: dict = {}             # actor -> the network its testbed has
-    progress = Progress(len(units) + len(kept), done=len(kept))
+    progress = Progress(len(units) + already_done, done=already_done)
     n_workers = min(testbeds, len(units))
 
     def start_worker():
         actor = actor_cls.remote()
         starting[actor.info.remote()] = actor
 
-    def save():
-        ordered = sorted(records.values(), key=lambda r: order.get(r["run"], len(order)))
-        write_summary(out_dir, sc.name, ordered, provenance)
-        with open(os.path.join(out_dir, "cluster.json.part"), "w") as f:
-            json.dump({"address": address, "provenance": provenance, "runs": where}, f, indent=1)
-        os.replace(os.path.join(out_dir, "cluster.json.part"), os.path.join(out_dir, "cluster.json"))
-        if failed:
-            with open(os.path.join(out_dir, "failed.json"), "w") as f:
-                json.dump(failed, f, indent=1)
-
-    def retry_or_fail(unit: Unit, attempt: int, error: str, failure: dict | None = None):
+    def failed_attempt(unit, attempt: int, error: str, failure: dict | None = None):
         if attempt <= retries:
             progress.retried += 1
-            echo(f"  {unit.run}: attempt {attempt} failed ({error.splitlines()[-1] if error else '?'}); tried again")
+            echo(f"  {unit.run}: attempt {attempt} failed ({error.strip().splitlines()[-1] if error.strip() else '?'}); "
+                 f"tried again")
             pending.append((unit, attempt + 1))
             return
         progress.failed += 1
-        failed.append(failure or {"run": unit.run, "algorithm": unit.algorithm, "repeat": unit.repeat,
-                                  "loss_seed": None, unit.key: unit.value, "error": error})
-        failed[-1]["attempts"] = attempt
+        on_failed(unit, attempt, error, failure)
         echo(f"[{progress.done + progress.failed}/{progress.total}] {unit.run}: FAILED after {attempt} attempts "
              f"({error}); kept in failed.json, the others go on")
 
     for _ in range(n_workers):
         start_worker()
-    echo(f"{sc.name}: {len(units)} runs on {n_workers} testbeds of the cluster at {address}")
+    echo(f"{job.name}: {len(units)} runs on {n_workers} testbeds of the cluster at {address}")
     last_alive = time.monotonic()
     try:
         while pending or running:
             while idle and pending:
                 actor = idle.pop()
                 # a run on the network the worker's testbed has first: no testbed built anew
-                k = next((i for i, (u, _) in enumerate(pending) if network[u.run] == built.get(actor)), 0)
+                k = next((i for i, (u, _) in enumerate(pending) if network.get(u.run, 0) == built.get(actor)), 0)
                 unit, attempt = pending[k]
                 del pending[k]
-                built[actor] = network[unit.run]
-                running[actor.run.remote(blob, PROJECT, unit)] = (actor, unit, attempt)
+                built[actor] = network.get(unit.run)
+                running[actor.run.remote(job.kind, job.blob, PROJECT, unit)] = (actor, unit, attempt)
             if not running and not idle and not starting:
                 start_worker()          # every worker died: wait for the cluster to place one anew
-            refs = list(running) + list(starting)
-            ready, _ = ray.wait(refs, num_returns=1, timeout=5.0)
+            ready, _ = ray.wait(list(running) + list(starting), num_returns=1, timeout=5.0)
             if running or idle:
                 last_alive = time.monotonic()
             elif time.monotonic() - last_alive > NO_WORKER_TIMEOUT_S:
@@ -208,42 +192,32 @@ def run_on_cluster(sc: Scenario, out_dir: str, address: str, echo=print, retries
                         raise ClusterError(f"worker {info['host']} slot {info['slot']} runs commit {info['commit']}, "
                                            f"this submitter {own_commit}: the same code on every host "
                                            f"(git checkout {own_commit} && make setup there)")
-                    infos[actor] = info
+                    alive.append(actor)
                     idle.append(actor)
                     continue
                 actor, unit, attempt = running.pop(ref)
                 try:
                     res = ray.get(ref)
                 except ray.exceptions.RayActorError as e:      # the worker (or its node) died
-                    infos.pop(actor, None)
-                    retry_or_fail(unit, attempt, f"worker died: {str(e).splitlines()[0]}")
+                    alive.remove(actor)
+                    failed_attempt(unit, attempt, f"worker died: {str(e).splitlines()[0]}")
                     start_worker()
                     continue
                 except ray.exceptions.RayTaskError as e:
                     idle.append(actor)
-                    retry_or_fail(unit, attempt, str(e.cause if e.cause is not None else e))
+                    failed_attempt(unit, attempt, str(e.cause if e.cause is not None else e))
                     continue
                 idle.append(actor)
-                where[unit.run] = {"host": res["host"], "slot": res["slot"], "attempts": attempt,
-                                   "seconds": round(res["seconds"], 2)}
-                if res["failure"] is not None:
-                    retry_or_fail(unit, attempt, res["failure"]["error"], res["failure"])
-                    save()
+                error, text = on_result(unit, res, attempt)
+                if error is not None:
+                    failed_attempt(unit, attempt, error, text)
                     continue
-                if res["files"]:
-                    _unpack(res["files"], os.path.join(out_dir, "runs"), unit.run)
-                records[unit.run] = res["record"]
                 progress.done += 1
                 progress.done_here += 1
-                for warning in res["warnings"]:
-                    echo(f"WARNING {unit.run}: {warning}")
-                rec = res["record"]
                 echo(f"[{progress.done + progress.failed}/{progress.total}] {unit.run} on {res['host']}/{res['slot']}: "
-                     f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits  "
-                     f"({progress.line(len(running))})")
-                save()
+                     f"{text}  ({progress.line(len(running))})")
     finally:
-        for actor in list(infos) + idle:
+        for actor in alive:
             try:
                 ray.get(actor.close.remote(), timeout=60)
             except Exception:
@@ -251,8 +225,63 @@ def run_on_cluster(sc: Scenario, out_dir: str, address: str, echo=print, retries
             ray.kill(actor)
         for actor in starting.values():
             ray.kill(actor)
+
+
+def run_on_cluster(sc: Scenario, out_dir: str, address: str, echo=print, retries: int = 2) -> list[dict]:
+    """Every run of ``sc`` on the Ray cluster at ``address`` ("auto": the one this host
+    belongs to); the records, as run_scenario returns them."""
+    os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
+    sc, kept = _resume(sc, out_dir, echo)
+    sc = prepare(sc, out_dir)
+    done_runs = {r["run"] for r in kept}
+    units = [u for u in plan_units(sc) if u.run not in done_runs]
+    order = {u.run: u.index for u in plan_units(sc)}
+    if not units:
+        echo(f"{sc.name}: no run left to do in {out_dir}")
+        return kept
+    echo(f"loss draws seeded from {sc.seed} (--seed {sc.seed} repeats them)")
+    provenance = stamp()
+    records: dict[str, dict] = {r["run"]: r for r in kept}
+    failed: list[dict] = []
+    where: dict[str, dict] = {}
+    if os.path.exists(os.path.join(out_dir, "cluster.json")):
+        with open(os.path.join(out_dir, "cluster.json")) as f:
+            where = json.load(f).get("runs", {})
+
+    def save():
+        ordered = sorted(records.values(), key=lambda r: order.get(r["run"], len(order)))
+        write_summary(out_dir, sc.name, ordered, provenance)
+        with open(os.path.join(out_dir, "cluster.json.part"), "w") as f:
+            json.dump({"address": address, "provenance": provenance, "runs": where}, f, indent=1)
+        os.replace(os.path.join(out_dir, "cluster.json.part"), os.path.join(out_dir, "cluster.json"))
+        if failed:
+            with open(os.path.join(out_dir, "failed.json"), "w") as f:
+                json.dump(failed, f, indent=1)
+
+    def on_result(unit: Unit, res: dict, attempt: int):
+        where[unit.run] = {"host": res["host"], "slot": res["slot"], "attempts": attempt,
+                           "seconds": round(res["seconds"], 2)}
+        if res["failure"] is not None:
+            save()
+            return res["failure"]["error"], res["failure"]
+        if res["files"]:
+            _unpack(res["files"], os.path.join(out_dir, "runs"), unit.run)
+        records[unit.run] = rec = res["record"]
+        for warning in res["warnings"]:
+            echo(f"WARNING {unit.run}: {warning}")
+        save()
+        return None, f"{rec['goodput_mbps']:7.2f} Mbit/s, {rec['retransmits']} retransmits"
+
+    def on_failed(unit: Unit, attempt: int, error: str, failure: dict | None):
+        failed.append({**(failure or {"run": unit.run, "algorithm": unit.algorithm, "repeat": unit.repeat,
+                                      unit.key: unit.value, "error": error}), "attempts": attempt})
+        save()
+
+    job = Job("scenario", pickle.dumps(sc), needs_ccp_datapath(sc, sc.seed), sc.name)
+    dispatch(job, units, address, on_result, on_failed, echo=echo, retries=retries,
+             network={u.run: network_key(sc, u) for u in units}, already_done=len(kept))
     if failed:
-        echo(f"{len(failed)} of {progress.total} runs failed: {os.path.join(out_dir, 'failed.json')}")
+        echo(f"{len(failed)} of {len(units) + len(kept)} runs failed: {os.path.join(out_dir, 'failed.json')}")
     ordered = sorted(records.values(), key=lambda r: order.get(r["run"], len(order)))
     if not ordered:
         raise ClusterError(f"every run failed; first: {failed[0]['error']}")

@@ -92,8 +92,11 @@ class TestbedWorker:
     __test__ = False        # not a pytest class
 
     def __init__(self):
+        from experiments.testbed.teardown import teardown
         self.slot, self._slot_lock = take_slot()
         self.testbed_name = f"{SLOT_PREFIX}{self.slot}"
+        # what a worker of this slot killed outright left (SIGKILL: its nodes still forwarding)
+        teardown(self.testbed_name)
         self.host = socket.gethostname()
         self.work_dir = tempfile.mkdtemp(prefix=f"intcc-{self.testbed_name}-")
         self.log_path = os.path.join(self.work_dir, "worker.log")
@@ -116,13 +119,13 @@ class TestbedWorker:
             log.close()
         return self.child
 
-    def run(self, scenario_blob: bytes, submitter_project: str, unit) -> dict:
-        """One unit: {"record" | "failure", "warnings", "files" (the run directory, tar.gz),
-        "seconds", "host", "slot"}. An error outside the run's flows (the testbed, the agent)
-        is raised: the submitter retries the unit."""
+    def run(self, kind: str, blob: bytes, submitter_project: str, unit) -> dict:
+        """One unit of a job of ``kind`` (SESSIONS) with these settings: its session's
+        answer, with "seconds", "host" and "slot". An error outside the run's flows (the
+        testbed, the agent) is raised: the submitter retries the unit."""
         child = self._child()
         try:
-            _send(child.stdin, ("run", scenario_blob, submitter_project, unit))
+            _send(child.stdin, ("run", kind, blob, submitter_project, unit))
             reply = _receive(child.stdout)
         except BrokenPipeError:
             reply = None
@@ -152,46 +155,87 @@ class TestbedWorker:
                 child.kill()
 
 
+class ScenarioSession:
+    """A scenario's runs (``intcc exp run --cluster``): the runner's RunSession on this
+    worker's testbed; a unit (units.Unit) gives its record or failure, and its files."""
+
+    def __init__(self, sc, testbed_name: str, work_dir: str):
+        from experiments.runs.runner import RunSession
+        self.sc, self.runs_dir = sc, os.path.join(work_dir, "runs")
+        os.makedirs(self.runs_dir, exist_ok=True)
+        # the actor's slot lock guards the testbed (held for its life), not exp-run.lock
+        self.session = RunSession(sc, work_dir, [testbed_name], echo=lambda m: print(m, file=sys.stderr),
+                                  lock=nullcontext()).__enter__()
+
+    def run(self, unit) -> dict:
+        from experiments.cluster.units import unit_batch
+        outcome, = self.session.run_batch(*unit_batch(self.sc, unit))
+        paths = run_files(self.runs_dir, outcome.name)
+        files = pack(paths) if paths else b""
+        for path in paths:
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+        return {"record": outcome.record, "failure": outcome.failure, "warnings": list(outcome.warnings),
+                "files": files}
+
+    def close(self) -> None:
+        self.session.__exit__(None, None, None)
+
+
+class LiveSession:
+    """The estimator's live evaluation (``intcc estimator live-eval --cluster``): a unit is
+    a plan's run (estimator_live.PlanUnit); its result, or its failure."""
+
+    def __init__(self, settings: dict, testbed_name: str, work_dir: str):
+        from experiments.runs.estimator_live import LiveEvaluation
+        self.live = LiveEvaluation(**settings, testbed_name=testbed_name).__enter__()
+
+    def run(self, unit) -> dict:
+        from experiments.testbed.traffic import RunFailed
+        try:
+            return {"result": self.live.run(unit.index), "failure": None}
+        except RunFailed as e:
+            return {"result": None, "failure": {"run": unit.run, "error": str(e)}}
+
+    def close(self) -> None:
+        self.live.__exit__(None, None, None)
+
+
+SESSIONS = {"scenario": ScenarioSession, "live": LiveSession}
+
+
 def serve(testbed_name: str, work_dir: str) -> None:
-    """The child: runs units from stdin until its end, one RunSession per scenario."""
-    from experiments.cluster.units import relocate, unit_batch
-    from experiments.runs.runner import RunSession
-    proto_in, proto_out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+    """The child: runs units from stdin until its end, one session per job (kind and
+    settings) at a time."""
+    from experiments.cluster.units import relocate
+    proto_in, proto_out = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)         # what the code prints goes to the log, not into the replies
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)      # nor does a process it starts read the requests
+    os.close(null)
     session, key = None, None
     try:
         while True:
             msg = _receive(proto_in)
             if msg is None:
                 break
-            _, blob, submitter_project, unit = msg
+            _, kind, blob, submitter_project, unit = msg
             t0 = time.monotonic()
             try:
-                if key != blob:
+                if key != (kind, blob):
                     if session is not None:
-                        session, key = None, session.__exit__(None, None, None)
-                    sc = relocate(pickle.loads(blob), submitter_project)
-                    os.makedirs(os.path.join(work_dir, "runs"), exist_ok=True)
-                    # the actor's slot lock guards the testbed (held for its life), not exp-run.lock
-                    session = RunSession(sc, work_dir, [testbed_name], echo=lambda m: print(m, file=sys.stderr),
-                                         lock=nullcontext()).__enter__()
-                    key = blob
-                outcome, = session.run_batch(*unit_batch(session.sc, unit))
+                        session, key = None, session.close()
+                    session = SESSIONS[kind](relocate(pickle.loads(blob), submitter_project), testbed_name, work_dir)
+                    key = (kind, blob)
+                reply = session.run(unit)
             except Exception:
                 if session is not None:     # a session that failed is not trusted with the next unit
-                    session, key = None, session.__exit__(None, None, None)
+                    session, key = None, session.close()
                 _send(proto_out, ("error", traceback.format_exc(limit=8)))
                 continue
-            paths = run_files(os.path.join(work_dir, "runs"), outcome.name)
-            files = pack(paths) if paths else b""
-            for path in paths:
-                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-            _send(proto_out, ("ok", {"record": outcome.record, "failure": outcome.failure,
-                                     "warnings": list(outcome.warnings), "files": files,
-                                     "seconds": time.monotonic() - t0}))
+            _send(proto_out, ("ok", {**reply, "seconds": time.monotonic() - t0}))
     finally:
         if session is not None:
-            session.__exit__(None, None, None)
+            session.close()
 
 
 if __name__ == "__main__":

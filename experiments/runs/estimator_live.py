@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -87,41 +88,88 @@ def live_run(plan: dict, model, seconds: float, window: int, interval_s: float, 
             **goodputs(outs, plan), "timeline": steps}
 
 
+@dataclass(frozen=True)
+class PlanUnit:
+    """One run of the plan, as a cluster's worker is handed it."""
+    index: int
+    run: str
+
+
+class LiveEvaluation:
+    """What the live runs share: the model, the broker, the CCP datapath and agent where a
+    plan needs them, a work directory; ``run(i)`` runs plan run ``i`` on testbed
+    ``testbed_name`` (one at a time: one broker, and testbeds alike publish the same node
+    ids)."""
+
+    def __init__(self, model_path: str, seed: int, distribution: str, udp_cross: bool, indices: list,
+                 seconds: float, window: int, interval_s: float, testbed_name: str = "estlive"):
+        from estimator.model import CCAEstimator
+        self.model = CCAEstimator.load(model_path)
+        self.seed, self.distribution, self.udp_cross = seed, distribution, udp_cross
+        self.indices, self.seconds, self.window, self.interval_s = list(indices), seconds, window, interval_s
+        self.testbed_name = testbed_name
+        self.workdir = self.broker = self.dp = self.agent = None
+
+    def plan(self, index: int) -> dict:
+        return run_plan(index, self.seed, self.distribution, self.udp_cross)
+
+    def __enter__(self) -> "LiveEvaluation":
+        from broker.launch import BrokerProcess
+        self.workdir = tempfile.mkdtemp(prefix="intcc-live-")
+        try:
+            self.broker = BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
+                                        state_dir=os.path.join(self.workdir, "broker")).__enter__()
+            self.dp, self.agent = start_agent([self.plan(i) for i in self.indices], self.workdir)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def run(self, index: int) -> dict:
+        return live_run(self.plan(index), self.model, self.seconds, self.window, self.interval_s, self.workdir,
+                        self.broker.url, tb_name=self.testbed_name)
+
+    def __exit__(self, *exc) -> None:
+        if self.agent:
+            self.agent.stop()
+        if self.dp:
+            self.dp.stop()
+        if self.broker is not None:
+            self.broker.__exit__(None, None, None)
+        self.agent = self.dp = self.broker = None
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
 def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard", seconds: float = 30.0,
               window: int = 50, interval_s: float = 0.5, out_path: str | None = None, echo=print,
-              first: int = 0, udp_cross: bool = False) -> dict:
+              first: int = 0, udp_cross: bool = False, cluster: str | None = None, retries: int = 2) -> dict:
     """Runs ``first``..``first + runs - 1`` of the plan (``seed``, ``distribution``,
-    ``udp_cross``), one at a time (one broker: testbeds alike would publish the same node ids)."""
-    from broker.launch import BrokerProcess
-    from estimator.model import CCAEstimator
-    model = CCAEstimator.load(model_path)
-    plans = [run_plan(i, seed, distribution, udp_cross) for i in range(first, first + runs)]
-    workdir = tempfile.mkdtemp(prefix="intcc-live-")
+    ``udp_cross``), one at a time, or on the testbeds of the Ray cluster at ``cluster``
+    (each tried ``retries`` more times if it fails)."""
+    indices = list(range(first, first + runs))
+    settings = dict(model_path=os.path.abspath(model_path), seed=seed, distribution=distribution,
+                    udp_cross=udp_cross, indices=indices, seconds=seconds, window=window, interval_s=interval_s)
     results, failed = [], []
-    dp = agent = None
-    try:
-        with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS,
-                           state_dir=os.path.join(workdir, "broker")) as broker:
-            dp, agent = start_agent(plans, workdir)
-            for k, plan in enumerate(plans, 1):
-                t_run = time.monotonic()
+
+    def line(k, plan, res, took_s):
+        return (f"[{k}/{runs}] {plan['run']} {plan['cca1']:>5} vs {plan['cca2']:<5} final {res['final']} "
+                f"({'right' if res['correct'] else 'WRONG'}), stable correct from "
+                f"{res['first_stable_correct_s']} s, {res['verdicts']} verdicts ({took_s:.0f} s)")
+    if cluster:
+        _live_eval_on_cluster(settings, cluster, results, failed, echo, retries)
+    else:
+        with LiveEvaluation(**settings) as live:
+            for k, i in enumerate(indices, 1):
+                plan, t_run = live.plan(i), time.monotonic()
                 try:
-                    res = live_run(plan, model, seconds, window, interval_s, workdir, broker.url)
+                    res = live.run(i)
                 except (RunFailed, RuntimeError, OSError) as e:
                     failed.append({"run": plan["run"], "error": str(e)})
                     echo(f"[{k}/{runs}] {plan['run']} {plan['cca1']} vs {plan['cca2']}: FAILED {e}")
                     continue
                 results.append(res)
-                echo(f"[{k}/{runs}] {plan['run']} {plan['cca1']:>5} vs {plan['cca2']:<5} final {res['final']} "
-                     f"({'right' if res['correct'] else 'WRONG'}), stable correct from "
-                     f"{res['first_stable_correct_s']} s, {res['verdicts']} verdicts "
-                     f"({time.monotonic() - t_run:.0f} s)")
-    finally:
-        if agent:
-            agent.stop()
-        if dp:
-            dp.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+                echo(line(k, plan, res, time.monotonic() - t_run))
     summary = summarise(results)
     summary.update(model=model_path, seed=seed, distribution=distribution, seconds=seconds, window=window,
                    interval_s=interval_s, failed=failed, runs=results, provenance=stamp())
@@ -129,6 +177,31 @@ def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard",
         with open(out_path, "w") as f:
             json.dump(summary, f, indent=1)
     return summary
+
+
+def _live_eval_on_cluster(settings: dict, address: str, results: list, failed: list, echo, retries: int) -> None:
+    """The runs on the cluster's testbeds (experiments/cluster/): ``results`` in the plan's
+    order, whichever finished first."""
+    import pickle
+    from experiments.cluster.submit import Job, dispatch
+    units = [PlanUnit(i, run_plan(i, settings["seed"], settings["distribution"], settings["udp_cross"])["run"])
+             for i in settings["indices"]]
+    got: dict = {}
+
+    def on_result(unit, res, attempt):
+        if res["failure"] is not None:
+            return res["failure"]["error"], res["failure"]
+        r = got[unit.index] = res["result"]
+        return None, (f"{r['cca1']:>5} vs {r['cca2']:<5} final {r['final']} ({'right' if r['correct'] else 'WRONG'}), "
+                      f"stable correct from {r['first_stable_correct_s']} s")
+
+    def on_failed(unit, attempt, error, failure):
+        failed.append({"run": unit.run, "error": error, "attempts": attempt})
+
+    plans = [run_plan(i, settings["seed"], settings["distribution"], settings["udp_cross"]) for i in settings["indices"]]
+    job = Job("live", pickle.dumps(settings), any(needs_agent(p) for p in plans), "live-eval")
+    dispatch(job, units, address, on_result, on_failed, echo=echo, retries=retries)
+    results += [got[i] for i in sorted(got)]
 
 
 def summarise(results: list[dict]) -> dict:

@@ -148,8 +148,9 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
             raise
         try:
             # iperf3 reads -t as whole seconds (atoi): a competitor 2.151 s late in a 30 s run
-            # sends for 27 s and stops 0.85 s before flow 1; every collection was made so
-            length = ["-n", str(int(size_bytes))] if size_bytes else ["-t", str(int(seconds))]
+            # sends for 27 s and stops 0.85 s before flow 1; every collection was made so. At
+            # least 1: '-t 0' is a flow without end (a competitor starting in a run's last second)
+            length = ["-n", str(int(size_bytes))] if size_bytes else ["-t", str(max(1, int(seconds)))]
             res = tb.run(client, ["iperf3", "-6", "-c", tb.addr(server), "-p", str(port), *length,
                                   "-i", str(interval_s), "-C", cca, "-J", "--get-server-output",
                                   *(["-b", f"{rate_mbps}M"] if rate_mbps else [])],
