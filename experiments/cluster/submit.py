@@ -18,7 +18,7 @@ import shutil
 import tarfile
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from experiments.cluster.units import Unit, network_key, plan_units
 from experiments.runs.algorithm import PROJECT
@@ -76,7 +76,7 @@ def _resume(sc: Scenario, out_dir: str, echo) -> tuple[Scenario, list[dict]]:
         seed, = seeds
         if sc.seed is not None and sc.seed != seed:
             raise ClusterError(f"{path} holds runs of seed {seed}, not --seed {sc.seed}: use another --out")
-        sc.seed = seed
+        sc = replace(sc, seed=seed)
     if records:
         echo(f"resuming {out_dir}: {len(records)} runs on disk are kept")
     return sc, records
@@ -167,7 +167,8 @@ def dispatch(job: Job, units: list, address: str, on_result, on_failed, echo=pri
             while idle and pending:
                 actor = idle.pop()
                 # a run on the network the worker's testbed has first: no testbed built anew
-                k = next((i for i, (u, _) in enumerate(pending) if network.get(u.run, 0) == built.get(actor)), 0)
+                k = next((i for i, (u, _) in enumerate(pending)
+                          if actor in built and network.get(u.run) == built[actor]), 0)
                 unit, attempt = pending[k]
                 del pending[k]
                 built[actor] = network.get(unit.run)
@@ -234,8 +235,9 @@ def run_on_cluster(sc: Scenario, out_dir: str, address: str, echo=print, retries
     sc, kept = _resume(sc, out_dir, echo)
     sc = prepare(sc, out_dir)
     done_runs = {r["run"] for r in kept}
-    units = [u for u in plan_units(sc) if u.run not in done_runs]
-    order = {u.run: u.index for u in plan_units(sc)}
+    planned = plan_units(sc)
+    units = [u for u in planned if u.run not in done_runs]
+    order = {u.run: u.index for u in planned}
     if not units:
         echo(f"{sc.name}: no run left to do in {out_dir}")
         return kept
@@ -248,9 +250,11 @@ def run_on_cluster(sc: Scenario, out_dir: str, address: str, echo=print, retries
         with open(os.path.join(out_dir, "cluster.json")) as f:
             where = json.load(f).get("runs", {})
 
+    def ordered() -> list[dict]:        # the local runner's order
+        return sorted(records.values(), key=lambda r: order.get(r["run"], len(order)))
+
     def save():
-        ordered = sorted(records.values(), key=lambda r: order.get(r["run"], len(order)))
-        write_summary(out_dir, sc.name, ordered, provenance)
+        write_summary(out_dir, sc.name, ordered(), provenance)
         with open(os.path.join(out_dir, "cluster.json.part"), "w") as f:
             json.dump({"address": address, "provenance": provenance, "runs": where}, f, indent=1)
         os.replace(os.path.join(out_dir, "cluster.json.part"), os.path.join(out_dir, "cluster.json"))
@@ -282,8 +286,7 @@ def run_on_cluster(sc: Scenario, out_dir: str, address: str, echo=print, retries
              network={u.run: network_key(sc, u) for u in units}, already_done=len(kept))
     if failed:
         echo(f"{len(failed)} of {len(units) + len(kept)} runs failed: {os.path.join(out_dir, 'failed.json')}")
-    ordered = sorted(records.values(), key=lambda r: order.get(r["run"], len(order)))
-    if not ordered:
+    if not records:
         raise ClusterError(f"every run failed; first: {failed[0]['error']}")
-    plot_results(sc, ordered, out_dir)
-    return ordered
+    plot_results(sc, ordered(), out_dir)
+    return ordered()

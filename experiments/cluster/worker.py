@@ -5,8 +5,9 @@ never share a testbed) and names its testbed ``cluster<slot>``.
 The runs themselves go on in a child process of its own (``python -m
 experiments.cluster.worker``), not in Ray's worker: the testbed forks (namespaces,
 pyroute2, the nodes), and a fork of Ray's multi-threaded worker crashes. The child keeps
-one RunSession open while the scenario stays the same, so a run costs what it costs under
-``--jobs`` (the testbed stays up between runs of one network), and when its actor dies
+one session (SESSIONS: a scenario's RunSession, or the live evaluation's) open while the
+job stays the same, so a run costs what it costs under ``--jobs`` (the testbed stays up
+between runs of one network), and when its actor dies
 (its node gone) the child reads the end of its input and takes the testbed down. Each
 unit's run directory goes back as a gzipped tar, and is removed here."""
 from __future__ import annotations
@@ -213,6 +214,12 @@ def serve(testbed_name: str, work_dir: str) -> None:
     os.dup2(null, 0)      # nor does a process it starts read the requests
     os.close(null)
     session, key = None, None
+
+    def end_session():
+        nonlocal session, key
+        if session is not None:
+            session.close()
+        session, key = None, None
     try:
         while True:
             msg = _receive(proto_in)
@@ -222,20 +229,17 @@ def serve(testbed_name: str, work_dir: str) -> None:
             t0 = time.monotonic()
             try:
                 if key != (kind, blob):
-                    if session is not None:
-                        session, key = None, session.close()
+                    end_session()
                     session = SESSIONS[kind](relocate(pickle.loads(blob), submitter_project), testbed_name, work_dir)
                     key = (kind, blob)
                 reply = session.run(unit)
             except Exception:
-                if session is not None:     # a session that failed is not trusted with the next unit
-                    session, key = None, session.close()
+                end_session()       # a session that failed is not trusted with the next unit
                 _send(proto_out, ("error", traceback.format_exc(limit=8)))
                 continue
             _send(proto_out, ("ok", {**reply, "seconds": time.monotonic() - t0}))
     finally:
-        if session is not None:
-            session.close()
+        end_session()
 
 
 if __name__ == "__main__":

@@ -152,10 +152,6 @@ def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard",
                     udp_cross=udp_cross, indices=indices, seconds=seconds, window=window, interval_s=interval_s)
     results, failed = [], []
 
-    def line(k, plan, res, took_s):
-        return (f"[{k}/{runs}] {plan['run']} {plan['cca1']:>5} vs {plan['cca2']:<5} final {res['final']} "
-                f"({'right' if res['correct'] else 'WRONG'}), stable correct from "
-                f"{res['first_stable_correct_s']} s, {res['verdicts']} verdicts ({took_s:.0f} s)")
     if cluster:
         _live_eval_on_cluster(settings, cluster, results, failed, echo, retries)
     else:
@@ -169,7 +165,8 @@ def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard",
                     echo(f"[{k}/{runs}] {plan['run']} {plan['cca1']} vs {plan['cca2']}: FAILED {e}")
                     continue
                 results.append(res)
-                echo(line(k, plan, res, time.monotonic() - t_run))
+                echo(f"[{k}/{runs}] {plan['run']} {_verdict_text(res)}, {res['verdicts']} verdicts "
+                     f"({time.monotonic() - t_run:.0f} s)")
     summary = summarise(results)
     summary.update(model=model_path, seed=seed, distribution=distribution, seconds=seconds, window=window,
                    interval_s=interval_s, failed=failed, runs=results, provenance=stamp())
@@ -179,27 +176,31 @@ def live_eval(model_path: str, runs: int, seed: int, distribution: str = "hard",
     return summary
 
 
+def _verdict_text(res: dict) -> str:
+    return (f"{res['cca1']:>5} vs {res['cca2']:<5} final {res['final']} ({'right' if res['correct'] else 'WRONG'}), "
+            f"stable correct from {res['first_stable_correct_s']} s")
+
+
 def _live_eval_on_cluster(settings: dict, address: str, results: list, failed: list, echo, retries: int) -> None:
     """The runs on the cluster's testbeds (experiments/cluster/): ``results`` in the plan's
     order, whichever finished first."""
     import pickle
     from experiments.cluster.submit import Job, dispatch
-    units = [PlanUnit(i, run_plan(i, settings["seed"], settings["distribution"], settings["udp_cross"])["run"])
-             for i in settings["indices"]]
+    plans = {i: run_plan(i, settings["seed"], settings["distribution"], settings["udp_cross"])
+             for i in settings["indices"]}
+    units = [PlanUnit(i, plan["run"]) for i, plan in plans.items()]
     got: dict = {}
 
     def on_result(unit, res, attempt):
         if res["failure"] is not None:
             return res["failure"]["error"], res["failure"]
-        r = got[unit.index] = res["result"]
-        return None, (f"{r['cca1']:>5} vs {r['cca2']:<5} final {r['final']} ({'right' if r['correct'] else 'WRONG'}), "
-                      f"stable correct from {r['first_stable_correct_s']} s")
+        got[unit.index] = res["result"]
+        return None, _verdict_text(res["result"])
 
     def on_failed(unit, attempt, error, failure):
         failed.append({"run": unit.run, "error": error, "attempts": attempt})
 
-    plans = [run_plan(i, settings["seed"], settings["distribution"], settings["udp_cross"]) for i in settings["indices"]]
-    job = Job("live", pickle.dumps(settings), any(needs_agent(p) for p in plans), "live-eval")
+    job = Job("live", pickle.dumps(settings), any(needs_agent(p) for p in plans.values()), "live-eval")
     dispatch(job, units, address, on_result, on_failed, echo=echo, retries=retries)
     results += [got[i] for i in sorted(got)]
 
