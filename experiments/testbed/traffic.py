@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import signal
 import subprocess
@@ -136,7 +137,9 @@ def iperf(tb: Testbed, client: str, server: str, cca: str, seconds: float, inter
     soon as its own server listened, the competitor (its thread started first) led flow 1 by
     up to an RTT: in slow start beside it, flow 1 met the queue the competitor's first
     rounds built and left slow start at 0.75 of its window."""
-    srv = tb.popen(server, ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.DEVNULL,
+    # the server reports at the client's interval too: series() pairs their intervals (at its
+    # default 1 s, a 0.1 s run's goodput stopped after its tenth interval, each value late)
+    srv = tb.popen(server, ["iperf3", "-s", "-1", "-J", "-p", str(port), "-i", str(interval_s)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     try:
         try:
@@ -214,10 +217,21 @@ class BackgroundFlow:
 def series(out: dict) -> list[dict]:
     """Per-interval rows: receiver goodput, sender cwnd, RTT and retransmits."""
     recv = out.get("server_output_json", {}).get("intervals", [])
+    sent = out["intervals"]
+    # the receiver's intervals are the sender's (their clocks start within an RTT of each other)
+    # where both report at one interval; a receiver at another interval (1 s, iperf3's default,
+    # beside a 0.1 s sender) is paired by time: gaps, not values at the wrong times
+    same = not recv or not sent or math.isclose(recv[0]["sum"]["seconds"], sent[0]["streams"][0]["seconds"],
+                                                rel_tol=0.1)
+    recv_by_end = [(iv["sum"]["end"], iv["sum"]["bits_per_second"] / 1e6) for iv in recv]
     rows = []
-    for i, iv in enumerate(out["intervals"]):
+    for i, iv in enumerate(sent):
         st = iv["streams"][0]
-        rx = recv[i]["sum"]["bits_per_second"] / 1e6 if i < len(recv) else None
+        if same:
+            rx = recv_by_end[i][1] if i < len(recv_by_end) else None
+        else:
+            near = min(recv_by_end, key=lambda e: abs(e[0] - st["end"]))
+            rx = near[1] if abs(near[0] - st["end"]) <= st["seconds"] / 2 else None
         rows.append({"t_s": round(st["end"], 3), "goodput_mbps": rx, "cwnd_bytes": st.get("snd_cwnd"),
                      "rtt_ms": st.get("rtt", 0) / 1e3, "retransmits": st.get("retransmits", 0)})
     return rows

@@ -158,3 +158,20 @@ def test_overlap_fraction_is_the_part_of_the_flow_the_cross_traffic_covered():
     assert traffic.overlap_fraction((10.0, 40.0), (40.0, 70.0)) == 0.0        # one after the other
     assert traffic.overlap_fraction((10.0, 40.0), (0.0, 25.0)) == 0.5
     assert traffic.overlap_fraction((10.0, 10.0), (0.0, 25.0)) == 0.0
+
+
+def _iperf_out(sent_s: float, recv_s: float, seconds: float) -> dict:
+    def ivs(step, key):
+        n = round(seconds / step)
+        return [{key: [{"start": k * step, "end": (k + 1) * step, "seconds": step, "snd_cwnd": 1000, "rtt": 5000}]
+                 if key == "streams" else {"start": k * step, "end": (k + 1) * step, "seconds": step,
+                                           "bits_per_second": (k + 1) * 1e6}} for k in range(n)]
+    return {"intervals": ivs(sent_s, "streams"), "server_output_json": {"intervals": ivs(recv_s, "sum")}}
+
+
+def test_the_receivers_goodput_is_paired_with_the_senders_interval_it_belongs_to():
+    from experiments.testbed.traffic import series
+    rows = series(_iperf_out(0.1, 0.1, 1.0))         # one interval for both: paired in order
+    assert [r["goodput_mbps"] for r in rows] == [float(k) for k in range(1, 11)]
+    rows = series(_iperf_out(0.5, 1.0, 2.0))         # a receiver at 1 s beside a 0.5 s sender
+    assert [r["goodput_mbps"] for r in rows] == [None, 1.0, None, 2.0]
