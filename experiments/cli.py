@@ -437,6 +437,51 @@ def separation_cmd(results, metric, plot_path, json_out, markdown_out, reruns):
         click.echo(f"Markdown table in {markdown_out}")
 
 
+@exp_group.command("reconfig")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--fct-mb", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              help="the transfer whose completion time is read from the migrated flow's goodput series (MB)")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also draw each flow's goodput and the FCT prolongation against the period (PNG)")
+@click.option("--series-plot", "series_plot", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also draw goodput against time of both flows per setting, for --algorithm (PNG)")
+@click.option("--algorithm", default=None, help="the algorithm of --series-plot (default: the first)")
+@click.option("--record-out", "record_out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="write the run's summary with each run's goodput series: the record docs/reconfiguration.md "
+                   "is rebuilt from (one RESULTS directory)")
+def reconfig_cmd(results, fct_mb, plot_path, series_plot, algorithm, record_out):
+    """A migrated flow against the main flow under path reconfiguration, from RESULTS
+    (directories of 'intcc exp run' of a scenario with [sweep] reconfig, e.g.
+    reconfiguration, or records --record-out wrote): per algorithm and setting, each flow's
+    goodput, the migrated flow's share, its time to deliver --fct-mb and the prolongation
+    of that time against the same repeat without reconfiguration, with bootstrap 95 %
+    intervals over repeats.
+
+    Example: intcc exp reconfig results/reconfiguration-S1 --plot reconfig.png
+    """
+    from experiments.reports import reconfig
+    try:
+        records = reconfig.load(list(results))
+    except reconfig.ReconfigReportError as e:
+        raise click.ClickException(str(e))
+    click.echo(reconfig.format_markdown(reconfig.rows(records, fct_mb), fct_mb))
+    if plot_path:
+        reconfig.plot(records, plot_path, fct_mb)
+        click.echo(f"plot in {plot_path}")
+    if series_plot:
+        alg = algorithm or records[0]["algorithm"]
+        try:
+            reconfig.plot_series(records, series_plot, alg)
+        except reconfig.ReconfigReportError as e:
+            raise click.ClickException(str(e))
+        click.echo(f"goodput over time of {alg} in {series_plot}")
+    if record_out:
+        if len(results) != 1 or not os.path.isdir(results[0]):
+            raise click.ClickException("--record-out takes one RESULTS directory")
+        n = reconfig.record_with_series(results[0], record_out)
+        click.echo(f"{n} runs with their series in {record_out}")
+
+
 @exp_group.command("trace")
 @click.option("--flows", default=30, show_default=True, type=click.IntRange(min=1), help="transfers in the trace")
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(min=0))

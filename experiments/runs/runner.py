@@ -30,7 +30,7 @@ from experiments.reports import fairness_plots
 from experiments.testbed.agent_trace import split_agent_trace
 from experiments.testbed.kernel_trace import KernelTcpTrace, summarize as summarize_kernel_trace
 from experiments.testbed.linkctl import (check_emulation, check_loss, configured_loss_pct, emulation_lag_counts, emulation_lag_fields,
-                      link_loss_counts, run_seed, seed_losses, set_loss)
+                      link_loss_counts, run_seed, seed_losses, set_loss, set_reconfig)
 from experiments.runs.dataset_run import DatasetRun, npz_path, record_collection
 from experiments.runs.metrics import mean_queue_delay_ms, queueing_delays_ms
 from experiments.reports.plots import plot_overlay, plot_summary
@@ -274,6 +274,9 @@ class RunSession:
         if key == "loss_pct":
             for tb in beds:
                 set_loss(tb, value)
+        elif key == "reconfig":
+            for tb in beds:
+                set_reconfig(tb, value)
         names = [plan["run"] if plan else run_name(alg, key, value, rep) for (_, _, plan), rep in zip(settings, reps)]
         specs = [RunSpec(tb, os.path.join(self.out_dir, "runs", name), seed, MAIN_PORT + PORT_STRIDE * k, run_alg, plan)
                  for k, (tb, name, seed, (_, run_alg, plan)) in enumerate(zip(beds, names, seeds, settings))]

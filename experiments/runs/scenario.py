@@ -84,9 +84,10 @@ from experiments.runs.collection_plans import DISTRIBUTIONS, Collection, plan_al
 
 HERE = os.path.dirname(__file__)
 TOPOLOGIES = os.path.join(os.path.dirname(HERE), "testbed", "topologies")
-#: loss_pct is applied at run time, without restarting the testbed; competitor sets every
-#: algorithm's competing flows' CCA
-SWEEPABLE = {"loss_pct", "competitor"}
+#: loss_pct and reconfig (a reconfigured link's period and downtime, "100ms/10ms") are applied
+#: at run time, without restarting the testbed; competitor sets every algorithm's competing
+#: flows' CCA
+SWEEPABLE = {"loss_pct", "competitor", "reconfig"}
 #: topology parameters a sweep may set (each value a testbed of its own): how the bottleneck
 #: queues, a structural choice the runs compare on the same drawn networks
 TOPOLOGY_SWEEPS = {"separation"}
@@ -103,6 +104,18 @@ MAX_COMPETITORS = 9
 
 class ScenarioError(ValueError):
     pass
+
+
+def _check_reconfig(path: str, value) -> None:
+    """A reconfig sweep value: "none", "PERIOD" or "PERIOD/DOWNTIME", the downtime shorter."""
+    from experiments.testbed.linkctl import parse_reconfig
+    from int_node.units import parse_time_ns
+    try:
+        period, downtime = (parse_time_ns(t) for t in parse_reconfig(value))
+    except ValueError as e:
+        raise ScenarioError(f"{path}: sweep.reconfig value {value!r}: {e} (\"none\", \"50ms\" or \"100ms/10ms\")") from None
+    if downtime and downtime >= period:
+        raise ScenarioError(f"{path}: sweep.reconfig value {value!r}: the downtime must be shorter than the period")
 
 
 def _check_run_draw(path: str, name: str, kind: str, low, high, algs: list, sweep: dict, params: dict,
@@ -392,6 +405,8 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
     for k, v in sweep.items():
         if not isinstance(v, list) or not v:
             raise ScenarioError(f"{path}: sweep.{k} must be a non-empty list")
+    for value in sweep.get("reconfig", []):
+        _check_reconfig(path, value)
     if "competitor" not in sweep:
         for a in algs:
             if (a.same_as_competitor or a.competitor_delay_s) and not a.competitor:

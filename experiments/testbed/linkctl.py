@@ -24,6 +24,30 @@ def set_loss(tb: Testbed, loss_pct: float):
         tb.write(node, el, "loss" if el.startswith("wl") else "p", f"{loss_pct}%")
 
 
+def parse_reconfig(value) -> tuple[str, str]:
+    """A reconfiguration setting as a sweep gives it: "none", "PERIOD" or "PERIOD/DOWNTIME"
+    ("50ms", "100ms/10ms") -> (period, downtime) as Reconfigure's handlers take them."""
+    text = str(value).strip()
+    if text in ("none", "0", ""):
+        return "0", "0"
+    period, _, downtime = text.partition("/")
+    return period.strip(), (downtime.strip() or "0")
+
+
+def set_reconfig(tb: Testbed, value) -> None:
+    """Every Reconfigure on the testbed to ``value`` (parse_reconfig); its schedule restarts.
+    A testbed without one is an error, not a run labelled with it."""
+    period, downtime = parse_reconfig(value)
+    elements = [(node, el) for node in tb.node_names for el in tb.counters(node) if re.fullmatch(r"rc\d+", el)]
+    if not elements:
+        raise RuntimeError(f"cannot apply reconfig={value}: testbed '{tb.name}' has no reconfigured link "
+                           f"(give a link of topology '{tb.topology_name}' a reconfig table)")
+    for node, el in elements:
+        tb.write(node, el, "downtime", "0")       # first: a downtime is checked against the period
+        tb.write(node, el, "period", period)
+        tb.write(node, el, "downtime", downtime)
+
+
 def _loss_elements(tb: Testbed):
     """(node, element, its counters) of every link-loss element of the testbed."""
     for node in tb.node_names:

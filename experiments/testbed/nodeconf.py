@@ -11,7 +11,7 @@ Per interface i of a node:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional
 
 from int_node.ioam import MAX_HOPS
@@ -104,6 +104,25 @@ def _separation(tag: str, link: Link, lines: List[str]) -> List[str]:
     return [f"sep{tag};\ndrr{tag}"]         # the chain goes into the split and on from the scheduler
 
 
+def _reconfigure(topo: Topo, i: int, reconfig: dict) -> str:
+    """The Reconfigure element of interface i: the source host's flows (its link's prefix)
+    migrated between this link (output 0) and the circuit (output 1, _circuit)."""
+    src_prefix = link_prefix(topo.links_of(reconfig["src"])[0])
+    return (f"rc{i} :: Reconfigure(period {reconfig['period_ms']:g}ms, downtime {reconfig['downtime_ms']:g}ms, "
+            f"src {src_prefix}, mode {reconfig['mode']})")
+
+
+def _circuit(i: int, f: Iface, reconfig: dict, node_id: Optional[int], ns_arg: str) -> str:
+    """The circuit beside interface i's link: a path of its own at the link's rate and buffer,
+    with its own delay, stamped by INT as a queue and port of this node (the node's hop
+    says which path a packet took by its queue), into the same device."""
+    circuit = replace(f.link, delay_ms=reconfig["circuit_delay_ms"], loss_pct=0.0, may_lose=False, wireless=None)
+    refs = [f"queue q{i}c", f"meter m{i}", f"egress out{i}", f"reconfig rc{i}"] + \
+        ([f"shaper shape{i}c"] if circuit.rate_mbps else [])
+    transit = f"tr{i}c :: INTTransit(node_id {node_id}, {', '.join(refs)}{ns_arg})" if node_id is not None else None
+    return " -> ".join([f"rc{i}[1]"] + _emulation(f"{i}c", circuit, 2 * f.link.index, transit) + [f"ew{i}"]) + ";"
+
+
 def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "none") -> str:
     info = topo.nodes[node]
     roles = set(info["int"])
@@ -146,6 +165,8 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         transit = None
         if "transit" in roles:
             refs = [f"queue {'drr' if f.link.separation else 'q'}{i}", f"meter m{i}", f"egress out{i}"]
+            if f.link.reconfig and node == f.link.a:
+                refs.append(f"reconfig rc{i}")      # the schedule in the hop, announced to the senders
             if f.link.rate_mbps:
                 refs.append(f"shaper shape{i}")      # the port's rate in the data-rate field
             if f.link.wireless is not None:
@@ -161,6 +182,9 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
                 sink = f"mir{i} :: Tee -> {sink}"
                 lines.append(f"mir{i}[1] -> mon;")
         egress = [f"rt[{i}]", "DecHopLimit", f"m{i} :: FlowMeter"]
+        reconfig = f.link.reconfig if f.link.reconfig and node == f.link.a else None
+        if reconfig:
+            egress.append(_reconfigure(topo, i, reconfig))
         if f.link.flow_slots:
             sample = f", sample {f.link.flow_slots_sample:g}" if f.link.flow_slots_sample < 1 else ""
             lines.append(f"slots{i} :: FlowSlots(queue q{i}{sample});   // Dragonfly's capture: read its 'take' handler")
@@ -168,8 +192,10 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
         egress += _emulation(str(i), f.link, 2 * f.link.index, transit, sink, slots=f.link.flow_slots,
                              separation=separated)
         lines += separated
-        egress += [f"EtherRewrite({f.mac}, {f.peer_mac})", f"out{i}"]
+        egress += [f"{f'ew{i} :: ' if reconfig else ''}EtherRewrite({f.mac}, {f.peer_mac})", f"out{i}"]
         lines.append(" -> ".join(egress) + ";")
+        if reconfig:
+            lines.append(_circuit(i, f, reconfig, info["node_id"] if "transit" in roles else None, ns_arg))
     return "\n".join(lines) + "\n"
 
 

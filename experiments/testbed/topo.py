@@ -24,6 +24,10 @@ A topology is a TOML file:
     separation = 4                 # RTT separation at this link's egress: its flows grouped by RTT
                                    # into 4 queues (int_node/elements/separation.py; 0: one FIFO)
     separation_udp_mbps = 2        # ... and UDP flows above 2 Mbit/s in a queue of their own
+    reconfig = { src = "s1", period_ms = 50, downtime_ms = 5, mode = "drop", circuit_delay_ms = 2 }
+                                   # path reconfiguration on the a -> b direction (a a node):
+                                   # host s1's flows migrated every period between this link and
+                                   # a circuit of its own beside it (int_node/elements/reconfig.py)
 
 Link parameters apply to both directions. A node emulates the link on its
 egress; on a host-facing link the host->node direction is emulated at the
@@ -45,7 +49,8 @@ from int_node.runtime import RT_WITH_BUSY_POLL
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,8}$")
 INT_ROLES = {"source", "transit", "sink"}
 LINK_KEYS = {"ends", "rate_mbps", "delay_ms", "loss_pct", "buffer_pkts", "wireless", "seed", "flow_slots",
-             "separation", "separation_udp_mbps"}
+             "separation", "separation_udp_mbps", "reconfig"}
+RECONFIG_KEYS = {"src", "period_ms", "downtime_ms", "mode", "circuit_delay_ms"}
 MAX_SEPARATION_QUEUES = 8
 WIRELESS_KEYS = {"distance_m", "tx_power_dbm", "path_loss_exponent", "ref_loss_db",
                  "shadowing_sigma_db", "noise_floor_dbm"}
@@ -77,6 +82,9 @@ class Link:
     separation: int = 0
     #: ... and UDP flows above this rate isolated in one more queue (0: not)
     separation_udp_mbps: float = 0.0
+    #: path reconfiguration of the a -> b direction (topo docstring): src, period_ms,
+    #: downtime_ms, mode, circuit_delay_ms; None: a plain link
+    reconfig: Optional[Dict[str, Any]] = None
 
     def other(self, name: str) -> str:
         return self.b if name == self.a else self.a
@@ -158,6 +166,33 @@ def _eval(node, params, text):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
         return _FUNCS[node.func.id](*(_eval(a, params, text) for a in node.args))
     raise TopologyError(f"unsupported expression '${{{text}}}' (numbers, parameters, + - * / min max round ceil)")
+
+
+def _reconfig(raw, ends, hosts, nodes, where) -> Optional[Dict[str, Any]]:
+    """A link's reconfig table, checked, with its defaults; None without one."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TopologyError(f"{where}: reconfig must be a table (keys {sorted(RECONFIG_KEYS)})")
+    unknown = set(raw) - RECONFIG_KEYS
+    if unknown:
+        raise TopologyError(f"{where}: unknown reconfig key(s) {sorted(unknown)} (known: {sorted(RECONFIG_KEYS)})")
+    if ends[0] not in nodes:
+        raise TopologyError(f"{where}: reconfig needs a node at the link's first end (its a -> b direction "
+                            f"is reconfigured), not {ends[0]}")
+    if raw.get("src") not in hosts:
+        raise TopologyError(f"{where}: reconfig.src must name the host whose flows are migrated, not {raw.get('src')!r}")
+    out = {"src": raw["src"], "mode": raw.get("mode", "drop")}
+    if out["mode"] not in ("drop", "buffer"):
+        raise TopologyError(f"{where}: reconfig.mode must be drop or buffer, not {out['mode']!r}")
+    for key in ("period_ms", "downtime_ms", "circuit_delay_ms"):
+        value = raw.get(key, 0.0)
+        if not isinstance(value, (int, float)) or value < 0:
+            raise TopologyError(f"{where}: reconfig.{key} must be a number >= 0, not {value!r}")
+        out[key] = float(value)
+    if out["downtime_ms"] and out["downtime_ms"] >= (out["period_ms"] or 0):
+        raise TopologyError(f"{where}: reconfig.downtime_ms must be shorter than period_ms")
+    return out
 
 
 def substitute(value, params):
@@ -294,6 +329,9 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
                                 f"got {separation}")
         if separation and slots:
             raise TopologyError(f"{where}: flow_slots and separation cannot both be on (the capture reads one queue)")
+        reconfig = _reconfig(l.get("reconfig"), ends, hosts, nodes, where)
+        if reconfig and (separation or slots):
+            raise TopologyError(f"{where}: reconfig with separation or flow_slots is not supported")
         rate = _num(l, "rate_mbps", where)
         links.append(Link(i, ends[0], ends[1], rate_mbps=rate or None,
                           delay_ms=_num(l, "delay_ms", where) or 0.0,
@@ -302,7 +340,8 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
                           wireless=wl, seed=l.get("seed", params.get("seed")),
                           may_lose="loss_pct" in l or wl is not None,
                           flow_slots=bool(slots), flow_slots_sample=1.0 if isinstance(slots, bool) else float(slots),
-                          separation=separation, separation_udp_mbps=_num(l, "separation_udp_mbps", where) or 0.0))
+                          separation=separation, separation_udp_mbps=_num(l, "separation_udp_mbps", where) or 0.0,
+                          reconfig=reconfig))
         if links[-1].loss_pct > 100:
             raise TopologyError(f"{where}: loss_pct must be <= 100")
     for h in hosts:

@@ -45,7 +45,11 @@ def write(tmp_path, text):
      "exactly one of"),
     ('topology = "nowhere"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "cubic"\n', "not found"),
     ('topology = "wireless"\nseconds = 5\n[sweep]\nrate_mbps = [1]\n[[algorithms]]\nlabel = "x"\ncca = "c"\n',
-     r"\[sweep\] takes one of competitor, loss_pct"),
+     r"\[sweep\] takes one of competitor, loss_pct, reconfig"),
+    ('topology = "reconfig"\nseconds = 5\n[sweep]\nreconfig = ["50ms/50ms"]\n[[algorithms]]\nlabel = "x"\n'
+     'cca = "c"\n', "downtime must be shorter than the period"),
+    ('topology = "reconfig"\nseconds = 5\n[sweep]\nreconfig = ["often"]\n[[algorithms]]\nlabel = "x"\n'
+     'cca = "c"\n', "sweep.reconfig value 'often'"),
     ('topology = "wireless"\nseconds = 5\n[[algorithms]]\nlabel = "x"\ncca = "c"\ncolour = 1\n', "colour"),
     ('topology = "wireless"\nseconds = [\n', "s.toml"),
     ('topology = "wireless"\nseconds = 5\nseed = -1\n[[algorithms]]\nlabel = "x"\ncca = "c"\n', "'seed'"),

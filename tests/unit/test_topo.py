@@ -60,7 +60,7 @@ def test_bad_topologies_are_rejected_clearly(raw, words):
         build_topo(raw)
 
 
-@pytest.mark.parametrize("name", ["wireless", "dumbbell"])
+@pytest.mark.parametrize("name", ["wireless", "dumbbell", "reconfig"])
 def test_generated_node_configs_pass_the_graph_checks(name):
     topo = load_topo(os.path.join(TOPO_DIR, f"{name}.toml"), {"loss_pct": 1})
     for node in topo.nodes:
@@ -84,6 +84,36 @@ def _configs(topo):
                   for i, link in enumerate(topo.links_of(node))]
         out[node] = Router(node_config(topo, node, ifaces, "none"))
     return out
+
+
+def test_a_reconfigured_link_has_a_circuit_beside_it_at_its_first_end_only():
+    topo = load_topo(os.path.join(TOPO_DIR, "reconfig.toml"),
+                     {"reconfig_period_ms": 50, "reconfig_downtime_ms": 5, "circuit_delay_ms": 3})
+    configs = _configs(topo)
+    sw1 = configs["sw1"].elements
+    rc = [e for e in sw1.values() if type(e).__name__ == "Reconfigure"]
+    assert len(rc) == 1 and rc[0].period == 50_000_000 and rc[0].downtime == 5_000_000
+    assert str(rc[0].src) == "2001:db8:1::/64"                    # s1's access link, the migrated flows
+    circuit, static = rc[0].output(1)[0], rc[0].output(0)[0]
+    assert type(circuit).__name__ == type(static).__name__ == "Queue" and circuit is not static
+    delays = sorted(e.delay for e in sw1.values() if type(e).__name__ == "Delay" and e.name.startswith("delay"))
+    assert 3_000_000 in delays and 1_000_000 in delays            # the circuit's own delay beside the path's
+    transits = [e for e in sw1.values() if type(e).__name__ == "INTTransit"]
+    assert {e.queue for e in transits} >= {circuit.name, static.name}
+    assert not [e for e in configs["sw2"].elements.values() if type(e).__name__ == "Reconfigure"]
+
+
+@pytest.mark.parametrize("reconfig, words", [
+    ({"src": "s9", "period_ms": 10}, "must name the host"),
+    ({"src": "h", "period_ms": 10, "downtime_ms": 10}, "shorter than period"),
+    ({"src": "h", "mode": "hold"}, "drop or buffer"),
+    ({"src": "h", "every": 3}, "unknown reconfig key"),
+])
+def test_bad_reconfig_tables_are_rejected(reconfig, words):
+    raw = {"nodes": [{"name": "n"}, {"name": "m"}], "hosts": [{"name": "h"}],
+           "links": [{"ends": ["h", "n"]}, {"ends": ["n", "m"], "reconfig": reconfig}]}
+    with pytest.raises(TopologyError, match=words):
+        build_topo(raw)
 
 
 def test_a_node_may_send_a_frame_per_system_call_instead_of_through_the_ring():

@@ -1,0 +1,134 @@
+"""Reconfigure: the migrated flows' path and downtime over the schedule, on a test clock."""
+import pytest
+
+from int_node.element import ConfigError
+from tests.helpers import ipv6_frame, push, router
+
+MS = 1_000_000
+
+
+def _bed(args: str):
+    r = router(f"Idle -> rc :: Reconfigure({args}) -> s :: Counter -> Discard; rc[1] -> c :: Counter -> Discard;")
+    rc = r.elements["rc"]
+    clock = [0]
+    rc._now = lambda: clock[0]
+    rc._restart()
+    return r, rc, clock
+
+
+def _send(r, src: int, n: int = 1):
+    for _ in range(n):
+        push(r, "rc", ipv6_frame(100, src=src))
+
+
+def _counts(r):
+    return r.elements["s"].packets, r.elements["c"].packets
+
+
+def test_migrated_flows_alternate_circuit_then_static_and_others_stay_static():
+    r, rc, clock = _bed("period 10ms, src 2001:db8::1/128")
+    _send(r, src=1)                       # period 0: the circuit
+    _send(r, src=2)                       # not migrated: static
+    assert _counts(r) == (1, 1)
+    clock[0] = 12 * MS                    # period 1: the static path, shared
+    _send(r, src=1)
+    assert _counts(r) == (2, 1) and rc.migrations == 1
+    clock[0] = 25 * MS                    # period 2: the circuit again
+    _send(r, src=1)
+    assert _counts(r) == (2, 2) and rc.migrations == 2
+    assert rc.read_handler("state")["path"] == "circuit"
+    clock[0] = 61 * MS                    # four periods later, no packet between: counted all the same
+    _send(r, src=1)
+    assert rc.migrations == 6 and _counts(r) == (2, 3)
+    assert [e[2] for e in rc.read_handler("events")] == ["static", "circuit", "static", "circuit", "static", "circuit"]
+
+
+def test_night_drops_the_migrated_flows_only():
+    r, rc, clock = _bed("period 10ms, downtime 2ms, src 2001:db8::1/128, mode drop")
+    clock[0] = 8 * MS + 1                 # the last 2 ms of the period: night
+    _send(r, src=1, n=3)
+    _send(r, src=2)
+    assert rc.night_drops == 3 and _counts(r) == (1, 0)
+    clock[0] = 10 * MS                    # day on the static path
+    _send(r, src=1)
+    assert _counts(r) == (2, 0)
+    ev = rc.read_handler("events")[-1]
+    assert ev == [8 * MS, 2 * MS, "static"]
+
+
+def test_night_buffers_and_releases_in_order_on_the_new_path():
+    r, rc, clock = _bed("period 10ms, downtime 2ms, src 2001:db8::1/128, mode buffer, buffer 2")
+    clock[0] = 9 * MS
+    _send(r, src=1, n=3)                  # two held, the third beyond the buffer
+    assert (rc.night_held, rc.night_drops, rc.counters()["held"]) == (2, 1, 2)
+    assert rc._timer.deadline_ns == 10 * MS
+    clock[0] = 10 * MS
+    rc._day_starts()                      # the timer: the day on the static path begins
+    assert _counts(r) == (2, 0) and rc.counters()["held"] == 0
+
+
+def test_no_period_keeps_the_migrated_flows_on_the_circuit():
+    r, rc, clock = _bed("src 2001:db8::/64")
+    for t in (0, 50 * MS, 10_000 * MS):
+        clock[0] = t
+        _send(r, src=1)
+    assert _counts(r) == (0, 3) and rc.migrations == 0
+
+
+def test_prefix_match_at_a_partial_byte():
+    r, rc, clock = _bed("src 2001:db8::/124")     # src ::1 .. ::f are in, ::10 is not
+    _send(r, src=0x0F)
+    _send(r, src=0x10)
+    assert _counts(r) == (1, 1)
+
+
+def test_a_write_restarts_the_schedule_and_bad_values_are_refused():
+    r, rc, clock = _bed("period 10ms, src 2001:db8::1/128")
+    clock[0] = 15 * MS
+    rc.write_handler("period", "100ms")
+    clock[0] = 50 * MS                    # 35 ms into the new schedule: still its first period
+    _send(r, src=1)
+    assert _counts(r) == (0, 1)
+    with pytest.raises(ConfigError, match="shorter than the period"):
+        rc.write_handler("downtime", "100ms")
+    assert rc.downtime == 0 and rc.period == 100 * MS
+    with pytest.raises(ValueError, match="needs a period"):
+        router("Idle -> rc :: Reconfigure(downtime 1ms, src 2001:db8::/64) -> Discard; rc[1] -> Discard;")
+    with pytest.raises(ValueError, match="missing 'src'"):
+        router("Idle -> rc :: Reconfigure(period 1ms) -> Discard; rc[1] -> Discard;")
+
+
+def test_reconfig_settings_parse_as_the_element_takes_them():
+    from experiments.testbed.linkctl import parse_reconfig
+    assert parse_reconfig("none") == ("0", "0")
+    assert parse_reconfig("50ms") == ("50ms", "0")
+    assert parse_reconfig("100ms/10ms") == ("100ms", "10ms")
+
+
+def _record(alg, setting, repeat, migrated_mbps, static_mbps=10.0, seconds=10.0):
+    n = int(seconds / 0.1)
+    return {"algorithm": alg, "reconfig": setting, "repeat": repeat, "goodput_mbps": migrated_mbps,
+            "competitor_goodput_mbps": static_mbps, "share": migrated_mbps / (migrated_mbps + static_mbps),
+            "series": {"t_s": [round(0.1 * (k + 1), 3) for k in range(n)], "migrated_mbps": [migrated_mbps] * n,
+                       "static_mbps": [static_mbps] * n}}
+
+
+def test_fct_of_a_size_is_read_from_the_goodput_series():
+    from experiments.reports.reconfig import fct_s
+    rec = _record("a", "none", 0, 8.0)          # 8 Mbit/s = 1 MB/s
+    assert fct_s(rec["series"], 5.0) == pytest.approx(5.0)
+    assert fct_s(rec["series"], 11.0) is None   # the run ended first
+    assert fct_s(None, 1.0) is None
+
+
+def test_the_prolongation_is_against_the_same_repeat_without_reconfiguration():
+    from experiments.reports.reconfig import rows
+    records = [_record("cubic", "none", 0, 16.0), _record("cubic", "none", 1, 8.0),
+               _record("cubic", "10ms", 0, 8.0), _record("cubic", "10ms", 1, 4.0),
+               _record("cubic", "100ms/10ms", 0, 16.0), _record("cubic", "100ms/10ms", 1, 8.0)]
+    table = rows(records, size_mb=2.0)
+    assert [r["reconfig"] for r in table] == ["none", "10ms", "100ms/10ms"]     # none first, then by period
+    ten = table[1]
+    assert ten["prolongation_pct"][0] == pytest.approx(100.0, abs=1e-6)     # half the rate: twice the time, both
+    assert table[2]["prolongation_pct"][0] == pytest.approx(0.0, abs=1e-6) and table[2]["downtime_ms"] == 10
+    assert table[0]["prolongation_pct"] is None and ten["migrated_mbps"][0] == pytest.approx(6.0)
