@@ -34,13 +34,15 @@ IOAM_E2E = 3
 
 #: Private-use IOAM namespace (RFC 9197 §7.3: 0x8000-0xFFFF); INTSource/INTTransit namespace_id change it.
 DEFAULT_NAMESPACE = 0x8CC0
-#: Opaque state snapshot schemas (docs/wire-format.md): v4 is written; v3 (without the
-#: packet's queue among its port's, 32 bytes), v2 (without this flow's own counters either,
-#: 28 bytes) and v1 (without rx_drops either, 24 bytes) still decoded.
+#: Opaque state snapshot schemas (docs/wire-format.md): v5 is written; v4 (without the port's
+#: reconfiguration schedule, 36 bytes), v3 (without the packet's queue among its port's either,
+#: 32 bytes), v2 (without this flow's own counters either, 28 bytes) and v1 (without rx_drops
+#: either, 24 bytes) still decoded.
 SCHEMA_INTCC_V1 = 0x1CC001
 SCHEMA_INTCC_V2 = 0x1CC002
 SCHEMA_INTCC_V3 = 0x1CC003
 SCHEMA_INTCC_V4 = 0x1CC004
+SCHEMA_INTCC_V5 = 0x1CC005
 
 # Trace type bits, bit 0 = most significant of the 24-bit field.
 def _bit(n: int) -> int:
@@ -77,16 +79,21 @@ INTCC_E2E_TYPE = E2E_SEQ32 | E2E_TS_SEC | E2E_TS_FRAC
 # Node slot for INTCC_TRACE_TYPE: 7 words of standard fields + opaque header + 8 words.
 NODE_FIXED = struct.Struct("!IHHIIIII")            # 28 bytes, NodeLen = 7
 OPAQUE_HDR = struct.Struct("!I")                   # length (words) | schema id
-INTCC_STATE = struct.Struct("!bBHIIIIIIHHBBH")     # 36 bytes, schema v4
+INTCC_STATE = struct.Struct("!bBHIIIIIIHHBBHHHHBB")     # 44 bytes, schema v5
+INTCC_STATE_V4 = struct.Struct("!bBHIIIIIIHHBBH")  # 36 bytes, schema v4: no reconfiguration
 INTCC_STATE_V3 = struct.Struct("!bBHIIIIIIHH")     # 32 bytes, schema v3: no queue index
 INTCC_STATE_V2 = struct.Struct("!bBHIIIIII")       # 28 bytes, schema v2: no per-flow counters
 INTCC_STATE_V1 = struct.Struct("!bBHIIIII")        # 24 bytes, schema v1: no rx_drops either
 NODE_LEN_WORDS = NODE_FIXED.size // 4
-NODE_SLOT_BYTES = NODE_FIXED.size + OPAQUE_HDR.size + INTCC_STATE.size   # 68
+NODE_SLOT_BYTES = NODE_FIXED.size + OPAQUE_HDR.size + INTCC_STATE.size   # 76
 #: The option's data length is one byte: 2 + trace header 8 + slots <= 255.
 MAX_HOPS = (255 - 2 - 8) // NODE_SLOT_BYTES        # 3
-_NODE_SLOT = struct.Struct("!IHHIIIII" + "I" + "bBHIIIIIIHHBBH")
-_OPAQUE_HDR_V4 = ((INTCC_STATE.size // 4) << 24) | SCHEMA_INTCC_V4
+_NODE_SLOT = struct.Struct("!IHHIIIII" + "I" + "bBHIIIIIIHHBBHHHHBB")
+_OPAQUE_HDR_V5 = ((INTCC_STATE.size // 4) << 24) | SCHEMA_INTCC_V5
+#: reconfig_flags: the packet's flow is one a reconfiguration migrates; it took the circuit
+RECONFIG_MIGRATED, RECONFIG_ON_CIRCUIT = 0x1, 0x2
+#: reconfig_next_ms when no night is scheduled (no reconfiguration at the port)
+RECONFIG_NEXT_NONE = 0xFFFF
 TRACE_HDR = struct.Struct("!HBBI")                 # namespace, nodelen|flags, flags|remlen, type<<8
 E2E_BODY = struct.Struct("!BBHHIII")               # reserved, type, ns, e2e type, seq, sec, ns
 HBH_PREFIX_BYTES = 4 + 4 + TRACE_HDR.size          # NH,len,PadN + option hdr + trace hdr
@@ -121,6 +128,14 @@ class IntccState:
     queue_index: Optional[int] = 0
     queue_count: Optional[int] = 1
     queue_weight: Optional[int] = 1
+    # the egress port's path reconfiguration (int_node/elements/reconfig.py): its period and
+    # downtime (0: none), the ms until the next night starts (RECONFIG_NEXT_NONE: none), the
+    # migrations so far (wraps at 256) and RECONFIG_* flags of this packet; None: schema v1-v4
+    reconfig_period_ms: Optional[int] = 0
+    reconfig_downtime_ms: Optional[int] = 0
+    reconfig_next_ms: Optional[int] = RECONFIG_NEXT_NONE
+    reconfig_epoch: Optional[int] = 0
+    reconfig_flags: Optional[int] = 0
 
     def pack(self) -> bytes:
         return INTCC_STATE.pack(self.rssi_dbm, self.mcs, self.flow_count, self.data_rate_kbps,
@@ -128,7 +143,13 @@ class IntccState:
                                 self.arrival_rate_pps, self.queue_capacity_bytes, (self.rx_drops or 0) & NONE_U32,
                                 (self.flow_queue_drops or 0) & 0xFFFF, (self.flow_link_losses or 0) & 0xFFFF,
                                 (self.queue_index or 0) & 0xFF, (self.queue_count or 0) & 0xFF,
-                                (self.queue_weight or 0) & 0xFFFF)
+                                (self.queue_weight or 0) & 0xFFFF, (self.reconfig_period_ms or 0) & 0xFFFF,
+                                (self.reconfig_downtime_ms or 0) & 0xFFFF,
+                                RECONFIG_NEXT_NONE if self.reconfig_next_ms is None else self.reconfig_next_ms & 0xFFFF,
+                                (self.reconfig_epoch or 0) & 0xFF, (self.reconfig_flags or 0) & 0xFF)
+
+
+_NO_RECONFIG = (0, 0, RECONFIG_NEXT_NONE, 0, 0)
 
 
 # -- building --------------------------------------------------------------------
@@ -164,18 +185,21 @@ def build_doh(next_header: int, seq: int, ts_ns: int, namespace_id: int = DEFAUL
 def pack_node(buf, off, hop_limit, node_id, ingress_if, egress_if, ts_ns, transit_delay_ns,
               qdepth_bytes, occupancy, rssi_dbm, mcs, flow_count, rate_kbps, qdrops,
               link_losses, arrival_pps, capacity_bytes, rx_drops=0, flow_qdrops=0, flow_link_losses=0,
-              queue_index=0, queue_count=1, queue_weight=1) -> None:
+              queue_index=0, queue_count=1, queue_weight=1, reconfig=None) -> None:
     # Masks rather than clamps: this runs per packet; callers pass in-range ints
-    # (rssi_dbm in -128..127), and cumulative counters wrap as documented.
+    # (rssi_dbm in -128..127), and cumulative counters wrap as documented. ``reconfig``:
+    # (period ms, downtime ms, next night in ms, epoch, flags) of the port, None: none there.
     sec, frac = divmod(ts_ns, 1_000_000_000)
+    period_ms, downtime_ms, next_ms, epoch, flags = reconfig or _NO_RECONFIG
     _NODE_SLOT.pack_into(buf, off, ((hop_limit & 0xFF) << 24) | (node_id & 0xFFFFFF),
                          ingress_if & 0xFFFF, egress_if & 0xFFFF, sec & NONE_U32, frac,
                          transit_delay_ns if 0 <= transit_delay_ns <= TRANSIT_DELAY_MAX else (1 << 31),
-                         qdepth_bytes & NONE_U32, occupancy & NONE_U32, _OPAQUE_HDR_V4,
+                         qdepth_bytes & NONE_U32, occupancy & NONE_U32, _OPAQUE_HDR_V5,
                          rssi_dbm, mcs & 0xFF, flow_count & 0xFFFF, rate_kbps & NONE_U32,
                          qdrops & NONE_U32, link_losses & NONE_U32, arrival_pps & NONE_U32,
                          capacity_bytes & NONE_U32, rx_drops & NONE_U32, flow_qdrops & 0xFFFF,
-                         flow_link_losses & 0xFFFF, queue_index & 0xFF, queue_count & 0xFF, queue_weight & 0xFFFF)
+                         flow_link_losses & 0xFFFF, queue_index & 0xFF, queue_count & 0xFF, queue_weight & 0xFFFF,
+                         period_ms & 0xFFFF, downtime_ms & 0xFFFF, next_ms & 0xFFFF, epoch & 0xFF, flags & 0xFF)
 
 
 # -- locating ----------------------------------------------------------------------

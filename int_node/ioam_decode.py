@@ -2,7 +2,7 @@
 
 Every parser raises :class:`IOAMError` on malformed input and never reads past
 the buffer it is given. The trace type intcc nodes write (INTCC_TRACE_TYPE,
-68-byte slots) has a fast path, one struct call per hop: the sink decodes every
+76-byte slots) has a fast path, one struct call per hop: the sink decodes every
 packet it strips.
 """
 from __future__ import annotations
@@ -12,14 +12,17 @@ from dataclasses import asdict, dataclass, field
 from typing import List, Optional, Tuple
 
 from .ioam import (_NODE_SLOT, _TT_FIELDS, _TT_UNDEFINED, FLAG_OVERFLOW, INTCC_STATE, INTCC_STATE_V1,
-                   INTCC_STATE_V2, INTCC_STATE_V3, SCHEMA_INTCC_V3, SCHEMA_INTCC_V4,
+                   INTCC_STATE_V2, INTCC_STATE_V3, INTCC_STATE_V4, SCHEMA_INTCC_V3, SCHEMA_INTCC_V4, SCHEMA_INTCC_V5,
                    INTCC_TRACE_TYPE, IOAM_E2E, NODE_LEN_WORDS, NODE_SLOT_BYTES, SCHEMA_INTCC_V1, SCHEMA_INTCC_V2,
                    TRACE_HDR, TRANSIT_DELAY_MAX,
                    TT_BUFFER_OCCUPANCY, TT_HOPLIM_NODEID, TT_HOPLIM_NODEID_WIDE, TT_IF_IDS, TT_OPAQUE,
                    TT_QUEUE_DEPTH, TT_TRANSIT_DELAY, TT_TS_FRAC, TT_TS_SEC, E2E_SEQ32, E2E_SEQ64,
                    E2E_TS_FRAC, E2E_TS_SEC, IntccState, IOAMError)
 
-_OPAQUE_HDR_DEFAULT = ((INTCC_STATE.size // 4) << 24) | SCHEMA_INTCC_V4
+_OPAQUE_HDR_DEFAULT = ((INTCC_STATE.size // 4) << 24) | SCHEMA_INTCC_V5
+#: the fields a schema before v5 does not carry
+_NO_RECONFIG = dict(reconfig_period_ms=None, reconfig_downtime_ms=None, reconfig_next_ms=None, reconfig_epoch=None,
+                    reconfig_flags=None)
 
 
 @dataclass
@@ -141,17 +144,20 @@ def _decode_node(buf, pos: int, end: int, tt: int) -> Tuple[NodeData, int]:
             raise IOAMError("opaque state snapshot runs past the node data")
         raw = bytes(buf[pos + 4:pos + 4 + olen])
         n.opaque_schema, n.opaque_raw = schema, raw
-        if schema == SCHEMA_INTCC_V4 and olen >= INTCC_STATE.size:
+        if schema == SCHEMA_INTCC_V5 and olen >= INTCC_STATE.size:
             n.state = IntccState(*INTCC_STATE.unpack_from(raw, 0))
+        elif schema == SCHEMA_INTCC_V4 and olen >= INTCC_STATE_V4.size:
+            n.state = IntccState(*INTCC_STATE_V4.unpack_from(raw, 0), **_NO_RECONFIG)
         elif schema == SCHEMA_INTCC_V3 and olen >= INTCC_STATE_V3.size:
             n.state = IntccState(*INTCC_STATE_V3.unpack_from(raw, 0), queue_index=None, queue_count=None,
-                                 queue_weight=None)
+                                 queue_weight=None, **_NO_RECONFIG)
         elif schema == SCHEMA_INTCC_V2 and olen >= INTCC_STATE_V2.size:
             n.state = IntccState(*INTCC_STATE_V2.unpack_from(raw, 0), flow_queue_drops=None, flow_link_losses=None,
-                                 queue_index=None, queue_count=None, queue_weight=None)
+                                 queue_index=None, queue_count=None, queue_weight=None, **_NO_RECONFIG)
         elif schema == SCHEMA_INTCC_V1 and olen >= INTCC_STATE_V1.size:
             n.state = IntccState(*INTCC_STATE_V1.unpack_from(raw, 0), rx_drops=None, flow_queue_drops=None,
-                                 flow_link_losses=None, queue_index=None, queue_count=None, queue_weight=None)
+                                 flow_link_losses=None, queue_index=None, queue_count=None, queue_weight=None,
+                                 **_NO_RECONFIG)
         pos += 4 + olen
     return n, pos
 
@@ -183,14 +189,15 @@ def _decode_default_slots(buf, pos: int, end: int) -> Optional[List[NodeData]]:
     while pos < end:
         (hn, in_if, eg_if, sec, frac, transit, qdepth, occ, ohdr,
          rssi, mcs, flows, rate, drops, losses, arrival, capacity, rx_drops, fdrops, flosses,
-         q_index, q_count, q_weight) = unpack(buf, pos)
+         q_index, q_count, q_weight, rc_period, rc_downtime, rc_next, rc_epoch, rc_flags) = unpack(buf, pos)
         if ohdr != _OPAQUE_HDR_DEFAULT:
             return None
         nodes.append(NodeData(hn >> 24, hn & 0xFFFFFF, in_if, eg_if, sec, frac, transit & TRANSIT_DELAY_MAX,
                               bool(transit >> 31), qdepth, occ,
                               IntccState(rssi, mcs, flows, rate, drops, losses, arrival, capacity, rx_drops,
-                                         fdrops, flosses, q_index, q_count, q_weight),
-                              SCHEMA_INTCC_V4, bytes(buf[pos + NODE_SLOT_BYTES - INTCC_STATE.size:pos + NODE_SLOT_BYTES])))
+                                         fdrops, flosses, q_index, q_count, q_weight, rc_period, rc_downtime,
+                                         rc_next, rc_epoch, rc_flags),
+                              SCHEMA_INTCC_V5, bytes(buf[pos + NODE_SLOT_BYTES - INTCC_STATE.size:pos + NODE_SLOT_BYTES])))
         pos += NODE_SLOT_BYTES
     nodes.reverse()   # the wire has the most recent hop first
     return nodes

@@ -143,6 +143,15 @@ class HopState:
     queue_index: Optional[int] = _f(_opt(_int(0, 255)))
     queue_count: Optional[int] = _f(_opt(_int(0, 255)))
     queue_weight: Optional[int] = _f(_opt(_int(0, 0xFFFF)))
+    # the egress port's path reconfiguration (wire schema v5): its period and downtime in ms
+    # (0: none), the ms until its next night (None: none scheduled), the migrations so far
+    # (mod 256) and the packet's flags (1: its flow is migrated, 2: it took the circuit);
+    # None from a node of an older wire schema
+    reconfig_period_ms: Optional[int] = _f(_opt(_int(0, 0xFFFF)))
+    reconfig_downtime_ms: Optional[int] = _f(_opt(_int(0, 0xFFFF)))
+    reconfig_next_ms: Optional[int] = _f(_opt(_int(0, 0xFFFF)))
+    reconfig_epoch: Optional[int] = _f(_opt(_int(0, 255)))
+    reconfig_flags: Optional[int] = _f(_opt(_int(0, 255)))
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "hop") -> "HopState":

@@ -17,6 +17,7 @@ from operator import itemgetter
 from typing import Dict, List, Optional, Tuple
 
 from int_node import ioam_decode
+from int_node.ioam import RECONFIG_NEXT_NONE
 from int_node.packet import flow_tuple
 
 from .attribution import GapLabel, HopCounters, SeqTracker, label_gap
@@ -42,7 +43,11 @@ def hop_state(n) -> HopState:
         mcs=None if not st or st.mcs == 0xFF else st.mcs,
         transit_delay_ns=n.transit_delay_ns, hop_limit=n.hop_limit, rx_drops=st.rx_drops if st else None,
         queue_index=st.queue_index if st else None, queue_count=st.queue_count if st else None,
-        queue_weight=st.queue_weight if st else None)
+        queue_weight=st.queue_weight if st else None,
+        reconfig_period_ms=st.reconfig_period_ms if st else None,
+        reconfig_downtime_ms=st.reconfig_downtime_ms if st else None,
+        reconfig_next_ms=None if not st or st.reconfig_next_ms == RECONFIG_NEXT_NONE else st.reconfig_next_ms,
+        reconfig_epoch=st.reconfig_epoch if st else None, reconfig_flags=st.reconfig_flags if st else None)
 
 
 def _counters(nodes) -> List[HopCounters]:

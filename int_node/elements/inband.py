@@ -117,10 +117,13 @@ class INTTransit(Element):
     counter), ``channel`` (a WirelessChannel),
     ``shaper`` (a LinkShaper: a wired port's rate goes in the data-rate field, as a
     switch knows its port speed; a channel's rate wins), ``egress`` (the ToDevice, for
-    the egress interface id)."""
+    the egress interface id), ``reconfig`` (a Reconfigure before the port: its schedule in
+    the hop, and whether the packet took the circuit, i.e. came through ``queue`` where that
+    is the circuit's)."""
     ARGS = (Arg("node_id", parse_nonneg_int), Arg("queue", str, None), Arg("meter", str, None),
             Arg("link", str, None), Arg("channel", str, None), Arg("egress", str, None),
-            Arg("shaper", str, None), Arg("namespace_id", parse_nonneg_int, ioam.DEFAULT_NAMESPACE))
+            Arg("shaper", str, None), Arg("namespace_id", parse_nonneg_int, ioam.DEFAULT_NAMESPACE),
+            Arg("reconfig", str, None))
     counter_names = ("stamped", "overflow", "no_int", "malformed", "unsupported_trace", "foreign_namespace")
 
     def configured(self):
@@ -150,6 +153,10 @@ class INTTransit(Element):
         self._channel = r.find(self.channel, None, me) if self.channel else None
         if self._channel is not None and not hasattr(self._channel, "rssi_dbm"):
             raise ConfigError(f"{me}: '{self.channel}' is not a WirelessChannel")
+        self._reconfig = r.find(self.reconfig, None, me) if self.reconfig else None
+        if self._reconfig is not None and not hasattr(self._reconfig, "announce"):
+            raise ConfigError(f"{me}: '{self.reconfig}' is not a Reconfigure")
+        self._on_circuit = self._reconfig is not None and self._reconfig.circuit_queue() is self._queue
         self._shaper = r.find(self.shaper, None, me) if self.shaper else None
         if self._shaper is not None and not hasattr(self._shaper, "rate"):
             raise ConfigError(f"{me}: '{self.shaper}' is not a LinkShaper")
@@ -201,7 +208,8 @@ class INTTransit(Element):
                 rate_kbps, drops,
                 link.link_losses if link else 0, int(m.arrival_rate_pps) if m else 0,
                 q.capacity_limit_bytes if q else 0, self._node_rx_drops(now),
-                flow_drops, flow_losses.of(pkt) if flow_losses else 0, q_index, self._queue_count, q_weight)
+                flow_drops, flow_losses.of(pkt) if flow_losses else 0, q_index, self._queue_count, q_weight,
+                self._reconfig.announce(d, self._on_circuit) if self._reconfig is not None else None)
             if ok:
                 self.stamped += 1
             else:

@@ -22,7 +22,7 @@ def stamp(frame, node_id, qdepth=0, ts_ns=1_700_000_000_123_456_789):
 @pytest.mark.parametrize("hops", [1, 2, 3])
 def test_header_sizes_and_alignment(hops):
     hbh = ioam.build_hbh(60, hops)
-    assert len(hbh) == 16 + hops * 68 + 4 * (hops % 2) and len(hbh) % 8 == 0     # 68-byte slots: a PadN for odd hops
+    assert len(hbh) == 16 + hops * 76 + 4 * (hops % 2) and len(hbh) % 8 == 0     # 76-byte slots: a PadN for odd hops
     assert (hbh[1] + 1) * 8 == len(hbh)
     assert hbh[4] == ioam.OPT_IOAM_HBH and 4 % 4 == 0         # option starts 4n-aligned
     f = ioam.insert_int(ipv6_frame(100, nh=17), hops, 0, 0)
@@ -36,7 +36,7 @@ def test_header_sizes_and_alignment(hops):
 def test_insert_then_strip_restores_the_packet_exactly():
     original = ipv6_frame(300, nh=17)
     with_int = ioam.insert_int(original, 2, seq=41, ts_ns=5_000_000_007)
-    assert with_int[IP6_NH_OFF] == 0 and len(with_int) == len(original) + 152 + 24
+    assert with_int[IP6_NH_OFF] == 0 and len(with_int) == len(original) + 168 + 24
     s = ioam.strip_int(with_int)
     assert s.frame == original
     e2e = ioam_decode.decode_e2e(s.e2e_raw, 0, len(s.e2e_raw))
@@ -177,7 +177,7 @@ def test_tshark_decodes_the_trace(tmp_path):
     ids, qdepths, schemas = res.stdout.strip().split("\t")
     assert sorted(int(x, 0) for x in ids.split(",")) == [1, 2]
     assert sorted(int(x, 0) for x in qdepths.split(",")) == [1500, 3000]
-    assert {int(x, 0) for x in schemas.split(",")} == {ioam.SCHEMA_INTCC_V4}
+    assert {int(x, 0) for x in schemas.split(",")} == {ioam.SCHEMA_INTCC_V5}
 
 
 def test_fast_slot_decoder_agrees_with_the_generic_one():
@@ -203,15 +203,34 @@ def test_a_schema_v1_snapshot_still_decodes_without_rx_drops():
     assert node.state.rx_drops is None and node.opaque_schema == ioam.SCHEMA_INTCC_V1
 
 
-def test_rx_drops_the_flows_own_counters_and_its_queue_travel_in_the_v4_snapshot():
+def test_rx_drops_the_flows_own_counters_its_queue_and_the_reconfiguration_travel_in_the_v5_snapshot():
     f = ioam.insert_int(ipv6_frame(), 2, 0, 0)
     off = ioam.find_trace(f)
     assert ioam.stamp_default(f, off, 63, 1, 4, 5, 0, 1500, 0, 0, -128, 0xFF, 1, 0, 0, 0, 10, 150000, 4242,
-                              65537, 7, 2, 5, 3)          # 16-bit per-flow counters wrap; queue 2 of 5, weight 3
+                              65537, 7, 2, 5, 3,          # 16-bit per-flow counters wrap; queue 2 of 5, weight 3
+                              (50, 5, 12, 257, ioam.RECONFIG_MIGRATED | ioam.RECONFIG_ON_CIRCUIT))  # epoch wraps
     (node,) = ioam_decode.decode_trace(ioam.strip_int(f).trace_raw).nodes
-    assert node.state.rx_drops == 4242 and node.opaque_schema == ioam.SCHEMA_INTCC_V4
+    assert node.state.rx_drops == 4242 and node.opaque_schema == ioam.SCHEMA_INTCC_V5
     assert (node.state.flow_queue_drops, node.state.flow_link_losses) == (1, 7)
     assert (node.state.queue_index, node.state.queue_count, node.state.queue_weight) == (2, 5, 3)
+    st = node.state
+    assert (st.reconfig_period_ms, st.reconfig_downtime_ms, st.reconfig_next_ms, st.reconfig_epoch,
+            st.reconfig_flags) == (50, 5, 12, 1, 3)
+    g = ioam.insert_int(ipv6_frame(), 2, 0, 0)         # a port without a reconfiguration
+    assert ioam.stamp_default(g, ioam.find_trace(g), 63, 1, 4, 5, 0, 1500, 0, 0, -128, 0xFF, 1, 0, 0, 0, 10, 0)
+    (node,) = ioam_decode.decode_trace(ioam.strip_int(g).trace_raw).nodes
+    assert (node.state.reconfig_period_ms, node.state.reconfig_next_ms) == (0, ioam.RECONFIG_NEXT_NONE)
+
+
+def test_a_schema_v4_snapshot_still_decodes_without_the_reconfiguration():
+    v4 = ioam.INTCC_STATE_V4.pack(-61, 5, 3, 52000, 7, 9, 800, 150000, 11, 4, 2, 1, 4, 2)
+    slot = ioam.NODE_FIXED.pack((63 << 24) | 1, 4, 5, 1, 2, 1500, 3000, 2) \
+        + struct.pack("!I", ((len(v4) // 4) << 24) | ioam.SCHEMA_INTCC_V4) + v4
+    raw = ioam.TRACE_HDR.pack(ioam.DEFAULT_NAMESPACE, ioam.NODE_LEN_WORDS << 3, 0, ioam.INTCC_TRACE_TYPE << 8) + slot
+    (node,) = ioam_decode.decode_trace(raw).nodes
+    assert (node.state.queue_index, node.state.queue_count, node.state.queue_weight) == (1, 4, 2)
+    assert node.state.reconfig_period_ms is None and node.state.reconfig_flags is None
+    assert node.opaque_schema == ioam.SCHEMA_INTCC_V4
 
 
 def test_a_schema_v3_snapshot_still_decodes_without_its_queue():

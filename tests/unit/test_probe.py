@@ -40,9 +40,9 @@ def test_fair_share_is_the_slowest_ports_rate_over_its_flows():
 
 
 def test_the_payload_fraction_counts_the_headers_and_every_int_hops_slots():
-    # a 1428-byte segment: 72 bytes of IPv6 and TCP, 152 + 24 of INT for two hops
-    assert payload_fraction(1428, 2) == pytest.approx(1428 / (1500 + 176))
-    assert payload_fraction(1428, 3) == pytest.approx(1428 / (1500 + 248))
+    # a 1428-byte segment: 72 bytes of IPv6 and TCP, 168 + 24 of INT for two hops
+    assert payload_fraction(1428, 2) == pytest.approx(1428 / (1500 + 192))
+    assert payload_fraction(1428, 3) == pytest.approx(1428 / (1500 + 272))
     assert payload_fraction(1428, 9) == payload_fraction(1428, 3)      # at most MAX_HOPS slots
 
 

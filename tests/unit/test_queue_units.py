@@ -28,13 +28,13 @@ def test_advertised_depth_never_exceeds_advertised_capacity(capacity, capacity_b
 
 
 def test_a_full_queue_of_int_frames_is_stamped_as_exactly_full():
-    # 100 packets of 1,690 B (1,514 B frame + 176 B INT): a depth in frame bytes said 169,000 of 150,000
+    # 100 packets of 1,706 B (1,514 B frame + 192 B INT): a depth in frame bytes said 170,600 of 150,000
     r = router("Idle -> q :: Queue(100) -> Unqueue -> Discard; Idle -> t :: INTTransit(node_id 1, queue q) -> Discard;")
     q = r.elements["q"]
     q._listeners = []
     for _ in range(100):
         push(r, "q", ioam.insert_int(ipv6_frame(1460), 2, 0, 0))
-    assert q.depth_bytes == 100 * 1690
+    assert q.depth_bytes == 100 * 1706
     pkt = Packet(ioam.insert_int(ipv6_frame(1460), 2, 0, 0))
     r.elements["t"].push(0, pkt)
     node = ioam_decode.decode_trace(ioam.strip_int(pkt.data).trace_raw).nodes[0]
