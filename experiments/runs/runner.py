@@ -87,6 +87,8 @@ def testbed_names(jobs: int) -> list[str]:
 
 
 def run_name(alg: Algorithm, key: str, value, rep: int) -> str:
+    # a value is part of a directory name: a reconfig setting's "100ms/10ms" as "100ms+10ms"
+    value = str(value).replace("/", "+").replace(os.sep, "+")
     return f"{slug(alg.label)}_{key}-{value}_r{rep}" if key != "none" else f"{slug(alg.label)}_r{rep}"
 
 

@@ -132,3 +132,10 @@ def test_the_prolongation_is_against_the_same_repeat_without_reconfiguration():
     assert ten["prolongation_pct"][0] == pytest.approx(100.0, abs=1e-6)     # half the rate: twice the time, both
     assert table[2]["prolongation_pct"][0] == pytest.approx(0.0, abs=1e-6) and table[2]["downtime_ms"] == 10
     assert table[0]["prolongation_pct"] is None and ten["migrated_mbps"][0] == pytest.approx(6.0)
+
+
+def test_a_run_of_a_downtime_setting_is_one_directory():
+    from experiments.runs.algorithm import Algorithm
+    from experiments.runs.runner import run_name
+    alg = Algorithm("cubic pair", "cubic", None, [], "cubic")
+    assert run_name(alg, "reconfig", "100ms/10ms", 2) == "cubic-pair_reconfig-100ms+10ms_r2"
