@@ -10,14 +10,15 @@ from experiments.reports import fairness_plots
 from experiments.reports.compare import load_records
 from experiments.reports.plots import plot_summary
 
-from .report_sections import LOSSY_LINK, ROOT, RTT_SEPARATION, RTT_SEPARATION_FCT, _fairness_records, _glob, _load
+from .report_sections import (LOSSY_LINK, RECONFIGURATION, RECONFIGURATION_DOWNTIME, ROOT, RTT_SEPARATION,
+                              RTT_SEPARATION_FCT, _fairness_records, _glob, _load)
 
 IMG = os.path.join(ROOT, "docs", "img")
 
 
 def draw_all() -> List[str]:
     """docs/img/lossy_link.png, fairness_d_box.png, fairness_abs_d.png, separation-jain.png,
-    separation-fct.png; their paths."""
+    separation-fct.png, reconfiguration*.png; their paths."""
     os.makedirs(IMG, exist_ok=True)
     drawn = []
     path = os.path.join(IMG, "lossy_link.png")
@@ -40,5 +41,21 @@ def draw_all() -> List[str]:
         from experiments.reports import fct
         path = os.path.join(IMG, "separation-fct.png")
         fct.plot([_load(p) for p in fct_paths], path)
+        drawn.append(path)
+    from experiments.reports import reconfig
+    paths = _glob(RECONFIGURATION)
+    if paths:
+        records = reconfig.load([os.path.join(ROOT, p) for p in paths])
+        path = os.path.join(IMG, "reconfiguration.png")
+        reconfig.plot(records, path)
+        drawn.append(path)
+        path = os.path.join(IMG, "reconfiguration-cubic-series.png")
+        reconfig.plot_series(records, path, "cubic pair", ["none", "10ms", "100ms", "1000ms"])
+        drawn.append(path)
+    paths = _glob(RECONFIGURATION_DOWNTIME)
+    if paths:
+        path = os.path.join(IMG, "reconfiguration-downtime-series.png")
+        reconfig.plot_series(reconfig.load([os.path.join(ROOT, p) for p in paths]), path, "cubic pair",
+                             ["none", "100ms", "100ms/10ms", "1000ms/100ms"])
         drawn.append(path)
     return [os.path.relpath(p, ROOT) for p in drawn]

@@ -547,6 +547,35 @@ def cluster_bench() -> str:
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------- path reconfiguration
+RECONFIGURATION = "data/experiments/reconfiguration-seed*.json"
+RECONFIGURATION_DOWNTIME = "data/experiments/reconfiguration_downtime-seed*.json"
+
+
+def _reconfig_table(pattern: str, what: str) -> str:
+    from experiments.reports import reconfig
+    paths = _glob(pattern)
+    if not paths:
+        return f"(no {what} record yet: see the commands above)"
+    records = reconfig.load([os.path.join(ROOT, p) for p in paths])
+    off = sum(bool(r.get("emulation_off")) for r in records)
+    return "\n".join([reconfig.format_markdown(reconfig.rows(records)), "",
+                      f"Means over repeats with 95 % bootstrap intervals; the prolongation is each repeat's FCT "
+                      f"against the same repeat without reconfiguration; runs whose host fell behind its "
+                      f"emulation (emulation_off): {off} of {len(records)}. " + _source(paths)])
+
+
+def reconfiguration() -> str:
+    """Two flows of one CCA, one migrated every period (no downtime): each flow's goodput, the
+    migrated flow's share and its FCT of 10 MB against none."""
+    return _reconfig_table(RECONFIGURATION, "reconfiguration")
+
+
+def reconfiguration_downtime() -> str:
+    """Two CUBIC flows, the migrated one with a downtime of a tenth of the period at each move."""
+    return _reconfig_table(RECONFIGURATION_DOWNTIME, "reconfiguration_downtime")
+
+
 SECTIONS: Dict[str, Callable[[], str]] = {
     "lossy-link": lossy_link,
     "cubic-fidelity": cubic_fidelity,
@@ -566,4 +595,6 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "separation-headline": separation_headline,
     "separation-bench": separation_bench,
     "cluster-bench": cluster_bench,
+    "reconfiguration": reconfiguration,
+    "reconfiguration-downtime": reconfiguration_downtime,
 }

@@ -20,7 +20,7 @@ from experiments.testbed.topo import Link, Topo
 
 INT_HEADROOM_BYTES = 288
 MIRROR_IFNAME = "intcc-mon"
-# INT headers: 2 hops 152-byte HbH + 24-byte DOH = 176; 3 hops (the most) 224 + 24 = 248
+# INT headers: 2 hops 168-byte HbH + 24-byte DOH = 192; 3 hops (the most) 248 + 24 = 272
 
 
 @dataclass

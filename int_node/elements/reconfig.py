@@ -53,6 +53,11 @@ def _mode(text: str) -> str:
 
 @register
 class Reconfigure(Element):
+    """``Reconfigure(period 50ms, downtime 5ms, src 2001:db8:1::/64, mode drop|buffer)``
+    migrates the flows from ``src`` every period between output 1 (a circuit of their own)
+    and output 0 (the path every other packet takes); at the end of each period a night of
+    ``downtime`` drops (or holds) their packets. Handlers ``period``, ``downtime``, ``mode``
+    (writable), ``state``, ``events``; an INTTransit with ``reconfig`` stamps the schedule."""
     n_outputs = (2, 2)
     ARGS = (Arg("period", parse_time_ns, 0), Arg("downtime", parse_time_ns, 0),
             Arg("src", parse_prefix, None), Arg("mode", _mode, "drop"), Arg("buffer", parse_pos_int, 1000))
