@@ -169,6 +169,12 @@ class Reconfigure(Element):
         out[0].push(out[1], pkt)
 
     def _day_starts(self):
+        # the event loop runs a timer up to its learnt wake-up lead early: still night, wait on
+        now = self._now()
+        _, night = self._at(now)
+        if night and self._held:
+            self._timer.schedule_at(now + self.period - (now - self._epoch_ns) % self.period)
+            return
         self._release()
 
     def _release(self):

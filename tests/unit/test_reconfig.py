@@ -62,6 +62,9 @@ def test_night_buffers_and_releases_in_order_on_the_new_path():
     _send(r, src=1, n=3)                  # two held, the third beyond the buffer
     assert (rc.night_held, rc.night_drops, rc.counters()["held"]) == (2, 1, 2)
     assert rc._timer.deadline_ns == 10 * MS
+    clock[0] = 10 * MS - 50_000
+    rc._day_starts()                      # the timer, woken early: still night, nothing released
+    assert rc.counters()["held"] == 2 and rc._timer.deadline_ns == 10 * MS
     clock[0] = 10 * MS
     rc._day_starts()                      # the timer: the day on the static path begins
     assert _counts(r) == (2, 0) and rc.counters()["held"] == 0
