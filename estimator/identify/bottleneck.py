@@ -8,13 +8,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from int_node.ioam import inserted_bytes
 from telemetry.flowid import PROTO_TCP
 from telemetry.sink import PERIOD_MS as SINK_PERIOD_MS
 
 BIN_S = 0.01
-#: a full-sized frame with intcc's INT headers (Ethernet, IPv6, the IOAM trace and E2E
-#: options, TCP, 1448 B of data): the port's packet rate before its busy stretches tell it
-FRAME_BYTES = 1666
+#: a full-sized frame with intcc's INT headers for two hops (a 1514-byte Ethernet frame from a
+#: 1500-byte MTU host plus the IOAM trace and E2E options): the port's packet rate before its
+#: busy stretches tell it; follows the wire schema's slot size
+FRAME_BYTES = 14 + 1500 + inserted_bytes(2)
 BUSY_WINDOW_BINS = 10         # the port's rate is measured over 100 ms windows with a queue throughout
 MIN_BUSY_WINDOWS = 5
 MIN_FLOW_SHARE = 0.05         # a competitor carries at least this share of the others' packets (not a control connection)
