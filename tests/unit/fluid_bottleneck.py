@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections import deque
 
 from ccp_algs.probe import pulse_factor
+from estimator.identify.bottleneck import FRAME_BYTES
 from telemetry.schema import HopRecord
 
 DT = 0.001
 PROBE_RTT_EVERY_S, PROBE_RTT_S = 10.0, 0.2     # tcp_bbr: bbr_min_rtt_win_sec, bbr_probe_rtt_mode_ms
 SLOT = 1500                   # the queue's depth in bytes counts a slot per packet (int_node Queue)
-FRAME = 1666                  # a full frame with INT headers on the wire
+FRAME = FRAME_BYTES           # a full frame with INT headers on the wire
 
 
 def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float = 0.04, buffer_pkts: int = 200,
