@@ -70,7 +70,7 @@ def _line(rec) -> str:
                         + (f" rssi={h.rssi_dbm}" if h.rssi_dbm is not None else "") + "]" for h in rec.path)
         owd = f"{rec.one_way_delay_us / 1000:.2f}ms" if rec.one_way_delay_us is not None else "-"
         return (f"flow {rec.flow_id} {rec.src}.{rec.sport}>{rec.dst}.{rec.dport} {rec.reason:8} "
-                f"pkts={rec.packets} lost={rec.lost} (cong {rec.lost_congestion}, link {rec.lost_link}) "
+                f"pkts={rec.packets} lost={rec.lost} (cong {rec.lost_congestion}, link {rec.lost_link}, reconfig {rec.lost_reconfig}) "
                 f"owd={owd} {hops}")
     return (f"hop  {rec.node_id} q={rec.queue_depth_bytes}B/{rec.queue_capacity_bytes}B drops={rec.queue_drops} "
             f"link_losses={rec.link_losses} rate={rec.data_rate_kbps}kbps arrival={rec.arrival_rate_pps}pps "

@@ -15,6 +15,15 @@ most ``max_age_ms`` old) says what the loss was:
   the sink puts on the link restarts at 1 MSS (the ACK clock is gone); ssthresh is the
   policy's fraction of the window, but never above the last congestion cut's, and never
   below CUBIC's 0.7 of the window;
+- a path reconfiguration's night (paper 004): the sink put new losses of this flow in a
+  night its path announced (and none in a queue), or, not attributed yet, a hop that
+  migrates this flow with a downtime announced a night that ended within the look-back
+  (two RTTs and 10 ms for a loss; a second for a timeout, which fires at least 200 ms
+  after the night's packets left). The night took the packets, not congestion: cwnd
+  kept (either policy). A timeout of the night keeps ssthresh and W_max, and the
+  window restarts at what the path can take (the migrating hop's rate over its flows
+  times the minimum RTT, capped by the window before), not from 1 MSS: the kernel's
+  timer itself (RTO and its backoff) is the kernel's, not the algorithm's;
 - anything else (new congestion losses, both kinds, no new attributed loss, no fresh
   telemetry): exactly CUBIC.
 
@@ -36,13 +45,19 @@ Every decision is traced with its reason and the telemetry's age.
 """
 from __future__ import annotations
 
+import time
+
 from .base import Report
 from .cubic import BETA, HYSTART, Cubic, CubicFlow
 from .registry import INIT_CWND, Param
-from .loss_classifier import classify
+from .loss_classifier import LINK, RECONFIG, UNKNOWN, announced_night, classify
+from telemetry.reconfig import migrating_hop
 
 POLICIES = ("l1", "l2")
 L2_BETA = 0.95
+RECONFIG_MODES = ("ride", "off")
+NIGHT_SLACK_NS = 10_000_000          # a hop's schedule is in whole ms, its stamp a queue away
+TIMEOUT_LOOKBACK_NS = 1_000_000_000
 
 
 def bottleneck(rec):
@@ -59,7 +74,8 @@ _UNREAD = object()
 class CubicIntFlow(CubicFlow):
     def __init__(self, alg, datapath, datapath_info):
         self.flow_id = None
-        self.seen_congestion = self.seen_link = 0
+        self.seen_congestion = self.seen_link = self.seen_reconfig = 0
+        self.last_cause = None              # what loss_backoff found the last episode was
         self._snapshot = _UNREAD
         super().__init__(alg, datapath, datapath_info)
 
@@ -77,15 +93,26 @@ class CubicIntFlow(CubicFlow):
             self._snapshot = self.fresh_telemetry()
         return self._snapshot
 
-    def loss_backoff(self, r: Report):
+    def loss_backoff(self, r: Report, timeout: bool = False):
         fresh = self._telemetry()
         if fresh is None:
+            self.last_cause = None
             return BETA, "loss: no fresh telemetry, CUBIC beta 0.7", True
         rec = fresh.record
-        cause = classify(rec, self.seen_congestion, self.seen_link)
+        cause = self.last_cause = classify(rec, self.seen_congestion, self.seen_link, self.seen_reconfig)
         self.seen_congestion, self.seen_link = rec.lost_congestion, rec.lost_link
+        self.seen_reconfig = rec.lost_reconfig or 0
         age = f"telemetry {fresh.age_s * 1e3:.1f} ms old"
-        if cause == "link":
+        if self.alg.reconfig == "ride":
+            night = self._night(rec, r, timeout) if cause == UNKNOWN else None
+            if cause == RECONFIG or night is not None:
+                self.last_cause = RECONFIG
+                how = ("the sink put it in a night" if night is None else
+                       f"hop {night[0].node_id} announced a night that ended {night[1] / 1e6:.0f} ms ago")
+                return 1.0, f"loss: a path reconfiguration ({how}), cwnd kept; {age}", False
+        elif cause == RECONFIG:
+            cause = self.last_cause = UNKNOWN
+        if cause == LINK:
             excess_beta = self._queue_excess_beta(rec)
             if excess_beta is not None:
                 beta, why = excess_beta
@@ -96,6 +123,15 @@ class CubicIntFlow(CubicFlow):
         if cause == "congestion":
             return BETA, f"loss: congestion (sink), CUBIC beta 0.7; {age}", True
         return BETA, f"loss: the sink attributed no new loss of this flow, CUBIC beta 0.7; {age}", True
+
+    def _night(self, rec, r: Report, timeout: bool):
+        """(hop, ns since its night ended) of a night the path announced that ended while
+        this episode's packets were on their way (announced_night), or None."""
+        if timeout:
+            lookback = TIMEOUT_LOOKBACK_NS
+        else:
+            lookback = 2 * max(r.rtt_us or 0, r.minrtt_us or 0) * 1000 + NIGHT_SLACK_NS
+        return announced_night(rec, time.time_ns(), lookback)
 
     def _queue_excess_beta(self, rec):
         """(beta, why) of a cut that drains the bottleneck queue's excess over the target,
@@ -124,10 +160,12 @@ class CubicIntFlow(CubicFlow):
         loss is an RTO; docs/datapath.md, A9.)"""
         if not new_episode:
             return super().on_timeout(r, new_episode)
-        beta, why, congestive = self.loss_backoff(r)
+        beta, why, congestive = self.loss_backoff(r, timeout=True)
         if congestive:
             return f"{super().on_timeout(r, new_episode)} ({why})"
         w = self._sent_window()
+        if self.last_cause == RECONFIG:
+            return self._night_timeout(r, w, why)
         cubic = (w // self.mss * BETA) // 1 * self.mss
         self.ssthresh = max(cubic, min(w * beta, self.congestion_ssthresh), 2 * self.mss)
         self.cwnd = self.mss
@@ -135,6 +173,31 @@ class CubicIntFlow(CubicFlow):
         capped = " (the last congestion cut's)" if w * beta > self.congestion_ssthresh else ""
         return (f"timeout, {why}: cwnd 1 MSS, ssthresh {self.ssthresh / self.mss:.0f} segments{capped}, "
                 f"W_max kept")
+
+    def _night_timeout(self, r: Report, w: float, why: str) -> str:
+        """A timeout of a reconfiguration's night: ssthresh and W_max kept, the window at
+        what the path can take (resume_bytes), the curve from there."""
+        self.ssthresh = max(min(w, self.congestion_ssthresh), 2 * self.mss)
+        resume, how = self._resume_bytes(w)
+        self.cwnd = max(min(resume, self.ssthresh), self.mss)
+        self._end_epoch()
+        self.ca_target = float(max(self.ssthresh // self.mss, 1) * self.mss)
+        return (f"timeout, {why.replace('cwnd kept', 'W_max and ssthresh kept')}: cwnd "
+                f"{self.cwnd / self.mss:.0f} segments ({how}), not 1 MSS")
+
+    def _resume_bytes(self, w: float):
+        """(bytes, why) the path takes after a night: the migrating hop's port rate over its
+        flows times the flow's minimum RTT (its share of the BDP), at most the window before."""
+        fresh = self._telemetry()
+        hop = None
+        if fresh is not None:
+            hop = migrating_hop(fresh.record)
+        rtt_s = (self.delay_min_us or 0) / 1e6
+        if hop is None or not hop.data_rate_kbps or not rtt_s:
+            return w / 2, "half the window: no rate or RTT known"
+        share_bytes = hop.data_rate_kbps * 1000 / 8 / max(hop.flow_count, 1) * rtt_s
+        return min(w, share_bytes), (f"{hop.data_rate_kbps} kbit/s over {max(hop.flow_count, 1)} flows "
+                                     f"x {rtt_s * 1e3:.1f} ms")
 
     def _bottleneck_hop(self):
         fresh = self._telemetry()
@@ -175,16 +238,20 @@ class CubicInt(Cubic):
               Param("max_age_ms", float, 200.0, "older telemetry is ignored: the flow is then plain CUBIC", min=0),
               Param("queue_target_pct", float, 10.0, "a link loss keeps the window only while the bottleneck "
                     "queue is below this share of its buffer; above, it cuts by the excess", min=0, max=100),
+              Param("reconfig", str, "ride", "a path reconfiguration's night (announced in INT): ride keeps "
+                    "the window through its losses and restarts a timeout at the path's share; off: CUBIC",
+                    choices=RECONFIG_MODES),
               HYSTART, INIT_CWND)
     needs_telemetry = True
 
     def __init__(self, policy: str = "l1", increment: float = 1.0, telemetry=None, directory=None,
                  max_age_ms: float = 200.0, queue_target_pct: float = 10.0, init_cwnd_pkts: int = 10, trace: str | None = None,
-                 hystart: bool = True, **kwargs):
+                 hystart: bool = True, reconfig: str = "ride", **kwargs):
         by_name = {p.name: p for p in self.params}
         by_name["policy"].check(policy)
         by_name["increment"].check(increment)
         by_name["queue_target_pct"].check(queue_target_pct)
+        by_name["reconfig"].check(reconfig)
         super().__init__(init_cwnd_pkts=init_cwnd_pkts, trace=trace, hystart=hystart, **kwargs)
         self.policy = policy
         self.increment = increment
@@ -192,3 +259,4 @@ class CubicInt(Cubic):
         self.directory = directory      # .flow_id(datapath_info) -> str | None
         self.max_age_ms = max_age_ms
         self.queue_target_pct = queue_target_pct
+        self.reconfig = reconfig

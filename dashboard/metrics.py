@@ -44,6 +44,7 @@ class _StateCollector:
             packets.add_metric([fid], f.packets)
             lost.add_metric([fid, "congestion"], f.lost_congestion)
             lost.add_metric([fid, "link"], f.lost_link)
+            lost.add_metric([fid, "reconfig"], f.lost_reconfig)
             loss_rate.add_metric([fid], f.loss_rate)
             if f.one_way_delay_us is not None:
                 owd.add_metric([fid], f.one_way_delay_us / 1e6)

@@ -130,6 +130,7 @@ class DashboardState:
         a["packets"] = a.get("packets", 0) + rec.interval_packets
         a["lost_congestion"] = a.get("lost_congestion", 0) + rec.interval_lost_congestion
         a["lost_link"] = a.get("lost_link", 0) + rec.interval_lost_link
+        a["lost_reconfig"] = a.get("lost_reconfig", 0) + rec.interval_lost_reconfig
         if rec.one_way_delay_us is not None:
             a["owd_sum"] = a.get("owd_sum", 0.0) + rec.one_way_delay_us
             a["owd_n"] = a.get("owd_n", 0) + 1
@@ -252,8 +253,8 @@ class DashboardState:
         flows = []
         for fid, s in self.flows.items():
             pts = recent(s.points)
-            sent = sum(p["packets"] + p["lost_congestion"] + p["lost_link"] for p in pts)
-            lost = sum(p["lost_congestion"] + p["lost_link"] for p in pts)
+            lost = sum(p["lost_congestion"] + p["lost_link"] + p["lost_reconfig"] for p in pts)
+            sent = sum(p["packets"] for p in pts) + lost
             if sent:
                 flows.append({"flow_id": fid, "loss": round(lost / sent, 4),
                               "link_share": round(sum(p["lost_link"] for p in pts) / lost, 3) if lost else None})
@@ -271,7 +272,7 @@ def _fold_hop(second: int, a: dict) -> dict:
 
 def _fold_flow(second: int, a: dict) -> dict:
     return {"t": second, "packets": a["packets"], "lost_congestion": a["lost_congestion"],
-            "lost_link": a["lost_link"],
+            "lost_link": a["lost_link"], "lost_reconfig": a.get("lost_reconfig", 0),
             "owd_ms": round(a["owd_sum"] / a["owd_n"] / 1e3, 3) if a.get("owd_n") else None}
 
 
@@ -312,7 +313,7 @@ def _flow_latest(rec) -> dict | None:
     return None if rec is None else {
         "flow_id": rec.flow_id, "src": rec.src, "dst": rec.dst, "sport": rec.sport, "dport": rec.dport,
         "packets": rec.packets, "lost": rec.lost, "lost_congestion": rec.lost_congestion,
-        "lost_link": rec.lost_link, "loss_rate": rec.loss_rate, "one_way_delay_us": rec.one_way_delay_us,
+        "lost_link": rec.lost_link, "lost_reconfig": rec.lost_reconfig, "loss_rate": rec.loss_rate, "one_way_delay_us": rec.one_way_delay_us,
         "path": [h.node_id for h in rec.path], "last_loss_cause": rec.last_loss_cause,
         # each hop's queue for the flow where the port has several (RTT separation), else None
         "queues": [h.queue_index if h.queue_count and h.queue_count > 1 else None for h in rec.path]}

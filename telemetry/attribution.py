@@ -11,7 +11,10 @@ packets on either side of it carry:
 * a link counted losses in between and no queue dropped -> link;
 * both moved -> split in proportion of the two deltas, the link's share rounded
   down: a tie, or a single packet between equal evidence, is congestion;
-* nothing moved (the packet died where nothing counts) -> congestion.
+* nothing moved (the packet died where nothing counts) -> congestion, unless a hop
+  that announces a path reconfiguration with a downtime (schema v5) counted a
+  migration between the two packets: then the network says where they died, in the
+  night between two paths -> reconfig.
 
 A sender may only be lenient on a loss the network positively puts on the link;
 everything unexplained or mixed counts as congestion (docs/telemetry.md states
@@ -25,6 +28,12 @@ more than the gap, never what its drops already explain), the rest is congestion
 Without them (older nodes, or a flow the node's table evicted) the node totals
 decide, which every flow through the hop shares: with many flows a delta may include
 other flows' drops, and the proportion is only an estimate.
+
+A hop's counters belong to one queue: a node with several queues on a port (RTT
+separation's, a reconfigured port's path and circuit) stamps the one the packet took.
+Counters are compared per (node, queue, path), with the flow's last packet through that
+same queue (the sink remembers them): the drops a queue counted of this flow since the
+flow last left it.
 """
 from __future__ import annotations
 
@@ -53,12 +62,33 @@ class HopCounters:
     # reports only its totals (IOAM opaque schema v1/v2)
     flow_queue_drops: Optional[int] = None
     flow_link_losses: Optional[int] = None
+    queue_index: int = 0                 # which of the port's queues stamped (schema v4)
+    on_circuit: bool = False             # the packet took a reconfigured port's circuit (v5)
+    # the port's reconfiguration (v5): migrations so far (8 bits, wraps) and its downtime;
+    # None where the hop announces none
+    reconfig_epoch: Optional[int] = None
+    reconfig_downtime_ms: Optional[int] = None
+
+    @property
+    def key(self) -> tuple:
+        """The queue these counters are of."""
+        return self.node_id, self.queue_index, self.on_circuit
 
 
 @dataclass
 class GapLabel:
     congestion: int
     link: int
+    reconfig: int = 0
+
+
+def crossed_a_night(previous: Sequence[HopCounters], after: Sequence[HopCounters]) -> bool:
+    """Whether a hop with a downtime migrated the flow between its previous packet and this
+    one (its migration count moved): the packets between may have died in the night."""
+    epochs = {h.node_id: h.reconfig_epoch for h in previous}
+    return any(h.reconfig_downtime_ms and h.reconfig_epoch is not None
+               and epochs.get(h.node_id) is not None and epochs[h.node_id] != h.reconfig_epoch
+               for h in after)
 
 
 def _own_deltas(h: HopCounters, p: HopCounters, lost: int) -> Optional[Tuple[int, int]]:
@@ -76,20 +106,27 @@ def _own_deltas(h: HopCounters, p: HopCounters, lost: int) -> Optional[Tuple[int
     return d, k
 
 
-def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCounters]) -> GapLabel:
-    """Split ``lost`` packets between congestion and link from the counters of
-    the packets just before and just after the gap: this flow's own counts where every
-    hop keeps them, else the hops' totals (shared by every flow through them)."""
-    prev = {h.node_id: h for h in before}
-    pairs = [(h, prev[h.node_id]) for h in after if h.node_id in prev]   # hops with an earlier snapshot
+def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCounters],
+              previous: Optional[Sequence[HopCounters]] = None) -> GapLabel:
+    """Split ``lost`` packets between congestion, link and reconfiguration from the counters
+    of the packets just before and just after the gap: this flow's own counts where every
+    hop keeps them, else the hops' totals (shared by every flow through them). ``before``
+    holds the flow's last counters of each queue it took; ``previous`` the packet just
+    before the gap's (default: ``before``), whose migration counts say whether a night
+    lies between."""
+    prev = {h.key: h for h in before}
+    pairs = [(h, prev[h.key]) for h in after if h.key in prev]   # queues with an earlier snapshot
+    night = crossed_a_night(before if previous is None else previous, after)
     own = [_own_deltas(h, p, lost) for h, p in pairs]
     if pairs and None not in own:
         drops = sum(d for d, _ in own)
         link = sum(k for _, k in own)
         # exact: the link gets the losses it counted of this flow, never more than it
-        # proves; the rest, counted as drops or not counted at all, is congestion
+        # proves; the drops are congestion; the rest, counted nowhere, died in a night
+        # the path announced, or else is congestion too
         link_share = max(0, min(link, lost - drops))
-        return GapLabel(lost - link_share, link_share)
+        uncounted = max(0, lost - drops - link_share) if night else 0
+        return GapLabel(lost - link_share - uncounted, link_share, uncounted)
     drops = link = 0
     for h, p in pairs:
         drops += u32_delta(h.queue_drops, p.queue_drops)
@@ -103,6 +140,9 @@ def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCount
         return GapLabel(lost, 0)
     if link:
         return GapLabel(0, lost)
+    if night:
+        # nothing counted them, and the path announced a night between: the night's
+        return GapLabel(0, 0, lost)
     # No counter moved: the packet died where nothing counts (a receive ring, a
     # host), which is no evidence of a lossy link. A sender must only be lenient
     # on a loss the network positively attributes to the link: congestion.
@@ -113,7 +153,7 @@ def label_gap(lost: int, before: Sequence[HopCounters], after: Sequence[HopCount
 class SeqResult:
     """What one sequence number told the tracker."""
     gap: int = 0                 # packets newly missing (pending) because of this one
-    confirmed: Tuple[int, int] = (0, 0)   # (congestion, link) losses confirmed now
+    confirmed: Tuple[int, int, int] = (0, 0, 0)   # (congestion, link, reconfig) losses confirmed now
     reordered: bool = False      # it filled a pending gap
     late: bool = False           # it arrived after its loss had been confirmed (corrected)
     duplicate: bool = False
@@ -134,7 +174,7 @@ class SeqTracker:
         self.expected: Optional[int] = None
         self.pending: "OrderedDict[int, str]" = OrderedDict()
         self.recent_lost: "OrderedDict[int, str]" = OrderedDict()
-        self.lost = {"congestion": 0, "link": 0}
+        self.lost = {"congestion": 0, "link": 0, "reconfig": 0}
         self.reordered = self.duplicates = self.resyncs = self.late = 0
 
     @property
@@ -160,7 +200,7 @@ class SeqTracker:
             else:
                 r.gap = d
                 lab = label_gap_cb(d) if label_gap_cb else GapLabel(0, d)
-                causes = ["congestion"] * lab.congestion + ["link"] * lab.link
+                causes = ["congestion"] * lab.congestion + ["link"] * lab.link + ["reconfig"] * lab.reconfig
                 for i in range(d):
                     self.pending[(self.expected + i) & U32_MASK] = causes[i]
             self.expected = (seq + 1) & U32_MASK
@@ -182,8 +222,8 @@ class SeqTracker:
         r.confirmed = self._confirm()
         return r
 
-    def _confirm(self) -> Tuple[int, int]:
-        cong = link = 0
+    def _confirm(self) -> Tuple[int, int, int]:
+        confirmed = dict.fromkeys(self.lost, 0)
         highest = self.highest
         while self.pending:
             s, cause = next(iter(self.pending.items()))
@@ -194,13 +234,10 @@ class SeqTracker:
             self.recent_lost[s] = cause
             if len(self.recent_lost) > self.max_pending:
                 self.recent_lost.popitem(last=False)
-            if cause == "congestion":
-                cong += 1
-            else:
-                link += 1
-        return cong, link
+            confirmed[cause] += 1
+        return confirmed["congestion"], confirmed["link"], confirmed["reconfig"]
 
     @property
     def total_lost(self) -> int:
-        return self.lost["congestion"] + self.lost["link"]
+        return sum(self.lost.values())
 

@@ -34,7 +34,7 @@ ESTIMATE_TOPIC = TOPIC_ROOT + "/estimate/{flow_id}"
 DECISION_TOPIC = TOPIC_ROOT + "/decision/{flow_id}"
 CCA_TOPIC = TOPIC_ROOT + "/cca/{flow_id}"
 ALL_TOPICS = TOPIC_ROOT + "/#"
-LOSS_CAUSES = ("congestion", "link")
+LOSS_CAUSES = ("congestion", "link", "reconfig")
 REASONS = ("loss", "periodic")
 MAX_PAYLOAD_BYTES = 64 * 1024
 
@@ -213,6 +213,8 @@ class FlowRecord:
     lost: int = _f(_int(0))                               # confirmed e2e losses
     lost_congestion: int = _f(_int(0))
     lost_link: int = _f(_int(0))
+    # lost in a path reconfiguration's announced night (schema v5 hops); absent before: 0
+    lost_reconfig: int = _f(_opt(_int(0)), 0)
     reordered: int = _f(_int(0))
     loss_rate: float = _f(_num(0.0, 1.0))                 # lost / (packets + lost)
     interval_ms: float = _f(_num(0.0))
@@ -220,6 +222,7 @@ class FlowRecord:
     interval_lost: int = _f(_int(0))
     interval_lost_congestion: int = _f(_int(0))
     interval_lost_link: int = _f(_int(0))
+    interval_lost_reconfig: int = _f(_opt(_int(0)), 0)
     path: List[HopState] = field(default_factory=list)    # first hop first
     last_loss_cause: Optional[str] = _f(_opt(_one_of(LOSS_CAUSES)))
     last_loss_ns: Optional[int] = _f(_opt(_int(0)))
@@ -237,8 +240,10 @@ class FlowRecord:
         hops = [HopState.from_dict(h, f"{where}: path[{i}]") for i, h in enumerate(path)]
         rec = cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name != "path"})
         rec.path = hops
-        if rec.lost_congestion + rec.lost_link > rec.lost:
-            raise SchemaError(f"{where}: lost_congestion + lost_link exceeds lost")
+        rec.lost_reconfig = rec.lost_reconfig or 0
+        rec.interval_lost_reconfig = rec.interval_lost_reconfig or 0
+        if rec.lost_congestion + rec.lost_link + rec.lost_reconfig > rec.lost:
+            raise SchemaError(f"{where}: lost_congestion + lost_link + lost_reconfig exceeds lost")
         return rec
 
     def to_dict(self) -> dict:

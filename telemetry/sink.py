@@ -17,7 +17,7 @@ from operator import itemgetter
 from typing import Dict, List, Optional, Tuple
 
 from int_node import ioam_decode
-from int_node.ioam import RECONFIG_NEXT_NONE
+from int_node.ioam import RECONFIG_NEXT_NONE, RECONFIG_ON_CIRCUIT
 from int_node.packet import flow_tuple
 
 from .attribution import GapLabel, HopCounters, SeqTracker, label_gap
@@ -59,13 +59,24 @@ def _counters(nodes) -> List[HopCounters]:
         cap = st.queue_capacity_bytes
         out.append(HopCounters(n.node_id, st.queue_drops, st.link_losses,
                                (n.queue_depth_bytes or 0) / cap if cap else 0.0,
-                               st.flow_queue_drops, st.flow_link_losses))
+                               st.flow_queue_drops, st.flow_link_losses, st.queue_index or 0,
+                               bool((st.reconfig_flags or 0) & RECONFIG_ON_CIRCUIT),
+                               st.reconfig_epoch if st.reconfig_period_ms else None,
+                               st.reconfig_downtime_ms if st.reconfig_period_ms else None))
     return out
 
 
+def _queue_key(n) -> tuple:
+    """The queue a decoded node's counters are of (attribution.HopCounters.key)."""
+    st = n.state
+    if st is None:
+        return n.node_id, None, None
+    return n.node_id, st.queue_index or 0, bool((st.reconfig_flags or 0) & RECONFIG_ON_CIRCUIT)
+
+
 class _Flow:
-    __slots__ = ("flow_id", "tuple", "tracker", "packets", "nodes", "last_pub_ns", "loss_due",
-                 "iv_start_ns", "iv_packets", "iv_cong", "iv_link", "last_cause", "last_loss_ns",
+    __slots__ = ("flow_id", "tuple", "tracker", "packets", "nodes", "queues", "last_pub_ns", "loss_due",
+                 "iv_start_ns", "iv_packets", "iv_cong", "iv_link", "iv_reconfig", "last_cause", "last_loss_ns",
                  "owd_us", "last_seen_ns")
 
     def __init__(self, key: bytes, now_ns: int, reorder_pkts: int):
@@ -74,10 +85,11 @@ class _Flow:
         self.tracker = SeqTracker(reorder_pkts)
         self.packets = 0
         self.nodes = []
+        self.queues: Dict[tuple, object] = {}    # each queue's node from the flow's last packet through it
         self.last_pub_ns = 0
         self.loss_due = False
         self.iv_start_ns = now_ns
-        self.iv_packets = self.iv_cong = self.iv_link = 0
+        self.iv_packets = self.iv_cong = self.iv_link = self.iv_reconfig = 0
         self.last_cause: Optional[str] = None
         self.last_loss_ns: Optional[int] = None
         self.owd_us: Optional[float] = None
@@ -145,14 +157,16 @@ class SinkTelemetry:
             prev = f.nodes
 
             def label(n: int) -> GapLabel:
-                return label_gap(n, _counters(prev), _counters(nodes))
+                return label_gap(n, _counters(f.queues.values()), _counters(nodes), previous=_counters(prev))
             r = f.tracker.observe(e2e.seq, label)
-            cong, link = r.confirmed
-            new_lost = cong + link
-            if cong or link:
+            cong, link, reconfig = r.confirmed
+            new_lost = cong + link + reconfig
+            if new_lost:
                 f.iv_cong += cong
                 f.iv_link += link
-                f.last_cause = "congestion" if cong >= link else "link"
+                f.iv_reconfig += reconfig
+                f.last_cause = max((cong, "congestion"), (link, "link"), (reconfig, "reconfig"),
+                                   key=itemgetter(0))[1]      # a tie: congestion, then link
                 f.last_loss_ns = now_ns
                 f.loss_due = True
             if e2e.ts_sec is not None:
@@ -163,6 +177,8 @@ class SinkTelemetry:
         else:
             c["no_e2e"] += 1
         f.nodes = nodes
+        for n in nodes:
+            f.queues[_queue_key(n)] = n
         out: List[Publication] = []
         reason = record_due(now_ns - f.last_pub_ns, f.loss_due, self.period_ns, self.min_gap_ns)
         if reason:
@@ -215,16 +231,17 @@ class SinkTelemetry:
         rec = FlowRecord(
             flow_id=f.flow_id, ts_ns=now_ns, reason=reason, src=src, dst=dst, proto=proto, sport=sport,
             dport=dport, seq=t.highest or 0, packets=f.packets, lost=lost,
-            lost_congestion=t.lost["congestion"], lost_link=t.lost["link"], reordered=t.reordered,
+            lost_congestion=t.lost["congestion"], lost_link=t.lost["link"], lost_reconfig=t.lost["reconfig"],
+            reordered=t.reordered,
             loss_rate=lost / (f.packets + lost) if f.packets + lost else 0.0,
             interval_ms=(now_ns - f.iv_start_ns) / 1e6, interval_packets=f.iv_packets,
-            interval_lost=f.iv_cong + f.iv_link, interval_lost_congestion=f.iv_cong,
-            interval_lost_link=f.iv_link, path=[hop_state(n) for n in f.nodes],
+            interval_lost=f.iv_cong + f.iv_link + f.iv_reconfig, interval_lost_congestion=f.iv_cong,
+            interval_lost_link=f.iv_link, interval_lost_reconfig=f.iv_reconfig, path=[hop_state(n) for n in f.nodes],
             last_loss_cause=f.last_cause, last_loss_ns=f.last_loss_ns, one_way_delay_us=f.owd_us,
             sink_node_id=f.nodes[-1].node_id if f.nodes else None)
         f.last_pub_ns = now_ns
         f.loss_due = False
         f.iv_start_ns = now_ns
-        f.iv_packets = f.iv_cong = f.iv_link = 0
+        f.iv_packets = f.iv_cong = f.iv_link = f.iv_reconfig = 0
         self.counters["flow_records"] += 1
         return flow_topic(f.flow_id), encode(rec)

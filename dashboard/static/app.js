@@ -21,7 +21,7 @@
   ];
   const FLOW_CHARTS = [
     ["rate", "delivered at the sink (pkt/s)", [["packets", "delivered"]], counts],
-    ["loss", "losses /s by cause", [["lost_congestion", "congestion"], ["lost_link", "link"]], counts],
+    ["loss", "losses /s by cause", [["lost_congestion", "congestion"], ["lost_link", "link"], ["lost_reconfig", "reconfiguration"]], counts],
     ["owd", "one-way delay (ms)", [["owd_ms", "delay"]], counts],
   ];
   // the sender's side, when its agent publishes its decisions (--decisions / --broker)
@@ -107,7 +107,8 @@
     for (let t = now - LOSS_WINDOW_S; t <= now; t++) {
       const p = s.get(t);
       if (!p) continue;
-      sent += p.packets + p.lost_congestion + p.lost_link; lost += p.lost_congestion + p.lost_link; link += p.lost_link;
+      const gone = p.lost_congestion + p.lost_link + (p.lost_reconfig || 0);
+      sent += p.packets + gone; lost += gone; link += p.lost_link;
       pps = p.packets;
     }
     return { loss: sent ? lost / sent : 0, linkShare: lost ? link / lost : null, pps };

@@ -20,7 +20,7 @@ def test_a_gap_is_confirmed_after_reorder_window():
     res = feed(t, [0, 1, 2, 4, 5])           # 3 missing, two packets after it
     assert res[3].gap == 1 and t.total_lost == 0 and 3 in t.pending
     res = feed(t, [6])                        # third packet past the gap: confirmed
-    assert res[0].confirmed == (0, 1) and t.lost["link"] == 1 and not t.pending
+    assert res[0].confirmed == (0, 1, 0) and t.lost["link"] == 1 and not t.pending
 
 
 def test_reordered_packet_within_window_is_not_a_loss():
@@ -64,7 +64,7 @@ def test_duplicates_are_counted_not_lost():
 def test_labels_from_the_gap_callback_are_what_gets_confirmed():
     t = SeqTracker(reorder_pkts=1)
     feed(t, [0, 3, 4], cause="congestion")
-    assert t.lost == {"congestion": 2, "link": 0}
+    assert t.lost == {"congestion": 2, "link": 0, "reconfig": 0}
 
 
 def test_pending_list_is_bounded():
@@ -126,3 +126,42 @@ def test_label_ignores_hops_without_an_earlier_snapshot():
     before = [HopCounters(1, 0, 0, 0.0)]
     after = [HopCounters(1, 0, 1, 0.0), HopCounters(9, 1000, 0, 0.0)]
     assert label_gap(1, before, after) == GapLabel(0, 1)
+
+
+def rc(node, fd, epoch, circuit, downtime_ms=10, drops=100):
+    """A reconfigured port's hop: this flow's drops at the queue it took, the port's migrations."""
+    return HopCounters(node, drops, 0, 0.0, fd, 0, 0, circuit, epoch, downtime_ms)
+
+
+def test_losses_nothing_counted_across_an_announced_night_are_the_reconfigurations():
+    # migrated from the circuit (epoch 4) to the path (epoch 5): 6 lost, the path's queue
+    # dropped 2 of them since the flow last took it; the other 4 died in the night
+    last_on_path, last_on_circuit = rc(1, 7, 3, False), rc(1, 0, 4, True)
+    now = rc(1, 9, 5, False)
+    assert label_gap(6, [last_on_path, last_on_circuit], [now], previous=[last_on_circuit]) == GapLabel(2, 0, 4)
+    # the same losses without a migration between the two packets: congestion
+    assert label_gap(6, [last_on_circuit], [rc(1, 0, 4, True)]) == GapLabel(6, 0, 0)
+    # a migration without a downtime announces no night: congestion
+    assert label_gap(6, [last_on_circuit], [rc(1, 0, 5, False, downtime_ms=0)]) == GapLabel(6, 0, 0)
+    # only the totals (an evicted flow, no snapshot of the new queue): nothing counted -> the night's,
+    # a queue's drops in between -> congestion, as ever
+    total_only = HopCounters(1, 100, 0, 0.0, None, None, 0, False, 5, 10)
+    assert label_gap(3, [HopCounters(1, 100, 0, 0.0, None, None, 0, True, 4, 10)], [total_only]) == GapLabel(0, 0, 3)
+    path_before, circuit_before = (HopCounters(1, 90, 0, 0.0, None, None, 0, False, 3, 10),
+                                   HopCounters(1, 100, 0, 0.0, None, None, 0, True, 4, 10))
+    assert label_gap(3, [path_before, circuit_before], [total_only], previous=[circuit_before]) == GapLabel(3, 0, 0)
+
+
+def test_a_queues_counts_are_compared_with_the_flows_last_packet_through_that_queue():
+    # the circuit's queue dropped nothing of the flow; the path's queue counts 50 on its own
+    # counter: compared with the circuit's (0) that would be 50 drops, and a reset
+    before = [rc(1, 50, 4, False), rc(1, 0, 4, True)]
+    assert label_gap(2, before, [rc(1, 52, 4, False)]) == GapLabel(2, 0, 0)     # its 2 new drops
+    assert label_gap(2, before, [rc(1, 0, 4, True)]) == GapLabel(2, 0, 0)      # unexplained: congestion
+
+
+def test_the_tracker_counts_the_nights_losses_apart():
+    t = SeqTracker(reorder_pkts=1)
+    t.observe(0)
+    t.observe(4, lambda n: GapLabel(1, 0, n - 1))
+    assert t.lost == {"congestion": 1, "link": 0, "reconfig": 2} and t.total_lost == 3

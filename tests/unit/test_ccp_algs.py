@@ -878,3 +878,52 @@ def test_a_window_less_than_a_segment_below_ssthresh_is_past_slow_start():
     assert dp.ss_until == 0 and dp.fields["ca_target"] > 0                     # the curve grows it
     flow.cwnd, flow.ssthresh = 4.9 * MSS, 5.5 * MSS                             # a whole segment to go
     assert flow.in_slow_start() and dict(flow.growth_registers())["ss_until"] == int(5.5 * MSS)
+
+
+def night_record(ended_ms_ago, period_ms=100, downtime_ms=10, migrated=True, lost_reconfig=0, lost_congestion=0):
+    """A flow record whose hop migrates the flow (or not) every period with a downtime; its
+    last night ended ``ended_ms_ago`` before now (as stamped now: the next night is a day away)."""
+    rec = flow_record(lost_congestion=lost_congestion)
+    hop = rec.path[0]
+    hop.reconfig_period_ms, hop.reconfig_downtime_ms, hop.reconfig_epoch = period_ms, downtime_ms, 7
+    hop.reconfig_flags = 1 if migrated else 0
+    hop.reconfig_next_ms = period_ms - downtime_ms - ended_ms_ago
+    rec.lost_reconfig = lost_reconfig
+    rec.lost += lost_reconfig
+    return rec
+
+
+@pytest.mark.parametrize("policy", ["l1", "l2"])
+def test_a_loss_in_a_reconfigurations_night_keeps_the_window(policy):
+    for rec in (night_record(80, lost_reconfig=4),       # the sink put the losses in a night
+                night_record(5)):                         # not attributed yet: the path announced one 5 ms ago
+        flow, dp = cubic_int(policy, rec)
+        flow.on_report(report(acked=MSS, loss=4, inflight=100, rtt_us=20_000))
+        assert dp.cwnd == 100 * MSS, rec
+
+
+def test_only_a_night_of_this_flows_migration_within_the_look_back_is_one():
+    for rec in (night_record(60),                                   # ended before the packets left: 2 RTTs + 10 ms ago
+                night_record(5, migrated=False),                    # the hop migrates other flows
+                night_record(5, downtime_ms=0),                     # moves without a downtime drop nothing
+                night_record(5, lost_congestion=2)):                # a queue dropped some: congestion
+        flow, dp = cubic_int("l1", rec)
+        flow.on_report(report(acked=MSS, loss=4, inflight=100, rtt_us=20_000))
+        assert dp.cwnd == pytest.approx(70 * MSS, abs=2), rec
+    alg = CubicInt(policy="l1", reconfig="off", telemetry=FakeTelemetry(night_record(5, lost_reconfig=4)),
+                   directory=FakeDirectory())
+    flow, dp = start(alg)
+    grow_to(flow, 100 * MSS)
+    flow.on_report(report(acked=MSS, loss=4, inflight=100, rtt_us=20_000))
+    assert dp.cwnd == pytest.approx(70 * MSS, abs=2)                # off: CUBIC
+
+
+def test_a_timeout_of_a_night_restarts_at_the_paths_share_with_ssthresh_kept():
+    flow, dp = cubic_int("l1", night_record(300))                  # a timeout fires >= 200 ms after the night
+    flow.delay_min_us = 20_000
+    flow.on_report(report(acked=0, timeout=True, inflight=0))
+    # the hop's 10 Mbit/s over its one flow x 20 ms: 25,000 B, 17 segments, not 1
+    assert dp.cwnd == pytest.approx(25_000 // MSS * MSS, abs=MSS) and flow.ssthresh == 100 * MSS
+    flow, dp = cubic_int("l1", night_record(300, lost_congestion=3))
+    flow.on_report(report(acked=0, timeout=True, inflight=0))
+    assert dp.cwnd == MSS and flow.ssthresh == 70 * MSS           # congestion's: CUBIC

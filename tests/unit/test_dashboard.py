@@ -128,7 +128,7 @@ def test_metrics_parse_and_match_the_latest_records():
     assert occ == {"1": 0.5, "2": 0.1}
     lost = {(s.labels["flow"], s.labels["cause"]): s.value for s in fams["intcc_flow_lost_packets"].samples
             if s.name.endswith("_total")}
-    assert lost == {(FID, "congestion"): 0, (FID, "link"): 0}
+    assert lost == {(FID, "congestion"): 0, (FID, "link"): 0, (FID, "reconfig"): 0}
     owd = fams["intcc_flow_one_way_delay_seconds"].samples[0]
     assert owd.value == pytest.approx(0.012) and owd.labels["flow"] == FID
 
