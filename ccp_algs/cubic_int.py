@@ -159,6 +159,12 @@ class CubicIntFlow(CubicFlow):
         CUBIC's cut every RTO took 30 % off, and L2 was ground down to windows where every
         loss is an RTO; docs/datapath.md, A9.)"""
         if not new_episode:
+            if self.last_cause == RECONFIG and self.alg.reconfig == "ride":
+                # again within a night's episode (its retransmissions met the next night, or
+                # the timer backed off): the window restarts at the path's share again
+                resume, how = self._resume_bytes(self._sent_window())
+                self.cwnd = max(min(resume, self.ssthresh), self.mss)
+                return f"timeout again in a reconfiguration's episode: cwnd {self.cwnd / self.mss:.0f} segments ({how})"
             return super().on_timeout(r, new_episode)
         beta, why, congestive = self.loss_backoff(r, timeout=True)
         if congestive:

@@ -924,6 +924,8 @@ def test_a_timeout_of_a_night_restarts_at_the_paths_share_with_ssthresh_kept():
     flow.on_report(report(acked=0, timeout=True, inflight=0))
     # the hop's 10 Mbit/s over its one flow x 20 ms: 25,000 B, 17 segments, not 1
     assert dp.cwnd == pytest.approx(25_000 // MSS * MSS, abs=MSS) and flow.ssthresh == 100 * MSS
+    flow.on_report(report(acked=0, timeout=True, inflight=0))      # again, in the same episode
+    assert dp.cwnd == pytest.approx(25_000 // MSS * MSS, abs=MSS) and flow.ssthresh == 100 * MSS
     flow, dp = cubic_int("l1", night_record(300, lost_congestion=3))
     flow.on_report(report(acked=0, timeout=True, inflight=0))
     assert dp.cwnd == MSS and flow.ssthresh == 70 * MSS           # congestion's: CUBIC
