@@ -47,11 +47,12 @@ from __future__ import annotations
 
 import time
 
+from telemetry.reconfig import migrating_hop
+
 from .base import Report
 from .cubic import BETA, HYSTART, Cubic, CubicFlow
 from .registry import INIT_CWND, Param
 from .loss_classifier import LINK, RECONFIG, UNKNOWN, announced_night, classify
-from telemetry.reconfig import migrating_hop
 
 POLICIES = ("l1", "l2")
 L2_BETA = 0.95

@@ -446,10 +446,13 @@ def separation_cmd(results, metric, plot_path, json_out, markdown_out, reruns):
 @click.option("--series-plot", "series_plot", type=click.Path(dir_okay=False), metavar="FILE",
               help="also draw goodput against time of both flows per setting, for --algorithm (PNG)")
 @click.option("--algorithm", default=None, help="the algorithm of --series-plot (default: the first)")
+@click.option("--against", "against", default=None, metavar="ALGORITHM",
+              help="also pair every other algorithm's runs with this one's, repeat by repeat: goodput ratio, "
+                   "prolongation from goodput and the main flow's difference (e.g. 'kernel cubic')")
 @click.option("--record-out", "record_out", type=click.Path(dir_okay=False), metavar="FILE",
               help="write the run's summary with each run's goodput series: the record docs/reconfiguration.md "
                    "is rebuilt from (one RESULTS directory)")
-def reconfig_cmd(results, fct_mb, plot_path, series_plot, algorithm, record_out):
+def reconfig_cmd(results, fct_mb, plot_path, series_plot, algorithm, against, record_out):
     """A migrated flow against the main flow under path reconfiguration, from RESULTS
     (directories of 'intcc exp run' of a scenario with [sweep] reconfig, e.g.
     reconfiguration, or records --record-out wrote): per algorithm and setting, each flow's
@@ -465,6 +468,11 @@ def reconfig_cmd(results, fct_mb, plot_path, series_plot, algorithm, record_out)
     except reconfig.ReconfigReportError as e:
         raise click.ClickException(str(e))
     click.echo(reconfig.format_markdown(reconfig.rows(records, fct_mb), fct_mb))
+    if against:
+        try:
+            click.echo("\n" + reconfig.format_paired_markdown(reconfig.paired(records, against)))
+        except reconfig.ReconfigReportError as e:
+            raise click.ClickException(str(e))
     if plot_path:
         reconfig.plot(records, plot_path, fct_mb)
         click.echo(f"plot in {plot_path}")

@@ -550,6 +550,7 @@ def cluster_bench() -> str:
 # ---------------------------------------------------------------- path reconfiguration
 RECONFIGURATION = "data/experiments/reconfiguration-seed*.json"
 RECONFIGURATION_DOWNTIME = "data/experiments/reconfiguration_downtime-seed*.json"
+RECONFIGURATION_INT = "data/experiments/reconfiguration_int-seed*.json"
 
 
 def _reconfig_table(pattern: str, what: str) -> str:
@@ -576,6 +577,24 @@ def reconfiguration_downtime() -> str:
     return _reconfig_table(RECONFIGURATION_DOWNTIME, "reconfiguration_downtime")
 
 
+def reconfiguration_int() -> str:
+    """The migrated flow as kernel CUBIC or cubic-int beside a kernel CUBIC main flow, under
+    reconfigurations with a downtime: each run's table, then cubic-int paired with kernel
+    CUBIC repeat by repeat."""
+    from experiments.reports import reconfig
+    paths = _glob(RECONFIGURATION_INT)
+    if not paths:
+        return "(no reconfiguration_int record yet: see the commands above)"
+    records = reconfig.load([os.path.join(ROOT, p) for p in paths])
+    off = sum(bool(r.get("emulation_off")) for r in records)
+    return "\n".join([reconfig.format_markdown(reconfig.rows(records)), "",
+                      reconfig.format_paired_markdown(reconfig.paired(records, "kernel cubic")), "",
+                      f"Means over repeats with 95 % bootstrap intervals; paired: the same repeat (seed) of both; "
+                      f"prolongation from goodput, 100 (g_none / g − 1), against the algorithm's own run without "
+                      f"reconfiguration; runs whose host fell behind its emulation (emulation_off): {off} of "
+                      f"{len(records)}. " + _source(paths)])
+
+
 SECTIONS: Dict[str, Callable[[], str]] = {
     "lossy-link": lossy_link,
     "cubic-fidelity": cubic_fidelity,
@@ -597,4 +616,5 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "cluster-bench": cluster_bench,
     "reconfiguration": reconfiguration,
     "reconfiguration-downtime": reconfiguration_downtime,
+    "reconfiguration-int": reconfiguration_int,
 }

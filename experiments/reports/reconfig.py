@@ -147,6 +147,69 @@ def format_markdown(table: list[dict], size_mb: float = DEFAULT_FCT_MB) -> str:
     return "\n".join(lines)
 
 
+def paired(records: list[dict], baseline: str) -> list[dict]:
+    """Each other algorithm against ``baseline`` per setting, paired by repeat (the same
+    seed's runs): the migrated flow's goodput ratio, both algorithms' prolongation from
+    goodput (100 (g_none / g - 1): a long transfer's FCT against its own run without
+    reconfiguration; defined where the FCT of a size is censored by the run's end), their
+    ratio, and the main flow's goodput beside the candidate minus beside the baseline
+    (its harm, signed, and as an absolute value)."""
+    by = {(r["algorithm"], r["reconfig"], r["repeat"]): r for r in records}
+    algorithms = list(dict.fromkeys(r["algorithm"] for r in records))
+    if baseline not in algorithms:
+        raise ReconfigReportError(f"no runs of {baseline!r} to pair with (algorithms: {', '.join(algorithms)})")
+    settings = sorted({r["reconfig"] for r in records}, key=lambda v: (period_ms(v) != 0, period_ms(v), downtime_ms(v)))
+    repeats = sorted({r["repeat"] for r in records})
+
+    def prolong(alg, v, k):
+        r, none = by.get((alg, v, k)), by.get((alg, NONE, k))
+        if not r or not none or not r["goodput_mbps"]:
+            return None
+        return 100 * (none["goodput_mbps"] / r["goodput_mbps"] - 1)
+    out = []
+    for cand in algorithms:
+        if cand == baseline:
+            continue
+        for v in settings:
+            pairs = [(by[(baseline, v, k)], by[(cand, v, k)]) for k in repeats
+                     if (baseline, v, k) in by and (cand, v, k) in by]
+            if not pairs:
+                continue
+            pb = [prolong(baseline, v, k) for k in repeats if (cand, v, k) in by and (baseline, v, k) in by]
+            pc = [prolong(cand, v, k) for k in repeats if (cand, v, k) in by and (baseline, v, k) in by]
+            harm = [c.get("competitor_goodput_mbps", 0) - b.get("competitor_goodput_mbps", 0) for b, c in pairs]
+            out.append({"candidate": cand, "baseline": baseline, "reconfig": v, "n": len(pairs),
+                        "baseline_mbps": _ci([b["goodput_mbps"] for b, _ in pairs]),
+                        "candidate_mbps": _ci([c["goodput_mbps"] for _, c in pairs]),
+                        "ratio": _ci([c["goodput_mbps"] / b["goodput_mbps"] for b, c in pairs if b["goodput_mbps"]]),
+                        "baseline_prolongation_pct": _ci(pb) if v != NONE else None,
+                        "candidate_prolongation_pct": _ci(pc) if v != NONE else None,
+                        "prolongation_ratio": _ci([c / b for b, c in zip(pb, pc) if b and c is not None and b > 0])
+                        if v != NONE else None,
+                        "main_harm_mbps": _ci(harm), "main_abs_harm_mbps": _ci([abs(h) for h in harm]),
+                        "main_harm_pct": _ci([100 * h / b["competitor_goodput_mbps"] for h, (b, _) in zip(harm, pairs)
+                                              if b.get("competitor_goodput_mbps")])})
+    return out
+
+
+def format_paired_markdown(table: list[dict]) -> str:
+    if not table:
+        return "(no paired runs)"
+    b = table[0]["baseline"]
+    head = ["migrated flow", "reconfiguration (period/downtime)", "n", f"{b} Mbit/s", "migrated Mbit/s",
+            f"ratio to {b}", f"prolongation % ({b})", "prolongation %", "prolongation ratio",
+            "main flow Mbit/s beside it − beside " + b, "main flow, absolute difference", "main flow, relative %"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in table:
+        lines.append("| " + " | ".join([
+            r["candidate"], r["reconfig"], str(r["n"]), _fmt(r["baseline_mbps"]), _fmt(r["candidate_mbps"]),
+            _fmt(r["ratio"]), _fmt(r["baseline_prolongation_pct"], "{:+.0f}"),
+            _fmt(r["candidate_prolongation_pct"], "{:+.0f}"), _fmt(r["prolongation_ratio"]),
+            _fmt(r["main_harm_mbps"], "{:+.2f}"), _fmt(r["main_abs_harm_mbps"]),
+            _fmt(r["main_harm_pct"], "{:+.1f}")]) + " |")
+    return "\n".join(lines)
+
+
 def record_with_series(results_dir: str, out_path: str) -> int:
     """The run's summary (its provenance: the run's date, commit and command) with each
     record's goodput series (runs/*/series.csv), written to ``out_path``: the record the

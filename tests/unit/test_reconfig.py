@@ -142,3 +142,24 @@ def test_a_run_of_a_downtime_setting_is_one_directory():
     from experiments.runs.runner import run_name
     alg = Algorithm("cubic pair", "cubic", None, [], "cubic")
     assert run_name(alg, "reconfig", "100ms/10ms", 2) == "cubic-pair_reconfig-100ms+10ms_r2"
+
+
+def test_an_algorithm_is_paired_with_the_baseline_repeat_by_repeat():
+    from experiments.reports.reconfig import ReconfigReportError, format_paired_markdown, paired
+
+    def rec(alg, v, k, g, main):
+        return {"algorithm": alg, "reconfig": v, "repeat": k, "goodput_mbps": g, "competitor_goodput_mbps": main}
+    records = [rec("kernel cubic", "none", k, 16.0, 16.0) for k in (0, 1)] + \
+        [rec("cubic-int", "none", k, 16.0, 16.0) for k in (0, 1)] + \
+        [rec("kernel cubic", "100ms/10ms", 0, 2.0, 16.0), rec("kernel cubic", "100ms/10ms", 1, 4.0, 16.0),
+         rec("cubic-int", "100ms/10ms", 0, 8.0, 15.0), rec("cubic-int", "100ms/10ms", 1, 8.0, 14.0)]
+    none, night = paired(records, "kernel cubic")
+    assert none["ratio"][0] == 1.0 and none["prolongation_ratio"] is None
+    assert night["ratio"][0] == 3.0                                        # 8/2 and 8/4
+    assert night["baseline_prolongation_pct"][0] == 500.0                  # 16/2 - 1 = 700 %, 16/4 - 1 = 300 %
+    assert night["candidate_prolongation_pct"][0] == 100.0
+    assert night["prolongation_ratio"][0] == pytest.approx((100 / 700 + 100 / 300) / 2)
+    assert night["main_harm_mbps"][0] == -1.5 and night["main_abs_harm_mbps"][0] == 1.5
+    assert "cubic-int" in format_paired_markdown([none, night])
+    with pytest.raises(ReconfigReportError):
+        paired(records, "bbr")
