@@ -17,7 +17,8 @@ migrated flows stay on the circuit.
 At night ``mode drop`` drops their packets (counted in ``night_drops``: the paper's
 worst case, a rule that drops them), ``mode buffer`` holds up to ``buffer`` of them
 (beyond: dropped, counted in ``night_drops``) and sends them on the new path as the next
-day starts, in order.
+day starts, in order; ``release_late_us_total`` (over ``releases``) and
+``release_late_us_max`` say how long after the day's start that happened.
 
 An INTTransit given ``reconfig`` (this element) stamps the schedule into each packet's hop
 (schema v5: period, downtime, the time to the next night, the migrations so far, and whether
@@ -63,7 +64,7 @@ class Reconfigure(Element):
             Arg("src", parse_prefix, None), Arg("mode", _mode, "drop"), Arg("buffer", parse_pos_int, 1000))
     write_handlers = {"period": parse_time_ns, "downtime": parse_time_ns, "mode": _mode}
     counter_names = ("packets", "migrated_packets", "to_static", "to_circuit", "night_drops",
-                     "night_held", "migrations")
+                     "night_held", "migrations", "releases", "release_late_us_total", "release_late_us_max")
 
     def configured(self):
         if self.src is None:
@@ -157,7 +158,7 @@ class Reconfigure(Element):
                 self.night_drops += 1
             return
         if self._held:          # a day began before the timer: what was held goes first
-            self._release()
+            self._release_at_day_start(now)
         self._send(path, pkt)
 
     def _send(self, path: int, pkt) -> None:
@@ -175,6 +176,17 @@ class Reconfigure(Element):
         if night and self._held:
             self._timer.schedule_at(now + self.period - (now - self._epoch_ns) % self.period)
             return
+        self._release_at_day_start(now)
+
+    def _release_at_day_start(self, now_ns: int) -> None:
+        """Release what the night held, counting how late after the day's start (the event
+        loop's timer, or the first packet of the day, came that much after it)."""
+        if not self._held:
+            return
+        late_us = ((now_ns - self._epoch_ns) % self.period) // 1000 if self.period else 0
+        self.releases += 1
+        self.release_late_us_total += late_us
+        self.release_late_us_max = max(self.release_late_us_max, late_us)
         self._release()
 
     def _release(self):

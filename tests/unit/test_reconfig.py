@@ -65,9 +65,20 @@ def test_night_buffers_and_releases_in_order_on_the_new_path():
     clock[0] = 10 * MS - 50_000
     rc._day_starts()                      # the timer, woken early: still night, nothing released
     assert rc.counters()["held"] == 2 and rc._timer.deadline_ns == 10 * MS
-    clock[0] = 10 * MS
-    rc._day_starts()                      # the timer: the day on the static path begins
+    clock[0] = 10 * MS + 300_000
+    rc._day_starts()                      # the timer, 0.3 ms late: the day on the static path began
     assert _counts(r) == (2, 0) and rc.counters()["held"] == 0
+    assert (rc.releases, rc.release_late_us_max, rc.release_late_us_total) == (1, 300, 300)
+
+
+def test_a_day_whose_first_packet_comes_before_the_timer_releases_the_held_first():
+    r, rc, clock = _bed("period 10ms, downtime 2ms, src 2001:db8::1/128, mode buffer")
+    clock[0] = 9 * MS
+    _send(r, src=1, n=2)
+    clock[0] = 10 * MS + 100_000          # a packet of the day, the timer not yet run
+    _send(r, src=1)
+    assert _counts(r) == (3, 0) and rc.counters()["held"] == 0
+    assert (rc.releases, rc.release_late_us_max) == (1, 100)
 
 
 def test_no_period_keeps_the_migrated_flows_on_the_circuit():
