@@ -24,10 +24,11 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-CONTRACT_VERSION = 10    # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
+CONTRACT_VERSION = 11    # 1: registers without a version, seg_bytes > 0 as the sentinel; 2: no ACK aggregation;
                         # 3: no own_recovery, no per-ACK loss accounting; 4: no HyStart per ACK;
                         # 5: no fold in the kernel; 6: no cubic curve in the kernel; 7: no report on request;
-                        # 8: every report wakes the daemon; 9: no additive family (ai_pkts)
+                        # 8: every report wakes the daemon; 9: no additive family (ai_pkts);
+                        # 10: no rto_min
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,11 @@ CONTROL_REGISTERS = (
     Register("ai_pkts", 0, "ai_pkts",
              "congestion avoidance per ACK as the kernel's Reno (tcp_cong_avoid_ai), this many segments per "
              "window delivered (0: off; before the cubic family's, which it then leaves alone)"),
+    Register("rto_min", 0, "rto_min_us",
+             "the flow's minimum retransmission timeout, set with each command (bpf_setsockopt "
+             "TCP_BPF_RTO_MIN; us, 2 jiffies to 200 ms; 0: left as it is). The kernel's RTO is the "
+             "smoothed RTT plus at least this: an algorithm told of a downtime sets it to that, so "
+             "the timer fires once after it, not at 200 ms and again at 400"),
 )
 REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
 
@@ -250,6 +256,7 @@ STRUCTS = {
         ("loss_beta_1024", "u32"), ("bw_bytes_per_s", "u32"), ("own_recovery", "u32"),
         ("lost_base", "u32"), ("ss_exit_rtt_us", "u32"), ("fold_gen", "u32"), ("ca_w_max_bytes", "u32"),
         ("ca_ahead_us", "u32"), ("report_req", "u32"), ("ai_pkts", "u32"),
+        ("rto_min_us", "u32"),
     ]),
     "intcc_ccp_cfg": ("Cfg", [
         ("heartbeat_ns", "u64"), ("agent_timeout_ns", "u64"), ("epoch", "u64"), ("contract_version", "u64"),
@@ -260,7 +267,7 @@ STRUCTS = {
         ("controlled_acks", "u64"), ("creates_sent", "u64"), ("cmds_applied", "u64"), ("undos", "u64"),
         ("rto_hold_acks", "u64"), ("cut_hold_acks", "u64"), ("uncut_recovery_acks", "u64"),
         ("folded_acks", "u64"), ("kernel_reports", "u64"), ("requested_reports", "u64"),
-        ("reports_waited", "u64"),
+        ("reports_waited", "u64"), ("rto_min_set", "u64"), ("rto_min_refused", "u64"),
     ]),
 }
 

@@ -22,8 +22,11 @@ most ``max_age_ms`` old) says what the loss was:
   after the night's packets left). The night took the packets, not congestion: cwnd
   kept (either policy). A timeout of the night keeps ssthresh and W_max, and the
   window restarts at what the path can take (the migrating hop's rate over its flows
-  times the minimum RTT, capped by the window before), not from 1 MSS: the kernel's
-  timer itself (RTO and its backoff) is the kernel's, not the algorithm's;
+  times the minimum RTT, capped by the window before), not from 1 MSS. While a hop announces
+  a downtime for this flow, the flow's minimum RTO is that downtime (register rto_min,
+  10 ms to the kernel's 200 ms): the kernel's timer, the smoothed RTT plus at least it,
+  then fires once just after a night instead of at 200 ms (and 400, 800 if those fell in
+  nights); the kernel's 200 ms again when no hop announces one;
 - anything else (new congestion losses, both kinds, no new attributed loss, no fresh
   telemetry): exactly CUBIC.
 
@@ -59,6 +62,8 @@ L2_BETA = 0.95
 RECONFIG_MODES = ("ride", "off")
 NIGHT_SLACK_NS = 10_000_000          # a hop's schedule is in whole ms, its stamp a queue away
 TIMEOUT_LOOKBACK_NS = 1_000_000_000
+KERNEL_RTO_MIN_US = 200_000          # TCP_RTO_MIN: the most TCP_BPF_RTO_MIN takes
+NIGHT_RTO_MIN_FLOOR_US = 10_000      # the least it takes is 2 jiffies (8 ms at HZ 250)
 
 
 def bottleneck(rec):
@@ -77,6 +82,7 @@ class CubicIntFlow(CubicFlow):
         self.flow_id = None
         self.seen_congestion = self.seen_link = self.seen_reconfig = 0
         self.last_cause = None              # what loss_backoff found the last episode was
+        self.night_rto_min = False          # rto_min set for an announced downtime: restore it after
         self._snapshot = _UNREAD
         super().__init__(alg, datapath, datapath_info)
 
@@ -205,6 +211,21 @@ class CubicIntFlow(CubicFlow):
         share_bytes = hop.data_rate_kbps * 1000 / 8 / max(hop.flow_count, 1) * rtt_s
         return min(w, share_bytes), (f"{hop.data_rate_kbps} kbit/s over {max(hop.flow_count, 1)} flows "
                                      f"x {rtt_s * 1e3:.1f} ms")
+
+    def growth_registers(self) -> list[tuple[str, int]]:
+        return super().growth_registers() + [("rto_min", self.rto_min_us())]
+
+    def rto_min_us(self) -> int:
+        """The flow's minimum RTO (register rto_min): the downtime a hop announces for this
+        flow, 10 ms to 200 ms; the kernel's 200 ms once none does (0 before any did: left
+        as it is)."""
+        if self.alg.reconfig == "ride":
+            fresh = self._telemetry()
+            hop = migrating_hop(fresh.record) if fresh is not None else None
+            if hop is not None:
+                self.night_rto_min = True
+                return min(max(hop.reconfig_downtime_ms * 1000, NIGHT_RTO_MIN_FLOOR_US), KERNEL_RTO_MIN_US)
+        return KERNEL_RTO_MIN_US if self.night_rto_min else 0
 
     def _bottleneck_hop(self):
         fresh = self._telemetry()

@@ -25,6 +25,10 @@
 
 char _license[] SEC("license") = "GPL";
 
+#ifndef SOL_TCP
+#define SOL_TCP 6        /* a #define in the uapi headers: vmlinux.h has no macros */
+#endif
+
 #include "intcc_ccp_state.h"    /* the shared structs, maps, per-socket state */
 #include "intcc_ccp_window.h"   /* the kernel's window arithmetic, and each family's (families/) */
 #include "intcc_ccp_fold.h"     /* the shared datapath program, folded per ACK */
@@ -120,6 +124,16 @@ static __always_inline void apply(struct sock *sk, struct intcc_ccp_ctl *ctl, in
 		st = stats();
 		if (st)
 			count(&st->cmds_applied);
+		if (ctl->rto_min_us) {   /* once per command: the kernel keeps it in the socket */
+			int rto_min_us = ctl->rto_min_us;
+
+			if (bpf_setsockopt(sk, SOL_TCP, TCP_BPF_RTO_MIN, &rto_min_us, sizeof(rto_min_us)) == 0) {
+				if (st)
+					count(&st->rto_min_set);
+			} else if (st) {
+				count(&st->rto_min_refused);
+			}
+		}
 		if (ctl->fold_gen) {   /* no per-ACK event will tell the daemon */
 			struct intcc_ccp_event *e = new_event(EV_APPLIED, p->sid, bpf_ktime_get_ns());
 

@@ -104,6 +104,8 @@ struct intcc_ccp_stats {
 	__u64 kernel_reports;    /* reports the kernel's fold sent */
 	__u64 requested_reports; /* of them, sent early at the daemon's request (ctl report_req) */
 	__u64 reports_waited;    /* of them, left in the ring without a wake-up (cfg report_coalesce_ns) */
+	__u64 rto_min_set;       /* commands whose rto_min the kernel took (bpf_setsockopt) */
+	__u64 rto_min_refused;   /* and refused (out of its range: 2 jiffies to 200 ms) */
 };
 
 #include "intcc_ccp_contract.h"   /* generated: every field offset above, as the contract says */

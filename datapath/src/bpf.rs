@@ -133,6 +133,8 @@ pub struct Stats {
     pub kernel_reports: u64,
     pub requested_reports: u64,
     pub reports_waited: u64,
+    pub rto_min_set: u64,
+    pub rto_min_refused: u64,
 }
 
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {

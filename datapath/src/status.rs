@@ -71,6 +71,7 @@ impl Daemon {
                 "uncut_recovery_acks": k.uncut_recovery_acks,
                 "folded_acks": k.folded_acks, "kernel_reports": k.kernel_reports, "requested_reports": k.requested_reports,
                 "reports_waited": k.reports_waited,
+                "rto_min_set": k.rto_min_set, "rto_min_refused": k.rto_min_refused,
             },
             "cmd_apply_latency": lat,
         });

@@ -3,6 +3,7 @@ a real pyportus agent (`intcc alg run ...`), kernel TCP flows (iperf3 -C ccp)
 across the wireless testbed (two Python INT nodes, 10 ms one-way delay)."""
 import csv
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -130,6 +131,46 @@ def test_const_cwnd_gives_cwnd_over_rtt(tb, dp, agent_factory):
         assert abs(got - expected) <= 0.15 * expected, (pkts, got, expected, rtt_s, idle_rtt_s, mss)
         window_bytes[pkts] = got * 1e6 / 8 * rtt_s
     assert 1.7 <= window_bytes[20] / window_bytes[10] <= 2.3, window_bytes
+
+
+def _rto_ms(tb, port: int):
+    """The kernel's retransmission timeout (ms) of sta1's data connection to ``port`` (the
+    one that has sent the most; iperf3's control connection idles beside it), from ss."""
+    out = tb.run("sta1", ["ss", "-tin", "dport", f"= :{port}"]).stdout
+    found = [(int(m.group(2)), float(m.group(1))) for m in
+             re.finditer(r"\brto:([0-9.]+)\b.*?\bbytes_sent:(\d+)", out, re.S)]
+    assert found, out
+    return max(found)[1]
+
+
+def test_an_agents_minimum_rto_reaches_the_kernel_and_one_out_of_range_is_counted(tb, dp, agent_factory):
+    """Register rto_min goes to the socket (bpf_setsockopt TCP_BPF_RTO_MIN): the kernel's
+    RTO, the smoothed RTT plus at least it, falls from over 200 ms to the RTT plus 30 ms;
+    1 ms (under 2 jiffies) the kernel refuses, counted, and the RTO stays the kernel's."""
+    set_rate(tb, 100)
+    rtos, stats = {}, {}
+    for rto_min_ms, port in ((30, 5231), (1, 5232)):
+        agent = agent_factory("const", "--cwnd-pkts", "10", "--rto-min-ms", str(rto_min_ms))
+        before = fresh_datapath_stats(dp)["kernel"]
+        srv, cli = _ccp_flow(tb, port, 3)
+        try:
+            time.sleep(2)
+            rtos[rto_min_ms] = _rto_ms(tb, port)
+            cli.communicate(timeout=30)
+        finally:
+            for p in (srv, cli):
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+        agent.stop()
+        dp.wait_agent(False)
+        after = fresh_datapath_stats(dp)["kernel"]
+        stats[rto_min_ms] = {k: after[k] - before[k] for k in ("rto_min_set", "rto_min_refused")}
+    rtt_ms = 2 * DELAY_MS
+    assert rtt_ms + 30 <= rtos[30] <= rtt_ms + 30 + 40, (rtos, stats)
+    assert stats[30]["rto_min_set"] >= 1 and stats[30]["rto_min_refused"] == 0, stats
+    assert rtos[1] >= 200, rtos
+    assert stats[1]["rto_min_set"] == 0 and stats[1]["rto_min_refused"] >= 1, stats
 
 
 def test_a_requested_report_comes_at_the_next_ack_not_the_programs_next(tb, dp, agent_factory, tmp_path):

@@ -918,6 +918,29 @@ def test_only_a_night_of_this_flows_migration_within_the_look_back_is_one():
     assert dp.cwnd == pytest.approx(70 * MSS, abs=2)                # off: CUBIC
 
 
+def test_the_minimum_rto_is_the_announced_downtime_and_the_kernels_again_after():
+    """rto_min goes to the datapath with the growth registers: the downtime a hop announces
+    for this flow (10 ms to 200 ms: what TCP_BPF_RTO_MIN takes), 0 (left alone) before any
+    announcement and with reconfig off, the kernel's 200 ms once the announcement stops."""
+    for downtime_ms, rto_min_us in ((10, 10_000), (50, 50_000), (4, 10_000), (500, 200_000)):
+        flow, dp = cubic_int("l1", night_record(60, period_ms=1000, downtime_ms=downtime_ms))
+        flow.on_report(report(acked=MSS, inflight=100, rtt_us=20_000))
+        assert dp.fields["rto_min"] == rto_min_us, downtime_ms
+    flow, dp = cubic_int("l1", night_record(60, migrated=False))            # it migrates other flows
+    assert dp.fields["rto_min"] == 0
+    flow, dp = cubic_int("l1", flow_record())
+    assert dp.fields["rto_min"] == 0
+    flow, dp = cubic_int("l1", night_record(60))
+    assert dp.fields["rto_min"] == 10_000
+    flow.alg.telemetry.rec = flow_record()                                  # the reconfiguration stopped
+    flow.on_report(report(acked=MSS, inflight=100, rtt_us=20_000))
+    assert dp.fields["rto_min"] == 200_000
+    alg = CubicInt(policy="l1", reconfig="off", telemetry=FakeTelemetry(night_record(60)), directory=FakeDirectory())
+    flow, dp = start(alg)
+    grow_to(flow, 100 * MSS)
+    assert dp.fields["rto_min"] == 0
+
+
 def test_a_timeout_of_a_night_restarts_at_the_paths_share_with_ssthresh_kept():
     flow, dp = cubic_int("l1", night_record(300))                  # a timeout fires >= 200 ms after the night
     flow.delay_min_us = 20_000
