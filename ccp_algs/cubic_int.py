@@ -18,8 +18,8 @@ most ``max_age_ms`` old) says what the loss was:
 - a path reconfiguration's night (paper 004): the sink put new losses of this flow in a
   night its path announced (and none in a queue), or, not attributed yet, a hop that
   migrates this flow with a downtime announced a night that ended within the look-back
-  (two RTTs and 10 ms for a loss; a second for a timeout, which fires at least 200 ms
-  after the night's packets left). The night took the packets, not congestion: cwnd
+  (two RTTs and 10 ms for a loss; a second for a timeout, which fires at least the RTT
+  plus the minimum RTO after the night's packets left). The night took the packets, not congestion: cwnd
   kept (either policy). A timeout of the night keeps ssthresh and W_max, and the
   window restarts at what the path can take (the migrating hop's rate over its flows
   times the minimum RTT, capped by the window before), not from 1 MSS. While a hop announces

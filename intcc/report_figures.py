@@ -52,6 +52,9 @@ def draw_all() -> List[str]:
         path = os.path.join(IMG, "reconfiguration-cubic-series.png")
         reconfig.plot_series(records, path, "cubic pair", ["none", "10ms", "100ms", "1000ms"])
         drawn.append(path)
+        path = os.path.join(IMG, "reconfiguration-bbr-series.png")
+        reconfig.plot_series(records, path, "bbr pair", ["none", "10ms", "100ms", "1000ms"])
+        drawn.append(path)
     paths = _glob(RECONFIGURATION_DOWNTIME)
     if paths:
         path = os.path.join(IMG, "reconfiguration-downtime-series.png")

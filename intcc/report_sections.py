@@ -550,7 +550,9 @@ def cluster_bench() -> str:
 # ---------------------------------------------------------------- path reconfiguration
 RECONFIGURATION = "data/experiments/reconfiguration-seed*.json"
 RECONFIGURATION_DOWNTIME = "data/experiments/reconfiguration_downtime-seed*.json"
-RECONFIGURATION_INT = "data/experiments/reconfiguration_int-seed*.json"
+# one seed's runs (pairing is by repeat): the current cubic-int's; seed 7102's record is the
+# version before its minimum RTO followed announced downtimes (CHANGELOG, 2026-12-05)
+RECONFIGURATION_INT = "data/experiments/reconfiguration_int-seed7104-2026-12-05.json"
 
 
 def _reconfig_table(pattern: str, what: str) -> str:
