@@ -1,0 +1,160 @@
+"""The FCT-prolongation model of the reconfigurable-network paper (004, Sec. VI-A): a Random
+Forest that predicts how much longer a migrated flow's transfer takes than the main flow's,
+from the migrated flow's CCA, the main flow's CCA, the day (period minus downtime) and the
+night (the downtime).
+
+The data are the reconfiguration study's records (``intcc exp run reconfiguration`` and
+``reconfiguration_grid``: two flows, flow 1 migrated, flow 2 the main one). A run's flows
+are fixed-time, so a transfer of ``size_mb`` takes ``size_mb * 8 / goodput`` seconds at the
+run's mean goodput (the paper's transfers, 2 GB at 10 Gbit/s, last many periods as these
+runs do); the prolongation is the migrated flow's time less the main flow's (the paper's
+definition). Without reconfiguration the migrated flow stays on its circuit: its day is the
+whole run.
+
+Evaluation (``evaluate``): out-of-fold predictions with every configuration (CCAs, period,
+downtime) held out whole (GroupKFold), the paper's random 10-fold over runs beside it, and
+the same grouped folds with the targets shuffled (a control that must fail)."""
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass
+
+import numpy as np
+
+CCAS = ("bbr", "cubic", "reno")
+FEATURES = ("migrated_cca", "main_cca", "day_ms", "night_ms")
+DEFAULT_SIZE_MB = 10.0
+#: the paper's grid search's best (500 trees, bootstrap, depth 100, 2 per leaf, 2 to split)
+PAPER_FOREST = dict(n_estimators=500, bootstrap=True, max_depth=100, min_samples_leaf=2, min_samples_split=2)
+
+
+class FctDataError(ValueError):
+    pass
+
+
+@dataclass
+class Dataset:
+    rows: list[dict]            # the features, by name
+    y: np.ndarray               # prolongation, s
+    groups: list[str]           # the configuration of each row
+    sources: list[str]          # the records' provenance
+
+    def matrix(self) -> np.ndarray:
+        return encode(self.rows)
+
+
+def encode(rows: list[dict]) -> np.ndarray:
+    """Features as numbers: each CCA one-hot (a tree needs no order among them), then the
+    day and the night in ms."""
+    out = []
+    for r in rows:
+        for key in ("migrated_cca", "main_cca"):
+            if r[key] not in CCAS:
+                raise FctDataError(f"{key} {r[key]!r}: the model knows {', '.join(CCAS)}")
+        out.append([float(r["migrated_cca"] == c) for c in CCAS] + [float(r["main_cca"] == c) for c in CCAS]
+                   + [float(r["day_ms"]), float(r["night_ms"])])
+    return np.array(out, dtype=float)
+
+
+def _setting_ms(value: str, seconds: float) -> tuple[float, float, float]:
+    """(period, day, night) in ms of a record's reconfig setting."""
+    from experiments.reports.reconfig import downtime_ms, period_ms
+    period, night = period_ms(value), downtime_ms(value)
+    if not period:
+        return 0.0, seconds * 1e3, 0.0
+    return period, period - night, night
+
+
+def dataset(paths: list[str], size_mb: float = DEFAULT_SIZE_MB) -> Dataset:
+    """Rows of the records at ``paths`` (summary.json files or committed records): one per
+    two-flow run of kernel CCAs with a reconfig setting."""
+    rows, y, groups, sources = [], [], [], []
+    for path in paths:
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            raise FctDataError(f"{path}: not a record ({e})") from None
+        prov = doc.get("provenance") or {}
+        sources.append(f"{path}: {prov.get('date', '?')}, {prov.get('commit', '?')}, {prov.get('command', '?')}")
+        for r in doc.get("records", []):
+            if "reconfig" not in r or r.get("error") or r.get("competitors", 1) != 1:
+                continue
+            migrated, main = r.get("flow1"), r.get("competitor")
+            g_migrated, g_main = r.get("goodput_mbps"), r.get("competitor_goodput_mbps")
+            if migrated not in CCAS or main not in CCAS or not g_migrated or not g_main:
+                continue
+            period, day, night = _setting_ms(r["reconfig"], r.get("seconds", 20.0))
+            rows.append({"migrated_cca": migrated, "main_cca": main, "day_ms": day, "night_ms": night})
+            y.append(size_mb * 8 / g_migrated - size_mb * 8 / g_main)
+            groups.append(f"{migrated}/{main}/{period:g}/{night:g}")
+    if not rows:
+        raise FctDataError(f"no two-flow reconfiguration runs of {', '.join(CCAS)} in {', '.join(paths)}")
+    return Dataset(rows, np.array(y), groups, sources)
+
+
+def forest(seed: int = 0, **overrides):
+    from sklearn.ensemble import RandomForestRegressor
+    return RandomForestRegressor(random_state=seed, n_jobs=1, **{**PAPER_FOREST, **overrides})
+
+
+def _scores(y: np.ndarray, pred: np.ndarray) -> dict:
+    from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
+    return {"r2": float(r2_score(y, pred)), "mse_s2": float(mean_squared_error(y, pred)),
+            "mae_s": float(mean_absolute_error(y, pred)), "rows": int(len(y))}
+
+
+def evaluate(data: Dataset, seed: int = 0, folds: int = 10, **forest_args) -> dict:
+    """R², MSE and MAE of out-of-fold predictions: configurations held out whole (grouped),
+    runs held out at random (the paper's 10-fold), and grouped with shuffled targets."""
+    from sklearn.model_selection import GroupKFold, KFold, cross_val_predict
+    X, y, groups = data.matrix(), data.y, np.array(data.groups)
+    n_groups = len(set(data.groups))
+    grouped = GroupKFold(n_splits=min(folds, n_groups))
+    out = {"configurations": n_groups}
+    out["grouped"] = _scores(y, cross_val_predict(forest(seed, **forest_args), X, y, groups=groups, cv=grouped))
+    out["random"] = _scores(y, cross_val_predict(forest(seed, **forest_args), X, y,
+                                                 cv=KFold(n_splits=min(folds, len(y)), shuffle=True, random_state=seed)))
+    shuffled = np.random.default_rng(seed).permutation(y)
+    out["grouped_shuffled"] = _scores(shuffled, cross_val_predict(forest(seed, **forest_args), X, shuffled,
+                                                                  groups=groups, cv=grouped))
+    out["per_configuration"] = _per_configuration(data, cross_val_predict(forest(seed, **forest_args), X, y,
+                                                                          groups=groups, cv=grouped))
+    return out
+
+
+def _per_configuration(data: Dataset, pred: np.ndarray) -> list[dict]:
+    """Each held-out configuration's mean measured and predicted prolongation."""
+    by: dict[str, list[int]] = {}
+    for i, g in enumerate(data.groups):
+        by.setdefault(g, []).append(i)
+    return [{"configuration": g, "measured_s": float(np.mean(data.y[ix])), "predicted_s": float(np.mean(pred[ix])),
+             "runs": len(ix)} for g, ix in sorted(by.items())]
+
+
+def fit(data: Dataset, seed: int = 0, **forest_args):
+    return forest(seed, **forest_args).fit(data.matrix(), data.y)
+
+
+def card(data: Dataset, evaluation: dict, size_mb: float, seed: int) -> dict:
+    import sklearn
+    return {"format": 1, "model": "FCT prolongation (s) of a migrated flow against the main flow",
+            "features": list(FEATURES), "encoded": [f"migrated_{c}" for c in CCAS] + [f"main_{c}" for c in CCAS]
+            + ["day_ms", "night_ms"], "ccas": list(CCAS), "size_mb": size_mb, "forest": {**PAPER_FOREST, "seed": seed},
+            "training_runs": len(data.y), "configurations": len(set(data.groups)), "records": data.sources,
+            "evaluation": {k: v for k, v in evaluation.items() if k != "per_configuration"},
+            "sklearn": sklearn.__version__, "numpy": np.__version__, "python": platform.python_version()}
+
+
+def save(model, path: str, card_doc: dict) -> None:
+    import joblib
+    joblib.dump(model, path, compress=3)
+    with open(path + ".json", "w") as f:
+        json.dump(card_doc, f, indent=1)
+        f.write("\n")
+
+
+def predict(model_path: str, rows: list[dict]) -> np.ndarray:
+    import joblib
+    return joblib.load(model_path).predict(encode(rows))
