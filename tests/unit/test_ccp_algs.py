@@ -943,12 +943,16 @@ def test_the_minimum_rto_is_the_announced_downtime_and_the_kernels_again_after()
 
 def test_a_timeout_of_a_night_restarts_at_the_paths_share_with_ssthresh_kept():
     flow, dp = cubic_int("l1", night_record(300))                  # a timeout fires >= 200 ms after the night
+    reasons = []
+    flow.alg.trace.listeners.append(lambda row: reasons.append(row.get("reason", "")))
     flow.delay_min_us = 20_000
     flow.on_report(report(acked=0, timeout=True, inflight=0))
     # the hop's 10 Mbit/s over its one flow x 20 ms: 25,000 B, 17 segments, not 1
     assert dp.cwnd == pytest.approx(25_000 // MSS * MSS, abs=MSS) and flow.ssthresh == 100 * MSS
+    assert "timeout, loss: a path reconfiguration" in reasons[-1], reasons
     flow.on_report(report(acked=0, timeout=True, inflight=0))      # again, in the same episode
     assert dp.cwnd == pytest.approx(25_000 // MSS * MSS, abs=MSS) and flow.ssthresh == 100 * MSS
+    assert "timeout again in a reconfiguration's episode" in reasons[-1], reasons
     flow, dp = cubic_int("l1", night_record(300, lost_congestion=3))
     flow.on_report(report(acked=0, timeout=True, inflight=0))
     assert dp.cwnd == MSS and flow.ssthresh == 70 * MSS           # congestion's: CUBIC
