@@ -7,7 +7,7 @@ import os
 
 import click
 
-from .fct import CCAS, DEFAULT_SIZE_MB
+from .fct import CCAS, DEFAULT_MAX_NIGHT_SHARE, DEFAULT_SIZE_MB
 
 DEFAULT_FCT_MODEL = os.path.join(os.path.dirname(os.path.dirname(__file__)), "models", "reconfig_fct_rf.joblib")
 
@@ -20,10 +20,16 @@ def _paths(records) -> list[str]:
     return [os.path.join(r, "summary.json") if os.path.isdir(r) else r for r in records]
 
 
-def _load(records, size_mb):
+def _night_option(f):
+    return click.option("--max-night-share", type=click.FloatRange(0, 1, max_open=True), default=DEFAULT_MAX_NIGHT_SHARE,
+                        show_default=True, help="leave out settings whose night is a larger share of the period "
+                        "(the paper's duty cycle: 90 %)")(f)
+
+
+def _load(records, size_mb, max_night_share):
     from .fct import FctDataError, dataset
     try:
-        return dataset(_paths(records), size_mb)
+        return dataset(_paths(records), size_mb, max_night_share)
     except FctDataError as e:
         raise click.ClickException(str(e))
 
@@ -49,7 +55,8 @@ def reconfig_fct_group():
               help="the transfer whose prolongation is predicted")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE")
-def eval_cmd(records, size_mb, seed, json_path):
+@_night_option
+def eval_cmd(records, size_mb, seed, json_path, max_night_share):
     """R², MSE and MAE of out-of-fold predictions on RECORDS (results directories of
     'intcc exp run reconfiguration|reconfiguration_grid', or their records): configurations
     held out whole, runs at random, and a shuffled-target control.
@@ -57,13 +64,14 @@ def eval_cmd(records, size_mb, seed, json_path):
     Example: intcc estimator reconfig-fct eval data/experiments/reconfiguration-seed7001-2026-12-04.json results/grid
     """
     from .fct import evaluate
-    data = _load(records, size_mb)
+    data = _load(records, size_mb, max_night_share)
     click.echo(f"{len(data.y)} runs, {len(set(data.groups))} configurations ...", err=True)
     ev = evaluate(data, seed=seed)
     click.echo(_table(ev))
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"size_mb": size_mb, "seed": seed, "records": data.sources, **ev}, f, indent=1)
+            json.dump({"size_mb": size_mb, "max_night_share": max_night_share, "seed": seed, "records": data.sources,
+                       **ev}, f, indent=1)
 
 
 @reconfig_fct_group.command("fit")
@@ -72,10 +80,11 @@ def eval_cmd(records, size_mb, seed, json_path):
               type=click.Path(dir_okay=False))
 @click.option("--size-mb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_SIZE_MB, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def fit_cmd(records, model_path, size_mb, seed):
+@_night_option
+def fit_cmd(records, model_path, size_mb, seed, max_night_share):
     """Evaluate on RECORDS, then fit on all of them and write the model and its card (MODEL.json)."""
     from .fct import card, evaluate, fit, save
-    data = _load(records, size_mb)
+    data = _load(records, size_mb, max_night_share)
     ev = evaluate(data, seed=seed)
     click.echo(_table(ev))
     save(fit(data, seed=seed), model_path, card(data, ev, size_mb, seed))
