@@ -69,8 +69,9 @@ def eval_cmd(records, size_mb, seed, json_path, max_night_share):
     ev = evaluate(data, seed=seed)
     click.echo(_table(ev))
     if json_path:
+        from records.provenance import stamp
         with open(json_path, "w") as f:
-            json.dump({"size_mb": size_mb, "max_night_share": max_night_share, "seed": seed, "records": data.sources,
+            json.dump({"provenance": stamp(), "size_mb": size_mb, "max_night_share": max_night_share, "seed": seed, "records": data.sources,
                        **ev}, f, indent=1)
 
 

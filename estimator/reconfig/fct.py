@@ -148,7 +148,8 @@ def fit(data: Dataset, seed: int = 0, **forest_args):
 
 def card(data: Dataset, evaluation: dict, size_mb: float, seed: int) -> dict:
     import sklearn
-    return {"format": 1, "model": "FCT prolongation (s) of a migrated flow against the main flow",
+    from records.provenance import stamp
+    return {"format": 1, "provenance": stamp(), "model": "FCT prolongation (s) of a migrated flow against the main flow",
             "features": list(FEATURES), "encoded": [f"migrated_{c}" for c in CCAS] + [f"main_{c}" for c in CCAS]
             + ["day_ms", "night_ms"], "ccas": list(CCAS), "size_mb": size_mb, "forest": {**PAPER_FOREST, "seed": seed},
             "max_night_share": data.max_night_share, "training_runs": len(data.y), "configurations": len(set(data.groups)), "records": data.sources,
