@@ -550,6 +550,8 @@ def cluster_bench() -> str:
 # ---------------------------------------------------------------- path reconfiguration
 RECONFIGURATION = "data/experiments/reconfiguration-seed*.json"
 RECONFIGURATION_DOWNTIME = "data/experiments/reconfiguration_downtime-seed*.json"
+RECONFIGURATION_GRID = "data/experiments/reconfiguration_grid-seed*.json"
+RECONFIG_FCT_SCORES = "data/estimator/scores/reconfig_fct_rf_held_out_configurations.json"
 # one seed's runs (pairing is by repeat): the current cubic-int's; seed 7102's record is the
 # version before its minimum RTO followed announced downtimes (CHANGELOG, 2026-12-05)
 RECONFIGURATION_INT = "data/experiments/reconfiguration_int-seed7104-2026-12-05.json"
@@ -577,6 +579,36 @@ def reconfiguration() -> str:
 def reconfiguration_downtime() -> str:
     """Two CUBIC flows, the migrated one with a downtime of a tenth of the period at each move."""
     return _reconfig_table(RECONFIGURATION_DOWNTIME, "reconfiguration_downtime")
+
+
+def reconfiguration_grid() -> str:
+    """CUBIC, Reno and BBR pairs, every period with every shorter downtime (Table I)."""
+    return _reconfig_table(RECONFIGURATION_GRID, "reconfiguration_grid")
+
+
+def reconfiguration_fct_model() -> str:
+    """The FCT-prolongation forest's out-of-fold scores (configurations held out whole, the
+    paper's random folds, the shuffled control) and its worst held-out configurations."""
+    path = os.path.join(ROOT, RECONFIG_FCT_SCORES)
+    if not os.path.exists(path):
+        return "(no reconfig-fct evaluation yet: see the commands above)"
+    with open(path) as f:
+        ev = json.load(f)
+    names = {"grouped": "configurations held out whole", "random": "runs at random (the paper's protocol: 10-fold)",
+             "grouped_shuffled": "configurations held out, targets shuffled (control)"}
+    out = ["| folds | runs | R² | MSE, s² | MAE, s |", "|---|---|---|---|---|"]
+    for key, name in names.items():
+        s = ev[key]
+        out.append(f"| {name} | {s['rows']} | {s['r2']:.2f} | {s['mse_s2']:.1f} | {s['mae_s']:.2f} |")
+    worst = sorted(ev["per_configuration"], key=lambda p: -abs(p["measured_s"] - p["predicted_s"]))[:5]
+    out += ["", "| held-out configuration (migrated/main/period ms/downtime ms) | runs | measured s | predicted s |",
+            "|---|---|---|---|"]
+    out += [f"| {p['configuration']} | {p['runs']} | {p['measured_s']:+.1f} | {p['predicted_s']:+.1f} |" for p in worst]
+    prov = ev["provenance"]
+    out += ["", f"{ev['configurations']} configurations, transfers of {ev['size_mb']:g} MB, nights of at most "
+            f"{100 * ev['max_night_share']:g} % of the period; the five configurations predicted worst when held out. "
+            f"Record: `{RECONFIG_FCT_SCORES}`: {prov['date']}, {prov['commit']}, `{prov['command']}`"]
+    return "\n".join(out)
 
 
 def reconfiguration_int() -> str:
@@ -619,4 +651,6 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "reconfiguration": reconfiguration,
     "reconfiguration-downtime": reconfiguration_downtime,
     "reconfiguration-int": reconfiguration_int,
+    "reconfiguration-grid": reconfiguration_grid,
+    "reconfiguration-fct-model": reconfiguration_fct_model,
 }
