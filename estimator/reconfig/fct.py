@@ -64,8 +64,8 @@ def encode(rows: list[dict]) -> np.ndarray:
 
 def _setting_ms(value: str, seconds: float) -> tuple[float, float, float]:
     """(period, day, night) in ms of a record's reconfig setting."""
-    from experiments.reports.reconfig import downtime_ms, period_ms
-    period, night = period_ms(value), downtime_ms(value)
+    from int_node.elements.reconfig import setting_ms
+    period, night = setting_ms(value)
     if not period:
         return 0.0, seconds * 1e3, 0.0
     return period, period - night, night

@@ -19,6 +19,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from int_node.elements.reconfig import setting_ms
 from records import bootstrap
 
 NONE = "none"
@@ -31,15 +32,11 @@ class ReconfigReportError(ValueError):
 
 def period_ms(value) -> float:
     """A reconfig setting's period in ms ("none": 0; "100ms/10ms": 100)."""
-    from experiments.testbed.linkctl import parse_reconfig
-    from int_node.units import parse_time_ns
-    return parse_time_ns(parse_reconfig(value)[0]) / 1e6
+    return setting_ms(value)[0]
 
 
 def downtime_ms(value) -> float:
-    from experiments.testbed.linkctl import parse_reconfig
-    from int_node.units import parse_time_ns
-    return parse_time_ns(parse_reconfig(value)[1]) / 1e6
+    return setting_ms(value)[1]
 
 
 def _series(run_dir: str) -> dict | None:

@@ -11,6 +11,7 @@ import re
 import zlib
 
 from experiments.testbed.bed import Testbed
+from int_node.elements.reconfig import parse_setting
 
 
 def set_loss(tb: Testbed, loss_pct: float):
@@ -24,14 +25,8 @@ def set_loss(tb: Testbed, loss_pct: float):
         tb.write(node, el, "loss" if el.startswith("wl") else "p", f"{loss_pct}%")
 
 
-def parse_reconfig(value) -> tuple[str, str]:
-    """A reconfiguration setting as a sweep gives it: "none", "PERIOD" or "PERIOD/DOWNTIME"
-    ("50ms", "100ms/10ms") -> (period, downtime) as Reconfigure's handlers take them."""
-    text = str(value).strip()
-    if text in ("none", "0", ""):
-        return "0", "0"
-    period, _, downtime = text.partition("/")
-    return period.strip(), (downtime.strip() or "0")
+#: a reconfiguration setting ("none", "50ms", "100ms/10ms") -> (period, downtime) for the handlers
+parse_reconfig = parse_setting
 
 
 def set_reconfig(tb: Testbed, value) -> None:

@@ -46,6 +46,22 @@ EVENT_LOG = 64
 MS = 1_000_000
 
 
+def parse_setting(value) -> tuple[str, str]:
+    """A reconfiguration setting as scenarios and records write it: "none", "PERIOD" or
+    "PERIOD/DOWNTIME" ("50ms", "100ms/10ms") -> (period, downtime) as the handlers take them."""
+    text = str(value).strip()
+    if text in ("none", "0", ""):
+        return "0", "0"
+    period, _, downtime = text.partition("/")
+    return period.strip(), (downtime.strip() or "0")
+
+
+def setting_ms(value) -> tuple[float, float]:
+    """(period, downtime) in ms of a reconfiguration setting (parse_setting)."""
+    period, downtime = parse_setting(value)
+    return parse_time_ns(period) / 1e6, parse_time_ns(downtime) / 1e6
+
+
 def _mode(text: str) -> str:
     if text not in MODES:
         raise ValueError(f"expected one of {', '.join(MODES)}")

@@ -117,6 +117,8 @@ def test_reconfig_settings_parse_as_the_element_takes_them():
     assert parse_reconfig("none") == ("0", "0")
     assert parse_reconfig("50ms") == ("50ms", "0")
     assert parse_reconfig("100ms/10ms") == ("100ms", "10ms")
+    from int_node.elements.reconfig import setting_ms
+    assert setting_ms("none") == (0.0, 0.0) and setting_ms("1s/100ms") == (1000.0, 100.0)
 
 
 def _record(alg, setting, repeat, migrated_mbps, static_mbps=10.0, seconds=10.0):
