@@ -119,7 +119,8 @@ class FlowBase:
         the kernel under the new one otherwise."""
         registers = [("contract_version", CONTRACT_VERSION), ("loss_beta", self.alg.loss_beta_1024), *registers]
         named = {name for name, _ in registers}
-        registers += [(r.name, r.default) for r in CONTROL_REGISTERS if r.ctl_field and r.name not in named]
+        # (rto_min goes back to the kernel's 200 ms: cubic-int's, set for a path's downtime, would stay in the socket)
+        registers += [(r.name, r.switch_value) for r in CONTROL_REGISTERS if r.ctl_field and r.name not in named]
         self.set_cwnd(self.cwnd_bytes_now(), "switch", reason=reason, registers=registers)
 
     def cwnd_bytes_now(self) -> int:

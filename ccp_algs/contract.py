@@ -37,6 +37,11 @@ class Register:
     default: int
     ctl_field: str | None     # the intcc_ccp_ctl field the daemon copies it to (None: agent side only)
     doc: str
+    reset: int | None = None  # what a switch of algorithm sets it to when the new one does not (None: default)
+
+    @property
+    def switch_value(self) -> int:
+        return self.default if self.reset is None else self.reset
 
 
 CONTROL_REGISTERS = (
@@ -85,7 +90,8 @@ CONTROL_REGISTERS = (
              "the flow's minimum retransmission timeout, set with each command (bpf_setsockopt "
              "TCP_BPF_RTO_MIN; us, 2 jiffies to 200 ms; 0: left as it is). The kernel's RTO is the "
              "smoothed RTT plus at least this: an algorithm told of a downtime sets it to that, so "
-             "the timer fires once after it, not at 200 ms and again at 400"),
+             "the timer fires once after it, not at 200 ms and again at 400",
+             reset=200_000),    # a switch gives the flow the kernel's TCP_RTO_MIN back
 )
 REGISTER_INDEX = {r.name: i for i, r in enumerate(CONTROL_REGISTERS)}
 
@@ -227,7 +233,7 @@ def read_datapath_contract(state_dir) -> DatapathCapabilities | None:
 # the fingerprint of portus's compiled form (FNV-1a 64 of the install message after its
 # program uid; the daemon logs it with -v): programs.REPORT_PER_RTT_AND_ON_LOSS. Another
 # program, or this one changed, runs in libccp on per-ACK events, as before.
-NATIVE_FOLD_FINGERPRINT = 0x606fbf650efb92a6
+NATIVE_FOLD_FINGERPRINT = 0xe8bdaabf14fc29fe
 # A datagram to the daemon's socket asking for a flow's report at its next ACK: this, then
 # libccp's flow id (u32, little endian); ccp_agent.datapath.ReportRequester sends it
 REPORT_REQUEST_MAGIC = b"INTCCRPT"

