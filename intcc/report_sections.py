@@ -594,12 +594,8 @@ def reconfiguration_fct_model() -> str:
         return "(no reconfig-fct evaluation yet: see the commands above)"
     with open(path) as f:
         ev = json.load(f)
-    names = {"grouped": "configurations held out whole", "random": "runs at random (the paper's protocol: 10-fold)",
-             "grouped_shuffled": "configurations held out, targets shuffled (control)"}
-    out = ["| folds | runs | R² | MSE, s² | MAE, s |", "|---|---|---|---|---|"]
-    for key, name in names.items():
-        s = ev[key]
-        out.append(f"| {name} | {s['rows']} | {s['r2']:.2f} | {s['mse_s2']:.1f} | {s['mae_s']:.2f} |")
+    from estimator.reconfig.fct import format_scores
+    out = [format_scores(ev)]
     worst = sorted(ev["per_configuration"], key=lambda p: -abs(p["measured_s"] - p["predicted_s"]))[:5]
     out += ["", "| held-out configuration (migrated/main/period ms/downtime ms) | runs | measured s | predicted s |",
             "|---|---|---|---|"]

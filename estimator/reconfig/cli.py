@@ -34,16 +34,6 @@ def _load(records, size_mb, max_night_share):
         raise click.ClickException(str(e))
 
 
-def _table(ev: dict) -> str:
-    lines = ["| folds | rows | R² | MSE, s² | MAE, s |", "|---|---|---|---|---|"]
-    names = {"grouped": "configurations held out whole", "random": "runs at random (the paper's 10-fold)",
-             "grouped_shuffled": "configurations held out, targets shuffled (control)"}
-    for key, name in names.items():
-        s = ev[key]
-        lines.append(f"| {name} | {s['rows']} | {s['r2']:.2f} | {s['mse_s2']:.1f} | {s['mae_s']:.2f} |")
-    return "\n".join(lines)
-
-
 @click.group("reconfig-fct")
 def reconfig_fct_group():
     """How much a path reconfiguration prolongs a migrated flow's transfer (the paper's Random Forest)."""
@@ -63,11 +53,11 @@ def eval_cmd(records, size_mb, seed, json_path, max_night_share):
 
     Example: intcc estimator reconfig-fct eval data/experiments/reconfiguration-seed7001-2026-12-04.json results/grid
     """
-    from .fct import evaluate
+    from .fct import evaluate, format_scores
     data = _load(records, size_mb, max_night_share)
     click.echo(f"{len(data.y)} runs, {len(set(data.groups))} configurations ...", err=True)
     ev = evaluate(data, seed=seed)
-    click.echo(_table(ev))
+    click.echo(format_scores(ev))
     if json_path:
         from records.provenance import stamp
         with open(json_path, "w") as f:
@@ -84,10 +74,10 @@ def eval_cmd(records, size_mb, seed, json_path, max_night_share):
 @_night_option
 def fit_cmd(records, model_path, size_mb, seed, max_night_share):
     """Evaluate on RECORDS, then fit on all of them and write the model and its card (MODEL.json)."""
-    from .fct import card, evaluate, fit, save
+    from .fct import card, evaluate, fit, format_scores, save
     data = _load(records, size_mb, max_night_share)
     ev = evaluate(data, seed=seed)
-    click.echo(_table(ev))
+    click.echo(format_scores(ev))
     save(fit(data, seed=seed), model_path, card(data, ev, size_mb, seed))
     click.echo(f"wrote {model_path} and its card {model_path}.json")
 
@@ -105,11 +95,11 @@ def predict_cmd(model_path, migrated, main, period_ms, downtime_ms):
 
     Example: intcc estimator reconfig-fct predict --migrated cubic --main cubic --period-ms 100 --downtime-ms 10
     """
-    from .fct import predict
+    from .fct import day_ms, predict
     if period_ms and downtime_ms >= period_ms:
         raise click.BadParameter("the downtime must be shorter than the period", param_hint="--downtime-ms")
     with open(model_path + ".json") as f:
         size_mb = json.load(f)["size_mb"]
-    day = period_ms - downtime_ms if period_ms else 20_000.0
-    s = predict(model_path, [{"migrated_cca": migrated, "main_cca": main, "day_ms": day, "night_ms": downtime_ms}])[0]
+    row = {"migrated_cca": migrated, "main_cca": main, "day_ms": day_ms(period_ms, downtime_ms), "night_ms": downtime_ms}
+    s = predict(model_path, [row])[0]
     click.echo(f"{s:+.2f} s ({size_mb:g} MB transfers)")

@@ -62,13 +62,16 @@ def encode(rows: list[dict]) -> np.ndarray:
     return np.array(out, dtype=float)
 
 
+def day_ms(period_ms: float, night_ms: float, run_s: float = 20.0) -> float:
+    """The day of a setting: the period less the night; without reconfiguration the whole run."""
+    return period_ms - night_ms if period_ms else run_s * 1e3
+
+
 def _setting_ms(value: str, seconds: float) -> tuple[float, float, float]:
     """(period, day, night) in ms of a record's reconfig setting."""
     from int_node.elements.reconfig import setting_ms
     period, night = setting_ms(value)
-    if not period:
-        return 0.0, seconds * 1e3, 0.0
-    return period, period - night, night
+    return period, day_ms(period, night, seconds), night
 
 
 def dataset(paths: list[str], size_mb: float = DEFAULT_SIZE_MB,
@@ -122,15 +125,28 @@ def evaluate(data: Dataset, seed: int = 0, folds: int = 10, **forest_args) -> di
     n_groups = len(set(data.groups))
     grouped = GroupKFold(n_splits=min(folds, n_groups))
     out = {"configurations": n_groups}
-    out["grouped"] = _scores(y, cross_val_predict(forest(seed, **forest_args), X, y, groups=groups, cv=grouped))
+    held_out = cross_val_predict(forest(seed, **forest_args), X, y, groups=groups, cv=grouped)
+    out["grouped"] = _scores(y, held_out)
     out["random"] = _scores(y, cross_val_predict(forest(seed, **forest_args), X, y,
                                                  cv=KFold(n_splits=min(folds, len(y)), shuffle=True, random_state=seed)))
     shuffled = np.random.default_rng(seed).permutation(y)
     out["grouped_shuffled"] = _scores(shuffled, cross_val_predict(forest(seed, **forest_args), X, shuffled,
                                                                   groups=groups, cv=grouped))
-    out["per_configuration"] = _per_configuration(data, cross_val_predict(forest(seed, **forest_args), X, y,
-                                                                          groups=groups, cv=grouped))
+    out["per_configuration"] = _per_configuration(data, held_out)
     return out
+
+
+SCORE_NAMES = {"grouped": "configurations held out whole", "random": "runs at random (the paper's protocol: 10-fold)",
+               "grouped_shuffled": "configurations held out, targets shuffled (control)"}
+
+
+def format_scores(ev: dict) -> str:
+    """evaluate()'s three scores as a markdown table."""
+    lines = ["| folds | runs | R² | MSE, s² | MAE, s |", "|---|---|---|---|---|"]
+    for key, name in SCORE_NAMES.items():
+        s = ev[key]
+        lines.append(f"| {name} | {s['rows']} | {s['r2']:.2f} | {s['mse_s2']:.1f} | {s['mae_s']:.2f} |")
+    return "\n".join(lines)
 
 
 def _per_configuration(data: Dataset, pred: np.ndarray) -> list[dict]:
