@@ -63,8 +63,9 @@ def _add_groups():
     dragonfly_group.add_command(dragonfly_train_cmd)
     dragonfly_group.add_command(dragonfly_eval_cmd)
     estimator_group.add_command(dragonfly_group)
-    from estimator.reconfig.cli import reconfig_fct_group
+    from estimator.reconfig.cli import reconfig_fct_group, reconfig_variant_group
     estimator_group.add_command(reconfig_fct_group)
+    estimator_group.add_command(reconfig_variant_group)
     from int_node.cli import node_group
     main.add_command(node_group)
     main.add_command(testbed_group)

@@ -1,5 +1,6 @@
-"""``intcc estimator reconfig-fct``: the reconfigurable-network paper's FCT-prolongation model
-(fct.py): evaluate it on the study's records, fit and ship it, predict with it."""
+"""``intcc estimator reconfig-fct`` and ``reconfig-variant``: the reconfigurable-network paper's
+FCT-prolongation model (fct.py) and TCP-variant classifier (variant.py): evaluate them on the
+study's records, fit and ship them, predict with them."""
 from __future__ import annotations
 
 import json
@@ -103,3 +104,114 @@ def predict_cmd(model_path, migrated, main, period_ms, downtime_ms):
     row = {"migrated_cca": migrated, "main_cca": main, "day_ms": day_ms(period_ms, downtime_ms), "night_ms": downtime_ms}
     s = predict(model_path, [row])[0]
     click.echo(f"{s:+.2f} s ({size_mb:g} MB transfers)")
+
+
+DEFAULT_VARIANT_MODEL = os.path.join(os.path.dirname(os.path.dirname(__file__)), "models", "reconfig_variant_rf.joblib")
+
+
+def _datasets(paths):
+    """Datasets from .npz files written by 'reconfig-variant dataset', or results directories."""
+    from .variant import VariantDataError, from_results, load_dataset, merge
+    try:
+        return merge([from_results(p) if os.path.isdir(p) else load_dataset(p) for p in paths])
+    except VariantDataError as e:
+        raise click.ClickException(str(e))
+
+
+def _window_option(f):
+    from .variant import FOREST, WINDOW_S
+    f = click.option("--trees", type=click.IntRange(1), default=FOREST["n_estimators"], show_default=True,
+                     help="trees in the forest")(f)
+    return click.option("--window-s", type=click.FloatRange(0.05, 10), default=WINDOW_S, show_default=True,
+                        help="the length of trace a verdict reads (the paper's 0.5 s)")(f)
+
+
+@click.group("reconfig-variant")
+def reconfig_variant_group():
+    """Which TCP variant a flow runs, from half a second of its window and RTT (the paper's classifier)."""
+
+
+@reconfig_variant_group.command("dataset")
+@click.argument("results", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), metavar="FILE.npz")
+def variant_dataset_cmd(results, out_path):
+    """The flows of RESULTS (a directory of 'intcc exp run reconfiguration|reconfiguration_grid
+    --kernel-trace') on a 10 ms grid, in one compressed file to commit and train on.
+
+    Example: intcc estimator reconfig-variant dataset results/grid --out data/estimator/reconfig_variant/grid.npz
+    """
+    from .variant import save_dataset
+    data = _datasets([results])
+    save_dataset(data, out_path)
+    click.echo(f"{len(data.flows)} flows of {len({f.run for f in data.flows})} runs -> {out_path}")
+
+
+@reconfig_variant_group.command("eval")
+@click.argument("datasets", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--held-out", "held_out_paths", multiple=True, type=click.Path(exists=True),
+              help="datasets scored by a model fitted on DATASETS (another seed; repeatable)")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE")
+@_window_option
+def variant_eval_cmd(datasets, held_out_paths, seed, json_path, window_s, trees):
+    """Accuracy per window and per flow on DATASETS out of fold (runs held out, settings held
+    out, windows at random, a shuffled-label control), and on --held-out datasets.
+
+    Example: intcc estimator reconfig-variant eval data/estimator/reconfig_variant/grid.npz --held-out other-seed.npz
+    """
+    from .variant import MIN_ACKS, evaluate, format_confusion, format_scores, held_out
+    data = _datasets(datasets)
+    click.echo(f"{len(data.flows)} flows, windows of {window_s:g} s ...", err=True)
+    ev = evaluate(data, seed=seed, window_s=window_s, n_estimators=trees)
+    if held_out_paths:
+        ev["held_out"] = held_out(data, _datasets(held_out_paths), seed=seed, window_s=window_s, n_estimators=trees)
+    click.echo(format_scores(ev))
+    click.echo("")
+    click.echo(format_confusion(ev.get("held_out", ev["by_run"])))
+    if json_path:
+        from records.provenance import stamp
+        held = _datasets(held_out_paths).sources if held_out_paths else []
+        with open(json_path, "w") as f:
+            json.dump({"provenance": stamp(), "window_s": window_s, "seed": seed, "trees": trees, "min_acks": MIN_ACKS, "datasets": list(datasets),
+                       "held_out_datasets": list(held_out_paths), "records": data.sources, "held_out_records": held,
+                       **ev}, f, indent=1)
+            f.write("\n")
+
+
+@reconfig_variant_group.command("fit")
+@click.argument("datasets", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--model", "model_path", default=DEFAULT_VARIANT_MODEL, show_default="estimator/models/reconfig_variant_rf.joblib",
+              type=click.Path(dir_okay=False))
+@click.option("--seed", type=int, default=0, show_default=True)
+@_window_option
+def variant_fit_cmd(datasets, model_path, seed, window_s, trees):
+    """Evaluate on DATASETS, then fit on all of them and write the model and its card (MODEL.json)."""
+    from .variant import card, evaluate, fit, format_scores, save
+    data = _datasets(datasets)
+    ev = evaluate(data, seed=seed, window_s=window_s, n_estimators=trees)
+    click.echo(format_scores(ev))
+    save(fit(data, seed=seed, window_s=window_s, n_estimators=trees), model_path,
+         card(data, ev, seed, window_s, n_estimators=trees))
+    click.echo(f"wrote {model_path} and its card {model_path}.json")
+
+
+@reconfig_variant_group.command("predict")
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", "model_path", default=DEFAULT_VARIANT_MODEL, show_default="estimator/models/reconfig_variant_rf.joblib",
+              type=click.Path(exists=True, dir_okay=False))
+def variant_predict_cmd(trace, model_path):
+    """The CCA of each flow in TRACE (a run's kernel_trace.csv): its windows' verdicts and their majority.
+
+    Example: intcc estimator reconfig-variant predict results/grid/runs/cubic-pair_reconfig-100ms+10ms_r0/kernel_trace.csv
+    """
+    from .variant import VariantDataError, predict_trace
+    try:
+        flows = predict_trace(model_path, trace)
+    except VariantDataError as e:
+        raise click.ClickException(str(e))
+    for f in flows:
+        if not f["windows"]:
+            click.echo(f"port {f['dport']}: no window with traffic")
+            continue
+        counts = ", ".join(f"{c} {n}" for c, n in f["counts"].items())
+        click.echo(f"port {f['dport']}: {f['verdict']}  ({f['windows']} windows: {counts}; {f['quiet_windows']} without traffic)")
