@@ -46,24 +46,29 @@ def reconfig_fct_group():
               help="the transfer whose prolongation is predicted")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json-out", "json_path", type=click.Path(dir_okay=False), metavar="FILE")
+@click.option("--held-out", "held_out_records", multiple=True, type=click.Path(exists=True),
+              help="records scored by a forest fitted on RECORDS (another seed, other configurations; repeatable)")
 @_night_option
-def eval_cmd(records, size_mb, seed, json_path, max_night_share):
+def eval_cmd(records, size_mb, seed, json_path, held_out_records, max_night_share):
     """R², MSE and MAE of out-of-fold predictions on RECORDS (results directories of
     'intcc exp run reconfiguration|reconfiguration_grid', or their records): configurations
     held out whole, runs at random, and a shuffled-target control.
 
     Example: intcc estimator reconfig-fct eval data/experiments/reconfiguration-seed7001-2026-12-04.json results/grid
     """
-    from .fct import evaluate, format_scores
+    from .fct import evaluate, format_scores, held_out
     data = _load(records, size_mb, max_night_share)
     click.echo(f"{len(data.y)} runs, {len(set(data.groups))} configurations ...", err=True)
     ev = evaluate(data, seed=seed)
+    other = _load(held_out_records, size_mb, max_night_share) if held_out_records else None
+    if other is not None:
+        ev["held_out"] = held_out(data, other, seed=seed)
     click.echo(format_scores(ev))
     if json_path:
         from records.provenance import stamp
         with open(json_path, "w") as f:
             json.dump({"provenance": stamp(), "size_mb": size_mb, "max_night_share": max_night_share, "seed": seed, "records": data.sources,
-                       **ev}, f, indent=1)
+                       "held_out_records": other.sources if other is not None else [], **ev}, f, indent=1)
 
 
 @reconfig_fct_group.command("fit")

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .fct import save  # noqa: F401  (a model and its card, as the FCT model's)
+
 CCAS = ("bbr", "cubic", "reno")
 STEP_MS = 10
 WINDOW_S = 0.5
@@ -365,14 +367,6 @@ def card(data: Dataset, evaluation: dict, seed: int, window_s: float, **forest_a
             "features": list(FEATURES), "forest": {**FOREST, **forest_args, "seed": seed}, "training_flows": len(data.flows),
             "records": data.sources, "evaluation": evaluation,
             "sklearn": sklearn.__version__, "numpy": np.__version__, "python": platform.python_version()}
-
-
-def save(model, path: str, card_doc: dict) -> None:
-    import joblib
-    joblib.dump(model, path, compress=3)
-    with open(path + ".json", "w") as f:
-        json.dump(card_doc, f, indent=1)
-        f.write("\n")
 
 
 def predict_trace(model_path: str, trace_csv: str) -> list[dict]:

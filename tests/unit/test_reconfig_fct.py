@@ -64,6 +64,11 @@ def test_held_out_configurations_are_predicted_where_the_target_follows_the_feat
     assert ev["grouped"]["r2"] > 0.5 and ev["random"]["r2"] > 0.8      # between unseen periods: less
     assert ev["grouped_shuffled"]["r2"] < 0.2
     assert len(ev["per_configuration"]) == 90
+    between = [_run(cca, f"{period}ms/{period // 15}ms", 16 * (1 - scale * (1 / 15 + 20 / period) / 2), 16.0)
+               for cca, scale in (("cubic", 1.0), ("reno", 0.8), ("bbr", 0.1)) for period in (120, 350, 600)]
+    other = fct.held_out(d, fct.dataset([_record(tmp_path / "o.json", between)]), n_estimators=30)
+    assert other["rows"] == 9 and other["configurations"] == 9 and other["r2"] > 0.5
+    assert "another seed's configurations" in fct.format_scores({**ev, "held_out": other})
 
 
 def test_a_fitted_model_is_saved_with_its_card_and_predicts(tmp_path):
