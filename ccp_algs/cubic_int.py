@@ -116,6 +116,10 @@ class CubicIntFlow(CubicFlow):
                 self.last_cause = RECONFIG
                 how = ("the sink put it in a night" if night is None else
                        f"hop {night[0].node_id} announced a night that ended {night[1] / 1e6:.0f} ms ago")
+                shared = None if timeout else self._onto_shared_path(rec)
+                if shared is not None:
+                    beta, why = shared
+                    return beta, f"loss: a path reconfiguration ({how}) {why}; {age}", beta < 1.0
                 return 1.0, f"loss: a path reconfiguration ({how}), cwnd kept; {age}", False
         elif cause == RECONFIG:
             cause = self.last_cause = UNKNOWN
@@ -130,6 +134,33 @@ class CubicIntFlow(CubicFlow):
         if cause == "congestion":
             return BETA, f"loss: congestion (sink), CUBIC beta 0.7; {age}", True
         return BETA, f"loss: the sink attributed no new loss of this flow, CUBIC beta 0.7; {age}", True
+
+    def _shared_after_night(self, rec):
+        """The migrating hop when the record's packet crossed it after the path's latest night
+        and other flows share the queue that packet took (the night moved this flow onto a
+        path it shares), else None."""
+        now_ns = time.time_ns()
+        night = announced_night(rec, now_ns, TIMEOUT_LOOKBACK_NS)
+        if night is None:
+            return None
+        hop, since_ns = night
+        return hop if hop.ts_ns >= now_ns - since_ns and hop.flow_count > 1 else None
+
+    def _onto_shared_path(self, rec):
+        """(beta, why) of a night that moved this flow onto a path it shares: the window the
+        flow carried off the path it had to itself would fill the new path's queue on top of
+        the flows already there, so it takes CUBIC's cut (0.7), but not below its share of
+        the new path's BDP (_path_share_bytes). None when the flow is not on a shared path
+        after the night (or the record is from before it): the window is kept."""
+        if self._shared_after_night(rec) is None:
+            return None
+        w = self._sent_window()
+        share, how = self._path_share_bytes()
+        floor = max(share or 0.0, 2 * self.mss)
+        if floor >= w:
+            return 1.0, f"onto a shared path: cwnd kept, at most its share there ({how})"
+        beta = max(BETA, floor / w)
+        return beta, f"onto a shared path: CUBIC's cut, beta {beta:.2f} (its share there: {how})"
 
     def _night(self, rec, r: Report, timeout: bool):
         """(hop, ns since its night ended) of a night the path announced that ended while
@@ -192,25 +223,37 @@ class CubicIntFlow(CubicFlow):
         what the path can take (resume_bytes), the curve from there."""
         self.ssthresh = max(min(w, self.congestion_ssthresh), 2 * self.mss)
         resume, how = self._resume_bytes(w)
+        fresh = self._telemetry()
+        if fresh is not None and self._shared_after_night(fresh.record) is not None:
+            # onto a path it shares: slow start back to CUBIC's cut at most (_onto_shared_path)
+            self.ssthresh = max(min(self.ssthresh, max(w * BETA, resume)), 2 * self.mss)
+            how += ", a shared path: ssthresh CUBIC's 0.7 of the window"
         self.cwnd = max(min(resume, self.ssthresh), self.mss)
         self._end_epoch()
         self.ca_target = float(max(self.ssthresh // self.mss, 1) * self.mss)
         return (f"timeout, {why.replace('cwnd kept', 'W_max and ssthresh kept')}: cwnd "
                 f"{self.cwnd / self.mss:.0f} segments ({how}), not 1 MSS")
 
-    def _resume_bytes(self, w: float):
-        """(bytes, why) the path takes after a night: the migrating hop's port rate over its
-        flows times the flow's minimum RTT (its share of the BDP), at most the window before."""
+    def _path_share_bytes(self):
+        """(bytes, why) of this flow's share of its path's BDP: the migrating hop's port rate
+        over its flows times the flow's minimum RTT; (None, why) when either is unknown."""
         fresh = self._telemetry()
         hop = None
         if fresh is not None:
             hop = migrating_hop(fresh.record)
         rtt_s = (self.delay_min_us or 0) / 1e6
         if hop is None or not hop.data_rate_kbps or not rtt_s:
-            return w / 2, "half the window: no rate or RTT known"
+            return None, "no rate or RTT known"
         share_bytes = hop.data_rate_kbps * 1000 / 8 / max(hop.flow_count, 1) * rtt_s
-        return min(w, share_bytes), (f"{hop.data_rate_kbps} kbit/s over {max(hop.flow_count, 1)} flows "
-                                     f"x {rtt_s * 1e3:.1f} ms")
+        return share_bytes, f"{hop.data_rate_kbps} kbit/s over {max(hop.flow_count, 1)} flows x {rtt_s * 1e3:.1f} ms"
+
+    def _resume_bytes(self, w: float):
+        """(bytes, why) the path takes after a night: the flow's share of its BDP
+        (_path_share_bytes), at most the window before; half of that when the share is unknown."""
+        share, how = self._path_share_bytes()
+        if share is None:
+            return w / 2, f"half the window: {how}"
+        return min(w, share), how
 
     def growth_registers(self) -> list[tuple[str, int]]:
         return super().growth_registers() + [("rto_min", self.rto_min_us())]

@@ -902,6 +902,36 @@ def test_a_loss_in_a_reconfigurations_night_keeps_the_window(policy):
         assert dp.cwnd == 100 * MSS, rec
 
 
+def test_a_night_that_moved_the_flow_onto_a_shared_path_takes_cubics_cut_but_not_below_its_share():
+    """The window of a path the flow had to itself, carried onto one it shares, fills the
+    queue on top of the flows already there: it takes CUBIC's cut, but not below its share of
+    the new path's BDP (the hop's 10 Mbit/s over its 2 flows x the minimum RTT). On a path of
+    its own, or told by a record from before the night, the window is kept."""
+    rec = night_record(5)
+    rec.path[0].flow_count = 2
+    flow, dp = cubic_int("l1", rec)
+    flow.delay_min_us = 20_000                        # share 12,500 B: 8 segments
+    flow.on_report(report(acked=MSS, loss=4, inflight=100, rtt_us=20_000))
+    assert dp.cwnd == 70 * MSS and flow.ssthresh == 70 * MSS
+    flow, dp = cubic_int("l1", rec)
+    flow.delay_min_us = 200_000                       # share 125,000 B: 86 segments, above CUBIC's 70
+    flow.on_report(report(acked=MSS, loss=4, inflight=100, rtt_us=20_000))
+    assert dp.cwnd == pytest.approx(86 * MSS, abs=MSS)
+    before = night_record(5)                 # stamped 20 ms ago, before the night (15 to 5 ms ago)
+    hop = before.path[0]
+    hop.flow_count, hop.ts_ns, hop.reconfig_next_ms = 2, hop.ts_ns - 20_000_000, 5
+    flow, dp = cubic_int("l1", before)
+    flow.delay_min_us = 20_000
+    flow.on_report(report(acked=MSS, loss=4, inflight=100, rtt_us=20_000))
+    assert dp.cwnd == 100 * MSS
+    timeout = night_record(300)              # a night's timeout onto a shared path: its share, slow start to 0.7
+    timeout.path[0].flow_count = 2
+    flow, dp = cubic_int("l1", timeout)
+    flow.delay_min_us = 20_000
+    flow.on_report(report(acked=0, timeout=True, inflight=0))
+    assert dp.cwnd == pytest.approx(12_500 // MSS * MSS, abs=MSS) and flow.ssthresh == 70 * MSS
+
+
 def test_only_a_night_of_this_flows_migration_within_the_look_back_is_one():
     for rec in (night_record(60),                                   # ended before the packets left: 2 RTTs + 10 ms ago
                 night_record(5, migrated=False),                    # the hop migrates other flows
