@@ -20,7 +20,10 @@ most ``max_age_ms`` old) says what the loss was:
   migrates this flow with a downtime announced a night that ended within the look-back
   (two RTTs and 10 ms for a loss; a second for a timeout, which fires at least the RTT
   plus the minimum RTO after the night's packets left). The night took the packets, not congestion: cwnd
-  kept (either policy). A timeout of the night keeps ssthresh and W_max, and the
+  kept (either policy), unless the night moved the flow onto a path it shares (the record
+  stamped after the night by a hop whose queue counts other flows): then the window of the
+  path it had to itself would fill the new path's queue on top of the flows there, and it
+  takes CUBIC's cut, never below its share of the new path's BDP. A timeout of the night keeps ssthresh and W_max, and the
   window restarts at what the path can take (the migrating hop's rate over its flows
   times the minimum RTT, capped by the window before), not from 1 MSS. While a hop announces
   a downtime for this flow, the flow's minimum RTO is that downtime (register rto_min,
@@ -310,7 +313,8 @@ class CubicInt(Cubic):
               Param("queue_target_pct", float, 10.0, "a link loss keeps the window only while the bottleneck "
                     "queue is below this share of its buffer; above, it cuts by the excess", min=0, max=100),
               Param("reconfig", str, "ride", "a path reconfiguration's night (announced in INT): ride keeps "
-                    "the window through its losses and restarts a timeout at the path's share; off: CUBIC",
+                    "the window through its losses (CUBIC's cut when it moved the flow onto a shared path) "
+                    "and restarts a timeout at the path's share; off: CUBIC",
                     choices=RECONFIG_MODES),
               HYSTART, INIT_CWND)
     needs_telemetry = True

@@ -552,9 +552,11 @@ RECONFIGURATION = "data/experiments/reconfiguration-seed*.json"
 RECONFIGURATION_DOWNTIME = "data/experiments/reconfiguration_downtime-seed*.json"
 RECONFIGURATION_GRID = "data/experiments/reconfiguration_grid-seed*.json"
 RECONFIG_FCT_SCORES = "data/estimator/scores/reconfig_fct_rf_held_out_configurations.json"
+RECONFIG_FCT_DENSE_SCORES = "data/estimator/scores/reconfig_fct_rf_dense_seed.json"
+RECONFIG_VARIANT_SCORES = "data/estimator/scores/reconfig_variant_rf.json"
 # one seed's runs (pairing is by repeat): the current cubic-int's; seed 7102's record is the
 # version before its minimum RTO followed announced downtimes (CHANGELOG, 2026-12-05)
-RECONFIGURATION_INT = "data/experiments/reconfiguration_int-seed7104-2026-12-05.json"
+RECONFIGURATION_INT = "data/experiments/reconfiguration_int-seed7107-2026-12-05.json"
 
 
 def _reconfig_table(pattern: str, what: str) -> str:
@@ -604,7 +606,39 @@ def reconfiguration_fct_model() -> str:
     out += ["", f"{ev['configurations']} configurations, transfers of {ev['size_mb']:g} MB, nights of at most "
             f"{100 * ev['max_night_share']:g} % of the period; the five configurations predicted worst when held out. "
             f"Record: `{RECONFIG_FCT_SCORES}`: {prov['date']}, {prov['commit']}, `{prov['command']}`"]
+    dense_path = os.path.join(ROOT, RECONFIG_FCT_DENSE_SCORES)
+    if os.path.exists(dense_path):
+        with open(dense_path) as f:
+            dense = json.load(f)
+        h, prov = dense["held_out"], dense["provenance"]
+        out += ["", f"Before the dense sweep was in it: the forest of the other records, {dense['grouped']['rows']} runs "
+                f"(configurations held out whole: R² {dense['grouped']['r2']:.2f}), scored on the sweep's "
+                f"{h['configurations']} configurations of another seed: R² {h['r2']:.2f}, MSE {h['mse_s2']:.1f} s², "
+                f"MAE {h['mae_s']:.2f} s. Record: `{RECONFIG_FCT_DENSE_SCORES}`: {prov['date']}, {prov['commit']}, "
+                f"`{prov['command']}`"]
     return "\n".join(out)
+
+
+def reconfiguration_variant_model() -> str:
+    """The TCP-variant forest's scores (runs, settings, windows held out; another seed's runs;
+    the shuffled control) and the held-out seed's confusion matrix beside the paper's Table III."""
+    path = os.path.join(ROOT, RECONFIG_VARIANT_SCORES)
+    if not os.path.exists(path):
+        return "(no reconfig-variant evaluation yet: see the commands above)"
+    with open(path) as f:
+        ev = json.load(f)
+    from estimator.reconfig.variant import format_confusion, format_scores
+    shown = "held_out" if "held_out" in ev else "by_run"
+    prov = ev["provenance"]
+    quiet = ev["by_run"]["quiet_windows"]
+    return "\n".join([
+        format_scores(ev), "",
+        format_confusion(ev[shown]), "",
+        f"Windows of {ev['window_s']:g} s; {ev['runs']} runs in the folds ({ev['settings']} settings); windows "
+        f"with fewer than {ev['min_acks']} ACKs left out ({quiet} in the folds"
+        + (f", {ev['held_out']['quiet_windows']} of the other seed's" if "held_out" in ev else "") + "). "
+        f"Confusion matrix: {'the other seed' if shown == 'held_out' else 'runs held out'}, rows the actual CCA. "
+        f"Record: `{RECONFIG_VARIANT_SCORES}`: {prov['date']}, {prov['commit']}, `{prov['command']}`"])
 
 
 def reconfiguration_int() -> str:
@@ -649,4 +683,5 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "reconfiguration-int": reconfiguration_int,
     "reconfiguration-grid": reconfiguration_grid,
     "reconfiguration-fct-model": reconfiguration_fct_model,
+    "reconfiguration-variant-model": reconfiguration_variant_model,
 }

@@ -309,9 +309,11 @@ def held_out(train: Dataset, test: Dataset, seed: int = 0, window_s: float = WIN
     """Fitted on ``train``'s windows, scored on ``test``'s (another seed, other settings)."""
     w_train, w_test = windows(train, window_s), windows(test, window_s)
     model = pipeline(seed, **forest_args).fit(w_train.X, w_train.y)
-    scores = _scores(w_test, model.predict(w_test.X))
-    settings = sorted({test.flows[i].setting for i in w_test.flow})
-    return {**scores, "runs": len(set(w_test.run)), "settings": settings}
+    pred = model.predict(w_test.X)
+    settings = np.array([test.flows[i].setting for i in w_test.flow])
+    per_setting = {str(s): float(np.mean(pred[settings == s] == w_test.y[settings == s])) for s in sorted(set(settings))}
+    return {**_scores(w_test, pred), "runs": len(set(w_test.run)), "settings": sorted(per_setting),
+            "accuracy_per_setting": per_setting}
 
 
 def fit(data: Dataset, seed: int = 0, window_s: float = WINDOW_S, **forest_args):
