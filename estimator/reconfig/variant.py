@@ -379,9 +379,9 @@ def predict_trace(model_path: str, trace_csv: str) -> list[dict]:
     model = joblib.load(model_path)
     out = []
     for port, (t, cwnd, srtt) in sorted(read_trace(trace_csv).items()):
-        c, s, a = resample(t, cwnd, srtt)
-        w = windows(Dataset([FlowTrace("?", "?", "?", str(port), c, s, a)]), window_s) if len(c) else None
-        if w is None or not len(w.X):
+        try:
+            w = windows(Dataset([FlowTrace("?", "?", "?", str(port), *resample(t, cwnd, srtt))]), window_s)
+        except VariantDataError:       # too few ACKs, or none in any window: no verdict for this flow
             out.append({"dport": port, "windows": 0, "verdict": None})
             continue
         pred = model.predict(w.X)

@@ -119,8 +119,8 @@ def _results_dir(tmp_path, rng):
         w = csv.DictWriter(f, ["t_s", "event", "sport", "dport", "cwnd_pkts", "ssthresh_pkts", "srtt_us",
                                "snd_una", "snd_nxt", "ca_state"])
         w.writeheader()
-        for dport, sport in ((5202, 40002), (5201, 40001), (5201, 39999)):    # 39999: iperf3's control connection
-            n = 3 if sport == 39999 else 400
+        for dport, sport in ((5202, 40002), (5201, 40001), (5201, 39999), (5203, 40003)):
+            n = {39999: 3, 40003: 1}.get(sport, 400)     # 39999: iperf3's control connection; 40003: one ACK
             c, s = _sawtooth("cubic", n / 100, rng)
             for i in range(n):
                 w.writerow({"t_s": f"{100 + i / 100:.6f}", "event": "tcp_probe", "sport": sport, "dport": dport,
@@ -163,6 +163,7 @@ def test_the_cli_builds_a_dataset_fits_and_names_each_flows_cca(tmp_path):
                                                                               / "kernel_trace.csv"), "--model", str(model)])
     assert r.exit_code == 0, r.output
     assert "port 5201: cubic" in r.output and "port 5202: cubic" in r.output
+    assert "port 5203: no window with traffic" in r.output
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "summary.json").write_text(json.dumps({"records": [{"run": "x", "flow1": "cubic", "competitor": "cubic"}]}))
