@@ -19,13 +19,14 @@ most ``max_age_ms`` old) says what the loss was:
   night its path announced (and none in a queue), or, not attributed yet, a hop that
   migrates this flow with a downtime announced a night that ended within the look-back
   (two RTTs and 10 ms for a loss; a second for a timeout, which fires at least the RTT
-  plus the minimum RTO after the night's packets left). The night took the packets, not congestion: cwnd
-  kept (either policy), unless the night moved the flow onto a path it shares (the record
-  stamped after the night by a hop whose queue counts other flows): then the window of the
-  path it had to itself would fill the new path's queue on top of the flows there, and it
-  takes CUBIC's cut, never below its share of the new path's BDP. A timeout of the night keeps ssthresh and W_max, and the
-  window restarts at what the path can take (the migrating hop's rate over its flows
-  times the minimum RTT, capped by the window before), not from 1 MSS. While a hop announces
+  plus the minimum RTO after the night's packets left). The night took the packets, not
+  congestion: cwnd kept (either policy), unless the night moved the flow onto a path it
+  shares (the record stamped after the night by a hop whose queue counts other flows): then
+  the window of the path it had to itself would fill the new path's queue on top of the
+  flows there, and it takes CUBIC's cut, never below its share of the new path's BDP. A
+  timeout of the night keeps ssthresh and W_max, and the window restarts at what the path
+  can take (the migrating hop's rate over its flows times the minimum RTT, capped by the
+  window before), not from 1 MSS. While a hop announces
   a downtime for this flow, the flow's minimum RTO is that downtime (register rto_min,
   10 ms to the kernel's 200 ms): the kernel's timer, the smoothed RTT plus at least it,
   then fires once just after a night instead of at 200 ms (and 400, 800 if those fell in

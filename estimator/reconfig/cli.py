@@ -168,18 +168,18 @@ def variant_eval_cmd(datasets, held_out_paths, seed, json_path, window_s, trees)
     data = _datasets(datasets)
     click.echo(f"{len(data.flows)} flows, windows of {window_s:g} s ...", err=True)
     ev = evaluate(data, seed=seed, window_s=window_s, n_estimators=trees)
-    if held_out_paths:
-        ev["held_out"] = held_out(data, _datasets(held_out_paths), seed=seed, window_s=window_s, n_estimators=trees)
+    other = _datasets(held_out_paths) if held_out_paths else None
+    if other is not None:
+        ev["held_out"] = held_out(data, other, seed=seed, window_s=window_s, n_estimators=trees)
     click.echo(format_scores(ev))
     click.echo("")
     click.echo(format_confusion(ev.get("held_out", ev["by_run"])))
     if json_path:
         from records.provenance import stamp
-        held = _datasets(held_out_paths).sources if held_out_paths else []
         with open(json_path, "w") as f:
-            json.dump({"provenance": stamp(), "window_s": window_s, "seed": seed, "trees": trees, "min_acks": MIN_ACKS, "datasets": list(datasets),
-                       "held_out_datasets": list(held_out_paths), "records": data.sources, "held_out_records": held,
-                       **ev}, f, indent=1)
+            json.dump({"provenance": stamp(), "window_s": window_s, "seed": seed, "trees": trees, "min_acks": MIN_ACKS,
+                       "datasets": list(datasets), "held_out_datasets": list(held_out_paths), "records": data.sources,
+                       "held_out_records": other.sources if other is not None else [], **ev}, f, indent=1)
             f.write("\n")
 
 

@@ -149,7 +149,7 @@ SCORE_NAMES = {"grouped": "configurations held out whole", "random": "runs at ra
 
 
 def format_scores(ev: dict) -> str:
-    """evaluate()'s three scores as a markdown table."""
+    """evaluate()'s scores (and held_out()'s, when there) as a markdown table."""
     lines = ["| folds | runs | R² | MSE, s² | MAE, s |", "|---|---|---|---|---|"]
     for key, name in SCORE_NAMES.items():
         if key not in ev:

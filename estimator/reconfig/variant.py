@@ -39,8 +39,8 @@ FOREST = dict(n_estimators=300, min_samples_leaf=2, max_features="sqrt")
 FEATURES = (
     "cwnd_mean_pkts", "cwnd_cv", "cwnd_min_over_max", "cwnd_trend", "cwnd_up_share", "cwnd_down_share",
     "cwnd_cuts", "cwnd_drawdown", "cwnd_cut_ratio_min", "cwnd_cut_ratio_mean", "cwnd_rise_per_step", "cwnd_rise_cv",
-    "cwnd_curvature", "cwnd_growth_per_rtt", "cwnd_at_4_share", "srtt_mean_ms", "srtt_max_over_min", "srtt_cv", "srtt_up_share",
-    "srtt_trend", "cwnd_srtt_corr", "rate_cv", "cut_depth_min", "cut_depth_median", "ca_growth_per_rtt",
+    "cwnd_curvature", "cwnd_growth_per_rtt", "cwnd_at_4_share",
+    "srtt_mean_ms", "srtt_max_over_min", "srtt_cv", "srtt_up_share", "srtt_trend", "cwnd_srtt_corr", "rate_cv", "cut_depth_min", "cut_depth_median", "ca_growth_per_rtt",
 )
 
 
@@ -167,13 +167,13 @@ class Windows:
     y: np.ndarray               # CCA per window
     flow: np.ndarray            # index of its flow in the dataset
     run: np.ndarray
-    configuration: np.ndarray   # CCA pair and setting
+    setting: np.ndarray         # its flow's reconfiguration setting
     quiet: int                  # windows left out: fewer than MIN_ACKS ACKs
 
 
 def windows(data: Dataset, window_s: float = WINDOW_S, min_acks: int = MIN_ACKS) -> Windows:
     steps = int(round(window_s * 1e3 / STEP_MS))
-    X, y, flow, run, conf, quiet = [], [], [], [], [], 0
+    X, y, flow, run, setting, quiet = [], [], [], [], [], 0
     for i, f in enumerate(data.flows):
         for k in range(len(f.cwnd_pkts) // steps):
             sl = slice(k * steps, (k + 1) * steps)
@@ -184,10 +184,10 @@ def windows(data: Dataset, window_s: float = WINDOW_S, min_acks: int = MIN_ACKS)
             y.append(f.cca)
             flow.append(i)
             run.append(f.run)
-            conf.append(f"{f.cca}/{f.setting}")
+            setting.append(f.setting)
     if not X:
         raise VariantDataError("no window with traffic in the dataset")
-    return Windows(np.array(X, float), np.array(y), np.array(flow), np.array(run), np.array(conf), quiet)
+    return Windows(np.array(X, float), np.array(y), np.array(flow), np.array(run), np.array(setting), quiet)
 
 
 def _cuts_and_growth(c: np.ndarray, r_ms: np.ndarray) -> tuple[float, float, float]:
@@ -237,10 +237,13 @@ def window_features(X: np.ndarray) -> np.ndarray:
     denom = np.sqrt((cc * cc).sum(axis=1) * (rc * rc).sum(axis=1))
     corr = np.where(denom > 0, (cc * rc).sum(axis=1) / np.where(denom > 0, denom, 1), 0.0)
     rate = c / r
+    drawdown = (c / np.maximum.accumulate(c, axis=1)).min(axis=1)
+    growth_per_rtt = np.maximum(dc, 0).sum(axis=1) / (steps * STEP_MS / r.mean(axis=1))
     return np.column_stack([
         mean_c, c.std(axis=1) / mean_c, c.min(axis=1) / c.max(axis=1), trend(c), up.mean(axis=1), down.mean(axis=1),
-        down.sum(axis=1), (c / np.maximum.accumulate(c, axis=1)).min(axis=1), cut_min, cut_mean, rise_mean / mean_c, rise_cv,
-        curvature, np.maximum(dc, 0).sum(axis=1) / (steps * STEP_MS / r.mean(axis=1)), (c <= 4).mean(axis=1), r.mean(axis=1), r.max(axis=1) / r.min(axis=1), r.std(axis=1) / r.mean(axis=1),
+        down.sum(axis=1), drawdown, cut_min, cut_mean, rise_mean / mean_c, rise_cv,
+        curvature, growth_per_rtt, (c <= 4).mean(axis=1),
+        r.mean(axis=1), r.max(axis=1) / r.min(axis=1), r.std(axis=1) / r.mean(axis=1),
         (dr > 0).mean(axis=1), trend(r), corr, rate.std(axis=1) / rate.mean(axis=1),
         np.array([_cuts_and_growth(ci, ri) for ci, ri in zip(c, r)]).reshape(len(c), 3),
     ])
@@ -291,10 +294,9 @@ def evaluate(data: Dataset, seed: int = 0, folds: int = 5, window_s: float = WIN
     run's label shuffled among the runs (a control that must fail)."""
     from sklearn.model_selection import KFold, cross_val_predict
     w = windows(data, window_s)
-    settings = np.array([data.flows[i].setting for i in w.flow])
-    out = {"runs": len(set(w.run)), "settings": len(set(settings))}
+    out = {"runs": len(set(w.run)), "settings": len(set(w.setting))}
     out["by_run"] = _scores(w, _oof(w, w.y, w.run, folds, seed, forest_args))
-    out["by_setting"] = _scores(w, _oof(w, w.y, settings, folds, seed, forest_args))
+    out["by_setting"] = _scores(w, _oof(w, w.y, w.setting, folds, seed, forest_args))
     out["random"] = _scores(w, cross_val_predict(pipeline(seed, **forest_args), w.X, w.y,
                                                   cv=KFold(n_splits=folds, shuffle=True, random_state=seed)))
     runs = sorted(set(w.run))
@@ -307,11 +309,10 @@ def evaluate(data: Dataset, seed: int = 0, folds: int = 5, window_s: float = WIN
 
 def held_out(train: Dataset, test: Dataset, seed: int = 0, window_s: float = WINDOW_S, **forest_args) -> dict:
     """Fitted on ``train``'s windows, scored on ``test``'s (another seed, other settings)."""
-    w_train, w_test = windows(train, window_s), windows(test, window_s)
-    model = pipeline(seed, **forest_args).fit(w_train.X, w_train.y)
-    pred = model.predict(w_test.X)
-    settings = np.array([test.flows[i].setting for i in w_test.flow])
-    per_setting = {str(s): float(np.mean(pred[settings == s] == w_test.y[settings == s])) for s in sorted(set(settings))}
+    w_test = windows(test, window_s)
+    pred = fit(train, seed, window_s, **forest_args).predict(w_test.X)
+    per_setting = {str(s): float(np.mean(pred[w_test.setting == s] == w_test.y[w_test.setting == s]))
+                   for s in sorted(set(w_test.setting))}
     return {**_scores(w_test, pred), "runs": len(set(w_test.run)), "settings": sorted(per_setting),
             "accuracy_per_setting": per_setting}
 
