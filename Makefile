@@ -22,7 +22,8 @@ help:
 setup: $(STAMP)
 
 $(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc_ccp.bpf.c $(wildcard datapath/bpf/*.h) ccp_algs/contract.py \
-		datapath/Cargo.toml datapath/Cargo.lock $(wildcard datapath/src/*.rs)
+		datapath/Cargo.toml datapath/Cargo.lock $(wildcard datapath/src/*.rs) \
+		int_node/fastpath/bpf/intcc_node.bpf.c int_node/fastpath/layout.py int_node/ioam.py
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
@@ -39,6 +40,8 @@ $(STAMP): setup.cfg pyproject.toml Makefile datapath/Makefile datapath/bpf/intcc
 		--disable-pip-version-check "click>=8.1" "paho-mqtt>=2.1,<3" 2>&1 | grep -v "Running pip as the 'root'" || true
 	PYTHONPATH=. $(PYPY_VENV)/bin/python -c "import int_node.router, int_node.elements, broker.node"
 	$(MAKE) -C datapath
+	@# the INT node's fast path (intcc node run --fast-path): its BPF object, in ~/.cache/intcc
+	$(PYTHON) -m int_node.fastpath.build
 	@touch $(STAMP)
 
 test: need-root setup

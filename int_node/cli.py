@@ -45,8 +45,15 @@ def node_group():
               help="Run the node under SCHED_FIFO at this priority: on a host whose CPUs are busy (several "
                    "testbeds, the agent's estimator) its links' timers then wait for no host process. Root or "
                    "CAP_SYS_NICE; not with --busy-poll-us. 0: the normal scheduler.")
+@click.option("--fast-path", is_flag=True,
+              help="Forward in the kernel: compile the configuration's forwarding chain (routing, INT source, "
+                   "transit and sink, queues and rates) to tc BPF programs over the ports' qdiscs; the "
+                   "telemetry, counters and handlers stay the node's. A configuration that does not compile "
+                   "(link emulation, wireless, reconfiguration, RTT separation) runs in Python, with one line "
+                   "saying why; 'intcc node check --fast-path' tells beforehand.")
 @click.option("--log-level", default="INFO", show_default=True)
-def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, busy_poll_us, rt_priority, log_level):
+def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, busy_poll_us, rt_priority, fast_path,
+            log_level):
     """Run the node described by CONFIG until SIGTERM."""
     from .node import run_node
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -58,7 +65,7 @@ def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, busy_poll
     try:
         sys.exit(run_node(text, netns=netns, control_path=control_path,
                           counters_path=counters_out, cpu=cpu, poll_idle=poll_idle,
-                          busy_poll_us=busy_poll_us, rt_priority=rt_priority))
+                          busy_poll_us=busy_poll_us, rt_priority=rt_priority, fast_path=fast_path))
     except ConfigSyntaxError as exc:
         raise click.ClickException(f"{config}: {exc}")
     except PermissionError as exc:
@@ -67,7 +74,9 @@ def run_cmd(config, netns, control_path, counters_out, cpu, poll_idle, busy_poll
 
 @node_group.command("check")
 @click.argument("config", type=click.Path(dir_okay=False))
-def check_cmd(config):
+@click.option("--fast-path", is_flag=True, help="Also say which elements the fast path (--fast-path) would run "
+                                                 "in the kernel, and what keeps the rest in Python.")
+def check_cmd(config, fast_path):
     """Parse CONFIG and check its graph without opening any device."""
     from .router import Router
     try:
@@ -75,6 +84,19 @@ def check_cmd(config):
     except ConfigSyntaxError as exc:
         raise click.ClickException(f"{config}: {exc}")
     click.echo(f"{config}: OK, {len(router.elements)} elements, {len(router.ast.connections)} connections")
+    if fast_path:
+        from .fastpath.plan import plan_for
+        plan = plan_for(router)
+        width = max(len(n) for n in plan.placement)
+        for name, where in plan.placement.items():
+            click.echo(f"  {name:<{width}}  {type(router.elements[name]).__name__:<12}  {where}")
+        if plan.compiled:
+            click.echo(f"fast path: compiles ({len(plan.ports)} ports: "
+                       f"{', '.join(p.devname for p in plan.ports)})")
+        else:
+            click.echo("fast path: does not compile, the node would forward in Python:")
+            for r in plan.reasons:
+                click.echo(f"  - {r}")
 
 
 @node_group.command("elements")

@@ -152,6 +152,12 @@ class EventLoop:
     def stop(self) -> None:
         self._running = False
 
+    def hold_signals(self, signals=(signal.SIGTERM, signal.SIGINT)) -> None:
+        """Catch these signals from now on, before run(): a node stopped while it starts up
+        (its fast path half in place) still gets to clean up, and run() returns at once."""
+        for s in signals:
+            signal.signal(s, self._on_signal)
+
     def _on_signal(self, signum, _frame) -> None:
         self.stop_signal = signum
         self._running = False
@@ -159,7 +165,7 @@ class EventLoop:
     def run(self, handle_signals=(signal.SIGTERM, signal.SIGINT)) -> None:
         old_fd = signal.set_wakeup_fd(self._sig_w, warn_on_full_buffer=False)
         old = {s: signal.signal(s, self._on_signal) for s in handle_signals}
-        self._running = True
+        self._running = self.stop_signal is None      # a signal caught before run() (hold_signals)
         tfd, sig_r, readers = self._tfd, self._sig_r, self._readers
         busy_ns, last_event_ns = self.busy_poll_ns, 0
         monotonic_ns = time.monotonic_ns

@@ -215,6 +215,7 @@ class Testbed:
                         "poll_idle": info.get("poll_idle", False),
                         "busy_poll_us": info.get("busy_poll_us", 0),
                         "rt_priority": self.node_rt_priorities[n],
+                        "fast_path": info.get("fast_path", False),
                         "int_log": exp.partition(":")[2] if exp.startswith("jsonl:") else None}
         self.state = {
             "name": self.name, "topology": topo.path, "params": topo.params, "created": time.time(),

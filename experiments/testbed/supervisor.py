@@ -29,6 +29,8 @@ def _node_argv(run_dir: str, name: str, info: dict):
         argv += ["--busy-poll-us", str(info["busy_poll_us"])]
     if info.get("rt_priority"):
         argv += ["--rt-priority", str(info["rt_priority"])]
+    if info.get("fast_path"):
+        argv += ["--fast-path"]
     return argv
 
 

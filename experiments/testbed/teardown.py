@@ -127,6 +127,22 @@ def _kill_all(pids: List[int], grace_s: float = 3.0):
             pass
 
 
+def _remove_fast_path_pins(ns_prefix: str) -> List[str]:
+    """BPF a node on the fast path pinned and could not take off (killed): unpinned, it goes
+    with the namespace's devices."""
+    from int_node.fastpath.loader import PIN_PREFIX, PIN_ROOT
+    removed = []
+    try:
+        names = os.listdir(PIN_ROOT)
+    except OSError:
+        return removed
+    for d in names:
+        if d.startswith(PIN_PREFIX + ns_prefix):
+            shutil.rmtree(os.path.join(PIN_ROOT, d), ignore_errors=True)
+            removed.append(f"bpf pins {d}")
+    return removed
+
+
 def teardown(name: str) -> List[str]:
     """Remove everything of testbed ``name``; returns what was removed. Idempotent."""
     removed = []
@@ -143,6 +159,7 @@ def teardown(name: str) -> List[str]:
         if info.get("poll_idle") and info.get("cpu") is not None:
             release_poll_idle(info["cpu"])    # a node killed by SIGKILL could not
     prefix = f"intcc-{name}-"
+    removed += _remove_fast_path_pins(prefix)
     for ns in netns.listnetns():
         if not ns.startswith(prefix):
             continue

@@ -12,6 +12,7 @@ A topology is a TOML file:
     node_id = 1
     int = ["source", "transit"]    # any of source, transit, sink
     flow_rtt = true                # per-flow RTT measured passively at every ingress (FlowRTT)
+    fast_path = false              # forward with tc BPF where the node's configuration compiles
     [[links]]
     ends = ["ap1", "ap2"]
     rate_mbps = "${rate_mbps}"     # ${expr}: a parameter or an arithmetic expression of them
@@ -265,6 +266,7 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
     nodes = {}
     for i, n in enumerate(raw.get("nodes", [])):
         n = {**n, "flow_rtt": substitute(n["flow_rtt"], params)} if "flow_rtt" in n else n
+        n = {**n, "fast_path": substitute(n["fast_path"], params)} if "fast_path" in n else n
         roles = set(n.get("int", []))
         if roles - INT_ROLES:
             raise TopologyError(f"{path}: node {n.get('name')}: unknown INT role(s) {sorted(roles - INT_ROLES)}")
@@ -290,13 +292,17 @@ def build_topo(raw: dict, overrides=None, path: str = "<topology>") -> Topo:
                                 f"(0: the normal scheduler), not {rt_priority!r}")
         if rt_priority and busy_poll_us:
             raise TopologyError(f"{path}: node {n.get('name')}: rt_priority with busy_poll_us: {RT_WITH_BUSY_POLL}")
+        fast_path = n.get("fast_path", False)
+        if not isinstance(fast_path, bool):
+            raise TopologyError(f"{path}: node {n.get('name')}: fast_path must be true or false (forward in the "
+                                f"kernel's tc BPF fast path where the configuration compiles), not {fast_path!r}")
         flow_rtt = n.get("flow_rtt", False)
         if not isinstance(flow_rtt, bool):
             raise TopologyError(f"{path}: node {n.get('name')}: flow_rtt must be true or false, not {flow_rtt!r}")
         nodes[n["name"]] = {"node_id": int(n.get("node_id", i + 1)), "int": sorted(roles), "flow_rtt": flow_rtt,
                             "cpu": n.get("cpu"), "python": python, "poll_idle": bool(n.get("poll_idle", False)),
                             "busy_poll_us": busy_poll_us, "rt_priority": rt_priority,
-                            "tx_ring": n.get("tx_ring", True), "rx_batch": rx_batch}
+                            "tx_ring": n.get("tx_ring", True), "rx_batch": rx_batch, "fast_path": fast_path}
     for nm in hosts + list(nodes):
         if not NAME_RE.match(nm):
             raise TopologyError(f"{path}: name {nm!r} must be 1-9 lowercase letters/digits, starting with a letter")

@@ -30,9 +30,12 @@ def start_testbed(topo: str, name: str, exporter: str = "jsonl", **params) -> Te
     return Testbed(load_topo(os.path.join(TOPO_DIR, f"{topo}.toml"), params), name).up(exporter=exporter)
 
 
-def start_line_without_sink(name: str) -> Testbed:
-    """h1 -- n1 -- h2 with no sink: INT reaches h2, whose interface gets the headroom."""
-    t = start_testbed("line", name, exporter="none")
+def start_line_without_sink(name: str, fast_path: bool = False) -> Testbed:
+    """h1 -- n1 -- h2 with no sink: INT reaches h2, whose interface gets the headroom.
+    ``fast_path``: n1 forwards with tc BPF (int_node/fastpath)."""
+    topo = load_topo(os.path.join(TOPO_DIR, "line.toml"))
+    topo.nodes["n1"]["fast_path"] = fast_path
+    t = Testbed(topo, name).up(exporter="none")
     t.run("h2", ["ip", "link", "set", "intcc-n1", "mtu", str(1500 + INT_HEADROOM_BYTES)])
     return t
 
