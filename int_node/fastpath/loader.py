@@ -104,8 +104,8 @@ class FastPath:
             raise
         self._timer = self.router.loop.timer(self._refresh)
         self._refresh()
-        log.info("fast path on %d ports (%s): forwarding, INT and queues in the kernel",
-                 len(self.plan.ports), ", ".join(p.devname for p in self.plan.ports))
+        log.info("fast path on %d ports (%s): forwarding, INT and queues in the kernel; %s",
+                 len(self.plan.ports), ", ".join(p.devname for p in self.plan.ports), queue_note())
         return self
 
     def _prog(self, name: str) -> str:
@@ -293,6 +293,23 @@ class FastPath:
                 pass
         self._fds, self._link_fd = {}, None
         shutil.rmtree(self.pin_dir, ignore_errors=True)
+
+
+def bpf_qdisc_available() -> bool:
+    """Whether this kernel can load a queue written in BPF (struct_ops Qdisc_ops, Linux >= 6.16
+    with CONFIG_NET_SCH_BPF): its kfuncs are in the kernel's BTF."""
+    try:
+        with open(build.BTF, "rb") as f:
+            return b"bpf_qdisc_skb_drop" in f.read()
+    except OSError:
+        return False
+
+
+def queue_note() -> str:
+    if bpf_qdisc_available():
+        return ("queues: the kernel's qdiscs (tbf, pfifo); this kernel could run a BPF qdisc, which the "
+                "fast path does not have yet")
+    return "queues: the kernel's qdiscs (tbf, pfifo); this kernel has no BPF qdisc (CONFIG_NET_SCH_BPF)"
 
 
 def socket_if_nametoindex(dev: str) -> int:

@@ -37,6 +37,7 @@
 #define TRACE_OFF 62             /* INTSource's layout: HbH at 54, PadN, option 0x31 at 58 */
 #define PULL_BYTES (PAYLOAD_OFF + INTCC_MAX_INSERT_BYTES + 8)
 #define METER_WINDOWS_MAX 50
+#define METER_SEEN_GRAIN_NS 1000000ULL
 #define PENDING_EGRESS 0xFFFF    /* a slot claimed at ingress, to be completed at egress */
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
@@ -68,8 +69,7 @@ struct intcc_fp_port {
 };
 
 struct intcc_fp_meter {
-	struct bpf_spin_lock lock;
-	__u32 win_pkts;
+	__u64 win_pkts;
 	__u64 win_start_ns;
 	__u64 rate_pps_fp;           /* arrival rate, pps in 1/65536 */
 	__u64 purge_at_ns;
@@ -230,31 +230,32 @@ static __always_inline void meter(__u32 port, const struct intcc_fp_port *p, str
 	struct intcc_fp_meter *m = bpf_map_lookup_elem(&intcc_fp_meters, &port);
 	if (!m)
 		return;
-	bpf_spin_lock(&m->lock);
-	__u64 elapsed = now - m->win_start_ns;
-	if (elapsed >= p->meter_interval_ns) {
-		if (m->win_start_ns && elapsed) {
+	/* lock-free: the CPU that moves the window on takes its count and updates the rate; a
+	 * packet counted on another CPU in the same instant may land in the next window */
+	__u64 start = m->win_start_ns;
+	__u64 elapsed = now - start;
+	if (elapsed >= p->meter_interval_ns && __sync_val_compare_and_swap(&m->win_start_ns, start, now) == start) {
+		__u64 pkts = __sync_lock_test_and_set(&m->win_pkts, 0);
+		if (start && elapsed) {
 			__u64 windows = p->meter_interval_ns ? elapsed / p->meter_interval_ns : 1;
 			if (windows > METER_WINDOWS_MAX)
 				windows = METER_WINDOWS_MAX;
 			__u64 keep = p->meter_keep_fp[windows];
-			__u64 pps_fp = (__u64)m->win_pkts * 1000000000ULL * 65536 / elapsed;
+			__u64 pps_fp = pkts * 1000000000ULL * 65536 / elapsed;
 			m->rate_pps_fp = (m->rate_pps_fp * keep + pps_fp * (65536 - keep)) >> 16;
 		}
-		m->win_start_ns = now;
-		m->win_pkts = 0;
 	}
-	m->win_pkts++;
-	int purge = now >= m->purge_at_ns;
-	if (purge)
-		m->purge_at_ns = now + p->meter_flow_timeout_ns / 10;
-	bpf_spin_unlock(&m->lock);
+	__sync_fetch_and_add(&m->win_pkts, 1);
+	__u64 purge_at = m->purge_at_ns;
+	int purge = now >= purge_at &&
+		__sync_val_compare_and_swap(&m->purge_at_ns, purge_at, now + p->meter_flow_timeout_ns / 10) == purge_at;
 
 	struct intcc_fp_meter_key key = { .port = port };
 	__builtin_memcpy(&key.flow, f, sizeof(*f));
 	__u64 *seen = bpf_map_lookup_elem(&intcc_fp_flows, &key);
 	if (seen) {
-		*seen = now;
+		if (now - *seen > METER_SEEN_GRAIN_NS)   /* written once a millisecond, not per packet */
+			*seen = now;
 	} else if (bpf_map_update_elem(&intcc_fp_flows, &key, &now, BPF_NOEXIST) == 0) {
 		__sync_fetch_and_add(&m->flows_in_table, 1);
 		if (m->flows_in_table > m->flow_count)      /* as FlowMeter between purges */
@@ -481,7 +482,7 @@ static __always_inline void stamp_egress(struct __sk_buff *skb, const struct int
 	__s64 transit = (__s64)(now_rt - rx);
 	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
 	struct Qdisc *q = kskb->dev->qdisc;
-	__u32 qlen = q->q.qlen, drops = q->qstats.drops;
+	__u32 qlen = q->q.qlen, drops = q->qstats.drops, backlog_bytes = q->qstats.backlog;
 	struct intcc_fp_meter *m = bpf_map_lookup_elem(&intcc_fp_meters, &port);
 	__u32 flow_count = 0, arrival_pps = 0;
 	if (m && (p->flags & INTCC_FP_PORT_METER)) {
@@ -489,6 +490,11 @@ static __always_inline void stamp_egress(struct __sk_buff *skb, const struct int
 		arrival_pps = m->rate_pps_fp >> 16;
 	}
 	s.egress_if = bpf_htons(skb->ifindex & 0xFFFF);
+	/* the program runs before the qdisc: the wait in it, behind the bytes ahead at the port's
+	 * rate, is added (exact for a FIFO drained at a constant rate, as tbf does once its burst
+	 * is spent) */
+	if (p->rate_kbps)
+		transit += (__u64)backlog_bytes * 8000000ULL / p->rate_kbps;
 	s.transit_delay_ns = bpf_htonl(transit >= 0 && transit <= INTCC_TRANSIT_DELAY_MAX ? (__u32)transit : 1U << 31);
 	/* a packet-bounded queue advertises one Queue slot (1500 B) per packet, as Queue does */
 	s.queue_depth_bytes = bpf_htonl(qlen * INTCC_QUEUE_SLOT_BYTES);
@@ -503,7 +509,8 @@ static __always_inline void stamp_egress(struct __sk_buff *skb, const struct int
 	s.arrival_rate_pps = bpf_htonl(arrival_pps);
 	s.queue_capacity_bytes = bpf_htonl(p->capacity_bytes);
 	s.rx_drops = bpf_htonl(cfg->rx_drops);
-	s.flow_queue_drops = bpf_htons(flow_drops_of(port, f) & 0xFFFF);
+	/* a port that never dropped has no flow with drops: no lookup */
+	s.flow_queue_drops = bpf_htons(drops ? flow_drops_of(port, f) & 0xFFFF : 0);
 	s.flow_link_losses = 0;
 	s.queue_index = 0;
 	s.queue_count = 1;
