@@ -42,13 +42,20 @@ def testbed_group():
 @click.option("--node-rt-priority", type=click.IntRange(0, 99), metavar="0-99",
               help="Run every node under SCHED_FIFO at this priority (default: the topology's rt_priority "
                    "per node, else 0: the normal scheduler): their links' timers then wait for no host process.")
-def up_cmd(topo, sets, name, exporter, node_python, node_rt_priority):
+@click.option("--fast-path", is_flag=True,
+              help="Every node forwards with its tc BPF fast path where its configuration compiles (no delay, "
+                   "loss or wireless emulation on its links: docs/fast-path.md); the others say in their log "
+                   "why not and forward in Python.")
+def up_cmd(topo, sets, name, exporter, node_python, node_rt_priority, fast_path):
     """Build the testbed of TOPO (a .toml file or a shipped name) and start its nodes."""
     from experiments.testbed.bed import Testbed, TestbedError
     if exporter not in ("jsonl", "capture", "none") and not exporter.startswith(("mqtt://", "mqtts://")):
         raise click.BadParameter("must be jsonl, capture, none or an mqtt:// URL", param_hint="--exporter")
     try:
         t = load_topo(_topo_path(topo), parse_set(sets))
+        if fast_path:
+            for info in t.nodes.values():
+                info["fast_path"] = True
         tb = Testbed(t, name).up(exporter=exporter, node_python=node_python, node_rt_priority=node_rt_priority)
     except (TopologyError, TestbedError) as exc:
         raise click.ClickException(str(exc))
@@ -59,7 +66,7 @@ def up_cmd(topo, sets, name, exporter, node_python, node_rt_priority):
         info = tb.node_info(n)
         click.echo(f"  node {n:<6} id {info['node_id']}  INT {'/'.join(info['int']) or '-'}  "
                    f"python {info['python']}" + (f"  SCHED_FIFO {info['rt_priority']}" if info.get("rt_priority") else "")
-                   + f"  log {info['log']}")
+                   + ("  fast path (see its log)" if info.get("fast_path") else "") + f"  log {info['log']}")
 
 
 @testbed_group.command("down")

@@ -26,6 +26,7 @@ FAIRNESS_SWITCHING = "data/experiments/fairness_switching-seed2617-*-r*.json"
 FAIRNESS_RERUN = "data/experiments/fairness_switching-seed2617-2026-11-30-reno-fix-r0-15.json"
 FAIRNESS_PAIRS = "data/experiments/fairness_pairs-seed2617-*.json"
 FORWARDING_BENCH = "data/bench/forwarding-2026-11-29.json"
+FASTPATH_BENCH = "data/bench/fastpath-2026-12-05.json"
 DATAPATH_BENCH = "data/bench/datapath-2026-11-29.txt"
 DASHBOARD_BENCH = "data/bench/dashboard-2026-12-02.json"
 SCORES = "data/estimator/scores"
@@ -273,6 +274,30 @@ def forwarding_bench() -> str:
                    f"| {v['tcp_mbps']:.0f} | {added} |")
     out.append(f"| kernel forwarding | {kernel['udp_rx_pps']:,.0f} | {kernel['tcp_mbps']:.0f} | |")
     out += ["", _source([FORWARDING_BENCH])]
+    return "\n".join(out)
+
+
+def fastpath_bench() -> str:
+    """The node's tc BPF fast path beside the kernel forwarding the same traffic (tests/perf/bench_fastpath.py)."""
+    d = _load(FASTPATH_BENCH)
+    out = ["| n1 on the fast path | UDP pps, 1,500 B frames: fast path / kernel beside it (× per round) "
+           "| TCP Mbit/s: fast path / kernel | added one-way p50 / p99 at 1,000 ping/s | target |",
+           "|---|---|---|---|---|"]
+    targets = {"transit": "≥ 0.9× pps, p50 ≤ 5 µs", "edge": "(none: the insertion's cost)"}
+    for label, res in sorted(d["paths"].items(), key=lambda kv: not kv[0].startswith("transit")):
+        sm = res["summary"]
+        rounds = ", ".join(f"{x['pps_ratio']:.2f}" for x in res["rounds"])
+        out.append(f"| {label} | {sm['fast_path_udp_pps_median']:,.0f} / {sm['kernel_udp_pps_median']:,.0f} = "
+                   f"**{sm['pps_ratio_median']:.2f}×** ({rounds}) | {sm['fast_path_tcp_mbps_median']:,.0f} / "
+                   f"{sm['kernel_tcp_mbps_median']:,.0f} ({sm['tcp_ratio_median']:.2f}×) | "
+                   f"{sm['added_one_way_us_p50_1000hz']:.1f} / {sm['added_one_way_us_p99_1000hz']:.0f} µs | "
+                   f"{targets[label.split()[0]]} |")
+    py = d.get("python_node")
+    if py:
+        out.append(f"| the Python node (CPython), edge, for comparison | {py['udp_rx_pps']:,.0f} "
+                   f"({py['pps_ratio_to_kernel_beside']:.2f}× the kernel beside it) | {py['tcp_mbps']:,.0f} | | |")
+    out += ["", "Medians of interleaved rounds; latency from interleaved ping rounds (the p99 is the host's "
+            "scheduling, kernel and fast path alike).", "", _source([FASTPATH_BENCH])]
     return "\n".join(out)
 
 
@@ -668,6 +693,7 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "fairness-headline": fairness_headline,
     "estimator": estimator,
     "forwarding-bench": forwarding_bench,
+    "fastpath-bench": fastpath_bench,
     "datapath-bench": datapath_bench,
     "dashboard-bench": dashboard_bench,
     "dragonfly-models": dragonfly_models,

@@ -12,7 +12,7 @@ import os
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _SYS_BPF = 321      # x86_64
-BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM = 1, 2, 3
+BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM, BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY = 1, 2, 3, 4
 BPF_OBJ_GET = 7
 BPF_RAW_TRACEPOINT_OPEN = 17
 BPF_ANY = 0
@@ -72,6 +72,36 @@ def lookup(fd: int, key: bytes, value_size: int):
             return None
         raise
     return v.raw
+
+
+def delete(fd: int, key: bytes) -> bool:
+    """False if the key was not there."""
+    k = ctypes.create_string_buffer(key, len(key))
+    try:
+        _bpf(BPF_MAP_DELETE_ELEM, _MapElem(map_fd=fd, key=ctypes.addressof(k)))
+    except OSError as exc:
+        if exc.errno == 2:
+            return False
+        raise
+    return True
+
+
+def keys(fd: int, key_size: int):
+    """Every key of a hash map (a snapshot walk: keys deleted meanwhile may be skipped)."""
+    nxt = ctypes.create_string_buffer(key_size)
+    cur = None
+    while True:
+        attr = _MapElem(map_fd=fd, key=ctypes.addressof(cur) if cur is not None else 0,
+                        value=ctypes.addressof(nxt))
+        try:
+            _bpf(BPF_MAP_GET_NEXT_KEY, attr)
+        except OSError as exc:
+            if exc.errno == 2:
+                return
+            raise
+        out = nxt.raw
+        yield out
+        cur = ctypes.create_string_buffer(out, key_size)
 
 
 def possible_cpus() -> int:

@@ -31,6 +31,7 @@ REFRESH_NS = 100_000_000
 _CONFIG = struct.Struct(f"<IIIIqII{(ioam.inserted_bytes(ioam.MAX_HOPS) + 7) & ~7}s")
 _PORT = struct.Struct("<II6s6sIIII4xQQ51II")
 _ROUTE_KEY = struct.Struct("<I16s")
+_FLOW_KEY_BYTES = 4 + 40          # struct intcc_fp_meter_key: port, 5-tuple
 _U32 = struct.Struct("<I")
 _FLAGS = layout.PORT_FLAGS
 METER_WINDOWS_MAX = 50
@@ -86,7 +87,7 @@ class FastPath:
         self._link_fd = None
         self._ncpu = bpfsys.possible_cpus()
         self._mirror = None
-        self._timer = None
+        self._timer = self._purge_timer = None
 
     # -- putting it in place --------------------------------------------------------------
     def attach(self) -> "FastPath":
@@ -104,6 +105,9 @@ class FastPath:
             raise
         self._timer = self.router.loop.timer(self._refresh)
         self._refresh()
+        self._purge_every_ns = min(p.meter.flow_timeout for p in self.plan.ports) // 10
+        self._purge_timer = self.router.loop.timer(self._purge_flows)
+        self._purge_timer.schedule_after(self._purge_every_ns)
         log.info("fast path on %d ports (%s): forwarding, INT and queues in the kernel; %s",
                  len(self.plan.ports), ", ".join(p.devname for p in self.plan.ports), queue_note())
         return self
@@ -226,6 +230,28 @@ class FastPath:
             log.error("fast path: cannot update its configuration: %s", exc)
         self._timer.schedule_after(REFRESH_NS)
 
+    def _purge_flows(self) -> None:
+        """FlowMeter's purge, off the packet path: flows not seen within a port's timeout leave
+        its table, and the port's flow count is what is left."""
+        timeouts = {p.index: p.meter.flow_timeout for p in self.plan.ports}
+        fd, now = self._fds["intcc_fp_flows"], time.monotonic_ns()
+        kept = dict.fromkeys(timeouts, 0)
+        try:
+            for key in list(bpfsys.keys(fd, _FLOW_KEY_BYTES)):
+                port = _U32.unpack_from(key)[0]
+                raw = bpfsys.lookup(fd, key, 8)
+                if raw is None:
+                    continue
+                if port in timeouts and struct.unpack("<Q", raw)[0] >= now - timeouts[port]:
+                    kept[port] += 1
+                else:
+                    bpfsys.delete(fd, key)
+            for port, n in kept.items():
+                bpfsys.update(self._fds["intcc_fp_flow_counts"], _U32.pack(port), struct.pack("<II", n, n))
+        except OSError as exc:
+            log.error("fast path: cannot purge the flow table: %s", exc)
+        self._purge_timer.schedule_after(self._purge_every_ns)
+
     def raw_counters(self) -> Dict[int, Dict[str, int]]:
         """Per port index, each fast-path counter summed over the CPUs."""
         fd, n = self._fds["intcc_fp_counters"], len(layout.COUNTERS)
@@ -270,8 +296,9 @@ class FastPath:
 
     # -- taking it off --------------------------------------------------------------------------
     def detach(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        for timer in (self._timer, self._purge_timer):
+            if timer is not None:
+                timer.cancel()
         if self._mirror is not None:
             self._mirror.close()
         for argv in ([["tc", "qdisc", "del", "dev", dev, "clsact"] for dev in self._attached]

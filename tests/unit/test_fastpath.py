@@ -67,6 +67,7 @@ def test_the_loaders_structs_match_the_programs_as_built(tmp_path, monkeypatch):
     assert sizes["intcc_fp_config"] == loader._CONFIG.size
     assert sizes["intcc_fp_port"] == loader._PORT.size
     assert sizes["intcc_fp_route_key"] == loader._ROUTE_KEY.size
+    assert sizes["intcc_fp_meter_key"] == loader._FLOW_KEY_BYTES
     assert build.build() == obj          # unchanged sources: no rebuild
 
 
