@@ -209,10 +209,17 @@ class Element:
             raise ConfigError(
                 f"{self.name}: '{handler}' is not writable "
                 f"(writable: {', '.join(sorted(self.write_handlers)) or 'none'})")
+        before = getattr(self, handler, None)
         try:
             setattr(self, handler, conv(value))
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{self.name}.{handler}: bad value {value!r}: {exc}") from exc
+        try:       # what else runs this element (the fast path) takes the value, or refuses it
+            for listener in getattr(getattr(self, "router", None), "write_listeners", ()):
+                listener(self, handler)
+        except ConfigError:
+            setattr(self, handler, before)
+            raise
         self.handler_changed(handler)
 
     def handler_changed(self, handler: str) -> None:

@@ -23,6 +23,8 @@ class Router:
         self.loop = loop
         #: callables giving counters to add to the elements' own (the fast path's)
         self.counter_sources: List[Callable[[], Dict[str, Dict[str, int]]]] = []
+        #: callables (element, handler) told of each run-time write; a ConfigError undoes it
+        self.write_listeners: List[Callable] = []
         self.ast: ConfigAST = parse_config(text, REGISTRY.keys())
         self.elements: Dict[str, Element] = {}
         for decl in self.ast.elements.values():

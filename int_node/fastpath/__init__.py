@@ -28,4 +28,5 @@ def start_fast_path(router):
         log.warning("fast path: not used, the node forwards in Python: %s", exc)
         return None
     router.counter_sources.append(fast.counters)
+    router.write_listeners.append(fast.on_write)
     return fast

@@ -84,6 +84,8 @@ class FastPath:
         self._attached: List[str] = []      # devices with our clsact
         self._qdiscs: List[str] = []        # devices whose root qdisc is ours
         self._fds: Dict[str, int] = {}
+        self._ifindexes: Dict[int, int] = {}
+        self._mirror_ifindex = 0
         self._link_fd = None
         self._ncpu = bpfsys.possible_cpus()
         self._mirror = None
@@ -143,24 +145,46 @@ class FastPath:
         self._config = dict(node_id=plan.node_id, namespace_id=plan.namespace_id, insert_bytes=len(template),
                             hbh_bytes=hbh_bytes, template=template, netns_inum=self._netns_inum())
         self._write_config(0)
-        mirror_ifindex = self._ifindex(self.mirror_tx) if self.mirror_tx else 0
+        self._mirror_ifindex = self._ifindex(self.mirror_tx) if self.mirror_tx else 0
         for p in plan.ports:
-            flags = _FLAGS["ENABLED"] | _FLAGS["FAST_EGRESS"] | _FLAGS["METER"]
-            flags |= (_FLAGS["SOURCE"] if p.source else 0) | (_FLAGS["TRANSIT"] if p.transit else 0)
-            flags |= _FLAGS["SINK"] if p.sink else 0
             ifindex = self._ifindex(p.devname)
-            mtu = p.source.mtu or p.to_dev.mtu if p.source else 0
-            value = _PORT.pack(ifindex, flags, p.ether_filter.mac, p.rewrite.dst, mtu or 0,
-                               int(p.shaper.rate // 1000) if p.shaper else 0, p.queue.capacity_limit_bytes,
-                               mirror_ifindex if p.sink else 0, p.meter.interval, p.meter.flow_timeout,
-                               *_keep_table(p.meter.alpha), 0)
-            bpfsys.update(self._fds["intcc_fp_ports"], _U32.pack(p.index), value)
+            self._write_port(p, ifindex)
             bpfsys.update(self._fds["intcc_fp_ifport"], _U32.pack(ifindex), _U32.pack(p.index))
         fast = {p.index for p in plan.ports}
         for net, port in plan.routes:
             if port in fast:
                 bpfsys.update(self._fds["intcc_fp_routes"], _ROUTE_KEY.pack(net.prefixlen, net.network_address.packed),
                               _U32.pack(port))
+
+    def _write_port(self, p: PortPlan, ifindex: int) -> None:
+        flags = _FLAGS["ENABLED"] | _FLAGS["FAST_EGRESS"] | _FLAGS["METER"]
+        flags |= (_FLAGS["SOURCE"] if p.source else 0) | (_FLAGS["TRANSIT"] if p.transit else 0)
+        flags |= _FLAGS["SINK"] if p.sink else 0
+        mtu = p.source.mtu or p.to_dev.mtu if p.source else 0
+        value = _PORT.pack(ifindex, flags, p.ether_filter.mac, p.rewrite.dst, mtu or 0,
+                           int(p.shaper.rate // 1000) if p.shaper else 0, p.queue.capacity_limit_bytes,
+                           self._mirror_ifindex if p.sink else 0, p.meter.interval, p.meter.flow_timeout,
+                           *_keep_table(p.meter.alpha), 0)
+        bpfsys.update(self._fds["intcc_fp_ports"], _U32.pack(p.index), value)
+        self._ifindexes[p.index] = ifindex
+
+    def on_write(self, elem, handler: str) -> None:
+        """A run-time write to an element the fast path runs: the kernel's queue and the
+        programs' port take it (a rate, a queue's size), or the write is refused."""
+        from ..element import ConfigError
+        for p in self.plan.ports:
+            if elem is p.queue and handler == "capacity_bytes" and elem.capacity_bytes:
+                raise ConfigError(f"{elem.name}: the fast path's queue is packet-bounded (a pfifo); a byte "
+                                  "bound needs the Python node (run without --fast-path)")
+            if elem not in (p.queue, p.shaper):
+                continue
+            try:
+                if p.shaper is not None:
+                    self._queue(p, change=True)
+                self._write_port(p, self._ifindexes[p.index])
+            except (FastPathError, OSError) as exc:
+                raise ConfigError(f"{elem.name}.{handler}: the fast path could not take it: {exc}") from None
+            log.info("fast path: %s.%s = %s on %s", elem.name, handler, getattr(elem, handler), p.devname)
 
     def _netns_inum(self) -> int:
         path = os.path.join(NETNS_RUN_DIR, self.ns) if self.ns else "/proc/self/ns/net"
@@ -173,14 +197,15 @@ class FastPath:
             c["node_id"], c["namespace_id"], c["insert_bytes"], c["hbh_bytes"], offset, rx_drops & 0xFFFFFFFF,
             c["netns_inum"], c["template"]))
 
-    def _queue(self, p: PortPlan) -> None:
+    def _queue(self, p: PortPlan, change: bool = False) -> None:
         """The port's Queue and LinkShaper as its root qdisc: tbf over a pfifo of the Queue's size."""
         dev, limit = p.devname, p.queue.capacity
         if p.shaper is None:
             # Queue -> Unqueue: a buffer without a rate, the device's own queue in the kernel (a
             # veth's is none). A pfifo here would move packets between CPUs and reorder them.
             return
-        self._qdiscs.append(dev)
+        if not change:
+            self._qdiscs.append(dev)
         rate_bps = int(p.shaper.rate)
         frame = p.to_dev.mtu + 14
         # a burst of two frames, or 1 ms of the rate: the LinkShaper sends back-to-back frames at

@@ -322,3 +322,22 @@ def test_a_rate_limited_ports_queue_is_the_kernels_and_its_state_is_in_the_hop(t
         # ~40+ frames of 1,320 B ahead at 20 Mbit/s: 21 ms and more
         assert s["transit_delay_ns"] > 20_000_000
     assert max(s["queue_drops"] for s in n1) > 0 and max(s["flow_queue_drops"] for s in n1) > 0
+
+
+def test_run_time_writes_reach_the_kernels_queue_or_are_refused():
+    from experiments.testbed.traffic import udp_flow
+    teardown("fpw")
+    tb = start_testbed("line2", "fpw", exporter="none", fast_path=True, mid_mbps=20, buffer_pkts=50)
+    try:
+        tb.write("n1", "shape1", "rate", "5Mbps")
+        tb.write("n1", "q1", "capacity", "80")
+        qdiscs = tb.run("n1", ["tc", "qdisc", "show", "dev", "intcc-n2"]).stdout
+        res = udp_flow(tb, "h1", "h2", rate_mbps=10, seconds=2.0, length=1200)
+        with pytest.raises(Exception, match="packet-bounded"):
+            tb.write("n1", "q1", "capacity_bytes", "100000")
+        reply = tb.node_request("n1", {"cmd": "read", "element": "q1", "handler": "capacity_bytes"})
+        assert reply["value"] == 0      # the refused write undone
+    finally:
+        tb.down()
+    assert "rate 5Mbit" in qdiscs and "limit 80p" in qdiscs, qdiscs
+    assert 3.5 < res["received_mbps"] < 5.2, res
