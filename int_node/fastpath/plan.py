@@ -70,7 +70,7 @@ def _next(elem, port: int = 0):
     out = elem._out[port] if port < len(elem._out) and elem._out[port] is not None else None
     if out is not None:
         return out[0]
-    down = [e for e in elem.__dict__.get("_downstream", ())]
+    down = elem.__dict__.get("_downstream", ())
     return down[0] if len(down) == 1 else None
 
 
@@ -165,7 +165,7 @@ def _egress(walk: _Walk, rt: IPv6Lookup, index: int) -> Optional[dict]:
 
 def plan_for(router) -> Plan:
     """The fast path's plan for an (initialized or parsed) router's configuration."""
-    plan, walk = Plan(), None
+    plan = Plan()
     walk = _Walk(plan)
     lookups = [e for e in router.elements.values() if isinstance(e, IPv6Lookup)]
     if len(lookups) != 1:

@@ -71,12 +71,17 @@ def test_the_loaders_structs_match_the_programs_as_built(tmp_path, monkeypatch):
     assert build.build() == obj          # unchanged sources: no rebuild
 
 
-def _router(topo_name: str, node: str, **params) -> Router:
+def _config(topo_name: str, node: str, **params) -> str:
+    """The testbed's configuration of ``node`` (no devices opened)."""
     topo = load_topo(os.path.join(TOPO_DIR, f"{topo_name}.toml"), params)
     ifaces = [Iface(link, f"intcc-{link.other(node)}", f"02:00:00:00:00:{i:02x}", link.other(node),
                     "02:00:00:00:01:00", "2001:db8::1", "2001:db8::/64", 1788)
               for i, link in enumerate(topo.links_of(node))]
-    return Router(node_config(topo, node, ifaces, "none"))
+    return node_config(topo, node, ifaces, "none")
+
+
+def _router(topo_name: str, node: str, **params) -> Router:
+    return Router(_config(topo_name, node, **params))
 
 
 @pytest.mark.parametrize("node,roles", [("n1", {"source", "transit"}), ("n2", {"transit", "sink"})])
@@ -122,24 +127,13 @@ def test_configurations_without_a_kernel_form_are_refused_with_the_reason(config
 def test_node_check_says_where_each_element_runs(tmp_path):
     from int_node.cli import node_group
     path = tmp_path / "n2.click"
-    path.write_text(node_config(*_line2_args("n2")))
+    path.write_text(_config("line2", "n2"))
     res = CliRunner().invoke(node_group, ["check", str(path), "--fast-path"])
     assert res.exit_code == 0, res.output
     assert "fast path: compiles (2 ports: intcc-n1, intcc-h2)" in res.output
     assert "INTSink" in res.output and FAST in res.output
     dumbbell = tmp_path / "sw1.click"
-    topo = load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"))
-    ifaces = [Iface(link, f"intcc-{link.other('sw1')}", f"02:00:00:00:00:{i:02x}", link.other("sw1"),
-                    "02:00:00:00:01:00", "2001:db8::1", "2001:db8::/64", 1788)
-              for i, link in enumerate(topo.links_of("sw1"))]
-    dumbbell.write_text(node_config(topo, "sw1", ifaces, "none"))
+    dumbbell.write_text(_config("dumbbell", "sw1"))
     res = CliRunner().invoke(node_group, ["check", str(dumbbell), "--fast-path"])
     assert res.exit_code == 0 and "does not compile, the node would forward in Python" in res.output
-
-
-def _line2_args(node):
-    topo = load_topo(os.path.join(TOPO_DIR, "line2.toml"))
-    ifaces = [Iface(link, f"intcc-{link.other(node)}", f"02:00:00:00:00:{i:02x}", link.other(node),
-                    "02:00:00:00:01:00", "2001:db8::1", "2001:db8::/64", 1788)
-              for i, link in enumerate(topo.links_of(node))]
-    return topo, node, ifaces, "none"
+    assert "delay0 (Delay)" in res.output
