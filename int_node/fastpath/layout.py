@@ -78,8 +78,7 @@ def header_text() -> str:
 #: per-port counters the BPF programs keep (a per-CPU array, port * len + index); the node
 #: adds them to its elements' counters under these elements' names (fastpath/plan.py)
 COUNTERS = (
-    "rx_packets", "rx_bytes",                  # FromDevice: frames the fast path took
-    "passed",                                  # EtherFilter
+    "rx_packets", "rx_bytes",                  # FromDevice (and EtherFilter): frames the fast path took
     "punted",                                  # left to the Python node (not a drop)
     "src_inserted", "src_skipped_has_hbh", "src_skipped_mtu",
     "meter_packets",                           # FlowMeter of the egress port

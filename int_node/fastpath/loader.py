@@ -36,10 +36,10 @@ _U32 = struct.Struct("<I")
 _FLAGS = layout.PORT_FLAGS
 METER_WINDOWS_MAX = 50
 
-#: fast-path counter -> (plan attribute of the element, its counter name)
+#: fast-path counter -> (plan attribute of the element, its counter name); every frame the
+#: fast path takes passed its port's EtherFilter
 COUNTER_OWNERS = {
     "rx_packets": ("from_dev", "packets"), "rx_bytes": ("from_dev", "bytes"),
-    "passed": ("ether_filter", "passed"),
     "src_inserted": ("source", "inserted"), "src_skipped_has_hbh": ("source", "skipped_has_hbh"),
     "src_skipped_mtu": ("source", "skipped_mtu"),
     "meter_packets": ("meter", "packets"),
@@ -310,6 +310,7 @@ class FastPath:
                 if elem is not None:
                     d = out.setdefault(elem.name, {})
                     d[name] = d.get(name, 0) + row[counter]
+            out.setdefault(p.ether_filter.name, {})["passed"] = row["rx_packets"]
             try:
                 row.update(self.qdisc_stats(p.devname))
             except FastPathError as exc:

@@ -102,9 +102,11 @@ def run_sequence(tb, frames, src: bytes, tmp_path, tag: str):
     assert sent.returncode == 0, sent.stderr
     out, _ = rx.communicate(timeout=30)
     received = [bytes.fromhex(x) for x in out.split()]
-    time.sleep(0.3)
-    with open(f"{tb.dir}/n2.int.capture") as f:
-        records = [json.loads(line) for line in f if line.strip()]
+    deadline, records = time.monotonic() + 5, []
+    while len(records) < len(frames) and time.monotonic() < deadline:     # the exporter's write lands
+        with open(f"{tb.dir}/n2.int.capture") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        time.sleep(0.05)
     return received, records
 
 

@@ -367,7 +367,6 @@ int intcc_fp_ingress(struct __sk_buff *skb)
 
 	count(in, INTCC_FP_RX_PACKETS, 1);
 	count(in, INTCC_FP_RX_BYTES, len);
-	count(in, INTCC_FP_PASSED, 1);
 	if (ip->flags & INTCC_FP_PORT_SOURCE) {
 		if (has_int) {
 			count(in, INTCC_FP_SRC_SKIPPED_HAS_HBH, 1);
