@@ -10,6 +10,7 @@ import click
 from ccp_algs.contract import CCP_KERNEL, INTCC_DATAPATH, ContractError, DatapathCapabilities, read_datapath_contract
 from ccp_algs.registry import ALGORITHMS, Param, algorithm_class
 from estimator import DEFAULT_MODEL
+from estimator.identify.evidence import COMMIT_POSTERIOR
 from telemetry.schema import CCA_LABELS
 
 from .datapath import DEFAULT_STATE_DIR
@@ -205,9 +206,9 @@ for _name in ALGORITHMS:
                    "the flow switches (back to the probe when the competitors change); needs --broker. passive: "
                    "the estimator's model and vote")
 @click.option("--identify-threshold", type=click.FloatRange(min=0.5, max=1.0, min_open=True, max_open=True),
-              default=0.95, show_default=True, metavar="POSTERIOR",
+              default=COMMIT_POSTERIOR, show_default=True, metavar="POSTERIOR",
               help="--identify active commits to a hypothesis (and switches) once its posterior reaches this; "
-                   "lower commits sooner and more often wrongly")
+                   "lower commits sooner and more often wrongly (below 0.83 one stage alone can commit)")
 @click.option("--broker", "broker_url",
               help="publish verdicts and switches on intcc/v1/estimate/<flow-id>; a model trained with INT "
                    "features reads the sink's flow telemetry there too (then required)")
@@ -275,7 +276,7 @@ def _adaptive_maker(hosted, initial, switch_policy, verdicts, trace, **options):
 
 
 def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins,
-                    rt_priority, threshold: float = 0.95):
+                    rt_priority, threshold: float = COMMIT_POSTERIOR):
     """adaptive --identify active: flows start on the probe; the identification's verdict
     switches each once (ccp_agent/identification.py)."""
     from ccp_algs.probe import Probe

@@ -213,7 +213,9 @@ class IdentificationProcess(ChildEnd):
     serve = staticmethod(_serve)
 
     def __init__(self, broker_url: str, state_dir: str | None = None, interval_s: float = 0.25,
-                 threshold: float = 0.95):
+                 threshold: float | None = None):
+        from estimator.identify.evidence import COMMIT_POSTERIOR
+        threshold = COMMIT_POSTERIOR if threshold is None else threshold
         super().__init__(broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0], interval_s, threshold)
 
     def local_changed(self, sid: int, cca: str):

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import elasticity, loss_cut, not_tcp, probe_rtt, queue_level, queue_trend, slow_start, spare, switch_share
 from .bottleneck import BIN_S, NodeRecords, competing
-from .evidence import Evidence, SequentialTest, aggregate
+from .evidence import COMMIT_POSTERIOR, Evidence, SequentialTest, aggregate
 
 STARTUP_S, STARTUP_RTTS = 1.0, 10
 STRETCH_S, STRETCH_RTTS = 1.0, 16
@@ -35,7 +35,7 @@ NEW_TCP_PKTS = 10
 
 
 class Identifier:
-    def __init__(self, own_flow_id: str, base_rtt_s: float | None = None, threshold: float = 0.95,
+    def __init__(self, own_flow_id: str, base_rtt_s: float | None = None, threshold: float = COMMIT_POSTERIOR,
                  keep_s: float = 60.0, probe_period_rtts: float = 8.0):
         self.own_flow_id = own_flow_id
         self.probe_period_rtts = probe_period_rtts      # the probe's (ccp_algs/probe.py period_rtts)

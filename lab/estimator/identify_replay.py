@@ -21,6 +21,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from estimator.identify.evidence import COMMIT_POSTERIOR
 from estimator.identify.identifier import Identifier
 from experiments.testbed.traffic import MAIN_PORT
 from telemetry.ccas import CCA_LABELS
@@ -88,7 +89,7 @@ def passive_timeline(run_dir: str, record: dict, out: dict) -> dict | None:
             "final_best": verdicts[-1][1], "final_posterior": None, "stages": {}, "passive": True}
 
 
-def replay(run_dir: str, record: dict, threshold: float = 0.95) -> dict:
+def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR) -> dict:
     p = record["params"]
     base_rtt_s = 2 * (p["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + p.get("main_extra_delay_ms", 0.0))) / 1e3
     # a competitor outside the four (application-limited, a fixed window) is "unknown"
@@ -154,7 +155,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="an 'intcc exp run' output directory with recorded telemetry")
     ap.add_argument("--json-out")
-    ap.add_argument("--threshold", type=float, default=0.95, help="the posterior a commit needs (the agent's default)")
+    ap.add_argument("--threshold", type=float, default=COMMIT_POSTERIOR, help="the posterior a commit needs (the agent's default)")
     args = ap.parse_args(argv)
     rows = []
     for res in args.results:

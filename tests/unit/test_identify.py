@@ -76,6 +76,16 @@ def test_the_sequential_test_waits_until_the_threshold():
         SequentialTest(threshold=0.3)
 
 
+def test_at_the_default_threshold_no_stage_commits_alone_and_two_that_agree_do():
+    test = SequentialTest()
+    flat = {h: 0.0 for h in test.hypotheses}
+    test.set("elasticity", Evidence("elasticity", {**flat, "bbr": 50.0}))
+    test.set("elasticity", Evidence("elasticity", {**flat, "bbr": 80.0}))     # replaced, not added
+    assert test.verdict() is None and test.best()[0] == "bbr"
+    test.set("queue_level", Evidence("queue_level", {**flat, "bbr": 50.0}))
+    assert test.verdict() == "bbr"
+
+
 # -- the stages read through the bottleneck's hop records, on a fluid FIFO port --------
 
 from dataclasses import replace  # noqa: E402
