@@ -23,6 +23,16 @@ MIN_FLOW_SHARE = 0.05         # a competitor carries at least this share of the 
 MIN_COMPETITOR_TOTAL_PKTS = 50    # ... and this many (alone beside this flow, a handshake is all the others' packets)
 
 
+def moving_mean(x, k: int) -> np.ndarray:
+    """The mean over ``k`` bins centred on each bin (np.convolve's "same" alignment), as long
+    as ``x`` whatever k: a series can be shorter than an RTT (a test restarted a moment ago),
+    where "same" would return k values."""
+    x = np.asarray(x, dtype=float)
+    k = max(1, int(k))
+    start = (k - 1) // 2
+    return np.convolve(x, np.ones(k) / k, mode="full")[start:start + len(x)]
+
+
 @dataclass
 class Series:
     """Per 10 ms bin from ``t0_s``: this flow's packets (``own``), each competitor's
@@ -90,8 +100,7 @@ class Series:
         (comp_queued). A window-limited sender's is its congestion window, whatever share
         of the port this flow's pulses leave it: where its rate falls, its queue grows."""
         k = max(1, int(round(base_rtt_s / BIN_S)))
-        kernel = np.ones(k) / k
-        rate = np.array([np.convolve(c, kernel, mode="same") for c in self.comp]).reshape(self.comp.shape) / BIN_S
+        rate = np.array([moving_mean(c, k) for c in self.comp]).reshape(self.comp.shape) / BIN_S
         return rate * base_rtt_s + self.comp_queued()
 
     def others(self) -> np.ndarray:
@@ -145,9 +154,10 @@ class NodeRecords:
     def has_flow(self, flow_id: str) -> bool:
         return any(flow_id in r[4] for r in self.rows)
 
-    def flows_since(self, t_s: float, own_flow_id: str) -> tuple[dict, int]:
-        """Each other TCP flow's packets through the node in records ending after ``t_s``,
-        and the packets of flows that are not TCP."""
+    def flows_since(self, t_s: float, own_flow_id: str, peers: frozenset = frozenset()) -> tuple[dict, int]:
+        """Each other TCP flow's packets through the node in records ending after ``t_s``
+        (``peers`` left out: other intcc senders identifying, never competitors), and the
+        packets of flows that are not TCP."""
         out: dict = {}
         not_tcp = 0
         for t_end, _, _, _, flows, other in reversed(self.rows):
@@ -155,7 +165,7 @@ class NodeRecords:
                 break
             not_tcp += other
             for fid, (k, _) in flows.items():
-                if fid != own_flow_id:
+                if fid != own_flow_id and fid not in peers:
                     out[fid] = out.get(fid, 0) + k
         return out, not_tcp
 
@@ -174,7 +184,10 @@ class NodeRecords:
     def port_bps(self) -> float:
         return self.rows[-1][3] if self.rows else 0.0
 
-    def series(self, own_flow_id: str) -> Series | None:
+    def series(self, own_flow_id: str, peers: frozenset = frozenset()) -> Series | None:
+        """The node's records as series. ``peers``' packets (other intcc senders on the probe,
+        identifying too) count with this flow's in ``own``: what the competitors answer is
+        every probe's pulses together, and a peer is never a competitor."""
         rows = list(self.rows)
         if len(rows) < 2:
             return None
@@ -183,7 +196,7 @@ class NodeRecords:
         totals: dict = {}
         for r in rows:
             for fid, (k, _) in r[4].items():
-                if fid != own_flow_id:
+                if fid != own_flow_id and fid not in peers:
                     totals[fid] = totals.get(fid, 0) + k
         ids = sorted(competing(totals, sum(r[5] for r in rows), MIN_COMPETITOR_TOTAL_PKTS))
         index = {f: i for i, f in enumerate(ids)}
@@ -204,7 +217,7 @@ class NodeRecords:
                 continue
             other[k] += not_tcp
             for fid, (packets, dropped) in flows.items():
-                if fid == own_flow_id:
+                if fid == own_flow_id or fid in peers:
                     own[k] += packets
                 elif fid in index:
                     comp[index[fid], k] += packets

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .bottleneck import Series
+from .bottleneck import Series, moving_mean
 from .evidence import HYPOTHESES, UNKNOWN, Evidence
 
 ETA_WINDOW, ETA_PACED = 0.75, 0.0
@@ -47,9 +47,8 @@ def elasticity(s: Series, lo: int, hi: int, smooth_bins: int = 5) -> tuple[float
     busy = (q > 0) | ((s.own + s.comp.sum(axis=0)) >= 0.9 * per_bin)
     total = np.where(busy, per_bin, s.own + s.comp.sum(axis=0)) + np.diff(q, prepend=q[0])
     z = total - arrived
-    kernel = np.ones(smooth_bins) / smooth_bins
-    o = np.convolve(arrived, kernel, mode="same")[lo:hi]
-    z = np.convolve(z, kernel, mode="same")[lo:hi]
+    o = moving_mean(arrived, smooth_bins)[lo:hi]
+    z = moving_mean(z, smooth_bins)[lo:hi]
     if np.mean(busy[lo:hi]) < 0.8:
         return None
     up = o > np.mean(o)

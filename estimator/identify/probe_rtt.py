@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from .bottleneck import BIN_S
+from .bottleneck import BIN_S, moving_mean
 from .evidence import HYPOTHESES, Evidence
 
 PERIOD_S = 10.0
@@ -55,7 +55,7 @@ def dips(packets, since_bin: int = 0) -> list[tuple[int, int]]:
     ``since_bin`` on."""
     packets = np.asarray(packets, dtype=float)
     n = len(packets)
-    rate = np.convolve(packets, np.ones(SMOOTH_BINS) / SMOOTH_BINS, mode="same")
+    rate = moving_mean(packets, SMOOTH_BINS)
     hist = int(HISTORY_S / BIN_S)
     recover, min_len = int(RECOVER_S / BIN_S), int(MIN_DIP_S / BIN_S)
     out = []

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from .bottleneck import BIN_S
+from .bottleneck import BIN_S, moving_mean
 from .evidence import HYPOTHESES, UNKNOWN, Evidence
 
 SIGMA_HOLD = 0.15
@@ -78,7 +78,7 @@ def window_pkts(s, lo: int, hi: int, base_rtt_s: float, period_bins: int = 0) ->
     pulses, which a shorter average leaves in the series as a swing many segments high."""
     k = max(1, period_bins)
     window = np.nan_to_num(s.comp_window(base_rtt_s).sum(axis=0), nan=0.0)
-    return np.convolve(window, np.ones(k) / k, mode="same")[lo:hi]
+    return moving_mean(window, k)[lo:hi]
 
 
 def slope_per_rtt(q, rtt_s: float, competitors: int, bin_s: float = BIN_S):
