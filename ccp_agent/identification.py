@@ -116,14 +116,21 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
     parent_end.close()                      # see estimation._serve
     from broker.subscriber import TelemetryView
     from estimator.online import Publisher
-    from telemetry.schema import HOP_TOPIC, encode, estimate_topic
+    from telemetry.schema import ESTIMATE_TOPIC, HOP_TOPIC, HopRecord, IdentifyRecord, encode, estimate_topic
     publisher = Publisher(broker_url)
     flows: dict[int, _Flow] = {}
     pending: deque = deque()                # hop records from paho's thread
     recent: deque = deque(maxlen=RECENT_RECORDS)   # for a flow located later: its first seconds
+    identifying: set = set()                # flows any intcc sender identifies (their identify records)
 
-    view = TelemetryView(broker_url, topics=(HOP_TOPIC.format(node_id="+"),))
-    view.on_record(lambda rec, topic: pending.append(rec))
+    def on_record(rec, topic):
+        if isinstance(rec, HopRecord):
+            pending.append(rec)
+        elif isinstance(rec, IdentifyRecord):
+            identifying.add(rec.flow_id)
+
+    view = TelemetryView(broker_url, topics=(HOP_TOPIC.format(node_id="+"), ESTIMATE_TOPIC.format(flow_id="+")))
+    view.on_record(on_record)
     view.start()
     directory = FlowDirectory(state_dir)
     requester = ReportRequester()
@@ -146,8 +153,10 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
             while pending:
                 records.append(pending.popleft())
             recent.extend(records)
+            peers = frozenset(identifying | {f.flow_id for f in flows.values() if f.flow_id})
             for f in flows.values():
-                if f.identifier is not None:
+                if f.identifier:
+                    f.identifier.peers = peers - {f.flow_id}
                     for rec in records:
                         f.identifier.add(rec)
             if time.monotonic() >= next_sweep:
@@ -167,6 +176,9 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
                         continue
                     for rec in recent:           # the records from before it was found count too
                         f.identifier.add(rec)
+                    # say at once that this flow identifies: another intcc sender at its bottleneck
+                    # then reads it as a peer, not as a competitor to name
+                    publisher.client.publish(estimate_topic(f.flow_id), encode(f.record(())), qos=0)
                 if f.identifier is False:
                     continue
                 why = f.competitors_changed()

@@ -43,6 +43,9 @@ class Identifier:
         self.test = SequentialTest(threshold)
         self.keep_s = keep_s
         self.nodes: dict[int, NodeRecords] = {}
+        #: other intcc senders identifying at the same time (their identify records name them):
+        #: their pulses add to this flow's, and they are never competitors
+        self.peers: frozenset = frozenset()
         self.node_id: int | None = None
         self.competitor_since_s: float | None = None   # the records' clock: its first packet at the bottleneck
         self._stretch_next_s: float | None = None       # where the next stretch starts (records' clock)
@@ -75,7 +78,7 @@ class Identifier:
     def step(self) -> list[Evidence]:
         """Read what completed since the last step; the evidence it added."""
         node = self._bottleneck()
-        s = node.series(self.own_flow_id) if node is not None else None
+        s = node.series(self.own_flow_id, self.peers) if node is not None else None
         if s is None or self.base_rtt_s is None:
             return []
         first = s.comp_first_bin()
@@ -281,7 +284,7 @@ class Identifier:
         if node is None or node.last_s() is None:
             return None, 0, False
         last = node.last_s()
-        others, not_tcp = node.flows_since(last - window_s, self.own_flow_id)
+        others, not_tcp = node.flows_since(last - window_s, self.own_flow_id, self.peers)
         named = competing(others, not_tcp, MIN_COMPETITOR_PKTS)
         own = node.own_packets_since(last - window_s, self.own_flow_id)
         total = own + sum(others[f] for f in named)
@@ -300,5 +303,5 @@ class Identifier:
         node = self.nodes.get(self.node_id) if self.node_id is not None else None
         if node is None or node.last_s() is None:
             return frozenset()
-        return frozenset(competing(*node.flows_since(node.last_s() - window_s, self.own_flow_id),
+        return frozenset(competing(*node.flows_since(node.last_s() - window_s, self.own_flow_id, self.peers),
                                    MIN_COMPETITOR_PKTS))

@@ -144,6 +144,58 @@ def test_the_identifier_names_the_competitor_from_its_hop_records(kind, truth, s
     assert len(idf.test.stages) <= 6 < len(idf.test.evidence)
 
 
+PEER = "00000000000000cc"
+
+
+def _split_own(recs, peer_share=0.5):
+    """The fluid port's records with this flow's packets shared with a second probing
+    sender (PEER): two intcc senders on the probe beside one competitor."""
+    out = []
+    for rec in recs:
+        top = []
+        for fid, packets, lost, proto in rec.top_flows:
+            if fid == OWN:
+                theirs = int(round(packets * peer_share))
+                top += [[OWN, packets - theirs, lost, proto], [PEER, theirs, 0, proto]]
+            else:
+                top.append([fid, packets, lost, proto])
+        out.append(replace(rec, top_flows=top))
+    return out
+
+
+def test_another_probing_sender_is_a_peer_whose_pulses_count_with_ours_and_never_a_competitor():
+    recs = _split_own(run("window", seconds=10.0, buffer_pkts=60))
+    unaware = Identifier(OWN, base_rtt_s=0.04)
+    aware = Identifier(OWN, base_rtt_s=0.04)
+    aware.peers = frozenset({PEER})
+    for idf in (unaware, aware):
+        for rec in recs:
+            idf.add(rec)
+        idf.step()
+    assert PEER in unaware.competitors()                        # the control: read as a competitor
+    assert aware.competitors() == {"00000000000000bb"}
+    s = aware.nodes[2].series(OWN, aware.peers)
+    assert s.comp_ids == ["00000000000000bb"] and s.own.sum() == sum(
+        k for rec in recs for fid, k, *_ in rec.top_flows if fid in (OWN, PEER))
+    assert aware.test.best()[0] == "reno", aware.test.posterior()
+
+
+def test_a_test_restarted_a_moment_ago_reads_a_series_shorter_than_an_rtt():
+    """After a re-identification the identifier has only the records since: with a long
+    RTT, fewer bins than an RTT's, a competitor already losing (found on a fresh seed,
+    where it ended the agent's identification)."""
+    from estimator.identify.bottleneck import moving_mean
+    full = run("window", seconds=20.0, buffer_pkts=30)
+    first_loss = next(i for i, r in enumerate(full) if any(e[2] for e in r.top_flows))
+    idf = Identifier(OWN, base_rtt_s=0.15)           # 15 bins an RTT, 13 bins of records
+    for rec in full[first_loss - 12:first_loss + 1]:
+        idf.add(rec)
+    idf.step()                                       # reads, does not fail
+    s = idf.nodes[2].series(OWN)
+    assert s.n < 15 and s.comp_window(0.15).shape == s.comp.shape
+    assert len(moving_mean([1.0, 2.0], 15)) == 2
+
+
 def test_a_stage_counts_once_however_often_it_measures():
     test = SequentialTest()
     flat = {h: 0.0 for h in test.hypotheses}
