@@ -11,7 +11,11 @@ competitors at the bottleneck are watched: when one joins, or those named leave,
 identification starts again (a Verdict with ``reidentify``: the agent puts the flow back on
 the probe; an IdentifyRecord of the fresh test's state). So is the flow's own share once the
 switch settled: one that left it clearly worse off than the probe (switch_share.py) is taken
-back the same way, with evidence against the hypothesis committed."""
+back the same way, with evidence against the hypothesis committed.
+
+Other intcc senders at the bottleneck are peers, not competitors: each flow announces itself
+with an identify record once located, and every flow with identify records on the estimate
+topics (this agent's others too) is read as a peer by the Identifier."""
 from __future__ import annotations
 
 import os
@@ -122,12 +126,13 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
     pending: deque = deque()                # hop records from paho's thread
     recent: deque = deque(maxlen=RECENT_RECORDS)   # for a flow located later: its first seconds
     identifying: set = set()                # flows any intcc sender identifies (their identify records)
+    announced: deque = deque()              # ... their ids from paho's thread (a deque: safe to append there)
 
     def on_record(rec, topic):
         if isinstance(rec, HopRecord):
             pending.append(rec)
         elif isinstance(rec, IdentifyRecord):
-            identifying.add(rec.flow_id)
+            announced.append(rec.flow_id)
 
     view = TelemetryView(broker_url, topics=(HOP_TOPIC.format(node_id="+"), ESTIMATE_TOPIC.format(flow_id="+")))
     view.on_record(on_record)
@@ -153,6 +158,8 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
             while pending:
                 records.append(pending.popleft())
             recent.extend(records)
+            while announced:
+                identifying.add(announced.popleft())
             peers = frozenset(identifying | {f.flow_id for f in flows.values() if f.flow_id})
             for f in flows.values():
                 if f.identifier:

@@ -340,8 +340,9 @@ def _stage_measurements(v):
 @dataclass
 class IdentifyRecord(_FlatRecord):
     """Active identification's progress on a flow's competitor (published on the flow's
-    estimate topic at each step that adds evidence): the stages' new measurements and
-    the sequential test's state after them."""
+    estimate topic once the agent has located the flow, with no evidence, then at each
+    step that adds evidence): the stages' new measurements and the sequential test's state
+    after them. Other agents take a flow with identify records for a peer, not a competitor."""
     flow_id: str = _f(_flow_id)
     ts_ns: int = _f(_int(0))                          # agent clock, ns since epoch
     node_id: Optional[int] = _f(_opt(_int(0, 0xFFFFFF)))   # the bottleneck read

@@ -111,3 +111,13 @@ def test_the_dragonfly_interval_table_in_the_docs_is_the_one_its_records_give(ca
     got = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/dragonfly.md")).read()
     assert len(got) == 11 and all(row in docs for row in got), [r for r in got if r not in docs]
+
+
+def test_the_commit_threshold_table_in_the_docs_is_the_one_its_record_gives(capsys):
+    import os
+    from lab.estimator import identify_thresholds
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    identify_thresholds.main(["--table", os.path.join(root, "lab/records/estimator/identify_thresholds-dev-2026-12-05.json")])
+    rows = capsys.readouterr().out.strip().splitlines()
+    docs = open(os.path.join(root, "docs/estimator.md")).read()
+    assert len(rows) == 6 and all(row in docs for row in rows), [r for r in rows if r not in docs]
