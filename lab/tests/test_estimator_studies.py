@@ -61,12 +61,13 @@ def test_the_udp_effect_pairs_each_network_with_itself_and_keeps_the_runs_withou
 
 
 
-@pytest.mark.parametrize("seed, rows_expected", [(4301, 12), (4401, 11)])
-def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give(capsys, seed, rows_expected):
+@pytest.mark.parametrize("seed, date, rows_expected", [(4301, "2026-12-03", 12), (4401, "2026-12-03", 11),
+                                                       (4502, "2026-12-05", 11)])
+def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give(capsys, seed, date, rows_expected):
     import os
     from lab.estimator import identify_table
     root = os.path.join(os.path.dirname(__file__), "..", "..")
-    name = f"identify_hard-seed{seed}-2026-12-03"
+    name = f"identify_hard-seed{seed}-{date}"
     identify_table.main([os.path.join(root, f"lab/records/estimator/{name}.json"),
                          os.path.join(root, f"lab/records/experiments/{name}/summary.json")])
     rows = capsys.readouterr().out.strip().splitlines()
