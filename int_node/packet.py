@@ -37,7 +37,7 @@ _BYTE = [bytes((i,)) for i in range(256)]
 
 
 class Packet:
-    __slots__ = ("data", "rx_ns", "in_port", "flow_id", "drops_seen", "queue")
+    __slots__ = ("data", "rx_ns", "in_port", "flow_id", "drops_seen", "queue", "due_ns")
 
     def __init__(self, data: bytearray, rx_ns: int = 0, in_port: int = 0):
         self.data = data
@@ -51,6 +51,10 @@ class Packet:
         self.drops_seen = None
         #: the last Queue it entered (where a scheduler serves several, INT reports this one)
         self.queue = None
+        #: when the emulated link upstream (a Delay) had it due here, monotonic ns; 0: not known.
+        #: A node's loop runs late at times: an element keeping a schedule (Reconfigure) meets
+        #: the packet at this time, not at the moment the loop got round to it
+        self.due_ns = 0
 
     def __len__(self):
         return len(self.data)

@@ -141,6 +141,7 @@ class Delay(Element):
         now = time.monotonic_ns()
         while held and held[0][0] <= now:
             due_ns, pkt = held.popleft()
+            pkt.due_ns = due_ns
             late_us = (now - due_ns) // 1000
             self.late_us_total += late_us
             if late_us > self.late_us_max:

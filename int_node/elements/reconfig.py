@@ -128,9 +128,9 @@ class Reconfigure(Element):
         """(the path of the period now, whether it is night), counting migrations."""
         if not self.period:
             return CIRCUIT, False
-        since = now_ns - self._epoch_ns
+        since = max(0, now_ns - self._epoch_ns)     # a packet due before a restart: its first moment
         cycle, phase = divmod(since, self.period)
-        if cycle != self._cycle:
+        if cycle > self._cycle:       # (a packet due a moment before the last one's cycle: no migration back)
             self._migrated(cycle, now_ns - phase)
         night = phase >= self.period - self.downtime
         return (CIRCUIT if cycle % 2 == 0 else STATIC), night
@@ -161,7 +161,9 @@ class Reconfigure(Element):
             out[0].push(out[1], pkt)
             return
         self.migrated_packets += 1
-        now = self._now()
+        # the schedule meets a packet when the link upstream had it due here (Packet.due_ns):
+        # the loop running late would otherwise move the night's start onto packets of the day
+        now = pkt.due_ns or self._now()
         path, night = self._at(now)
         if night:
             if self.mode == "buffer" and len(self._held) < self.buffer:

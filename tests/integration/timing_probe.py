@@ -6,6 +6,10 @@ off the packets' fates and compared with the node's own log of it.
     python3 timing_probe.py recv PORT IDLE_S       prints "ready", then a JSON list of
                                                    [seq, send_ns, recv_ns], in arrival order
     python3 timing_probe.py send ADDR PORT INTERVAL_US SECONDS
+                                                   prints {"sent": N, "late": [[seq, late_us], ...]}:
+                                                   the datagrams sent LATE_US or more after their
+                                                   time (the sender held up: what the path did
+                                                   around them is not the path's doing)
 
 The sender sleeps to just before each datagram's time and spins the rest: a sleep alone
 overshoots by tens of microseconds, a varying amount, and the interval is the
@@ -20,6 +24,7 @@ import time
 
 STAMP = struct.Struct("!QQ")        # seq, send time (monotonic ns)
 SPIN_NS = 80_000                    # a sleep's overshoot, and then some
+LATE_US = 300                       # a send this late is the sender held up, not jitter
 
 
 def receive(port: int, idle_s: float) -> list:
@@ -42,23 +47,25 @@ def receive(port: int, idle_s: float) -> list:
     return log
 
 
-def send(addr: str, port: int, interval_us: float, seconds: float) -> int:
+def send(addr: str, port: int, interval_us: float, seconds: float) -> dict:
     sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     payload = bytearray(64)
     interval_ns = int(interval_us * 1000)
     start = time.monotonic_ns()
     end = start + int(seconds * 1e9)
-    seq = 0
+    seq, late = 0, []
     while True:
         due = start + seq * interval_ns
         if due >= end:
-            return seq
+            return {"sent": seq, "late": late}
         now = time.monotonic_ns()
         if due - now > SPIN_NS:
             time.sleep((due - now - SPIN_NS) / 1e9)
             now = time.monotonic_ns()
         while now < due:
             now = time.monotonic_ns()
+        if now - due >= LATE_US * 1000:
+            late.append([seq, (now - due) // 1000])
         STAMP.pack_into(payload, 0, seq, now)
         try:
             sock.sendto(payload, (addr, port))
@@ -72,7 +79,7 @@ def main(argv) -> int:
         print(json.dumps(receive(int(argv[1]), float(argv[2]))), flush=True)
         return 0
     if len(argv) == 5 and argv[0] == "send":
-        print(json.dumps({"sent": send(argv[1], int(argv[2]), float(argv[3]), float(argv[4]))}), flush=True)
+        print(json.dumps(send(argv[1], int(argv[2]), float(argv[3]), float(argv[4]))), flush=True)
         return 0
     print(__doc__, file=sys.stderr)
     return 2

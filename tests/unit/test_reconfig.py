@@ -56,6 +56,42 @@ def test_night_drops_the_migrated_flows_only():
     assert ev == [8 * MS, 2 * MS, "static"]
 
 
+def test_a_packet_meets_the_schedule_when_the_link_upstream_had_it_due_not_when_the_loop_came_round():
+    from int_node.packet import Packet
+    r, rc, clock = _bed("period 10ms, downtime 2ms, src 2001:db8::1/128, mode drop")
+
+    def due(at_ns: int):
+        pkt = Packet(bytearray(ipv6_frame(100, src=1)))
+        pkt.due_ns = at_ns
+        rc.push(0, pkt)
+
+    clock[0] = 9 * MS                     # the loop is in the night ...
+    due(7 * MS)                           # ... with a packet due in the day before it: through
+    assert rc.night_drops == 0 and _counts(r) == (0, 1)
+    due(int(8.5 * MS))                    # due in the night: dropped
+    assert rc.night_drops == 1
+    clock[0] = 11 * MS                    # the loop is in the next day, on the static path
+    due(int(9.9 * MS))                    # due in the night: dropped still
+    due(int(10.5 * MS))
+    assert rc.night_drops == 2 and _counts(r) == (1, 1) and rc.migrations == 1
+    due(int(9.5 * MS))                    # one due a moment before the last: no migration back
+    assert rc.migrations == 1 and rc.night_drops == 3
+
+
+def test_a_delay_says_when_each_packet_was_due_out():
+    from tests.helpers import router as make_router
+    r = make_router("Idle -> d :: Delay(1ms) -> c :: Counter -> Discard;")
+    d = r.elements["d"]
+    seen = []
+    c = r.elements["c"]
+    c.push = lambda port, pkt: seen.append(pkt.due_ns)
+    push(r, "d", ipv6_frame(100))
+    due_ns = d._held[0][0]
+    d._held[0] = (due_ns - 5 * MS, d._held[0][1])        # as if the loop woke 5 ms late
+    d._release()
+    assert seen == [due_ns - 5 * MS]
+
+
 def test_night_buffers_and_releases_in_order_on_the_new_path():
     r, rc, clock = _bed("period 10ms, downtime 2ms, src 2001:db8::1/128, mode buffer, buffer 2")
     clock[0] = 9 * MS
