@@ -108,6 +108,7 @@ class FastPath:
         self._timer = self.router.loop.timer(self._refresh)
         self._refresh()
         self._purge_every_ns = min(p.meter.flow_timeout for p in self.plan.ports) // 10
+        self._flows_removed: Dict[int, int] = {}        # per port, since the program was loaded
         self._purge_timer = self.router.loop.timer(self._purge_flows)
         self._purge_timer.schedule_after(self._purge_every_ns)
         log.info("fast path on %d ports (%s): forwarding, INT and queues in the kernel; %s",
@@ -260,19 +261,19 @@ class FastPath:
         its table, and the port's flow count is what is left."""
         timeouts = {p.index: p.meter.flow_timeout for p in self.plan.ports}
         fd, now = self._fds["intcc_fp_flows"], time.monotonic_ns()
-        kept = dict.fromkeys(timeouts, 0)
+        removed = self._flows_removed
         try:
             for key in list(bpfsys.keys(fd, _FLOW_KEY_BYTES)):
                 port = _U32.unpack_from(key)[0]
                 raw = bpfsys.lookup(fd, key, 8)
-                if raw is None:
+                if raw is None or (port in timeouts and struct.unpack("<Q", raw)[0] >= now - timeouts[port]):
                     continue
-                if port in timeouts and struct.unpack("<Q", raw)[0] >= now - timeouts[port]:
-                    kept[port] += 1
-                else:
-                    bpfsys.delete(fd, key)
-            for port, n in kept.items():
-                bpfsys.update(self._fds["intcc_fp_flow_counts"], _U32.pack(port), struct.pack("<II", n, n))
+                if bpfsys.delete(fd, key) and port in timeouts:
+                    removed[port] = removed.get(port, 0) + 1
+            # the program counts the flows it inserts and this the flows it removed, each in its
+            # own map: writing one count over the other lost the flows inserted meanwhile
+            for port, n in removed.items():
+                bpfsys.update(self._fds["intcc_fp_flows_removed"], _U32.pack(port), struct.pack("<Q", n))
         except OSError as exc:
             log.error("fast path: cannot purge the flow table: %s", exc)
         self._purge_timer.schedule_after(self._purge_every_ns)

@@ -343,3 +343,62 @@ def test_run_time_writes_reach_the_kernels_queue_or_are_refused():
         tb.down()
     assert "rate 5Mbit" in qdiscs and "limit 80p" in qdiscs, qdiscs
     assert 3.5 < res["received_mbps"] < 5.2, res
+
+
+_RECV_INT = """
+import socket, sys, time
+r = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x86dd))
+r.bind((sys.argv[1], 0x86dd))
+r.settimeout(0.5)
+want, got, until = int(sys.argv[2]), [], time.time() + float(sys.argv[3])
+print("ready", flush=True)
+while len(got) < want and time.time() < until:
+    try:
+        d = r.recv(65536)
+    except socket.timeout:
+        continue
+    if len(d) > 54 and d[20] == 0 and d[22:38] == bytes.fromhex(sys.argv[4]):
+        got.append(d.hex())
+print("\\n".join(got))
+"""
+
+
+def _first_hop_flow_counts(frames: list) -> list:
+    """The flow count n1 stamped into each frame's trace (the first and only hop)."""
+    counts = []
+    for frame in frames:
+        trace = ioam.find_trace(frame)
+        slot = trace + ioam.TRACE_HDR.size + (frame[trace + 3] & 0x7F) * 4
+        counts.append(struct.unpack_from("!H", frame, slot + _OFF["flow_count"])[0])
+    return counts
+
+
+def test_the_fast_paths_flow_count_keeps_every_new_flow_while_it_purges_and_forgets_the_idle(fast_line, tmp_path):
+    """Three hundred UDP flows, each new, sent over about a third of a second: the node's
+    purge (every 100 ms, walking the table) runs while the program inserts; the last frame's
+    count is every flow of the last second (a purge writing its count over the program's
+    lost the flows inserted meanwhile). A frame 1.7 s after them: its own flow only."""
+    tb = fast_line
+    template, src = packet_sequence(tb, count=1)
+    eth, dst = template[0][:14], template[0][38:54]
+
+    def udp(sport: int) -> bytes:
+        l4 = struct.pack("!HHHH", sport, 9, 8 + 56, 0) + bytes(56)
+        return eth + struct.pack("!IHBB", 6 << 28, len(l4), 17, 64) + src + dst + l4
+
+    burst = [udp(20000 + i) for i in range(300)]
+    lone = [udp(30000)]
+    rx = tb.popen("h2", [sys.executable, "-c", _RECV_INT, "intcc-n1", str(len(burst) + 1), "20", src.hex()],
+                  stdout=subprocess.PIPE, text=True)
+    assert rx.stdout.readline().strip() == "ready"
+    for frames, pps in ((burst, 1000), (lone, 1)):
+        path = tmp_path / "frames"
+        path.write_text("\n".join(f.hex() for f in frames))
+        sent = tb.run("h1", [sys.executable, "-c", _SEND, str(path), "intcc-n1", str(pps)], timeout=60)
+        assert sent.returncode == 0, sent.stderr
+        time.sleep(1.3)
+    out, _ = rx.communicate(timeout=30)
+    counts = _first_hop_flow_counts([bytes.fromhex(x) for x in out.split()])
+    assert len(counts) == len(burst) + 1, len(counts)
+    assert counts[:len(burst)] == list(range(1, len(burst) + 1)), counts[:len(burst)]
+    assert counts[-1] == 1, counts[-1]

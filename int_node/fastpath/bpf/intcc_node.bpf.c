@@ -74,12 +74,13 @@ struct intcc_fp_meter {
 	__u64 rate_pps_fp;           /* arrival rate, pps in 1/65536 */
 };
 
-/* A port's flows: the node's process purges the flow table as FlowMeter does (every tenth of
- * its timeout) and writes both counts; a new flow raises them here in between. The purge
- * walks the whole table: in the packet path it made one packet in a hundred wait 250 us. */
+/* A port's flows, as FlowMeter counts them (its count is its table's size): this program adds
+ * the flows it inserts, the node's process the flows its purge removes (every tenth of the
+ * timeout; walking the whole table in the packet path made one packet in a hundred wait
+ * 250 us), each in a map only it writes: a purge writing one count over the other lost the
+ * flows inserted while it ran. The count is the difference. */
 struct intcc_fp_flow_count {
-	__u32 flow_count;
-	__u32 flows_in_table;
+	__u64 inserted;              /* written here only */
 };
 
 struct intcc_fp_flow {
@@ -117,6 +118,8 @@ struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 65536);
 	 __type(key, struct intcc_fp_meter_key); __type(value, __u64); } intcc_fp_flows SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, INTCC_FP_MAX_PORTS);
 	 __type(key, __u32); __type(value, struct intcc_fp_flow_count); } intcc_fp_flow_counts SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, INTCC_FP_MAX_PORTS);
+	 __type(key, __u32); __type(value, __u64); } intcc_fp_flows_removed SEC(".maps");   /* by the node's purge only */
 struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, INTCC_FP_MAX_PORTS * INTCC_FP_NCOUNTERS);
 	 __type(key, __u32); __type(value, __u64); } intcc_fp_counters SEC(".maps");
 /* per-flow queue drops at each port, counted where the qdisc frees the packet */
@@ -250,11 +253,8 @@ static __always_inline void meter(__u32 port, const struct intcc_fp_port *p, str
 			*seen = now;
 	} else if (bpf_map_update_elem(&intcc_fp_flows, &key, &now, BPF_NOEXIST) == 0) {
 		struct intcc_fp_flow_count *fc = bpf_map_lookup_elem(&intcc_fp_flow_counts, &port);
-		if (fc) {
-			__u32 n = __sync_fetch_and_add(&fc->flows_in_table, 1) + 1;
-			if (n > fc->flow_count)      /* as FlowMeter between purges */
-				fc->flow_count = n;
-		}
+		if (fc)
+			__sync_fetch_and_add(&fc->inserted, 1);
 	} else {
 		count(port, INTCC_FP_FLOW_TABLE_FULL, 1);
 	}
@@ -474,8 +474,10 @@ static __always_inline void stamp_egress(struct __sk_buff *skb, const struct int
 	struct intcc_fp_meter *m = bpf_map_lookup_elem(&intcc_fp_meters, &port);
 	struct intcc_fp_flow_count *fc = bpf_map_lookup_elem(&intcc_fp_flow_counts, &port);
 	__u32 flow_count = 0, arrival_pps = 0;
-	if (m && fc && (p->flags & INTCC_FP_PORT_METER)) {
-		flow_count = fc->flow_count;
+	__u64 *removed = bpf_map_lookup_elem(&intcc_fp_flows_removed, &port);
+	if (m && fc && removed && (p->flags & INTCC_FP_PORT_METER)) {
+		/* a purge's removal lands a moment after its delete: never below none */
+		flow_count = fc->inserted > *removed ? (__u32)(fc->inserted - *removed) : 0;
 		arrival_pps = m->rate_pps_fp >> 16;
 	}
 	s.egress_if = bpf_htons(skb->ifindex & 0xFFFF);
