@@ -42,13 +42,15 @@ r = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x86dd))
 r.bind((sys.argv[1], 0x86dd))
 r.settimeout(0.5)
 want, got, until = int(sys.argv[2]), [], time.time() + float(sys.argv[3])
+# the upper layers of packets stripped of INT; "0": packets that still carry it (hop-by-hop)
+next_headers = [int(x) for x in (sys.argv[5] if len(sys.argv) > 5 else "6,17,58").split(",")]
 print("ready", flush=True)
 while len(got) < want and time.time() < until:
     try:
         d = r.recv(65536)
     except socket.timeout:
         continue
-    if len(d) > 54 and d[20] in (6, 17, 58) and d[22:38] == bytes.fromhex(sys.argv[4]):
+    if len(d) > 54 and d[20] in next_headers and d[22:38] == bytes.fromhex(sys.argv[4]):
         got.append(d.hex())
 print("\\n".join(got))
 """
@@ -345,24 +347,6 @@ def test_run_time_writes_reach_the_kernels_queue_or_are_refused():
     assert 3.5 < res["received_mbps"] < 5.2, res
 
 
-_RECV_INT = """
-import socket, sys, time
-r = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x86dd))
-r.bind((sys.argv[1], 0x86dd))
-r.settimeout(0.5)
-want, got, until = int(sys.argv[2]), [], time.time() + float(sys.argv[3])
-print("ready", flush=True)
-while len(got) < want and time.time() < until:
-    try:
-        d = r.recv(65536)
-    except socket.timeout:
-        continue
-    if len(d) > 54 and d[20] == 0 and d[22:38] == bytes.fromhex(sys.argv[4]):
-        got.append(d.hex())
-print("\\n".join(got))
-"""
-
-
 def _first_hop_flow_counts(frames: list) -> list:
     """The flow count n1 stamped into each frame's trace (the first and only hop)."""
     counts = []
@@ -388,7 +372,7 @@ def test_the_fast_paths_flow_count_keeps_every_new_flow_while_it_purges_and_forg
 
     burst = [udp(20000 + i) for i in range(300)]
     lone = [udp(30000)]
-    rx = tb.popen("h2", [sys.executable, "-c", _RECV_INT, "intcc-n1", str(len(burst) + 1), "20", src.hex()],
+    rx = tb.popen("h2", [sys.executable, "-c", _RECV, "intcc-n1", str(len(burst) + 1), "20", src.hex(), "0"],
                   stdout=subprocess.PIPE, text=True)
     assert rx.stdout.readline().strip() == "ready"
     for frames, pps in ((burst, 1000), (lone, 1)):
