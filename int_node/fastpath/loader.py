@@ -258,7 +258,8 @@ class FastPath:
 
     def _purge_flows(self) -> None:
         """FlowMeter's purge, off the packet path: flows not seen within a port's timeout leave
-        its table, and the port's flow count is what is left."""
+        its table, and the port's removals so far are written for the program (its flow count:
+        its inserts less these)."""
         timeouts = {p.index: p.meter.flow_timeout for p in self.plan.ports}
         fd, now = self._fds["intcc_fp_flows"], time.monotonic_ns()
         removed = self._flows_removed
