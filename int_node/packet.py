@@ -51,9 +51,11 @@ class Packet:
         self.drops_seen = None
         #: the last Queue it entered (where a scheduler serves several, INT reports this one)
         self.queue = None
-        #: when the emulated link upstream (a Delay) had it due here, monotonic ns; 0: not known.
-        #: A node's loop runs late at times: an element keeping a schedule (Reconfigure) meets
-        #: the packet at this time, not at the moment the loop got round to it
+        #: when the emulated link upstream had it due here (a Delay's release, a LinkShaper's
+        #: last bit out, a Reconfigure's day start), monotonic ns; 0: not known (its arrival,
+        #: rx_ns, is). A node's loop runs late at times: the next link's delay runs from this
+        #: time and an element keeping a schedule (Reconfigure) meets the packet at it, not at
+        #: the moment the loop got round to it
         self.due_ns = 0
 
     def __len__(self):

@@ -14,6 +14,20 @@ from ..units import parse_fraction, parse_nonneg_int, parse_rate_bps, parse_time
 from .queues import find_upstream_queues
 
 
+#: a packet due in further ahead of the loop's clock than this (a wall clock stepped back
+#: under its arrival stamp) is taken as due now
+MAX_AHEAD_NS = 10_000_000
+
+
+def due_in_ns(pkt, now_ns: int) -> int:
+    """When the emulated link had ``pkt`` due at this element, monotonic ns: the link before
+    it set that (Packet.due_ns), else it is the packet's arrival at the node (the kernel's
+    timestamp, on the wall clock: read beside the monotonic one, a slewed clock moves it not).
+    A node's loop that got round to the packet late does not make the link longer."""
+    due = pkt.due_ns or pkt.rx_ns - (time.time_ns() - now_ns)
+    return now_ns if due > now_ns + MAX_AHEAD_NS else due
+
+
 def _positive_rate(text: str) -> float:
     rate = parse_rate_bps(text)
     if rate <= 0:
@@ -27,7 +41,9 @@ class LinkShaper(Element):
     each released when its last bit would have left: ``LinkShaper(10Mbps)``.
     Counts the Ethernet frame (header + IPv6 packet) plus ``overhead_bytes``.
 
-    Pull input, push output. Timer lateness is absorbed up to ``catchup``
+    Pull input, push output. A packet's serialisation starts when it was due in (due_in_ns)
+    or the link was free; it leaves stamped with its last bit's time (Packet.due_ns), where
+    the Delay after it starts. Timer lateness is absorbed up to ``catchup``
     (back-to-back packets keep the nominal rate); packets due within 50 us go
     out in the same wakeup, so high rates do not need a timer per packet.
     ``late_us_max``: the most a packet left after its last bit was due;
@@ -46,8 +62,6 @@ class LinkShaper(Element):
     def initialize(self):
         self.busy_until_ns = 0
         self._inflight = None
-        # packets carry their arrival on the wall clock; the schedule runs on the monotonic one
-        self._wall_minus_mono_ns = time.time_ns() - time.monotonic_ns()
         self._timer = self.router.loop.timer(self._on_timer)
         queues = find_upstream_queues(self)
         if not queues:
@@ -62,22 +76,25 @@ class LinkShaper(Element):
     def _wake(self):
         if self._timer.scheduled or self._inflight is not None:
             return
-        now = time.monotonic_ns()
-        self._start(max(now, self.busy_until_ns), now)
+        self._send(time.monotonic_ns())
 
-    def _start(self, start_ns: int, now: int, due_ns: int | None = None):
+    def _send(self, now: int):
+        """Send what the queue holds from where the link is: each packet from when it was due
+        in or the link was free, whichever is later, but link time more than ``catchup`` old
+        is given up (counted in behind_us_total)."""
         up = self._in[0]
         out = self._out[0]
+        oldest_ns = now - self.catchup
         while True:
             pkt = up[0].pull(up[1])
             if pkt is None:
                 return
-            if due_ns is not None:     # woken late: the link idled from when it was due, or the packet came
-                behind_ns = start_ns - max(due_ns, pkt.rx_ns - self._wall_minus_mono_ns)
-                if behind_ns > 0:
-                    self.behind_us_total += behind_ns // 1000
-                due_ns = None
-            self.busy_until_ns = start_ns + self._tx_ns(pkt)
+            due_ns = max(self.busy_until_ns, due_in_ns(pkt, now))
+            if due_ns < oldest_ns:          # woken late: the link idled from when it was due
+                self.behind_us_total += (oldest_ns - due_ns) // 1000
+                due_ns = oldest_ns
+            self.busy_until_ns = due_ns + self._tx_ns(pkt)
+            pkt.due_ns = self.busy_until_ns      # its last bit leaves the link then
             self.packets += 1
             self.bytes += len(pkt.data)
             if self.busy_until_ns > now + self._BATCH_NS:
@@ -85,7 +102,6 @@ class LinkShaper(Element):
                 self._timer.schedule_at(self.busy_until_ns)
                 return
             out[0].push(out[1], pkt)
-            start_ns = self.busy_until_ns
 
     def _on_timer(self):
         now = time.monotonic_ns()
@@ -96,14 +112,15 @@ class LinkShaper(Element):
                 self.late_us_max = late_us
             out = self._out[0]
             out[0].push(out[1], pkt)
-        due_ns = self.busy_until_ns
-        start_ns = max(due_ns, now - self.catchup)
-        self._start(start_ns, now, due_ns if start_ns > due_ns else None)
+        self._send(now)
 
 
 @register
 class Delay(Element):
     """Holds every packet for ``delay`` before pushing it on: ``Delay(10ms)``.
+    The delay runs from when the packet was due in (Packet.due_ns: the last bit out of the
+    LinkShaper before it, or the link before that), else from its arrival at the node (the
+    kernel's timestamp), so a node's loop getting round to it late does not lengthen the link.
     FIFO: a delay lowered at run time never reorders packets.
     ``late_us_total`` (over ``packets``) / ``late_us_max``: how much later than
     due packets left (wake-up latency the event loop's lead did not absorb), so an emulated
@@ -115,6 +132,10 @@ class Delay(Element):
     def configured(self):
         if self.delay < 0:
             raise ConfigError("Delay: delay must be >= 0")
+
+    #: a packet due in further back than this (a wall clock stepped forward under its arrival
+    #: stamp, a stalled loop) starts its delay when the loop got it instead
+    MAX_BEHIND_NS = 1_000_000_000
 
     def initialize(self):
         self._held = deque()
@@ -131,22 +152,35 @@ class Delay(Element):
             out = self._out[0]
             out[0].push(out[1], pkt)
             return
-        release = time.monotonic_ns() + self.delay
+        now = time.monotonic_ns()
+        start = due_in_ns(pkt, now)
+        if start < now - self.MAX_BEHIND_NS:
+            start = now
+        release = start + self.delay
+        if self._held and release < self._held[-1][0]:
+            release = self._held[-1][0]        # FIFO: due no earlier than the packet before it
+        elif not self._held and release <= now:
+            self._out_now(release, now, pkt)   # the node got it late: due out already
+            return
         self._held.append((release, pkt))
         if len(self._held) == 1:
             self._timer.schedule_at(release)
 
+    def _out_now(self, due_ns: int, now: int, pkt) -> None:
+        pkt.due_ns = due_ns
+        late_us = (now - due_ns) // 1000
+        self.late_us_total += late_us
+        if late_us > self.late_us_max:
+            self.late_us_max = late_us
+        out = self._out[0]
+        out[0].push(out[1], pkt)
+
     def _release(self):
-        held, out = self._held, self._out[0]
+        held = self._held
         now = time.monotonic_ns()
         while held and held[0][0] <= now:
             due_ns, pkt = held.popleft()
-            pkt.due_ns = due_ns
-            late_us = (now - due_ns) // 1000
-            self.late_us_total += late_us
-            if late_us > self.late_us_max:
-                self.late_us_max = late_us
-            out[0].push(out[1], pkt)
+            self._out_now(due_ns, now, pkt)
         if held:
             self._timer.schedule_at(held[0][0])
 

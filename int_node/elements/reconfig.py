@@ -201,18 +201,21 @@ class Reconfigure(Element):
         loop's timer, or the first packet of the day, came that much after it)."""
         if not self._held:
             return
-        late_us = ((now_ns - self._epoch_ns) % self.period) // 1000 if self.period else 0
+        late_ns = (now_ns - self._epoch_ns) % self.period if self.period else 0
+        late_us = late_ns // 1000
         self.releases += 1
         self.release_late_us_total += late_us
         self.release_late_us_max = max(self.release_late_us_max, late_us)
-        self._release()
+        self._release(now_ns - late_ns)
 
-    def _release(self):
+    def _release(self, day_ns: int = 0):
         if not self._held:
             return
-        path, _ = self._at(self._now())
+        day_ns = day_ns or self._now()
+        path, _ = self._at(day_ns)
         held, self._held = self._held, deque()
         for pkt in held:
+            pkt.due_ns = day_ns     # the link after this one carries it from the day's start on
             self._send(path, pkt)
 
     def announce(self, data, on_circuit: bool) -> tuple:

@@ -148,6 +148,41 @@ def test_link_shaper_rate_and_delay_on_the_real_event_loop():
     assert 199 * 0.95 < span_ms < 199 * 1.05 + reported_late_ms, (span_ms, s.counters(), d.counters())
 
 
+def test_a_delay_runs_from_the_packets_arrival_not_from_when_the_loop_got_round_to_it():
+    r = router("Idle -> d :: Delay(1ms) -> Discard;")
+    d = r.elements["d"]
+    arrived_wall_ns = time.time_ns() - 600_000          # in the kernel 0.6 ms before the loop read it
+    before = time.monotonic_ns()
+    push(r, "d", ipv6_frame(100), rx_ns=arrived_wall_ns)
+    release_ns = d._held[0][0]
+    assert before + 300_000 <= release_ns <= time.monotonic_ns() + 500_000     # 1 ms from the arrival
+    push(r, "d", ipv6_frame(100), rx_ns=arrived_wall_ns - 10**6)                # due before the one ahead
+    assert d._held[1][0] == release_ns                                          # FIFO: not before it
+    push(r, "d", ipv6_frame(100), rx_ns=time.time_ns() - 3600 * 10**9)          # a wall clock stepped back
+    assert d._held[2][0] >= time.monotonic_ns() + 900_000 - 100_000             # from now, not an hour ago
+
+
+def test_a_packet_the_node_got_after_its_delay_was_up_goes_straight_on_counted_late():
+    r = router("Idle -> d :: Delay(1ms) -> c :: Counter -> Discard;")
+    d, c = r.elements["d"], r.elements["c"]
+    push(r, "d", ipv6_frame(100), rx_ns=time.time_ns() - 3_000_000)    # read 3 ms after it arrived
+    assert c.packets == 1 and not d._held and 1900 <= d.late_us_max < 100_000
+
+
+def test_a_delay_behind_a_shaper_runs_from_the_shapers_last_bit_out():
+    r = router("Idle -> q :: Queue(10) -> s :: LinkShaper(8Mbps, catchup 1s) -> d :: Delay(1ms) -> Discard;")
+    s, d = r.elements["s"], r.elements["d"]
+    d.push = lambda port, pkt: d._held.append((pkt.due_ns, pkt))
+    start = time.monotonic_ns()
+    push(r, "q", bytearray(1000))
+    push(r, "q", bytearray(1000))        # 1 ms each at 8 Mbit/s: the second waits in the queue
+    first = s._inflight
+    assert 0 <= first.due_ns - start - 1_000_000 <= time.monotonic_ns() - start
+    s._on_timer()                        # the timer, however late: the first goes on, due at its last bit
+    assert [due for due, _ in d._held] == [first.due_ns]
+    assert s._inflight.due_ns == s.busy_until_ns == first.due_ns + 1_000_000
+
+
 def test_writable_handlers_report_unknown_names():
     r = router("Idle -> d :: Delay(1ms) -> Discard;")
     d = r.elements["d"]

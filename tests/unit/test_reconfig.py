@@ -107,6 +107,20 @@ def test_night_buffers_and_releases_in_order_on_the_new_path():
     assert (rc.releases, rc.release_late_us_max, rc.release_late_us_total) == (1, 300, 300)
 
 
+def test_what_a_night_held_goes_on_due_from_the_days_start():
+    from int_node.packet import Packet
+    r, rc, clock = _bed("period 10ms, downtime 2ms, src 2001:db8::1/128, mode buffer")
+    seen = []
+    r.elements["s"].push = lambda port, pkt: seen.append(pkt.due_ns)
+    clock[0] = 9 * MS
+    pkt = Packet(bytearray(ipv6_frame(100, src=1)))
+    pkt.due_ns = 9 * MS
+    rc.push(0, pkt)
+    clock[0] = 10 * MS + 300_000
+    rc._day_starts()                      # the timer 0.3 ms late: the next link has it from 10 ms on
+    assert seen == [10 * MS]
+
+
 def test_a_day_whose_first_packet_comes_before_the_timer_releases_the_held_first():
     r, rc, clock = _bed("period 10ms, downtime 2ms, src 2001:db8::1/128, mode buffer")
     clock[0] = 9 * MS
