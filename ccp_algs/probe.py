@@ -107,10 +107,13 @@ class ProbeFlow(FlowBase):
         return int(self.cwnd_bytes)
 
     def _pipe_bytes(self) -> float:
-        """The base rate over the min RTT: the window the next algorithm starts from."""
+        """The window the next algorithm starts from: the base rate over the RTT now, with
+        the queue the competitors keep standing in it, which keeps the flow at its share
+        where it is. (Over the min RTT, a window CCA taking over beside competitors that
+        keep a deep buffer full started from a few packets in a second's RTT, and starved.)"""
         if not self.base_bytes_per_s or not self.min_rtt_us:
             return 0.0
-        return self.base_bytes_per_s * self.min_rtt_us / 1e6
+        return self.base_bytes_per_s * max(self.rtt_us or 0, self.min_rtt_us) / 1e6
 
     # -- per report --------------------------------------------------------------------
     def on_report(self, raw):

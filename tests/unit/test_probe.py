@@ -78,6 +78,14 @@ def test_hands_over_the_fair_share_pipe():
     assert state.bw_bytes_per_s == pytest.approx(10e6 / 8 / 2 * payload_fraction(MSS, 1))
 
 
+def test_hands_over_the_window_of_its_share_in_the_queue_the_competitors_keep_standing():
+    flow, dp, clock = probe(flow_record(flows=3))
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    flow.on_report(report(acked=10 * MSS, rtt_us=1_200_000, minrtt=40_000))     # a deep buffer kept full
+    share = 10e6 / 8 / 3 * payload_fraction(MSS, 1)
+    assert flow.export_state().cwnd_bytes == pytest.approx(share * 1.2)          # not share x 40 ms: 12 packets
+
+
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError, match="amplitude"):
         Probe(amplitude=1.5)
