@@ -22,6 +22,9 @@ class FlowState:
     rtt_us: float | None = None
     bw_bytes_per_s: float = 0.0           # max delivery rate of the last reports (0: none yet)
     loss_seen: bool = True                # the flow has lost a packet or timed out since it began
+    #: the last algorithm ended the flow's slow start on a measure of its own, not on a loss:
+    #: the probe at the INT fair share (the next one goes on in congestion avoidance from it)
+    slow_start_over: bool = False
     matched_cwnd_bytes: float = 0.0       # the window a switch matched it to, still to be reached (0: none)
 
     @property

@@ -96,7 +96,8 @@ class ProbeFlow(FlowBase):
     # -- handover ----------------------------------------------------------------------
     def export_state(self) -> FlowState:
         return FlowState(cwnd_bytes=self._pipe_bytes() or self.cwnd_bytes, ssthresh_bytes=float("inf"),
-                         min_rtt_us=self.min_rtt_us, rtt_us=self.rtt_us, bw_bytes_per_s=self.base_bytes_per_s)
+                         min_rtt_us=self.min_rtt_us, rtt_us=self.rtt_us, bw_bytes_per_s=self.base_bytes_per_s,
+                         slow_start_over=bool(self._pipe_bytes()))
 
     def adopt(self, state: FlowState):
         self.cwnd_bytes = max(state.cwnd_bytes, 2 * self.mss)

@@ -64,12 +64,14 @@ class WindowFlow(FlowBase):
     def adopt(self, state: FlowState):
         self.cwnd = float(state.cwnd_bytes)
         self.ssthresh = float(state.ssthresh_or_window)
-        if not state.loss_seen and self.slow_starts_until_loss:
+        if not state.loss_seen and not state.slow_start_over and self.slow_starts_until_loss:
             # as the algorithm would be had it run from the start: a flow that never lost
             # is still in slow start (Reno beside kernel Reno in a deep buffer: CUBIC's
             # HyStart had left it at 1 s, and the ssthresh it set kept Reno in congestion
             # avoidance while the competitor slow-started to thousands of packets)
             self.ssthresh = float("inf")
+            # (not after the probe: at its fair share already, a slow start from there beside
+            # competitors that keep a deep buffer full overshot it by hundreds of packets)
         self.recovery_bytes_left, self.rto_bytes_left = state.recovery_bytes_left, state.rto_bytes_left
         self.grown_seen, self.reductions_seen = state.grown_seen, state.reductions_seen
         self.prior_ssthresh = None

@@ -86,6 +86,24 @@ def test_hands_over_the_window_of_its_share_in_the_queue_the_competitors_keep_st
     assert flow.export_state().cwnd_bytes == pytest.approx(share * 1.2)          # not share x 40 ms: 12 packets
 
 
+def test_a_window_cca_goes_on_from_the_probes_share_in_congestion_avoidance_not_slow_start():
+    from ccp_algs.handover import Host
+    from ccp_algs.reno import Reno
+    host = Host({"probe": Probe(telemetry=FakeTelemetry(flow_record(flows=2)), directory=FakeDirectory()),
+                 "reno": Reno()}, initial="probe")
+    dp = MockDatapath(host.datapath_programs())
+    flow = host.new_flow(dp, datapath_info(mss=MSS))
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))          # at the fair share, no loss yet
+    state = flow.switch("reno")
+    assert flow.flow.ssthresh == flow.flow.cwnd == pytest.approx(state.cwnd_bytes)
+    host = Host({"probe": Probe(telemetry=FakeTelemetry(None), directory=FakeDirectory()), "reno": Reno()},
+                initial="probe")
+    flow = host.new_flow(MockDatapath(host.datapath_programs()), datapath_info(mss=MSS))
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))          # no share known: it slow-started
+    flow.switch("reno")
+    assert flow.flow.ssthresh == float("inf")
+
+
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError, match="amplitude"):
         Probe(amplitude=1.5)
