@@ -18,6 +18,12 @@ its fair share of the bottleneck and asks the competitor a question.
   an RTT, a paced one does not. The period is ``period_rtts`` of the flow's min RTT (at
   least ``MIN_PERIOD_S``): the up quarter then spans two reports at 8 RTTs, so a command
   per report shapes it.
+- Where the bottleneck's buffer has no room for a pulse up (its hop stamps less free
+  buffer than twice what a pulse up adds: ``pulse_room_bytes``), the pulses are dips for a
+  period: the same swing, all of it below the base (a
+  quarter at 1 - 4·amplitude/3, the rest at the base). Competitors that keep a deep buffer
+  full would otherwise drop a pulse's worth of this flow's packets every period, and in a
+  buffer of seconds each loss holds the receiver's in-order data back an RTT.
 - Losses: not cut (the kernel keeps the window: loss_beta 1). The rate is the fair
   share, not a probe for more; the competitor's answer to its own losses is what is read.
 - The window is a cap only: ``CWND_GAIN`` times the up-pulse rate times the RTT, so the
@@ -75,6 +81,20 @@ def pulse_factor(t_s: float, period_s: float, amplitude: float) -> float:
     return 1 + amplitude if phase < 0.25 else 1 - amplitude * PULSE_DOWN_FRACTION
 
 
+def dip_factor(t_s: float, period_s: float, amplitude: float) -> float:
+    """The pulses where the buffer has no room for them: the same swing (4/3 of the
+    amplitude), all of it below the base: 1 - 4 amplitude / 3 in the first quarter of each
+    period, the base in the rest (mean 1 - amplitude / 3)."""
+    phase = (t_s / period_s) % 1.0
+    return 1 - amplitude * (1 + PULSE_DOWN_FRACTION) if phase < 0.25 else 1.0
+
+
+def pulse_room_bytes(base_bytes_per_s: float, period_s: float, amplitude: float) -> float:
+    """What a pulse up puts into the bottleneck's queue beyond the base, twice over (the
+    queue the other flows' own growth fills meanwhile): the free buffer a pulse needs."""
+    return 2 * amplitude * base_bytes_per_s * period_s / 4
+
+
 class ProbeFlow(FlowBase):
     def __init__(self, alg, datapath, datapath_info):
         super().__init__(alg, datapath, datapath_info)
@@ -89,6 +109,7 @@ class ProbeFlow(FlowBase):
         self.drain_bytes_per_s = 0.0
         self.rate_bytes_per_s = 0
         self.pulses_since_s: float | None = None
+        self.dips_until_s: float | None = None    # no room in the buffer for pulses up: dips until then
         self.install(self.cwnd_bytes)
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=self.cwnd_bytes, reason="probe: slow start until "
                        "the bottleneck's rate is known", src_port=self.ports[0], dst_port=self.ports[1])
@@ -142,7 +163,10 @@ class ProbeFlow(FlowBase):
         if self.pulses_since_s is None:
             self.pulses_since_s = now
         period_s = max(self.alg.period_rtts * self.min_rtt_us / 1e6, MIN_PERIOD_S)
-        factor = pulse_factor(now - self.pulses_since_s, period_s, self.alg.amplitude)
+        if self._no_room(share, period_s):
+            self.dips_until_s = now + period_s
+        dips = self.dips_until_s is not None and now < self.dips_until_s
+        factor = (dip_factor if dips else pulse_factor)(now - self.pulses_since_s, period_s, self.alg.amplitude)
         self.drain_bytes_per_s = self._drain(now, period_s, share)
         rate = int(max(self.base_bytes_per_s - self.drain_bytes_per_s, self.base_bytes_per_s / 2) * factor)
         up_rate = self.base_bytes_per_s * (1 + self.alg.amplitude)
@@ -153,7 +177,19 @@ class ProbeFlow(FlowBase):
                       reason=f"probe: rate x{factor:.2f} of the fair share {self.base_bytes_per_s * 8e-6:.3g} Mbit/s "
                              f"({why if share else 'last known'}), period {period_s * 1e3:.0f} ms"
                              + (f", draining {self.drain_bytes_per_s * 8e-6:.2g} Mbit/s of a standing queue"
-                                if self.drain_bytes_per_s else ""))
+                                if self.drain_bytes_per_s else "")
+                             + (", dips: no room in the buffer for a pulse up" if dips else ""))
+
+    def _no_room(self, share, period_s: float) -> bool:
+        """Whether the bottleneck's buffer, as its hop stamps it now, lacks the room a pulse
+        up needs (pulse_room_bytes): competitors keep it near full, and a pulse up would only
+        drop this flow's own packets (in a buffer of seconds, each loss holds the receiver's
+        in-order data back an RTT: seconds of zero goodput)."""
+        if share is None or not share[2].queue_capacity_bytes:
+            return False
+        hop = share[2]
+        free_bytes = hop.queue_capacity_bytes - hop.queue_depth_bytes
+        return free_bytes < pulse_room_bytes(self.base_bytes_per_s, period_s, self.alg.amplitude)
 
     def _drain(self, now: float, period_s: float, share) -> float:
         """Bytes per second below the base that drain the queue standing at the bottleneck

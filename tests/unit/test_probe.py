@@ -2,7 +2,8 @@
 import pytest
 
 from ccp_algs.mock import MockDatapath, datapath_info, report
-from ccp_algs.probe import DRAIN_PERIODS, Probe, fair_share_bytes_per_s, payload_fraction, pulse_factor
+from ccp_algs.probe import (DRAIN_PERIODS, Probe, dip_factor, fair_share_bytes_per_s, payload_fraction, pulse_factor,
+                             pulse_room_bytes)
 from tests.unit.test_ccp_algs import FakeDirectory, FakeTelemetry, flow_record
 
 MSS = 1448
@@ -59,6 +60,23 @@ def test_slow_start_until_the_port_rate_is_known_then_paced_at_the_fair_share():
     clock.t += 0.5 * 8 * 0.04                                             # half a period on: the dip
     flow.on_report(report(acked=20 * MSS, rtt_us=40_000))
     assert dp.rate == int(base * (1 - 0.25 / 3))
+
+
+def test_a_buffer_kept_full_gets_dips_of_the_same_swing_in_place_of_pulses_up():
+    period_s = 8 * 0.04
+    base = 10e6 / 8 / 2 * payload_fraction(MSS, 1)
+    need = pulse_room_bytes(base, period_s, 0.25)               # 2 x 0.25 x base x a quarter period
+    flow, dp, clock = probe(flow_record(flows=2, depth=150_000 - int(need) + 1500))     # a packet short
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert dp.rate == int(base * (1 - 0.25 * 4 / 3))            # the first quarter: a dip, not up
+    clock.t += 0.5 * period_s
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert dp.rate == int(base)                                 # the rest: the base
+    flow.alg.telemetry.rec = flow_record(flows=2, depth=150_000 - int(need) - 1500)   # room again
+    clock.t += 1.55 * period_s                                  # dips for a period after the last full read
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert dp.rate == int(base * 1.25)                          # then the first quarter of a period: up
+    assert sum(dip_factor(i / 1000, 1.0, 0.25) for i in range(4000)) / 4000 == pytest.approx(1 - 0.25 / 3, abs=1e-3)
 
 
 def test_a_loss_is_not_cut():
@@ -157,7 +175,7 @@ def test_alone_it_drains_a_standing_queue_and_beside_a_competitor_keeps_its_shar
 
 
 def test_a_drain_never_takes_the_rate_below_half_the_share():
-    flow, dp, clock = probe(flow_record(flows=1, depth=10_000_000))
+    flow, dp, clock = probe(flow_record(flows=1, depth=10_000_000, capacity=20_000_000))
     for _ in range(6):
         flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
         clock.t += 0.08
