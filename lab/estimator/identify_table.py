@@ -240,12 +240,13 @@ def stall_row(results_dir: str) -> str:
     out = {}
     for mode, label in (("mirror-active", "on the probe"), ("oracle", "the oracle")):
         seconds = runs = 0
-        for path in sorted(glob.glob(os.path.join(results_dir, "runs", f"{mode}_*", "series.csv"))):
+        paths = sorted(glob.glob(os.path.join(results_dir, "runs", f"{mode}_*", "series.csv")))
+        for path in paths:
             with open(path) as f:
                 goodputs = [float(r["goodput_mbps"]) for r in csv.DictReader(f)][2:-1]
             zero = sum(g == 0 for g in goodputs)
             seconds, runs = seconds + zero, runs + (zero > 0)
-        out[label] = f"{label} {seconds} s in {runs} runs"
+        out[label] = f"{label} {seconds} s in {runs} of {len(paths)} runs" if paths else f"{label}: not run"
     return "| seconds of zero goodput of flow 1 (after its first 2 s) | " + ", ".join(out.values()) + " |"
 
 
