@@ -122,3 +122,26 @@ def test_the_commit_threshold_table_in_the_docs_is_the_one_its_record_gives(caps
     rows = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/estimator.md")).read()
     assert len(rows) == 6 and all(row in docs for row in rows), [r for r in rows if r not in docs]
+
+
+def test_two_senders_reads_each_data_connections_switches_and_what_it_named(tmp_path):
+    from lab.estimator import two_senders
+    rows = [("1.0", "1", "start", "5201"), ("1.0", "2", "start", "5201"),        # iperf3's control connection
+            ("1.1", "3", "start", "5203")]
+    rows += [("1.5", "2", "report", "")] * 5 + [("1.5", "3", "report", "")] * 5
+    rows += [("6.0", "2", "switch", "", "probe -> cubic: identified cubic (92% posterior), mirror"),
+             ("7.0", "3", "switch", "", "probe -> cubic: identified unknown (99% posterior), mirror"),
+             ("9.0", "3", "switch", "", "cubic -> probe: re-identify: a new competitor"),
+             ("12.0", "1", "switch", "", "probe -> reno: identified reno (91% posterior), mirror")]
+    path = tmp_path / "trace.csv"
+    import csv
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["t_s", "sid", "event", "dst_port", "reason"])
+        w.writerows((list(r) + [""])[:5] for r in rows)
+    got = two_senders.flows_in_trace(str(path))
+    assert got[5201] == [(5.0, "probe -> cubic: identified cubic (92% posterior), mirror")]
+    assert [t for t, _ in got[5203]] == [6.0, 8.0]
+    assert two_senders.named(got[5201]) == "cubic" and two_senders.named(got[5203]) == "unknown"
+    assert two_senders.named([]) is None
+    assert two_senders.jain([2.0, 2.0, 2.0]) == 1.0 and abs(two_senders.jain([3.0, 0.0, 0.0]) - 1 / 3) < 1e-12
