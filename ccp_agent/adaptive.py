@@ -83,11 +83,17 @@ class AdaptiveFlow(HostedFlow):
             return
         target = (self.host.unknown_fallback if v.estimate == "unknown"
                   else self.host.policy.target(v.estimate) or self.host.unknown_fallback)
-        self._switch_on(v, target, f"identified {v.estimate} ({v.confidence:.0%} posterior), {self.host.policy.policy}")
+        # onto the competitors' own CCA, from their rate (match_rate): the probe's fair share
+        # counts every flow at the port, UDP's and an app-limited one's too, so beside them the
+        # competitors ran faster; mirrored from its own rate, the flow stayed behind (AIMD in
+        # a deep buffer closes such a gap over minutes) and the switch was taken back
+        ratio = v.competitor_rate_ratio if self.host.match_rate and target == v.estimate else None
+        self._switch_on(v, target, f"identified {v.estimate} ({v.confidence:.0%} posterior), {self.host.policy.policy}",
+                        rate_ratio=ratio)
 
-    def _switch_on(self, v, target: str, why: str):
+    def _switch_on(self, v, target: str, why: str, rate_ratio: float | None = None):
         before = self.current
-        self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None)
+        self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None, rate_ratio=rate_ratio)
         log.info("flow %s: %s -> %s on %s", self.sid, before, target, why)
         self.host.announce_switch(self, before, target, v)
 

@@ -78,6 +78,14 @@ class _Flow:
         why = switch_share.clearly_worse(share, n, starved)
         return (why, share) if why else None
 
+    def rate_ratio(self) -> float | None:
+        """The competitors' mean rate over this flow's at the bottleneck, over the window the
+        share after a switch is measured on (switch_share.window_s)."""
+        from estimator.identify import switch_share
+        if self.base_rtt_s is None:
+            return None
+        return self.identifier.competitor_rate_ratio(switch_share.window_s(self.base_rtt_s))
+
     def take_back(self, share: float | None):
         """The switch is taken back: evidence against the hypothesis, and its watch ends
         (the next commit is watched anew)."""
@@ -214,7 +222,7 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
                 measured = tuple((e.stage, None if e.measured is None else round(float(e.measured), 3))
                                  for e in added)
                 v = Verdict(f.sid, f.flow_id, test.verdict(), p, {h: round(100 * x) for h, x in test.posterior().items()},
-                            time.monotonic() - f.since, time.monotonic_ns(), None, best, measured)
+                            time.monotonic() - f.since, time.monotonic_ns(), f.rate_ratio(), best, measured)
                 conn.send(("verdict", f.sid, v))
                 requester.request(f.sid)
                 publisher.client.publish(estimate_topic(f.flow_id), encode(f.record(measured)), qos=0)

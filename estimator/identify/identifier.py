@@ -291,6 +291,22 @@ class Identifier:
         starved = node.own_packets_since(last - switch_share.STARVED_S, self.own_flow_id) == 0
         return (own / total if total else None), len(named), starved
 
+    def competitor_rate_ratio(self, window_s: float) -> float | None:
+        """The competitors' mean rate over this flow's at the bottleneck over the last
+        ``window_s`` (their packets and its own there), None before both are seen: what a
+        switch to their CCA scales this flow's window by, so that it goes on beside them
+        from an equal window (ccp_algs/flowstate.FlowState.at_rate_ratio)."""
+        node = self.nodes.get(self.node_id) if self.node_id is not None else None
+        if node is None or node.last_s() is None:
+            return None
+        last = node.last_s()
+        others, not_tcp = node.flows_since(last - window_s, self.own_flow_id, self.peers)
+        named = competing(others, not_tcp, MIN_COMPETITOR_PKTS)
+        own = node.own_packets_since(last - window_s, self.own_flow_id)
+        if not named or not own:
+            return None
+        return sum(others[f] for f in named) / len(named) / own
+
     def take_back(self, hypothesis: str, share: float | None) -> Evidence:
         """The switch its commit made is taken back: evidence against ``hypothesis``."""
         ev = switch_share.evidence(hypothesis, share)

@@ -309,21 +309,21 @@ def test_no_match_at_start_at_or_above_the_bound_nor_by_default_nor_after_a_swit
     assert flow.current == "reno" and not flow.start_ratio_seen
 
 
-def identified_adaptive(trace=None):
+def identified_adaptive(trace=None, match_rate=False):
     from ccp_algs.probe import Probe
     from tests.unit.test_ccp_algs import FakeDirectory, FakeTelemetry, flow_record
     est = ScriptedEstimation()
     policy = SwitchPolicy("mirror", ("bbr", "cubic", "reno"), ("bbr", "cubic", "reno", "vegas"))
     probe = Probe(telemetry=FakeTelemetry(flow_record(flows=2)), directory=FakeDirectory())
     alg = Adaptive({"cubic": Cubic(), "bbr": Bbr(seed=1), "reno": Reno(), "probe": probe}, "probe", policy, est,
-                   trace=trace, identified=True)
+                   trace=trace, identified=True, match_rate=match_rate)
     dp = MockDatapath(alg.datapath_programs())
     return alg.new_flow(dp, datapath_info(mss=MSS)), dp, est
 
 
-def identification(estimate, best, p):
+def identification(estimate, best, p, competitor_rate_ratio=None):
     return Verdict(1, FID, estimate, p, {best: round(100 * p)}, 3.0, row_estimate=best,
-                   evidence=(("loss_cut", 0.71), ("spare", 0.98)))
+                   evidence=(("loss_cut", 0.71), ("spare", 0.98)), competitor_rate_ratio=competitor_rate_ratio)
 
 
 def test_active_identification_probes_until_a_commit_then_switches_once(tmp_path):
@@ -343,6 +343,24 @@ def test_active_identification_probes_until_a_commit_then_switches_once(tmp_path
     assert flow.current == "bbr" and len(est.published) == 1     # one switch: later verdicts are traced only
     text = (tmp_path / "t.csv").read_text()
     assert "identify: undecided, best bbr (70%); loss_cut=0.71 spare=0.98" in text
+
+
+def test_a_commit_mirrors_the_competitors_from_their_rate_and_a_policy_elsewhere_from_its_own():
+    flow, dp, est = identified_adaptive(match_rate=True)
+    tick(flow)
+    before = flow.state().cwnd_bytes
+    est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.95, competitor_rate_ratio=2.0)))
+    tick(flow)
+    assert flow.current == "cubic"
+    # twice its rate, reached by slow start: the window at once, the ssthresh at twice it
+    assert flow.flow.ssthresh == pytest.approx(2 * before, rel=0.05) and flow.flow.cwnd < 1.5 * before
+    assert "the competitor's rate: x2" in flow.switches[-1]["why"]
+    flow, dp, est = identified_adaptive(match_rate=True)
+    tick(flow)
+    # mirror has no vegas here: the fallback, at its own rate
+    est.inbox.append(("verdict", 1, identification("vegas", "vegas", 0.95, competitor_rate_ratio=2.0)))
+    tick(flow)
+    assert flow.current == "cubic" and "competitor's rate" not in flow.switches[-1]["why"]
 
 
 def test_a_competitor_outside_the_four_leaves_the_probe_for_the_fallback():

@@ -464,6 +464,23 @@ def test_a_switch_that_leaves_the_flow_under_half_its_share_or_starving_is_taken
     assert starving.share(2.0)[2] and starving.share(2.0)[0] < 0.3
 
 
+def test_the_competitors_rate_over_this_flows_is_read_off_their_packets_at_the_bottleneck():
+    recs = run("window", seconds=4.0)
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    assert idf.competitor_rate_ratio(2.0) is None                   # nothing seen yet
+    for rec in recs:
+        idf.add(rec)
+    idf.step()
+    share, _, _ = idf.share(2.0)
+    assert idf.competitor_rate_ratio(2.0) == pytest.approx((1 - share) / share)     # one competitor
+    # the competitor's packets doubled: twice the ratio
+    doubled = Identifier(OWN, base_rtt_s=0.04)
+    for rec in recs:
+        doubled.add(replace(rec, top_flows=[[e[0], e[1] * (1 if e[0] == OWN else 2), *e[2:]] for e in rec.top_flows]))
+    doubled.step()
+    assert doubled.competitor_rate_ratio(2.0) == pytest.approx(2 * idf.competitor_rate_ratio(2.0), rel=0.02)
+
+
 def test_the_child_takes_a_switch_back_once_it_settled_and_counts_it_against_the_hypothesis():
     from ccp_agent.identification import _Flow
     from estimator.identify import switch_share
