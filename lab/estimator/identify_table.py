@@ -234,20 +234,58 @@ def _first_after(run: dict) -> str | None:
     return named[0] if named else None
 
 
+def _on_probe(run_dir: str) -> callable:
+    """When flow 1 (the connection with the most rows in the run's trace) was on the probe:
+    a predicate on its seconds from the run's start (the trace's clock)."""
+    with open(os.path.join(run_dir, "trace.csv")) as f:
+        rows = list(csv.DictReader(f))
+    counts: dict = {}
+    for r in rows:
+        counts[r["sid"]] = counts.get(r["sid"], 0) + 1
+    sid = max(counts, key=counts.get) if counts else None
+    moves = [(float(r["t_s"]), r["reason"].split(":", 1)[0].split(" -> ", 1)[1]) for r in rows
+             if r["sid"] == sid and r["event"] == "switch" and " -> " in r["reason"]]
+
+    def on_probe(t_s: float) -> bool:
+        current = "probe"
+        for at, to in moves:
+            if at <= t_s:
+                current = to
+        return current == "probe"
+    return on_probe
+
+
 def stall_row(results_dir: str) -> str:
     """Flow 1's seconds of zero goodput (runs/*/series.csv, its first 2 s and last one left
-    out: start-up and the end of the run), per mode."""
+    out: start-up and the end of the run), per mode; in the active mode also those with the
+    probe in control (the trace's switches), and the competitors' after their first second
+    of goodput (in buffers of seconds a loss holds anyone's in-order data back an RTT)."""
     out = {}
-    for mode, label in (("mirror-active", "on the probe"), ("oracle", "the oracle")):
-        seconds = runs = 0
+    for mode, label in (("mirror-active", "active"), ("oracle", "the oracle")):
+        seconds = runs = probe_s = comp_s = comp_runs = 0
         paths = sorted(glob.glob(os.path.join(results_dir, "runs", f"{mode}_*", "series.csv")))
         for path in paths:
             with open(path) as f:
-                goodputs = [float(r["goodput_mbps"]) for r in csv.DictReader(f)][2:-1]
-            zero = sum(g == 0 for g in goodputs)
-            seconds, runs = seconds + zero, runs + (zero > 0)
-        out[label] = f"{label} {seconds} s in {runs} of {len(paths)} runs" if paths else f"{label}: not run"
-    return "| seconds of zero goodput of flow 1 (after its first 2 s) | " + ", ".join(out.values()) + " |"
+                rows = list(csv.DictReader(f))[2:-1]
+            zero = [float(r["t_s"]) for r in rows if float(r["goodput_mbps"]) == 0]
+            seconds, runs = seconds + len(zero), runs + bool(zero)
+            if mode == "mirror-active" and os.path.exists(os.path.join(os.path.dirname(path), "trace.csv")):
+                on_probe = _on_probe(os.path.dirname(path))
+                probe_s += sum(on_probe(t - 0.5) for t in zero)       # (the second's middle)
+            started, comp_zero = False, 0
+            for r in rows:
+                if float(r.get("competitor_goodput_mbps") or 0) > 0:
+                    started = True
+                elif started:
+                    comp_zero += 1
+            comp_s, comp_runs = comp_s + comp_zero, comp_runs + bool(comp_zero)
+        if not paths:
+            out[label] = f"{label}: not run"
+            continue
+        out[label] = (f"{label} {seconds} s in {runs} of {len(paths)} runs"
+                      + (f" ({probe_s} s with the probe in control)" if mode == "mirror-active" else "")
+                      + f", its competitors {comp_s} s in {comp_runs}")
+    return "| seconds of zero goodput of flow 1 (after its first 2 s) | " + "; ".join(out.values()) + " |"
 
 
 def main(argv=None) -> int:

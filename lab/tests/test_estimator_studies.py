@@ -62,7 +62,7 @@ def test_the_udp_effect_pairs_each_network_with_itself_and_keeps_the_runs_withou
 
 
 @pytest.mark.parametrize("seed, date, rows_expected", [(4301, "2026-12-03", 12), (4401, "2026-12-03", 11),
-                                                       (4502, "2026-12-05", 11)])
+                                                       (4502, "2026-12-05", 11), (4503, "2026-12-06", 11)])
 def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give(capsys, seed, date, rows_expected):
     import os
     from lab.estimator import identify_table
