@@ -114,7 +114,8 @@ def one_run(competitor: str, seconds: int, mbps: float, delay_ms: float, buffer_
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--competitor", action="append", choices=["bbr", "cubic", "reno", "vegas"], required=True)
+    ap.add_argument("--competitor", action="append", choices=["bbr", "cubic", "reno"], required=True,
+                    help="the kernel competitor's CCA (the kernel here has these three built in)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--mbps", type=float, default=10.0)
