@@ -8,6 +8,7 @@ three flows' mean goodputs over the run's second half and their Jain index.
 
     python -m lab.estimator.two_senders --competitor cubic --competitor reno --repeats 3 \\
         [--seconds 30] [--mbps 10] [--delay-ms 20] [--buffer-bdp 5] [--out FILE.json]
+    python -m lab.estimator.two_senders --table FILE.json      # the docs' table of a record
 
 Needs root, the datapath built (make setup) and no other CCP datapath running.
 """
@@ -112,9 +113,25 @@ def one_run(competitor: str, seconds: int, mbps: float, delay_ms: float, buffer_
             "switches": {str(p): switches[p] for p in INTCC_PORTS}}
 
 
+def table(record: dict) -> str:
+    """The docs' table of a record: per competitor, both flows named it, when (the later of
+    the two commits, from the flows' start), the Jain index and the seconds of zero goodput."""
+    lines = ["| competitor | both named it | both committed by, s | Jain (second half) | seconds of zero goodput |",
+             "|---|---|---|---|---|"]
+    for comp in sorted({r["competitor"] for r in record["runs"]}):
+        runs = [r for r in record["runs"] if r["competitor"] == comp]
+        both = sum(all(v == comp for v in r["named"].values()) for r in runs)
+        when = [max((s[0][0] for s in r["switches"].values() if s), default=float("nan")) for r in runs]
+        zero = sum(sum(r["zero_goodput_s"].values()) for r in runs)
+        lines.append(f"| {comp} | {both} of {len(runs)} | " + ", ".join(f"{t:.1f}" for t in when)
+                     + " | " + ", ".join(f"{r['jain_second_half']:.3f}" for r in runs) + f" | {zero} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--competitor", action="append", choices=["bbr", "cubic", "reno"], required=True,
+    ap.add_argument("--table", metavar="RECORD", help="print the docs' table of a record (runs nothing)")
+    ap.add_argument("--competitor", action="append", choices=["bbr", "cubic", "reno"],
                     help="the kernel competitor's CCA (the kernel here has these three built in)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=30)
@@ -123,6 +140,12 @@ def main(argv=None) -> int:
     ap.add_argument("--buffer-bdp", type=float, default=5.0)
     ap.add_argument("--out", help="the record (JSON): every run, with the date, commit and command")
     args = ap.parse_args(argv)
+    if args.table:
+        with open(args.table) as f:
+            print(table(json.load(f)))
+        return 0
+    if not args.competitor:
+        ap.error("--competitor is required (or --table RECORD)")
     runs = []
     for competitor in args.competitor:
         for k in range(args.repeats):

@@ -145,3 +145,13 @@ def test_two_senders_reads_each_data_connections_switches_and_what_it_named(tmp_
     assert two_senders.named(got[5201]) == "cubic" and two_senders.named(got[5203]) == "unknown"
     assert two_senders.named([]) is None
     assert two_senders.jain([2.0, 2.0, 2.0]) == 1.0 and abs(two_senders.jain([3.0, 0.0, 0.0]) - 1 / 3) < 1e-12
+
+
+def test_the_two_senders_table_in_the_docs_is_the_one_its_record_gives(capsys):
+    import os
+    from lab.estimator import two_senders
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    two_senders.main(["--table", os.path.join(root, "lab/records/estimator/two-senders-2026-12-06.json")])
+    rows = capsys.readouterr().out.strip().splitlines()
+    docs = open(os.path.join(root, "docs/estimator.md")).read()
+    assert len(rows) == 5 and all(row in docs for row in rows), [r for r in rows if r not in docs]
