@@ -114,14 +114,16 @@ def test_the_dragonfly_interval_table_in_the_docs_is_the_one_its_records_give(ca
     assert len(got) == 11 and all(row in docs for row in got), [r for r in got if r not in docs]
 
 
-def test_the_commit_threshold_table_in_the_docs_is_the_one_its_record_gives(capsys):
+@pytest.mark.parametrize("study,record,rows", [("identify_thresholds", "identify_thresholds-dev-2026-12-05.json", 6),
+                                               ("two_senders", "two-senders-2026-12-06.json", 5)])
+def test_a_studys_table_in_the_docs_is_the_one_its_record_gives(capsys, study, record, rows):
+    import importlib
     import os
-    from lab.estimator import identify_thresholds
     root = os.path.join(os.path.dirname(__file__), "..", "..")
-    identify_thresholds.main(["--table", os.path.join(root, "lab/records/estimator/identify_thresholds-dev-2026-12-05.json")])
-    rows = capsys.readouterr().out.strip().splitlines()
+    importlib.import_module(f"lab.estimator.{study}").main(["--table", os.path.join(root, "lab/records/estimator", record)])
+    got = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/estimator.md")).read()
-    assert len(rows) == 6 and all(row in docs for row in rows), [r for r in rows if r not in docs]
+    assert len(got) == rows and all(row in docs for row in got), [r for r in got if r not in docs]
 
 
 def test_two_senders_reads_each_data_connections_switches_and_what_it_named(tmp_path):
@@ -146,12 +148,3 @@ def test_two_senders_reads_each_data_connections_switches_and_what_it_named(tmp_
     assert two_senders.named([]) is None
     assert two_senders.jain([2.0, 2.0, 2.0]) == 1.0 and abs(two_senders.jain([3.0, 0.0, 0.0]) - 1 / 3) < 1e-12
 
-
-def test_the_two_senders_table_in_the_docs_is_the_one_its_record_gives(capsys):
-    import os
-    from lab.estimator import two_senders
-    root = os.path.join(os.path.dirname(__file__), "..", "..")
-    two_senders.main(["--table", os.path.join(root, "lab/records/estimator/two-senders-2026-12-06.json")])
-    rows = capsys.readouterr().out.strip().splitlines()
-    docs = open(os.path.join(root, "docs/estimator.md")).read()
-    assert len(rows) == 5 and all(row in docs for row in rows), [r for r in rows if r not in docs]
