@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +32,7 @@ from experiments.testbed.bed import Testbed
 from experiments.testbed.topo import load_topo
 from experiments.testbed.traffic import BackgroundFlow, series
 from int_node.runtime import run_path
+from records.provenance import stamp
 
 INTCC_PORTS = (5201, 5203)
 COMPETITOR_PORT = 5202
@@ -161,10 +160,9 @@ def main(argv=None) -> int:
     print(f"both named the competitor in {both} of {len(runs)} runs; Jain >= 0.9 in {fair} of {len(runs)} "
           f"(mean {np.mean([r['jain_second_half'] for r in runs]):.3f})")
     if args.out:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
         with open(args.out, "w") as f:
-            json.dump({"date": datetime.date.today().isoformat(), "commit": commit,
-                       "command": "python -m lab.estimator.two_senders " + " ".join(sys.argv[1:] if argv is None else argv),
+            json.dump({"provenance": stamp("python -m lab.estimator.two_senders "
+                                           + " ".join(sys.argv[1:] if argv is None else argv)),
                        "runs": runs}, f, indent=1)
     return 0
 
