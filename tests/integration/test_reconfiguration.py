@@ -165,7 +165,7 @@ def test_the_schedule_read_off_packets_keeps_its_period_and_downtime_to_half_a_m
     or more than five silences the element did not log (a node held up for 3 ms or more) is
     measured again, up to three windows. On the measurable nights: the period (the starts'
     robust slope) and the downtime (the nights' median length) within 0.5 ms; three nights in
-    four within 0.5 ms, every one within 3 ms (a buffered night's length: the release seen by
+    four within 0.5 ms and the probe's resolution (one interval), every one within 3 ms (a buffered night's length: the release seen by
     the receiver, not checked night by night). The element's own count of how late it
     released what a night held: under 0.5 ms on average."""
     nights_expected = PROBE_S * 1e3 / TIMING_PERIOD_MS
@@ -200,4 +200,7 @@ def test_the_schedule_read_off_packets_keeps_its_period_and_downtime_to_half_a_m
         for values, target in ((lengths, TIMING_DOWNTIME_MS), ([round(r, 2) for r in residuals], 0.0)):
             if mode == "buffer" and target:
                 continue
-            assert within(values, target) >= 0.75 and within(values, target, 3.0) == 1.0, (mode, target, str(values))
+            # (a night read off the probe is a whole number of its intervals: its edges are
+            # each known to an interval, so the element's 0.5 ms is judged to 0.5 ms + one)
+            assert within(values, target, TIMING_TOLERANCE_MS + PROBE_INTERVAL_US / 1e3) >= 0.75 \
+                and within(values, target, 3.0) == 1.0, (mode, target, str(values))
