@@ -17,6 +17,7 @@ import glob
 import json
 import os
 import re
+from collections import Counter
 
 import numpy as np
 from scipy.stats import binomtest
@@ -239,10 +240,8 @@ def _on_probe(run_dir: str) -> callable:
     a predicate on its seconds from the run's start (the trace's clock)."""
     with open(os.path.join(run_dir, "trace.csv")) as f:
         rows = list(csv.DictReader(f))
-    counts: dict = {}
-    for r in rows:
-        counts[r["sid"]] = counts.get(r["sid"], 0) + 1
-    sid = max(counts, key=counts.get) if counts else None
+    counts = Counter(r["sid"] for r in rows)
+    sid = counts.most_common(1)[0][0] if counts else None
     moves = [(float(r["t_s"]), r["reason"].split(":", 1)[0].split(" -> ", 1)[1]) for r in rows
              if r["sid"] == sid and r["event"] == "switch" and " -> " in r["reason"]]
 

@@ -21,11 +21,13 @@ import os
 import sys
 import tempfile
 import threading
+from collections import Counter
 
 import numpy as np
 
 from broker.launch import BrokerProcess
 from ccp_agent.datapath import AgentProcess, DatapathProcess
+from experiments.runs.metrics import jain
 from experiments.runs.scenario import TOPOLOGIES
 from experiments.runs.services import free_port
 from experiments.testbed.bed import Testbed
@@ -39,20 +41,13 @@ COMPETITOR_PORT = 5202
 CREDS = run_path("two-senders-broker", "credentials.json")
 
 
-def jain(values) -> float:
-    v = np.asarray(values, dtype=float)
-    return float(v.sum() ** 2 / (len(v) * (v ** 2).sum())) if (v ** 2).sum() > 0 else 0.0
-
-
 def flows_in_trace(trace: str) -> dict[int, list[tuple[float, str]]]:
     """Per intcc port, the switches ((seconds from the run's first flow start, why)) of its
     data connection: the sid at that port with the most rows (iperf3's control connection
     goes to the same port and lives on a handful)."""
     rows = list(csv.DictReader(open(trace)))
     port_of = {r["sid"]: int(r["dst_port"]) for r in rows if r["event"] == "start" and r["dst_port"]}
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["sid"]] = counts.get(r["sid"], 0) + 1
+    counts = Counter(r["sid"] for r in rows)
     t0 = min(float(r["t_s"]) for r in rows if r["event"] == "start")
     out = {}
     for port in INTCC_PORTS:
@@ -107,7 +102,7 @@ def one_run(competitor: str, seconds: int, mbps: float, delay_ms: float, buffer_
             "goodput_second_half_mbps": {"competitor": half[0], **{str(p): h for p, h in zip(INTCC_PORTS, half[1:])}},
             "zero_goodput_s": {"competitor": sum(v == 0 for v in goodputs[0][2:-1]),
                                **{str(p): sum(v == 0 for v in g[2:-1]) for p, g in zip(INTCC_PORTS, goodputs[1:])}},
-            "jain_second_half": jain(half),
+            "jain_second_half": jain(half) or 0.0,
             "named": {str(p): named(switches[p]) for p in INTCC_PORTS},
             "switches": {str(p): switches[p] for p in INTCC_PORTS}}
 
