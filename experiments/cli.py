@@ -336,8 +336,11 @@ def compare_cmd(results, baseline, key, metric, resamples, seed, reruns, json_ou
 @click.option("--markdown-mode", "markdown_modes", multiple=True, metavar="MODE",
               help="detail only this mode in --markdown's table (repeatable; default: every mode but the "
                    "baselines)")
+@click.option("--versus", "versus_modes", multiple=True, metavar="MODE",
+              help="also pair every other mode with MODE on the same networks: its mean |D| minus MODE's, "
+                   "per competitor and averaged, with a paired bootstrap CI (repeatable)")
 @_rerun_option
-def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_modes, reruns):
+def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_modes, versus_modes, reruns):
     """D, mean |D| (bootstrap 95 % CI), harm against the oracle, Jain and switches per
     competitor and mode, pooled over RESULTS (directories of 'intcc exp run' of a
     fairness scenario, e.g. fairness_switching). With fairness_pairs' results of the same
@@ -355,7 +358,10 @@ def fairness_cmd(results, plot_dir, json_out, table_out, markdown_out, markdown_
     offline = fairness_report.offline_d(records, lambda r: os.path.dirname(r["source"]))
     table = fairness_report.rows(records, offline)
     click.echo(fairness_tables.format_rows(table))
-    versus = fairness_report.comparisons(records)
+    try:
+        versus = fairness_report.comparisons(records, versus=versus_modes)
+    except ValueError as e:
+        raise click.ClickException(f"--versus: {e}")
     if versus:
         click.echo("\n" + fairness_tables.format_comparisons(versus))
     verdicts = fairness_report.verdict_table(records)

@@ -175,11 +175,13 @@ def _paired(records: list[dict], comp: str, mode: str, other: str) -> tuple[np.n
     return np.array([a[k] for k in common]), np.array([b[k] for k in common])
 
 
-def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> list[dict]:
+def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0, versus: tuple = ()) -> list[dict]:
     """Per competitor and mode, paired by network (the ML-fairness paper's figures):
     the cut in mean |D| against ``not used``, 1 - mean|D|(mode) / mean|D|(not used), and
     the gap to the oracle, mean|D|(mode) - mean|D|(oracle), each with a paired bootstrap
-    95 % CI; a row "all" averages the competitors' cuts (each resampled on its own)."""
+    95 % CI; a row "all" averages the competitors' cuts (each resampled on its own). For
+    each mode V of ``versus`` also every other mode's gap to V alike (``gap_to``: V ->
+    gap, its CI and networks), averaged over the competitors in the row "all"."""
     rng = np.random.default_rng(seed)
 
     def boot(a, b, stat):
@@ -195,10 +197,21 @@ def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> li
     records = [r for r in records if not r["algorithm"].startswith(PAIR_PREFIX)]
     competitors = list(dict.fromkeys(r["competitor"] for r in records if r.get("competitor")))
     modes = [m for m in dict.fromkeys(r["algorithm"] for r in records) if not _is(m, NOT_USED)]
-    out, cut_draws = [], {}
+    labels = list(dict.fromkeys(r["algorithm"] for r in records))
+    missing = [v for v in versus if v not in labels]
+    if missing:
+        raise ValueError(f"no runs of {', '.join(map(repr, missing))}; modes: {', '.join(labels)}")
+    out, cut_draws, gap_draws = [], {}, {}
     for mode in modes:
         for comp in competitors:
             row = {"competitor": comp, "mode": mode}
+            for other in versus:
+                a, v = _paired(records, comp, mode, other) if mode != other else (np.array([]), None)
+                if a.size:
+                    value, draws = boot(a, v, gap)
+                    gap_draws.setdefault((mode, other), []).append(draws)
+                    row.setdefault("gap_to", {})[other] = {"gap": value, "ci": bootstrap.interval(draws),
+                                                           "networks": int(a.size)}
             a, b = _paired(records, comp, mode, NOT_USED)
             if a.size and b.mean() > 0:
                 value, draws = boot(a, b, cut)
@@ -216,6 +229,19 @@ def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0) -> li
             cuts = [r["cut_vs_not_used"] for r in out if r["mode"] == mode and "cut_vs_not_used" in r]
             out.append({"competitor": "all", "mode": mode, "cut_vs_not_used": float(np.mean(cuts)),
                         "cut_ci": bootstrap.interval(np.mean(cut_draws[mode], axis=0))})
+        for other in versus:
+            draws = gap_draws.get((mode, other), [])
+            if len(draws) == len(competitors) > 1:
+                gaps = [r["gap_to"][other]["gap"] for r in out if r["mode"] == mode and other in r.get("gap_to", {})]
+                row = next((r for r in out if r["mode"] == mode and r["competitor"] == "all"), None)
+                if row is None:
+                    row = {"competitor": "all", "mode": mode}
+                    out.append(row)
+                row.setdefault("gap_to", {})[other] = {"gap": float(np.mean(gaps)),
+                                                       "ci": bootstrap.interval(np.mean(draws, axis=0)),
+                                                       "networks": sum(r["gap_to"][other]["networks"] for r in out
+                                                                       if r["mode"] == mode and r is not row
+                                                                       and other in r.get("gap_to", {}))}
     return out
 
 

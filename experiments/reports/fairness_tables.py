@@ -13,6 +13,10 @@ def format_comparisons(table: list[dict]) -> str:
         gap = (f"{r['gap_to_oracle']:+7.3f} ({r['gap_ci'][0]:+.3f} to {r['gap_ci'][1]:+.3f})"
                if "gap_to_oracle" in r else "-")
         lines.append(f"{r['competitor']:>10s}  {r['mode']:18s} {cut:>31s} {gap:>29s}")
+    for r in table:
+        for other, g in r.get("gap_to", {}).items():
+            lines.append(f"{r['competitor']:>10s}  {r['mode']:18s} |D| - {other} |D|: {g['gap']:+.3f} "
+                         f"({g['ci'][0]:+.3f} to {g['ci'][1]:+.3f}), {g['networks']} networks")
     lines.append("paired by network; the ML-fairness paper (Fig. 7, w = 50): |D| 77.9 % below not used against BBR")
     return "\n".join(lines)
 
@@ -106,6 +110,10 @@ def format_markdown(table: list[dict], versus: list[dict], detail: list[str] | N
         out.append(line(f"{mode} − oracle, paired (95 % CI)", lambda c: get(
             c, mode, "gap_to_oracle",
             lambda v, r: f"{signed(v)} ({signed(r['gap_ci'][0])} to {signed(r['gap_ci'][1])})", pair)))
+        for other in dict.fromkeys(o for c in comps for o in pair.get((c, mode), {}).get("gap_to", {})):
+            out.append(line(f"{mode} − {other}, paired (95 % CI)", lambda c: get(
+                c, mode, "gap_to", lambda v, r: "–" if other not in v else
+                f"{signed(v[other]['gap'])} ({signed(v[other]['ci'][0])} to {signed(v[other]['ci'][1])})", pair)))
         out.append(line(f"{mode}: harm, pooled (mean \\|harm\\| per network) / time on its CCA", lambda c: get(
             c, mode, "harm", lambda v, r: pct(v)
             + ("" if r.get("harm_network_abs_mean") is None else f" ({pct(r['harm_network_abs_mean'])})")
@@ -115,11 +123,17 @@ def format_markdown(table: list[dict], versus: list[dict], detail: list[str] | N
                 c, mode, "paper_mean_abs_d",
                 lambda v, r: num_ci(v, r["paper_abs_d_ci"]))))
     averaged = [r for r in versus if r["competitor"] == "all" and r["mode"] in detail]
-    if averaged:
+    if any("cut_vs_not_used" in r for r in averaged):
         out.append("")
         out.append("Cut vs not used averaged over the competitors (95 % CI): " + "; ".join(
             f"{r['mode']} {pct_ci(r['cut_vs_not_used'], r['cut_ci'])}"
-            for r in averaged) + ".")
+            for r in averaged if "cut_vs_not_used" in r) + ".")
+        gaps = [(r["mode"], other, g) for r in averaged for other, g in r.get("gap_to", {}).items()]
+        if gaps:
+            out.append("")
+            out.append("Gaps averaged over the competitors, paired (95 % CI): " + "; ".join(
+                f"{mode} − {other} {signed(g['gap'])} ({signed(g['ci'][0])} to {signed(g['ci'][1])})"
+                for mode, other, g in gaps) + ".")
     return "\n".join(out)
 
 def format_verdict_table(table: list[dict]) -> str:

@@ -271,3 +271,20 @@ def test_harm_per_network_keeps_what_a_pooled_harm_of_opposite_signs_hides():
     assert row["harm"] == pytest.approx(0.0)
     assert row["harm_network_mean"] == pytest.approx(0.0)
     assert row["harm_network_abs_mean"] == pytest.approx(0.5)
+
+
+def test_every_mode_is_paired_with_a_chosen_mode_on_the_same_networks():
+    two = RECORDS + [rec("not used", "cubic", 0, 8, 2), rec("mirror w50", "cubic", 0, 5, 5)]
+    rows = {(r["competitor"], r["mode"]): r for r in fairness_report.comparisons(two, versus=("not used",))}
+    # bbr |D|: mirror 0.2, 0 against not used 0.8, 0.6; cubic: mirror 0 against not used 0.6
+    mirror = rows[("bbr", "mirror w50")]["gap_to"]["not used"]
+    assert mirror["gap"] == pytest.approx(0.1 - 0.7) and mirror["networks"] == 2
+    assert mirror["ci"][0] <= mirror["gap"] <= mirror["ci"][1]
+    assert rows[("all", "mirror w50")]["gap_to"]["not used"]["gap"] == pytest.approx(((0.1 - 0.7) + (0 - 0.6)) / 2)
+    assert "not used" not in rows.get(("bbr", "not used"), {}).get("gap_to", {})     # not with itself
+    text = fairness_tables.format_markdown(fairness_report.rows(two), list(rows.values()))
+    assert "| mirror w50 − not used, paired (95 % CI) | −0.600 (" in text
+    assert "mirror w50 − not used −0.600 (" in text
+    assert "|D| - not used |D|: -0.600" in fairness_tables.format_comparisons(list(rows.values()))
+    with pytest.raises(ValueError, match="no runs of 'best-response'"):
+        fairness_report.comparisons(two, versus=("best-response",))
