@@ -8,7 +8,7 @@ import os
 
 import click
 
-from .fct import CCAS, DEFAULT_MAX_NIGHT_SHARE, DEFAULT_SIZE_MB
+from .fct import CCAS, DEFAULT_MAX_NIGHT_SHARE, DEFAULT_RECIPE, DEFAULT_SIZE_MB, RECIPES
 
 DEFAULT_FCT_MODEL = os.path.join(os.path.dirname(os.path.dirname(__file__)), "models", "reconfig_fct_rf.joblib")
 
@@ -25,6 +25,12 @@ def _night_option(f):
     return click.option("--max-night-share", type=click.FloatRange(0, 1, max_open=True), default=DEFAULT_MAX_NIGHT_SHARE,
                         show_default=True, help="leave out settings whose night is a larger share of the period "
                         "(the paper's duty cycle: 90 %)")(f)
+
+
+def _recipe_option(f):
+    return click.option("--recipe", type=click.Choice(list(RECIPES)), default=DEFAULT_RECIPE, show_default=True,
+                        help="paper: its four features and forest; dark-share: also the night's share of the "
+                        "period, one run per leaf (docs/reconfiguration.md)")(f)
 
 
 def _load(records, size_mb, max_night_share):
@@ -49,7 +55,8 @@ def reconfig_fct_group():
 @click.option("--held-out", "held_out_records", multiple=True, type=click.Path(exists=True),
               help="records scored by a forest fitted on RECORDS (another seed, other configurations; repeatable)")
 @_night_option
-def eval_cmd(records, size_mb, seed, json_path, held_out_records, max_night_share):
+@_recipe_option
+def eval_cmd(records, size_mb, seed, json_path, held_out_records, max_night_share, recipe):
     """R², MSE and MAE of out-of-fold predictions on RECORDS (results directories of
     'intcc exp run reconfiguration|reconfiguration_grid', or their records): configurations
     held out whole, runs at random, and a shuffled-target control.
@@ -59,15 +66,15 @@ def eval_cmd(records, size_mb, seed, json_path, held_out_records, max_night_shar
     from .fct import evaluate, format_scores, held_out
     data = _load(records, size_mb, max_night_share)
     click.echo(f"{len(data.y)} runs, {len(set(data.groups))} configurations ...", err=True)
-    ev = evaluate(data, seed=seed)
+    ev = evaluate(data, seed=seed, recipe=recipe)
     other = _load(held_out_records, size_mb, max_night_share) if held_out_records else None
     if other is not None:
-        ev["held_out"] = held_out(data, other, seed=seed)
+        ev["held_out"] = held_out(data, other, seed=seed, recipe=recipe)
     click.echo(format_scores(ev))
     if json_path:
         from records.provenance import stamp
         with open(json_path, "w") as f:
-            json.dump({"provenance": stamp(), "size_mb": size_mb, "max_night_share": max_night_share, "seed": seed, "records": data.sources,
+            json.dump({"provenance": stamp(), "size_mb": size_mb, "max_night_share": max_night_share, "seed": seed, "recipe": recipe, "records": data.sources,
                        "held_out_records": other.sources if other is not None else [], **ev}, f, indent=1)
 
 
@@ -78,13 +85,14 @@ def eval_cmd(records, size_mb, seed, json_path, held_out_records, max_night_shar
 @click.option("--size-mb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_SIZE_MB, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @_night_option
-def fit_cmd(records, model_path, size_mb, seed, max_night_share):
+@_recipe_option
+def fit_cmd(records, model_path, size_mb, seed, max_night_share, recipe):
     """Evaluate on RECORDS, then fit on all of them and write the model and its card (MODEL.json)."""
     from .fct import card, evaluate, fit, format_scores, save
     data = _load(records, size_mb, max_night_share)
-    ev = evaluate(data, seed=seed)
+    ev = evaluate(data, seed=seed, recipe=recipe)
     click.echo(format_scores(ev))
-    save(fit(data, seed=seed), model_path, card(data, ev, size_mb, seed))
+    save(fit(data, seed=seed, recipe=recipe), model_path, card(data, ev, size_mb, seed, recipe))
     click.echo(f"wrote {model_path} and its card {model_path}.json")
 
 

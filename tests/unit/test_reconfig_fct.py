@@ -81,3 +81,20 @@ def test_a_fitted_model_is_saved_with_its_card_and_predicts(tmp_path):
     assert card["features"] == list(fct.FEATURES) and card["training_runs"] == 12 and card["size_mb"] == 10.0
     (slow,) = fct.predict(path, [{"migrated_cca": "cubic", "main_cca": "cubic", "day_ms": 90, "night_ms": 10}])
     assert slow == pytest.approx(80 / 4 - 80 / 16, rel=0.2)
+
+
+def test_the_dark_share_is_the_nights_share_of_the_period_and_the_default_recipe_carries_it(tmp_path):
+    X = fct.encode([{"migrated_cca": "cubic", "main_cca": "cubic", "day_ms": 90, "night_ms": 10},
+                    {"migrated_cca": "reno", "main_cca": "reno", "day_ms": 20_000, "night_ms": 0}])
+    assert fct.with_dark_share(X)[:, -1].tolist() == [0.1, 0.0]
+    runs = [_run(c, s, g, 16.0, r) for c in ("cubic", "bbr") for s, g in (("none", 16.0), ("100ms/10ms", 4.0))
+            for r in range(3)]
+    d = fct.dataset([_record(tmp_path / "r.json", runs)])
+    for recipe, encoded in (("dark-share", 9), ("paper", 8)):
+        model = fct.fit(d, n_estimators=5, recipe=recipe)
+        forest = model.named_steps["forest"] if hasattr(model, "named_steps") else model
+        assert forest.n_features_in_ == encoded
+        assert len(fct.card(d, {}, 10.0, 0, recipe)["encoded"]) == encoded
+    assert fct.card(d, {}, 10.0, 0)["forest"]["min_samples_leaf"] == 1
+    with pytest.raises(fct.FctDataError, match="recipe 'deep'"):
+        fct.forest(recipe="deep")
