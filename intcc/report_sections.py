@@ -25,6 +25,8 @@ CONGESTION_FAIRNESS = "data/experiments/congestion_fairness-seed1-2026-11-26.jso
 FAIRNESS_SWITCHING = "data/experiments/fairness_switching-seed2617-*-r*.json"
 FAIRNESS_RERUN = "data/experiments/fairness_switching-seed2617-2026-11-30-reno-fix-r0-15.json"
 FAIRNESS_PAIRS = "data/experiments/fairness_pairs-seed2617-*.json"
+#: active identification on fresh fairness networks (seed 2618): the oracle, passive mirror and active
+FAIRNESS_ACTIVE = "data/experiments/fairness_switching-seed2618-*.json"
 FORWARDING_BENCH = "data/bench/forwarding-2026-11-29.json"
 FASTPATH_BENCH = "data/bench/fastpath-2026-12-05.json"
 DATAPATH_BENCH = "data/bench/datapath-2026-11-29.txt"
@@ -208,6 +210,17 @@ def fairness_headline() -> str:
             f"**{_pct(statistics.mean(map(abs, harms)))} absolute** per network; averaged over the four "
             f"competitors' pooled harms, {_pct(statistics.mean(pooled))} signed and "
             f"{_pct(statistics.mean(map(abs, pooled)))} absolute (target: within 10 %: not met).")
+
+
+def fairness_active() -> str:
+    """Mean |D| of the oracle, passive mirror and active identification on the same fresh
+    networks, active's gap to the oracle and to passive mirror (paired), and its harm."""
+    paths = _glob(FAIRNESS_ACTIVE)
+    records = load_records([os.path.join(ROOT, p) for p in paths])
+    rows = fairness_report.rows(records)
+    versus = fairness_report.comparisons(records, versus=("mirror int w50",))
+    table = fairness_tables.format_markdown(rows, versus, ["mirror active"])
+    return table + "\n\n" + _source(paths)
 
 
 # ---------------------------------------------------------------- the estimator
@@ -691,6 +704,7 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "congestion-fairness-headline": congestion_fairness_headline,
     "fairness": fairness,
     "fairness-headline": fairness_headline,
+    "fairness-active": fairness_active,
     "estimator": estimator,
     "forwarding-bench": forwarding_bench,
     "fastpath-bench": fastpath_bench,

@@ -104,9 +104,10 @@ def format_markdown(table: list[dict], versus: list[dict], detail: list[str] | N
         out.append(line(mode, lambda c: get(c, mode, "mean_abs_d",
                                             lambda v, r: num_ci(v, r["abs_d_ci"]))))
     for mode in detail:
-        out.append(line(f"{mode}: cut vs not used, paired (95 % CI)", lambda c: get(
-            c, mode, "cut_vs_not_used",
-            lambda v, r: pct_ci(v, r["cut_ci"]), pair)))
+        if any("cut_vs_not_used" in pair.get((c, mode), {}) for c in comps):      # runs of "not used" given
+            out.append(line(f"{mode}: cut vs not used, paired (95 % CI)", lambda c: get(
+                c, mode, "cut_vs_not_used",
+                lambda v, r: pct_ci(v, r["cut_ci"]), pair)))
         out.append(line(f"{mode} − oracle, paired (95 % CI)", lambda c: get(
             c, mode, "gap_to_oracle",
             lambda v, r: f"{signed(v)} ({signed(r['gap_ci'][0])} to {signed(r['gap_ci'][1])})", pair)))
@@ -128,12 +129,12 @@ def format_markdown(table: list[dict], versus: list[dict], detail: list[str] | N
         out.append("Cut vs not used averaged over the competitors (95 % CI): " + "; ".join(
             f"{r['mode']} {pct_ci(r['cut_vs_not_used'], r['cut_ci'])}"
             for r in averaged if "cut_vs_not_used" in r) + ".")
-        gaps = [(r["mode"], other, g) for r in averaged for other, g in r.get("gap_to", {}).items()]
-        if gaps:
-            out.append("")
-            out.append("Gaps averaged over the competitors, paired (95 % CI): " + "; ".join(
-                f"{mode} − {other} {signed(g['gap'])} ({signed(g['ci'][0])} to {signed(g['ci'][1])})"
-                for mode, other, g in gaps) + ".")
+    gaps = [(r["mode"], other, g) for r in averaged for other, g in r.get("gap_to", {}).items()]
+    if gaps:
+        out.append("")
+        out.append("Gaps averaged over the competitors, paired (95 % CI): " + "; ".join(
+            f"{mode} − {other} {signed(g['gap'])} ({signed(g['ci'][0])} to {signed(g['ci'][1])})"
+            for mode, other, g in gaps) + ".")
     return "\n".join(out)
 
 def format_verdict_table(table: list[dict]) -> str:

@@ -95,6 +95,6 @@ def test_the_dark_share_is_the_nights_share_of_the_period_and_the_default_recipe
         forest = model.named_steps["forest"] if hasattr(model, "named_steps") else model
         assert forest.n_features_in_ == encoded
         assert len(fct.card(d, {}, 10.0, 0, recipe)["encoded"]) == encoded
-    assert fct.card(d, {}, 10.0, 0)["forest"]["min_samples_leaf"] == 1
+    assert fct.card(d, {}, 10.0, 0, "dark-share")["forest"]["min_samples_leaf"] == 1
     with pytest.raises(fct.FctDataError, match="recipe 'deep'"):
         fct.forest(recipe="deep")
