@@ -237,11 +237,10 @@ def comparisons(records: list[dict], resamples: int = 4000, seed: int = 0, versu
                 if row is None:
                     row = {"competitor": "all", "mode": mode}
                     out.append(row)
-                row.setdefault("gap_to", {})[other] = {"gap": float(np.mean(gaps)),
-                                                       "ci": bootstrap.interval(np.mean(draws, axis=0)),
-                                                       "networks": sum(r["gap_to"][other]["networks"] for r in out
-                                                                       if r["mode"] == mode and r is not row
-                                                                       and other in r.get("gap_to", {}))}
+                networks = sum(r["gap_to"][other]["networks"] for r in out
+                               if r["mode"] == mode and other in r.get("gap_to", {}))
+                row.setdefault("gap_to", {})[other] = {"gap": float(np.mean(gaps)), "networks": networks,
+                                                       "ci": bootstrap.interval(np.mean(draws, axis=0))}
     return out
 
 
