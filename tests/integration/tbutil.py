@@ -26,8 +26,10 @@ def require_ccp_free():
         pytest.fail(f"a 'ccp' congestion control is already registered, so this test cannot run: {ccp_holder()}")
 
 
-def start_testbed(topo: str, name: str, exporter: str = "jsonl", **params) -> Testbed:
-    return Testbed(load_topo(os.path.join(TOPO_DIR, f"{topo}.toml"), params), name).up(exporter=exporter)
+def start_testbed(topo: str, name: str, exporter: str = "jsonl", node_rt_priority: int | None = None,
+                  **params) -> Testbed:
+    return Testbed(load_topo(os.path.join(TOPO_DIR, f"{topo}.toml"), params), name).up(
+        exporter=exporter, node_rt_priority=node_rt_priority)
 
 
 def start_line_without_sink(name: str, fast_path: bool = False) -> Testbed:

@@ -4,7 +4,10 @@ machine's CLOCK_MONOTONIC, so a schedule in a node (a reconfiguration's nights) 
 off the packets' fates and compared with the node's own log of it.
 
     python3 timing_probe.py recv PORT IDLE_S       prints "ready", then a JSON list of
-                                                   [seq, send_ns, recv_ns], in arrival order
+                                                   [seq, send_ns, recv_ns], in arrival order;
+                                                   recv_ns is the kernel's arrival stamp, so a
+                                                   receiver descheduled for a while does not
+                                                   read as a silence on the path
     python3 timing_probe.py send ADDR PORT INTERVAL_US SECONDS
                                                    prints {"sent": N, "late": [[seq, late_us], ...]}:
                                                    the datagrams sent LATE_US or more after their
@@ -23,6 +26,8 @@ import sys
 import time
 
 STAMP = struct.Struct("!QQ")        # seq, send time (monotonic ns)
+SO_TIMESTAMPNS = 35                 # <asm-generic/socket.h>; not exported by Python's socket
+TIMESPEC = struct.Struct("@qq")     # struct timespec on 64-bit Linux
 SPIN_NS = 80_000                    # a sleep's overshoot, and then some
 LATE_US = 300                       # a send this late is the sender held up, not jitter
 
@@ -30,16 +35,25 @@ LATE_US = 300                       # a send this late is the sender held up, no
 def receive(port: int, idle_s: float) -> list:
     sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.bind(("::", port))
     print("ready", flush=True)
     log = []
     sock.settimeout(None)
     while True:
         try:
-            data = sock.recv(2048)
+            data, ancillary, _, _ = sock.recvmsg(2048, socket.CMSG_SPACE(TIMESPEC.size))
         except socket.timeout:
             break
-        now = time.monotonic_ns()
+        # the kernel stamps arrival in CLOCK_REALTIME; the send stamps are monotonic: the two
+        # clocks' offset, read now, carries the stamp over (it drifts by no more than a slew)
+        monotonic_ns = time.monotonic_ns()
+        offset_ns = time.clock_gettime_ns(time.CLOCK_REALTIME) - monotonic_ns
+        now = monotonic_ns
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= TIMESPEC.size:
+                sec, nsec = TIMESPEC.unpack_from(value)
+                now = sec * 1_000_000_000 + nsec - offset_ns
         if len(data) >= STAMP.size:
             seq, sent_ns = STAMP.unpack_from(data)
             log.append([seq, sent_ns, now])
