@@ -591,6 +591,8 @@ RECONFIGURATION_DOWNTIME = "data/experiments/reconfiguration_downtime-seed*.json
 RECONFIGURATION_GRID = "data/experiments/reconfiguration_grid-seed*.json"
 RECONFIG_FCT_SCORES = "data/estimator/scores/reconfig_fct_rf_held_out_configurations.json"
 RECONFIG_FCT_DENSE_SCORES = "data/estimator/scores/reconfig_fct_rf_dense_seed.json"
+# the latest held-out check: settings no record in the forest's data had, run after it was fitted
+RECONFIG_FCT_BETWEEN_SCORES = "data/estimator/scores/reconfig_fct_cliff_between_seed7601_paper.json"
 RECONFIG_VARIANT_SCORES = "data/estimator/scores/reconfig_variant_rf.json"
 # one seed's runs (pairing is by repeat): the current cubic-int's; seed 7102's record is the
 # version before its minimum RTO followed announced downtimes (CHANGELOG, 2026-12-05)
@@ -654,6 +656,15 @@ def reconfiguration_fct_model() -> str:
                 f"{h['configurations']} configurations of another seed: R² {h['r2']:.2f}, MSE {h['mse_s2']:.1f} s², "
                 f"MAE {h['mae_s']:.2f} s. Record: `{RECONFIG_FCT_DENSE_SCORES}`: {prov['date']}, {prov['commit']}, "
                 f"`{prov['command']}`"]
+    between_path = os.path.join(ROOT, RECONFIG_FCT_BETWEEN_SCORES)
+    if os.path.exists(between_path):
+        with open(between_path) as f:
+            between = json.load(f)
+        h, prov = between["held_out"], between["provenance"]
+        out += ["", f"Settings between the cliff sweep's, on another seed, scored by the forest of the other records "
+                f"({between['grouped']['rows']} runs): R² {h['r2']:.2f}, MSE {h['mse_s2']:.1f} s², MAE {h['mae_s']:.2f} s "
+                f"on {h['configurations']} configurations. Record: `{RECONFIG_FCT_BETWEEN_SCORES}`: {prov['date']}, "
+                f"{prov['commit']}, `{prov['command']}`"]
     return "\n".join(out)
 
 
