@@ -142,12 +142,16 @@ def _algorithm_command(name: str):
             from .telemetry_feed import TelemetryFeed
             feed = TelemetryFeed(broker_url).start()
             runtime = {"telemetry": feed, "directory": FlowDirectory(state_dir)}
+        if alg_class.needs_cadence:
+            from .cadence import ReportCadence
+            runtime["cadence"] = ReportCadence().start()
         try:
             _run(lambda caps: alg_class(**params, **runtime, trace=trace, capabilities=caps), ipc, verbose,
                  state_dir, decisions_url or broker_url, pins, rt_priority)
         finally:
-            if runtime:
-                runtime["telemetry"].stop()
+            for helper in ("telemetry", "cadence"):
+                if helper in runtime:
+                    runtime[helper].stop()
 
     command.__doc__ = alg_class.summary
     command = _common(command)           # options list outermost first: the algorithm's, then these
@@ -282,6 +286,7 @@ def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, 
     from ccp_algs.probe import Probe
     from ccp_algs.registry import UnknownAlgorithm
     from .flows import FlowDirectory
+    from .cadence import ReportCadence
     from .identification import IdentificationProcess
     from .switching import GoodputTable, SwitchingError, SwitchPolicy
     from .telemetry_feed import TelemetryFeed
@@ -295,13 +300,15 @@ def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, 
     except (SwitchingError, UnknownAlgorithm) as e:
         raise click.ClickException(str(e))
     feed = TelemetryFeed(broker_url).start()
-    hosted["probe"] = Probe(telemetry=feed, directory=FlowDirectory(state_dir))
+    cadence = ReportCadence().start()
+    hosted["probe"] = Probe(telemetry=feed, directory=FlowDirectory(state_dir), cadence=cadence)
     identification = IdentificationProcess(broker_url, state_dir, threshold=threshold).start()
     try:
         _run(_adaptive_maker(hosted, "probe", switch_policy, identification, trace, identified=True),
              ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
     finally:
         identification.stop()
+        cadence.stop()
         feed.stop()
 
 

@@ -196,6 +196,7 @@ class Algorithm(AlgBase):
     program = REPORT_PER_RTT_AND_ON_LOSS
     params = (INIT_CWND,)        # the constructor's options (registry.Param), for the command line
     needs_telemetry = False      # built with telemetry= and directory= (the sink's MQTT feed)
+    needs_cadence = False        # built with cadence= (reports at its own pace: ccp_agent/cadence.py)
     # The datapath families whose kernel half it drives (contract.FAMILIES): their registers
     families: tuple[str, ...] = ("slow_start",)
 

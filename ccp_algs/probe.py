@@ -16,8 +16,11 @@ its fair share of the bottleneck and asks the competitor a question.
   of each period, ``-amplitude / 3`` for the rest, so the mean is the base rate. A pulse
   up pushes a queue step into the bottleneck; an ack-clocked competitor answers it within
   an RTT, a paced one does not. The period is ``period_rtts`` of the flow's min RTT (at
-  least ``MIN_PERIOD_S``): the up quarter then spans two reports at 8 RTTs, so a command
-  per report shapes it.
+  least ``MIN_PERIOD_S``). A command goes with each report, and the program reports once
+  a round trip: beside competitors that keep a deep buffer full the RTT is many min RTTs
+  (seconds), and a rate stood for seconds whatever the schedule said. So the flow asks the
+  datapath for ``REPORTS_PER_PERIOD`` reports a period (``cadence``: the agent's
+  ReportCadence), two in each up quarter.
 - Where the bottleneck's buffer has no room for a pulse up (its hop stamps less free
   buffer than twice what a pulse up adds: ``pulse_room_bytes``), the pulses are dips for a
   period: the same swing, all of it below the base (a
@@ -55,6 +58,9 @@ CWND_GAIN = 2.0
 MIN_PERIOD_S = 0.2
 PULSE_DOWN_FRACTION = 1 / 3   # the down part's depth, of the amplitude: a quarter up, three quarters down
 DRAIN_PERIODS = 2.0           # alone, a standing queue is drained over this many pulse periods
+REPORTS_PER_PERIOD = 8        # asked of the agent's cadence: two commands in each up quarter (MIN_PERIOD_S:
+                              # at most 40 reports a second per flow)
+CADENCE_RENEW_S = 0.5         # the cadence's lease (ccp_agent/cadence.LEASE_S) renewed this often
 
 
 def payload_fraction(mss: int, int_hops: int) -> float:
@@ -110,12 +116,14 @@ class ProbeFlow(FlowBase):
         self.rate_bytes_per_s = 0
         self.pulses_since_s: float | None = None
         self.dips_until_s: float | None = None    # no room in the buffer for pulses up: dips until then
+        self._cadence: tuple[float, float] | None = None   # (report interval s, clock s) last asked for
         self.install(self.cwnd_bytes)
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=self.cwnd_bytes, reason="probe: slow start until "
                        "the bottleneck's rate is known", src_port=self.ports[0], dst_port=self.ports[1])
 
     # -- handover ----------------------------------------------------------------------
     def export_state(self) -> FlowState:
+        self._ask_reports(0.0, self.clock())      # handed over: the next algorithm's reports are the program's
         return FlowState(cwnd_bytes=self._pipe_bytes() or self.cwnd_bytes, ssthresh_bytes=float("inf"),
                          min_rtt_us=self.min_rtt_us, rtt_us=self.rtt_us, bw_bytes_per_s=self.base_bytes_per_s,
                          slow_start_over=bool(self._pipe_bytes()))
@@ -163,6 +171,7 @@ class ProbeFlow(FlowBase):
         if self.pulses_since_s is None:
             self.pulses_since_s = now
         period_s = max(self.alg.period_rtts * self.min_rtt_us / 1e6, MIN_PERIOD_S)
+        self._ask_reports(round(period_s / REPORTS_PER_PERIOD, 3), now)
         if self._no_room(share, period_s):
             self.dips_until_s = now + period_s
         dips = self.dips_until_s is not None and now < self.dips_until_s
@@ -179,6 +188,16 @@ class ProbeFlow(FlowBase):
                              + (f", draining {self.drain_bytes_per_s * 8e-6:.2g} Mbit/s of a standing queue"
                                 if self.drain_bytes_per_s else "")
                              + (", dips: no room in the buffer for a pulse up" if dips else ""))
+
+    def _ask_reports(self, interval_s: float, now: float) -> None:
+        """A report every ``interval_s`` from the agent's cadence (0: none), asked again when
+        it changes or its lease needs renewing."""
+        cadence = self.alg.cadence
+        if cadence is None or (self._cadence is None and not interval_s):
+            return
+        if self._cadence is None or self._cadence[0] != interval_s or now - self._cadence[1] >= CADENCE_RENEW_S:
+            cadence.every(self.sid, interval_s)
+            self._cadence = (interval_s, now) if interval_s else None
 
     def _no_room(self, share, period_s: float) -> bool:
         """Whether the bottleneck's buffer, as its hop stamps it now, lacks the room a pulse
@@ -226,11 +245,12 @@ class Probe(Algorithm):
               Param("max_age_ms", float, 200.0, "older telemetry is ignored (the rate then stays)", min=0),
               INIT_CWND)
     needs_telemetry = True
+    needs_cadence = True
     loss_beta_1024 = 1024       # the fair share is no probe for more: a loss is not cut
 
     def __init__(self, amplitude: float = 0.25, period_rtts: float = 8.0, max_age_ms: float = 200.0,
                  telemetry=None, directory=None, init_cwnd_pkts: int = 10, trace: str | None = None, clock=None,
-                 **kwargs):
+                 cadence=None, **kwargs):
         import time
         by_name = {p.name: p for p in self.params}
         by_name["amplitude"].check(amplitude)
@@ -240,3 +260,4 @@ class Probe(Algorithm):
         self.telemetry = telemetry      # .flow(flow_id, max_age_s) -> Fresh | None
         self.directory = directory      # .flow_id(datapath_info) -> str | None
         self.clock = clock or time.monotonic
+        self.cadence = cadence          # .every(sid, interval_s): reports at the pulses' pace (None: the program's)

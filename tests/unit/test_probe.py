@@ -181,3 +181,40 @@ def test_a_drain_never_takes_the_rate_below_half_the_share():
         clock.t += 0.08
     factor = pulse_factor(clock.t - 0.08 - flow.pulses_since_s, 8 * 0.04, 0.25)
     assert dp.rate == int(10e6 / 8 * payload_fraction(MSS, 1) / 2 * factor)
+
+
+class FakeCadence:
+    def __init__(self):
+        self.asked = []
+
+    def every(self, sid, interval_s):
+        self.asked.append((sid, interval_s))
+
+
+def test_asks_for_reports_at_an_eighth_of_its_period_and_stops_when_handed_over():
+    cadence = FakeCadence()
+    flow, dp, clock = probe(flow_record(flows=2), cadence=cadence)
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert cadence.asked == [(flow.sid, 8 * 0.04 / 8)]          # the period is 8 min RTTs
+    clock.t += 0.1
+    flow.on_report(report(acked=10 * MSS, rtt_us=2_000_000))    # a deep queue: the RTT, not the min, grows
+    assert len(cadence.asked) == 1                               # the same interval, the lease still fresh
+    clock.t += 0.5
+    flow.on_report(report(acked=10 * MSS, rtt_us=2_000_000))
+    assert cadence.asked[-1] == (flow.sid, 0.04) and len(cadence.asked) == 2     # renewed
+    flow.export_state()
+    assert cadence.asked[-1] == (flow.sid, 0.0)
+
+
+def test_a_short_rtt_asks_at_most_forty_reports_a_second():
+    cadence = FakeCadence()
+    flow, dp, clock = probe(flow_record(flows=2), cadence=cadence, period_rtts=2)
+    flow.on_report(report(acked=10 * MSS, rtt_us=1_000))         # the period's floor: MIN_PERIOD_S, 0.2 s
+    assert cadence.asked == [(flow.sid, 0.025)]
+
+
+def test_without_a_cadence_nothing_is_asked_and_the_pulses_go_on():
+    flow, dp, clock = probe(flow_record(flows=2))
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert dp.rate is not None
+    flow.export_state()
