@@ -628,6 +628,20 @@ def reconfiguration_grid() -> str:
     return _reconfig_table(RECONFIGURATION_GRID, "reconfiguration_grid")
 
 
+def _fct_held_out_check(rel_path: str, lead) -> list[str]:
+    """A reconfig-fct --held-out evaluation's line (none before its record exists): what
+    ``lead(evaluation)`` says was fitted and scored, then its scores and provenance."""
+    path = os.path.join(ROOT, rel_path)
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        ev = json.load(f)
+    h, prov = ev["held_out"], ev["provenance"]
+    return ["", f"{lead(ev)}: R² {h['r2']:.2f}, MSE {h['mse_s2']:.1f} s², MAE {h['mae_s']:.2f} s on "
+            f"{h['configurations']} configurations. Record: `{rel_path}`: {prov['date']}, {prov['commit']}, "
+            f"`{prov['command']}`"]
+
+
 def reconfiguration_fct_model() -> str:
     """The FCT-prolongation forest's out-of-fold scores (configurations held out whole, the
     paper's random folds, the shuffled control) and its worst held-out configurations."""
@@ -646,25 +660,13 @@ def reconfiguration_fct_model() -> str:
     out += ["", f"{ev['configurations']} configurations, transfers of {ev['size_mb']:g} MB, nights of at most "
             f"{100 * ev['max_night_share']:g} % of the period; the five configurations predicted worst when held out. "
             f"Record: `{RECONFIG_FCT_SCORES}`: {prov['date']}, {prov['commit']}, `{prov['command']}`"]
-    dense_path = os.path.join(ROOT, RECONFIG_FCT_DENSE_SCORES)
-    if os.path.exists(dense_path):
-        with open(dense_path) as f:
-            dense = json.load(f)
-        h, prov = dense["held_out"], dense["provenance"]
-        out += ["", f"Before the dense sweep was in it: the forest of the other records, {dense['grouped']['rows']} runs "
-                f"(configurations held out whole: R² {dense['grouped']['r2']:.2f}), scored on the sweep's "
-                f"{h['configurations']} configurations of another seed: R² {h['r2']:.2f}, MSE {h['mse_s2']:.1f} s², "
-                f"MAE {h['mae_s']:.2f} s. Record: `{RECONFIG_FCT_DENSE_SCORES}`: {prov['date']}, {prov['commit']}, "
-                f"`{prov['command']}`"]
-    between_path = os.path.join(ROOT, RECONFIG_FCT_BETWEEN_SCORES)
-    if os.path.exists(between_path):
-        with open(between_path) as f:
-            between = json.load(f)
-        h, prov = between["held_out"], between["provenance"]
-        out += ["", f"Settings between the cliff sweep's, on another seed, scored by the forest of the other records "
-                f"({between['grouped']['rows']} runs): R² {h['r2']:.2f}, MSE {h['mse_s2']:.1f} s², MAE {h['mae_s']:.2f} s "
-                f"on {h['configurations']} configurations. Record: `{RECONFIG_FCT_BETWEEN_SCORES}`: {prov['date']}, "
-                f"{prov['commit']}, `{prov['command']}`"]
+    out += _fct_held_out_check(RECONFIG_FCT_DENSE_SCORES, lambda ev: (
+        f"Before the dense sweep was in it: the forest of the other records, {ev['grouped']['rows']} runs "
+        f"(configurations held out whole: R² {ev['grouped']['r2']:.2f}), scored on the sweep's configurations of "
+        f"another seed"))
+    out += _fct_held_out_check(RECONFIG_FCT_BETWEEN_SCORES, lambda ev: (
+        f"Settings between the cliff sweep's, on another seed, scored by the forest of the other records "
+        f"({ev['grouped']['rows']} runs)"))
     return "\n".join(out)
 
 
