@@ -285,8 +285,8 @@ def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, 
     switches each once (ccp_agent/identification.py)."""
     from ccp_algs.probe import Probe
     from ccp_algs.registry import UnknownAlgorithm
-    from .flows import FlowDirectory
     from .cadence import ReportCadence
+    from .flows import FlowDirectory
     from .identification import IdentificationProcess
     from .switching import GoodputTable, SwitchingError, SwitchPolicy
     from .telemetry_feed import TelemetryFeed
