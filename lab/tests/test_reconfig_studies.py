@@ -15,7 +15,7 @@ def test_the_bound_is_the_circuits_days_plus_what_the_main_flow_may_lose():
     assert row["g_max"] == pytest.approx(16.0 * 0.9 / 2 + 1.0)           # 7.2 on the circuit, 1 from the main flow
     assert row["prolongation_floor_pct"] == pytest.approx(100 * (16.0 / 8.2 - 1))
     assert row["target_pct"] == pytest.approx(50.0) and not row["reachable"]
-    assert row["int"] == pytest.approx(100 * (16.0 / 9.0 - 1))
+    assert row["candidate"] == "int" and row["candidate_pct"] == pytest.approx(100 * (16.0 / 9.0 - 1))
 
 
 def test_a_harmful_kernel_cubic_leaves_room_for_the_target():

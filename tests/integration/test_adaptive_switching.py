@@ -153,16 +153,17 @@ def verdicts(log: str) -> list[str]:
 
 def run_identified(bench, tmp_path, competitor: str, seconds: int = 20):
     """Flow 1 under ``adaptive --identify active`` (the probe, then one switch), flow 2 on
-    kernel ``competitor``: the identify rows of the trace, the switches, flow 1's goodputs."""
+    kernel ``competitor``: the identify rows of the trace, the switches, flow 1's goodputs,
+    the reports the daemon served on request meanwhile."""
     trace = tmp_path / "trace.csv"
     before = bench[1].stats()["daemon"]["report_requests"]
     _, out = beside(bench, tmp_path, competitor, seconds,
                     ["--identify", "active", "--trace", str(trace), "--algorithms", "bbr,cubic,reno,vegas"])
-    bench[1].report_requests_served = bench[1].stats()["daemon"]["report_requests"] - before
+    served = bench[1].stats()["daemon"]["report_requests"] - before
     rows = list(csv.DictReader(open(trace)))
     identify = [r["reason"] for r in rows if r["event"] == "verdict" and r["reason"].startswith("identify:")]
     paced = [r["reason"] for r in rows if r["reason"].startswith("probe: rate x")]
-    return identify, paced, switch_rows(trace), [row["goodput_mbps"] for row in series(out)]
+    return identify, paced, switch_rows(trace), [row["goodput_mbps"] for row in series(out)], served
 
 
 def test_active_identification_probes_at_the_fair_share_then_switches_once(bench, tmp_path):
@@ -171,7 +172,7 @@ def test_active_identification_probes_at_the_fair_share_then_switches_once(bench
     identification reads the sink's hop records and its stages' measurements reach the
     trace, at most one switch leaves the probe, on a committed hypothesis, and the flow
     never stalls."""
-    identify, paced, switches, goodputs = run_identified(bench, tmp_path, "cubic")
+    identify, paced, switches, goodputs, served = run_identified(bench, tmp_path, "cubic")
     # 10 Mbit/s over 2 flows, of which the payload's share (probe.payload_fraction: two INT hops)
     share_mbps = float(re.search(r"fair share ([\d.]+) Mbit/s", paced[-1]).group(1)) if paced else None
     assert share_mbps == pytest.approx(5 * payload_fraction(1428, 2), rel=0.01), paced[-3:]
@@ -181,8 +182,7 @@ def test_active_identification_probes_at_the_fair_share_then_switches_once(bench
     period_s = int(re.search(r"period (\d+) ms", paced[-1]).group(1)) / 1e3
     probe_s = switches[0][0] if switches else 20
     assert 0.5 * 8 / period_s > 4
-    assert bench[1].report_requests_served >= 0.5 * probe_s * 8 / period_s, \
-        (bench[1].report_requests_served, probe_s, period_s)
+    assert served >= 0.5 * probe_s * 8 / period_s, (served, probe_s, period_s)
     assert any("spare=" in r and "elasticity=" in r for r in identify), identify[:5]
     # each switch leaves the probe on a commit, or (a commit whose switch made the share
     # clearly worse) goes back to it: never from one CCA to another
@@ -198,7 +198,7 @@ def test_active_identification_probes_at_the_fair_share_then_switches_once(bench
 @pytest.mark.accuracy
 @pytest.mark.parametrize("competitor", ["cubic", "bbr"])
 def test_active_identification_names_a_kernel_competitor(bench, tmp_path, competitor):
-    identify, _, switches, goodputs = run_identified(bench, tmp_path, competitor, seconds=30)
+    identify, _, switches, goodputs, _ = run_identified(bench, tmp_path, competitor, seconds=30)
     assert switches and switches[0][1].startswith(f"probe -> {competitor}"), (switches, identify[-3:])
 
 

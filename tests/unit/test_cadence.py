@@ -76,9 +76,8 @@ def test_the_child_asks_the_daemon_socket_at_the_interval(tmp_path):
         assert all(g == REPORT_REQUEST_MAGIC + (42).to_bytes(4, "little") for g in got)
         assert elapsed >= 5 * 0.05 * 0.8     # paced, not a burst (a slow machine only stretches it)
         cadence.every(42, 0)
-        time.sleep(0.1)
-        daemon.settimeout(0.01)
-        while True:                          # what was on its way before the stop
+        daemon.settimeout(3 * 0.05)
+        while True:                          # until three intervals pass without one: the stop is read
             try:
                 daemon.recv(64)
             except socket.timeout:
