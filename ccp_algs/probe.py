@@ -117,6 +117,9 @@ class ProbeFlow(FlowBase):
         self.pulses_since_s: float | None = None
         self.dips_until_s: float | None = None    # no room in the buffer for pulses up: dips until then
         self._cadence: tuple[float, float] | None = None   # (report interval s, clock s) last asked for
+        # the datapath's cumulative counters as last reported (Report.grown_pkts, .reductions):
+        # handed on, so the next algorithm answers only what happens after it took over
+        self.grown_seen = self.reductions_seen = 0
         self.install(self.cwnd_bytes)
         self.trace.row(sid=self.sid, event="start", cwnd_bytes=self.cwnd_bytes, reason="probe: slow start until "
                        "the bottleneck's rate is known", src_port=self.ports[0], dst_port=self.ports[1])
@@ -124,13 +127,17 @@ class ProbeFlow(FlowBase):
     # -- handover ----------------------------------------------------------------------
     def export_state(self) -> FlowState:
         self._ask_reports(0.0, self.clock())      # handed over: the next algorithm's reports are the program's
+        # the kernel's window reductions while the probe ran were the probe's (it does not cut):
+        # counted as answered, or the next algorithm cut at its first report with nothing lost
         return FlowState(cwnd_bytes=self._pipe_bytes() or self.cwnd_bytes, ssthresh_bytes=float("inf"),
                          min_rtt_us=self.min_rtt_us, rtt_us=self.rtt_us, bw_bytes_per_s=self.base_bytes_per_s,
-                         slow_start_over=bool(self._pipe_bytes()))
+                         slow_start_over=bool(self._pipe_bytes()), grown_seen=self.grown_seen,
+                         reductions_seen=self.reductions_seen)
 
     def adopt(self, state: FlowState):
         self.cwnd_bytes = max(state.cwnd_bytes, 2 * self.mss)
         self.min_rtt_us, self.rtt_us = state.min_rtt_us, state.rtt_us
+        self.grown_seen, self.reductions_seen = state.grown_seen, state.reductions_seen
         self.resume([], reason="probe took the flow over")
 
     def cwnd_bytes_now(self) -> int:
@@ -151,6 +158,8 @@ class ProbeFlow(FlowBase):
         if r.minrtt_us is not None:
             self.min_rtt_us = r.minrtt_us if self.min_rtt_us is None else min(self.min_rtt_us, r.minrtt_us)
         self.rtt_us = r.rtt_us or self.rtt_us
+        self.grown_seen = r.grown_pkts if r.grown_pkts is not None else self.grown_seen
+        self.reductions_seen = r.reductions if r.reductions is not None else self.reductions_seen
         share = self._fair_share()
         if share is not None:
             now = self.clock()

@@ -363,6 +363,28 @@ def test_a_commit_mirrors_the_competitors_from_their_rate_and_a_policy_elsewhere
     assert flow.current == "cubic" and "competitor's rate" not in flow.switches[-1]["why"]
 
 
+def test_the_kernels_reductions_while_probing_are_not_cut_again_by_the_cca_that_takes_over():
+    """The datapath counts the kernel's window reductions since the flow began; the probe
+    does not cut on them. The algorithm a commit hands the flow to answers only those after
+    it took over: with the count not handed on, Reno halved at its first report, nothing
+    lost (every switch from the probe after a loss, 2026-12-06 traces: "0 lost: halve")."""
+    flow, dp, est = identified_adaptive()
+    for reductions in (0, 2, 3):                    # the kernel recovered three times while probing
+        r = report(acked=10 * MSS, delivered=10, inflight=20, rtt_us=40_000, grown=5, reductions=reductions)
+        r.bw_max = 1_250_000
+        flow.on_report(r)
+    est.inbox.append(("verdict", 1, identification("reno", "reno", 0.95)))
+    tick_with = report(acked=10 * MSS, delivered=10, inflight=20, rtt_us=40_000, grown=5, reductions=3)
+    flow.on_report(tick_with)
+    assert flow.current == "reno"
+    handed = flow.flow.cwnd
+    flow.on_report(report(acked=MSS, delivered=1, inflight=20, rtt_us=40_000, grown=5, reductions=3))
+    assert flow.flow.cwnd >= handed                 # no cut, no growth counted twice
+    assert flow.flow.cwnd < handed + 5 * MSS
+    flow.on_report(report(acked=MSS, delivered=1, loss=1, inflight=20, rtt_us=40_000, grown=5, reductions=4))
+    assert flow.flow.cwnd == pytest.approx(handed / 2, rel=0.1)     # a reduction after the switch: cut
+
+
 def test_a_competitor_outside_the_four_leaves_the_probe_for_the_fallback():
     flow, dp, est = identified_adaptive()
     tick(flow)
