@@ -88,12 +88,19 @@ class AdaptiveFlow(HostedFlow):
         # competitors ran faster; mirrored from its own rate, the flow stayed behind (AIMD in
         # a deep buffer closes such a gap over minutes) and the switch was taken back
         ratio = v.competitor_rate_ratio if self.host.match_rate and target == v.estimate else None
+        # ... and onto their CUBIC along their epoch: begun afresh at the switch, its curve
+        # grew far slower than theirs, seconds into it (ccp_algs/cubic.py _adopt_competitor_epoch)
+        epoch = None
+        if self.host.match_rate and target == v.estimate == "cubic" and v.competitor_epoch is not None:
+            origin_pkts, k_s, age_s = v.competitor_epoch
+            epoch = (origin_pkts * self.flow.mss, k_s, age_s)
         self._switch_on(v, target, f"identified {v.estimate} ({v.confidence:.0%} posterior), {self.host.policy.policy}",
-                        rate_ratio=ratio)
+                        rate_ratio=ratio, cubic_epoch=epoch)
 
-    def _switch_on(self, v, target: str, why: str, rate_ratio: float | None = None):
+    def _switch_on(self, v, target: str, why: str, rate_ratio: float | None = None, cubic_epoch: tuple | None = None):
         before = self.current
-        self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None, rate_ratio=rate_ratio)
+        self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None, rate_ratio=rate_ratio,
+                    cubic_epoch=cubic_epoch)
         log.info("flow %s: %s -> %s on %s", self.sid, before, target, why)
         self.host.announce_switch(self, before, target, v)
 

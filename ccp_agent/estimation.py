@@ -55,6 +55,7 @@ class Verdict:
     row_estimate: str | None = None  # this step's own estimate, the vote's newest entry
     evidence: tuple = ()         # active identification: this step's (stage, measured) pairs
     reidentify: str | None = None    # ... the competitors changed after a commit: why (back to the probe)
+    competitor_epoch: tuple | None = None   # ... their CUBIC epoch (Identifier.competitor_epoch: packets, s, s)
 
 
 class _Located(WatchedFlow):

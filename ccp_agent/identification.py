@@ -222,7 +222,8 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
                 measured = tuple((e.stage, None if e.measured is None else round(float(e.measured), 3))
                                  for e in added)
                 v = Verdict(f.sid, f.flow_id, test.verdict(), p, {h: round(100 * x) for h, x in test.posterior().items()},
-                            time.monotonic() - f.since, time.monotonic_ns(), f.rate_ratio(), best, measured)
+                            time.monotonic() - f.since, time.monotonic_ns(), f.rate_ratio(), best, measured,
+                            competitor_epoch=f.identifier.competitor_epoch() if test.verdict() == "cubic" else None)
                 conn.send(("verdict", f.sid, v))
                 requester.request(f.sid)
                 publisher.client.publish(estimate_topic(f.flow_id), encode(f.record(measured)), qos=0)

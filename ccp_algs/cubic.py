@@ -64,6 +64,9 @@ class CubicFlow(WindowFlow):
         self.epoch_end_pkts = 0                               # the window an epoch ended at (cut, undo)
         self.ca_target = 0.0                                  # the curve one RTT ahead (bytes; 0: none yet)
         self.congestion_ssthresh = float("inf")               # ssthresh of the last congestion cut
+        #: the epoch is a competitor's, begun before this flow took it (adopt): the agent sets
+        #: the target, the datapath's own curve would begin the epoch at its first ACK
+        self.competitor_epoch = False
         super().__init__(alg, datapath, datapath_info)
 
     def adopt(self, state):
@@ -75,7 +78,27 @@ class CubicFlow(WindowFlow):
         self.epoch_start_s = None
         self.epoch_end_pkts = int(state.cwnd_bytes // self.mss)
         self.ca_epoch += 1
+        self.competitor_epoch = False
+        if state.cubic_epoch is not None:
+            self._adopt_competitor_epoch(state)
         super().adopt(state)
+
+    def _adopt_competitor_epoch(self, state):
+        """Go on along the competitors' curve (a mirror switch, FlowState.cubic_epoch): from
+        an equal window, a CUBIC beside them grows as they do only on their epoch's clock.
+        Begun afresh at the switch, its curve grew C t^3 from there while theirs, seconds
+        into its epoch, grew 3 C t^2 a second: in deep buffers, where no loss comes for
+        tens of seconds, the flow's share fell from a half to a fifth (2026-12-06, seed
+        2618). Their plateau and K as measured; the 5 %-per-RTT floor only where they have
+        not lost yet (K 0: the curve from their slow start's exit)."""
+        origin_bytes, k_s, age_s = state.cubic_epoch
+        self.w_max, self.k_s = float(origin_bytes), float(k_s)
+        self.w_max_from_loss = self.w_max if k_s > 0 else 0.0
+        self.epoch_start_s = time.monotonic() - float(age_s)
+        self.est_pkts, self.est_acked = max(int(state.cwnd_bytes // self.mss), 1), 0
+        self.competitor_epoch = True
+        ahead_s = (state.rtt_us or state.min_rtt_us or 0) / 1e6
+        self.ca_target = float(max(self._w_cubic(float(age_s) + ahead_s), self.mss))
 
     # -- decisions subclasses may change ---------------------------------------------
     def loss_backoff(self, r: Report) -> tuple[float, str, bool]:
@@ -102,11 +125,13 @@ class CubicFlow(WindowFlow):
             target = ss_until if self.ssthresh != float("inf") else 0
         else:
             target = int(self.ca_target)
+        # a competitor's epoch: the agent's target, an RTT ahead (the datapath's curve is off)
+        ahead_us = 0 if self.competitor_epoch else (self.delay_min_us or 1)
         return [("ss_until", ss_until), ("ca_target", target),
                 ("ca_cnt_max", 20 if self.w_max_from_loss == 0 else 0),
                 ("reno_scale", RENO_FRIENDLY_SCALE), ("ca_epoch", self.ca_epoch),
                 ("ss_exit_rtt", self.hystart_exit_rtt_us() if ss_until else 0),
-                ("ca_w_max", int(self.w_max_from_loss)), ("ca_ahead", self.delay_min_us or 1)]
+                ("ca_w_max", int(self.w_max_from_loss)), ("ca_ahead", ahead_us)]
 
     def hystart_exit_rtt_us(self) -> int:
         """The RTT at which HyStart ends slow start (0: not now): the datapath checks it per
@@ -125,6 +150,7 @@ class CubicFlow(WindowFlow):
         self.epoch_end_pkts = int(self.cwnd // self.mss)
         self.cwnd_credit = 0
         self.ca_epoch += 1
+        self.competitor_epoch = False
 
     # -- CUBIC ---------------------------------------------------------------------
     @property
@@ -191,6 +217,8 @@ class CubicFlow(WindowFlow):
         if self.epoch_start_s is None:
             self._start_epoch(now_s)
         ahead_s = (self.delay_min_us or r.rtt_us or 1) / 1e6
+        if self.competitor_epoch:       # the target stands until the next report, an RTT on
+            ahead_s = (r.rtt_us or self.delay_min_us or 1) / 1e6
         target_pkts = int(self._w_cubic(now_s - self.epoch_start_s + ahead_s) // mss)
         self.ca_target = float(target_pkts * mss)
         if self.grew_in_datapath(r, "ca_target") or self.grew_in_datapath(r, "ca_ahead"):

@@ -26,6 +26,9 @@ class FlowState:
     #: the probe at the INT fair share (the next one goes on in congestion avoidance from it)
     slow_start_over: bool = False
     matched_cwnd_bytes: float = 0.0       # the window a switch matched it to, still to be reached (0: none)
+    #: the competitors' CUBIC epoch, read at the bottleneck, for a switch onto their CUBIC:
+    #: (the curve's origin in bytes, its K in s, the epoch's age in s), or None
+    cubic_epoch: tuple | None = None
 
     @property
     def ssthresh_or_window(self) -> float:

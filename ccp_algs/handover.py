@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import replace
 
 from .base import Algorithm, Report
 from .flowstate import FlowState
@@ -76,10 +77,11 @@ class HostedFlow:
         return s
 
     def switch(self, name: str, why: str = "", cause_mono_ns: int | None = None,
-               rate_ratio: float | None = None) -> FlowState:
+               rate_ratio: float | None = None, cubic_epoch: tuple | None = None) -> FlowState:
         """Hand the flow to algorithm ``name`` (one of the host's); returns the state carried.
         ``rate_ratio``: the new algorithm starts at that times the flow's rate (a competitor's
-        over this flow's: FlowState.at_rate_ratio)."""
+        over this flow's: FlowState.at_rate_ratio). ``cubic_epoch``: the competitors' CUBIC
+        epoch (FlowState.cubic_epoch), which a CUBIC taking over goes on along."""
         if name not in self.host.algorithms:
             raise HandoverError(f"no algorithm {name!r} in this agent: {', '.join(self.host.algorithms)}")
         if name == self.current:
@@ -88,6 +90,9 @@ class HostedFlow:
         if rate_ratio is not None:
             state = state.at_rate_ratio(rate_ratio, min_cwnd_bytes=2 * self.flow.mss)
             why = (why + ", " if why else "") + f"the competitor's rate: x{rate_ratio:.3g}"
+        if cubic_epoch is not None:
+            state = replace(state, cubic_epoch=tuple(cubic_epoch))
+            why = (why + ", " if why else "") + f"the competitor's epoch: {cubic_epoch[2]:.1f} s old"
         self.switches.append({"mono_ns": time.monotonic_ns(), "from": self.current, "to": name, "why": why,
                               "cwnd_bytes": int(state.cwnd_bytes)})
         self._hand_to(name, state, "switch", f"{self.current} -> {name}" + (f": {why}" if why else ""),

@@ -32,6 +32,7 @@ MIN_COMPETITOR_PKTS = 20      # in competitors()' window: fewer is a handshake, 
 #: beside UDP alone, a TCP flow with this many packets in the last second (Linux's initial
 #: window) is starting: it is about to be the competitor, and UDP's "unknown" waits for it
 NEW_TCP_PKTS = 10
+CUBIC_BETA, CUBIC_C = 717 / 1024, 0.4     # tcp_cubic's: what a competitor's epoch is read with
 
 
 class Identifier:
@@ -57,6 +58,8 @@ class Identifier:
         # times, not bins: the series' first bin moves as old records go
         self._loss_read_s: dict = {}
         self._slow_start_outcomes: dict = {}   # competitor -> how its slow start ended (slow_start.py)
+        self._slow_start_exit: dict = {}       # competitor -> (when, its window in packets) it left a "held" one
+        self._series = None                    # the bottleneck's series at the last step
         self.measured: dict = {}            # stage -> [(value, its standard error)]
         self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
         self._trend_context: list = []      # (competitor's window in packets, RTT s, its age s) of each trend
@@ -81,6 +84,7 @@ class Identifier:
         s = node.series(self.own_flow_id, self.peers) if node is not None else None
         if s is None or self.base_rtt_s is None:
             return []
+        self._series = s
         first = s.comp_first_bin()
         if first is None:
             first = self._not_tcp_first_bin(s)      # none of TCP: UDP only, if any
@@ -126,7 +130,7 @@ class Identifier:
         """The test and the stretches anew (the hop records kept)."""
         self.test = SequentialTest(self.test.threshold)
         self.measured, self._loss_read_s, self._trend_context = {}, {}, []
-        self._slow_start_outcomes = {}
+        self._slow_start_outcomes, self._slow_start_exit = {}, {}
         self.competitor_since_s = self._stretch_next_s = self._stretch_first_s = None
         self._udp_only = self._stretched = self._tcp_starting = False
 
@@ -212,10 +216,15 @@ class Identifier:
         decided = False
         for f, fid in enumerate(s.comp_ids):
             if fid not in self._slow_start_outcomes:
-                what, _ = slow_start.outcome(s, f, self.base_rtt_s)
+                what, at = slow_start.outcome(s, f, self.base_rtt_s)
                 if what is not None:
                     self._slow_start_outcomes[fid] = what
                     decided = True
+                if what == "held":        # where it left slow start: FLAT_RTTS before it was read flat
+                    rtt_bins = max(1, int(round((self.base_rtt_s + s.queue_delay_s()[at]) / BIN_S)))
+                    exit_bin = max(0, at - int(slow_start.FLAT_RTTS * rtt_bins))
+                    self._slow_start_exit[fid] = (s.t0_s + exit_bin * BIN_S,
+                                                  float(s.comp_window(self.base_rtt_s)[f][exit_bin]))
         if not decided:
             return []
         what = slow_start.combined(self._slow_start_outcomes.values())
@@ -306,6 +315,43 @@ class Identifier:
         if not named or not own:
             return None
         return sum(others[f] for f in named) / len(named) / own
+
+    def competitor_epoch(self) -> tuple[float, float, float] | None:
+        """The CUBIC epoch of the competitor with the most packets at the bottleneck over the
+        last second, as tcp_cubic runs it, read off its packets: (the curve's origin, packets;
+        K, s; the epoch's age, s). After a loss, the origin is its window over the RTT before
+        its last loss episode (drops an RTT apart or less are one: one recovery), K =
+        cbrt(W_max (1 - beta) / C), and the epoch begins two RTTs after the first drop (the
+        sender learns of it an RTT on, and its recovery lasts another: the epoch starts at
+        the first ACK after it). Without a loss yet, the curve starts at its slow start's
+        exit (slow_start.py "held"), K 0, from its window there. None where neither is known
+        (or its recovery is still on)."""
+        s = self._series
+        if s is None or not s.comp.shape[0] or self.base_rtt_s is None:
+            return None
+        last = int(round(1 / BIN_S))
+        f = int(np.argmax(s.comp[:, -last:].sum(axis=1)))
+        now_s = s.t0_s + s.n * BIN_S
+        lost = np.flatnonzero(s.comp_lost[f] > 0)
+        if lost.size:
+            rtt_bins = np.maximum(1, np.round((self.base_rtt_s + s.queue_delay_s()) / BIN_S).astype(int))
+            i = lost.size - 1
+            while i > 0 and lost[i] - lost[i - 1] <= rtt_bins[lost[i]]:
+                i -= 1
+            first = int(lost[i])
+            window = s.comp_window(self.base_rtt_s)[f]
+            w_max = float(np.nanmax(window[max(0, first - rtt_bins[first]):first + 1]))
+            start_s = s.t0_s + (first + 2 * rtt_bins[first]) * BIN_S
+            origin, k_s = w_max, (w_max * (1 - CUBIC_BETA) / CUBIC_C) ** (1 / 3)
+        elif s.comp_ids[f] in self._slow_start_exit:
+            start_s, origin = self._slow_start_exit[s.comp_ids[f]]
+            k_s = 0.0
+        else:
+            return None
+        age_s = now_s - start_s
+        if age_s <= 0 or not np.isfinite(origin) or origin <= 0:
+            return None
+        return float(origin), float(k_s), float(age_s)
 
     def take_back(self, hypothesis: str, share: float | None) -> Evidence:
         """The switch its commit made is taken back: evidence against ``hypothesis``."""

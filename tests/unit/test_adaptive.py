@@ -321,9 +321,10 @@ def identified_adaptive(trace=None, match_rate=False):
     return alg.new_flow(dp, datapath_info(mss=MSS)), dp, est
 
 
-def identification(estimate, best, p, competitor_rate_ratio=None):
+def identification(estimate, best, p, competitor_rate_ratio=None, competitor_epoch=None):
     return Verdict(1, FID, estimate, p, {best: round(100 * p)}, 3.0, row_estimate=best,
-                   evidence=(("loss_cut", 0.71), ("spare", 0.98)), competitor_rate_ratio=competitor_rate_ratio)
+                   evidence=(("loss_cut", 0.71), ("spare", 0.98)), competitor_rate_ratio=competitor_rate_ratio,
+                   competitor_epoch=competitor_epoch)
 
 
 def test_active_identification_probes_until_a_commit_then_switches_once(tmp_path):
@@ -383,6 +384,21 @@ def test_the_kernels_reductions_while_probing_are_not_cut_again_by_the_cca_that_
     assert flow.flow.cwnd < handed + 5 * MSS
     flow.on_report(report(acked=MSS, delivered=1, loss=1, inflight=20, rtt_us=40_000, grown=5, reductions=4))
     assert flow.flow.cwnd == pytest.approx(handed / 2, rel=0.1)     # a reduction after the switch: cut
+
+
+def test_a_commit_to_cubic_goes_on_along_the_competitors_epoch_where_measured():
+    flow, dp, est = identified_adaptive(match_rate=True)
+    tick(flow)
+    est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.95, competitor_rate_ratio=1.0,
+                                                   competitor_epoch=(100.0, 0.0, 6.0))))
+    tick(flow)
+    assert flow.current == "cubic" and flow.flow.competitor_epoch
+    assert flow.flow.w_max == 100 * MSS and "the competitor's epoch: 6.0 s old" in flow.switches[-1]["why"]
+    flow, dp, est = identified_adaptive(match_rate=False)       # not matched to them: its own fresh curve
+    tick(flow)
+    est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.95, competitor_epoch=(100.0, 0.0, 6.0))))
+    tick(flow)
+    assert flow.current == "cubic" and not flow.flow.competitor_epoch
 
 
 def test_a_competitor_outside_the_four_leaves_the_probe_for_the_fallback():

@@ -986,3 +986,27 @@ def test_a_timeout_of_a_night_restarts_at_the_paths_share_with_ssthresh_kept():
     flow, dp = cubic_int("l1", night_record(300, lost_congestion=3))
     flow.on_report(report(acked=0, timeout=True, inflight=0))
     assert dp.cwnd == MSS and flow.ssthresh == 70 * MSS           # congestion's: CUBIC
+
+
+def test_a_cubic_taking_over_along_a_competitors_epoch_follows_their_curve_not_a_fresh_one():
+    """A mirror switch onto competitors' CUBIC (FlowState.cubic_epoch): the flow's curve is
+    theirs, seconds into its epoch, so it grows as they do. The target is the agent's, an RTT
+    ahead (the datapath's own curve would begin the epoch at its first ACK); the next cut
+    begins an epoch of the flow's own, on the datapath's curve again."""
+    from ccp_algs.flowstate import FlowState
+    state = FlowState(cwnd_bytes=500 * MSS, ssthresh_bytes=float("inf"), min_rtt_us=100_000, rtt_us=2_000_000,
+                      slow_start_over=True, cubic_epoch=(200 * MSS, 0.0, 9.0))
+    flow, dp = start(Cubic())
+    flow.adopt(state)
+    # their curve from their slow start's exit 9 s ago: 200 + 0.4 x (9 + 2)^3 = 732 segments
+    assert dp.fields["ca_ahead"] == 0 and dp.fields["ca_target"] == pytest.approx(732 * MSS, abs=MSS)
+    assert dp.fields["ca_cnt_max"] == 20                          # they have not lost yet: the 5 % floor
+    flow.on_report(report(acked=10 * MSS, delivered=10, inflight=500, rtt_us=2_000_000, minrtt=100_000, grown=5))
+    assert dp.fields["ca_target"] >= 732 * MSS and dp.fields["ca_ahead"] == 0
+    fresh, fresh_dp = start(Cubic())
+    fresh.adopt(FlowState(cwnd_bytes=500 * MSS, ssthresh_bytes=float("inf"), min_rtt_us=100_000, rtt_us=2_000_000,
+                          slow_start_over=True))
+    fresh.on_report(report(acked=10 * MSS, delivered=10, inflight=500, rtt_us=2_000_000, minrtt=100_000, grown=5))
+    assert fresh.ca_target < 510 * MSS and fresh_dp.fields["ca_ahead"] == 100_000     # a fresh curve: flat at first
+    flow.on_report(report(acked=MSS, loss=1, inflight=500, rtt_us=2_000_000, grown=5))
+    assert dp.fields["ca_ahead"] == 100_000                       # its own epoch now, on the datapath's curve
