@@ -197,7 +197,7 @@ for _name in ALGORITHMS:
 @click.option("--match-rate/--no-match-rate", default=True, show_default=True,
               help="a switch also brings the flow to its competitor's rate at the bottleneck (INT models: the "
                    "sink's hop records): the new CCA goes on from the window the competitor has, not the gap "
-                   "the old one left")
+                   "the old one left; with --identify active, onto their CUBIC also along their epoch")
 @click.option("--match-at-start-below", type=click.FloatRange(min=0), default=0.0, show_default=True,
               metavar="RATIO",
               help="also bring the flow to its competitor's rate at the estimator's first verdict (the warm-up's "
@@ -230,7 +230,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
     names = tuple(dict.fromkeys(n.strip() for n in algorithms.split(",") if n.strip()))
     if identify == "active":
         return _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url,
-                               pins, rt_priority, identify_threshold)
+                               pins, rt_priority, identify_threshold, match_rate=match_rate)
     if initial is None and policy == "mirror":
         initial = "cubic"
     if initial is not None and initial not in names:
@@ -280,7 +280,7 @@ def _adaptive_maker(hosted, initial, switch_policy, verdicts, trace, **options):
 
 
 def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins,
-                    rt_priority, threshold: float = COMMIT_POSTERIOR):
+                    rt_priority, threshold: float = COMMIT_POSTERIOR, match_rate: bool = True):
     """adaptive --identify active: flows start on the probe; the identification's verdict
     switches each once (ccp_agent/identification.py)."""
     from ccp_algs.probe import Probe
@@ -304,7 +304,8 @@ def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, 
     hosted["probe"] = Probe(telemetry=feed, directory=FlowDirectory(state_dir), cadence=cadence)
     identification = IdentificationProcess(broker_url, state_dir, threshold=threshold).start()
     try:
-        _run(_adaptive_maker(hosted, "probe", switch_policy, identification, trace, identified=True),
+        _run(_adaptive_maker(hosted, "probe", switch_policy, identification, trace, identified=True,
+                             match_rate=match_rate),
              ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
     finally:
         identification.stop()

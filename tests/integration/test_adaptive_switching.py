@@ -189,6 +189,10 @@ def test_active_identification_probes_at_the_fair_share_then_switches_once(bench
     for i, (_, why) in enumerate(switches):
         if i % 2 == 0:
             assert why.startswith("probe -> ") and "identified" in why, switches
+            # onto the competitor's own CCA from its rate at the bottleneck (--match-rate, on)
+            named = why.split("identified ", 1)[1].split(" ", 1)[0]
+            if why.startswith(f"probe -> {named}:"):
+                assert "the competitor's rate: x" in why, switches
         else:
             assert "-> probe: re-identify: the switch made it worse" in why, switches
     assert len(switches) <= 3, switches
