@@ -5,7 +5,8 @@ Events (in a tracefs instance of our own, ``intcc-<pid>-<n>``, so parallel runs 
 the global buffer are left alone; clock CLOCK_MONOTONIC, as the agent's trace):
 
 - ``tcp:tcp_probe`` — an incoming segment on the sender's socket, before it is
-  processed: cwnd and ssthresh (segments), srtt, snd_una / snd_nxt;
+  processed: cwnd and ssthresh (segments), srtt, snd_una / snd_nxt, the receiver's window
+  (snd_wnd: what it lets the sender have in flight);
 - ``tcp:tcp_cong_state_set`` — Open / Disorder / CWR / Recovery / Loss;
 - ``tcp:tcp_retransmit_skb``.
 
@@ -30,7 +31,8 @@ EVENTS = ("tcp/tcp_probe", "tcp/tcp_cong_state_set", "tcp/tcp_retransmit_skb")
 CA_STATES = ("open", "disorder", "cwr", "recovery", "loss")
 BUFFER_KB_PER_CPU = 16384     # ~80 k events per CPU: a 60 s run at 10 Mbit/s needs ~30 k
 REMOVE_TRIES = 40
-FIELDS = ["t_s", "event", "sport", "dport", "cwnd_pkts", "ssthresh_pkts", "srtt_us", "snd_una", "snd_nxt", "ca_state"]
+FIELDS = ["t_s", "event", "sport", "dport", "cwnd_pkts", "ssthresh_pkts", "srtt_us", "snd_una", "snd_nxt", "ca_state",
+          "snd_wnd_bytes"]
 
 _LINE = re.compile(r"\s(\d+\.\d+): (tcp_probe|tcp_cong_state_set|tcp_retransmit_skb): (.*)$")
 _KV = re.compile(r"(\w+)=(\S+)")
@@ -135,7 +137,8 @@ def parse(lines) -> list[dict]:
         if event == "tcp_probe":
             row.update(cwnd_pkts=int(kv["snd_cwnd"]), ssthresh_pkts=int(kv["ssthresh"]),
                        srtt_us=int(kv["srtt"]) if kv.get("srtt") else "",
-                       snd_una=int(kv["snd_una"], 16), snd_nxt=int(kv["snd_nxt"], 16))
+                       snd_una=int(kv["snd_una"], 16), snd_nxt=int(kv["snd_nxt"], 16),
+                       snd_wnd_bytes=int(kv["snd_wnd"]) if kv.get("snd_wnd") else "")
         elif event == "tcp_cong_state_set":
             state = int(kv["cong_state"])
             row["ca_state"] = CA_STATES[state] if state < len(CA_STATES) else str(state)

@@ -22,7 +22,7 @@ def test_parse_reads_the_fields_and_skips_comments():
     rows = parse(["# tracer: nop", "#", probe(10.0, 4, 0x100, 0x200, srtt=21544), state(10.5, 4), retx(10.6),
                   retx(10.7, err=-16)])      # not sent (-EBUSY): not a retransmission
     assert [r["event"] for r in rows] == ["tcp_probe", "tcp_cong_state_set", "tcp_retransmit_skb"]
-    assert rows[0]["cwnd_pkts"] == 4 and rows[0]["srtt_us"] == 21544
+    assert rows[0]["cwnd_pkts"] == 4 and rows[0]["srtt_us"] == 21544 and rows[0]["snd_wnd_bytes"] == 64000
     assert rows[0]["snd_una"] == 0x100 and rows[0]["sport"] == "40000"
     assert rows[1]["ca_state"] == "loss" and rows[1]["sport"] == "40000"
 
