@@ -32,7 +32,6 @@ MIN_COMPETITOR_PKTS = 20      # in competitors()' window: fewer is a handshake, 
 #: beside UDP alone, a TCP flow with this many packets in the last second (Linux's initial
 #: window) is starting: it is about to be the competitor, and UDP's "unknown" waits for it
 NEW_TCP_PKTS = 10
-CUBIC_BETA, CUBIC_C = 717 / 1024, 0.4     # tcp_cubic's: what a competitor's epoch is read with
 
 
 class Identifier:
@@ -318,40 +317,23 @@ class Identifier:
 
     def competitor_epoch(self) -> tuple[float, float, float] | None:
         """The CUBIC epoch of the competitor with the most packets at the bottleneck over the
-        last second, as tcp_cubic runs it, read off its packets: (the curve's origin, packets;
-        K, s; the epoch's age, s). After a loss, the origin is its window over the RTT before
-        its last loss episode (drops an RTT apart or less are one: one recovery), K =
-        cbrt(W_max (1 - beta) / C), and the epoch begins two RTTs after the first drop (the
-        sender learns of it an RTT on, and its recovery lasts another: the epoch starts at
-        the first ACK after it). Without a loss yet, the curve starts at its slow start's
-        exit (slow_start.py "held"), K 0, from its window there. None where neither is known
-        (or its recovery is still on)."""
+        last second, as tcp_cubic runs it before its first loss, read off its packets: (the
+        curve's origin, packets; K, s; the epoch's age, s): the curve starts where its slow
+        start ended (slow_start.py "held": HyStart's exit, its window there), K 0. None before
+        that is read, and after its first loss: there a fresh curve from its window now
+        predicted its growth over the next seconds better than its epoch's curve read from
+        its last loss (which gave twice the growth it had; lab/estimator/epoch_read.py)."""
         s = self._series
         if s is None or not s.comp.shape[0] or self.base_rtt_s is None:
             return None
-        last = int(round(1 / BIN_S))
-        f = int(np.argmax(s.comp[:, -last:].sum(axis=1)))
-        now_s = s.t0_s + s.n * BIN_S
-        lost = np.flatnonzero(s.comp_lost[f] > 0)
-        if lost.size:
-            rtt_bins = np.maximum(1, np.round((self.base_rtt_s + s.queue_delay_s()) / BIN_S).astype(int))
-            i = lost.size - 1
-            while i > 0 and lost[i] - lost[i - 1] <= rtt_bins[lost[i]]:
-                i -= 1
-            first = int(lost[i])
-            window = s.comp_window(self.base_rtt_s)[f]
-            w_max = float(np.nanmax(window[max(0, first - rtt_bins[first]):first + 1]))
-            start_s = s.t0_s + (first + 2 * rtt_bins[first]) * BIN_S
-            origin, k_s = w_max, (w_max * (1 - CUBIC_BETA) / CUBIC_C) ** (1 / 3)
-        elif s.comp_ids[f] in self._slow_start_exit:
-            start_s, origin = self._slow_start_exit[s.comp_ids[f]]
-            k_s = 0.0
-        else:
+        f = int(np.argmax(s.comp[:, -int(round(1 / BIN_S)):].sum(axis=1)))
+        if s.comp_lost[f].any() or s.comp_ids[f] not in self._slow_start_exit:
             return None
-        age_s = now_s - start_s
+        start_s, origin = self._slow_start_exit[s.comp_ids[f]]
+        age_s = s.t0_s + s.n * BIN_S - start_s
         if age_s <= 0 or not np.isfinite(origin) or origin <= 0:
             return None
-        return float(origin), float(k_s), float(age_s)
+        return float(origin), 0.0, float(age_s)
 
     def take_back(self, hypothesis: str, share: float | None) -> Evidence:
         """The switch its commit made is taken back: evidence against ``hypothesis``."""
