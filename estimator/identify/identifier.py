@@ -58,7 +58,7 @@ class Identifier:
         self._loss_read_s: dict = {}
         self._slow_start_outcomes: dict = {}   # competitor -> how its slow start ended (slow_start.py)
         self._slow_start_exit: dict = {}       # competitor -> (when, its window in packets) it left a "held" one
-        self._series = None                    # the bottleneck's series at the last step
+        self.series = None                     # the bottleneck's series as the last step read it
         self.measured: dict = {}            # stage -> [(value, its standard error)]
         self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
         self._trend_context: list = []      # (competitor's window in packets, RTT s, its age s) of each trend
@@ -83,7 +83,7 @@ class Identifier:
         s = node.series(self.own_flow_id, self.peers) if node is not None else None
         if s is None or self.base_rtt_s is None:
             return []
-        self._series = s
+        self.series = s
         first = s.comp_first_bin()
         if first is None:
             first = self._not_tcp_first_bin(s)      # none of TCP: UDP only, if any
@@ -323,7 +323,7 @@ class Identifier:
         that is read, and after its first loss: there a fresh curve from its window now
         predicted its growth over the next seconds better than its epoch's curve read from
         its last loss (which gave twice the growth it had; lab/estimator/epoch_read.py)."""
-        s = self._series
+        s = self.series
         if s is None or not s.comp.shape[0] or self.base_rtt_s is None:
             return None
         f = int(np.argmax(s.comp[:, -int(round(1 / BIN_S)):].sum(axis=1)))

@@ -46,7 +46,7 @@ def run_points(run_dir: str, record: dict, delta_s: float) -> list:
             continue
         nxt += STEP_S
         idf.step()
-        s = idf._series
+        s = idf.series
         if s is None or not s.comp.shape[0]:
             continue
         now_s = s.t0_s + s.n * BIN_S
@@ -59,7 +59,7 @@ def run_points(run_dir: str, record: dict, delta_s: float) -> list:
             w_now = float(np.nanmean(s.comp_window(base_rtt_s)[f][-int(1 / BIN_S):-int(0.5 / BIN_S)]))
             reads.append((now_s, s.comp_ids[f], epoch, w_now))
     # the measured windows, from the whole run's series at its end (keep_s covers the run)
-    s = idf._series
+    s = idf.series
     if s is None:
         return []
     out = []
