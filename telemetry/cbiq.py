@@ -79,6 +79,25 @@ def slot_inputs(in_first_seq, out_first_seq, interpolate: bool = False) -> tuple
     return cbiq, thr
 
 
+def flight_bytes(in_first_seq, ack_first_ack, interpolate: bool = False) -> np.ndarray:
+    """The flow's bytes in flight beyond the node at each slot's end, for slots 0..N-2 as
+    slot_inputs: InSeq(t+1) - Ack(t+1), from the first packet's sequence number per slot at
+    the queue's ingress and the first acknowledgement number per slot of the other
+    direction as it reaches the node (arrays of N slots, NaN: none seen). The sender's
+    window as the network sees it: the queue, the path on to the receiver and back, less what
+    the next slot's first ACK covers (taken as acknowledged by the slot's end). During
+    a loss recovery the cumulative ACK stands still, so it counts what SACK already
+    covered too, until the recovery ends. NaN where not known yet."""
+    inseq = filled(unwrapped(np.asarray(in_first_seq, dtype=float)), interpolate)
+    ack = np.asarray(ack_first_ack, dtype=float)
+    if ack.shape != inseq.shape:
+        raise ValueError(f"ingress and ACK slots differ in number: {inseq.shape} and {ack.shape}")
+    ack = filled(_aligned(unwrapped(ack), inseq), interpolate)
+    flight = np.maximum(inseq[1:] - ack[1:], 0.0)
+    flight[np.isnan(inseq[1:]) | np.isnan(ack[1:])] = np.nan
+    return flight
+
+
 def _aligned(out_seq: np.ndarray, in_seq: np.ndarray) -> np.ndarray:
     """Egress numbers unwrapped onto the ingress's count: each side was unwrapped from its
     own first value, which may lie on either side of a wrap."""

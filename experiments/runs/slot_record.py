@@ -4,7 +4,8 @@ run's testbed drained each PERIOD_S through its node's control socket (the ``tak
 handler), kept in ``runs/<run>/slots.json.gz``:
 
     {"slot_ns": 1000000, "tables": {"<node>/<element>": {"<flow id>": {"flow": [src, dst,
-     proto, sport, dport], "in": [[slot, seq, exact bytes queued or -1], ...], "out": [...]}}}}
+     proto, sport, dport], "in": [[slot, seq, exact bytes queued or -1], ...], "out": [...],
+     "ack": [[slot, ack, -1], ...]}}}}
 
 Entries from before the run (an earlier run's flows) are drained and dropped at the start.
 A node that does not answer a drain is counted (``missed_takes``), never fatal: its entries
@@ -52,9 +53,9 @@ class SlotRecorder:
                 continue
             table = self.tables.setdefault(f"{node}/{element}", {})
             for fid, got in reply["value"].items():
-                mine = table.setdefault(fid, {"flow": got["flow"], "in": [], "out": []})
-                mine["in"] += got["in"]
-                mine["out"] += got["out"]
+                mine = table.setdefault(fid, {"flow": got["flow"], "in": [], "out": [], "ack": []})
+                for side in ("in", "out", "ack"):
+                    mine[side] += got.get(side, [])
 
     def __enter__(self) -> "SlotRecorder":
         self._where = self._tables()

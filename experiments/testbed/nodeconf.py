@@ -158,6 +158,9 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
             ingress += _emulation(f"i{i}", f.link, 2 * f.link.index + 1)
         if flow_rtt:
             ingress.append(f"rtap{i} :: RTTTap(rtt)")       # as packets reach the node, before INT headers
+        if f.link.flow_slots:
+            # the ACKs of the flows this link's queue carries come back over the same link
+            ingress.append(f"SlotTap(slots{i}, ack)")
         if from_host and "source" in roles:
             ingress.append(f"src{i} :: INTSource(max_hops {max_hops}, mtu {node_mtu}{ns_arg})")
         ingress.append("rt")

@@ -2,6 +2,7 @@
 
     slots :: FlowSlots(slot 1ms, keep 2s, sample 1, max_flows 256, queue q)
     ... -> SlotTap(slots, in) -> q :: Queue(100) -> LinkShaper(10Mbps) -> SlotTap(slots, out) -> ...
+    ... (the reverse direction, as it reaches the node) -> SlotTap(slots, ack) -> ...
 
 Per monitored TCP flow and slot, each side keeps the sequence number of the first packet
 it saw in that slot, and nothing else: O(1) per packet, a slot's work bounded by one entry
@@ -11,12 +12,16 @@ slot. ``sample`` < 1 keeps each packet with that probability first (the paper's 
 sampling: fewer packets looked at, interpolation fills the gaps). With ``queue`` naming a
 Queue whose per-flow byte count is on (``Queue(..., flow_bytes true)``), each entry also
 carries that flow's exact bytes in the queue at that moment: the CBIQ the sequence numbers
-estimate, to compare them.
+estimate, to compare them. An ``ack`` tap on the other direction keeps, for flows the
+table already monitors, the acknowledgement number of the first ACK per slot: with the
+ingress sequence numbers, the flow's bytes in flight beyond this node (its sender's window,
+seen from the network; beyond the paper, which reads one direction).
 
 The table holds at most ``max_flows`` flows; a new flow beyond that evicts the one seen
 least recently (counted: ``evicted``). Each flow keeps the last ``keep`` of slots. The
 ``slots`` read handler gives every flow's entries (flow id -> {"flow": [src, dst, proto,
-sport, dport], "in": [[slot, seq, exact bytes or -1], ...], "out": [...]}, a slot being
+sport, dport], "in": [[slot, seq, exact bytes or -1], ...], "out": [...], "ack": [[slot, ack,
+-1], ...]}, a slot being
 wall-clock ns // ``slot``); ``take`` gives those not taken before and empties the table's
 entries (the paper's phase 2: a collector drains it every period)."""
 from __future__ import annotations
@@ -34,15 +39,17 @@ from .queues import Queue
 
 _SEQ = struct.Struct("!I")
 KEY_PROTO_BYTE = 32            # the protocol's byte in int_node.packet.flow_key's key
-SIDES = ("in", "out")
+SIDES = ("in", "out", "ack")
+ACK_SIDE = 2
+TCP_FLAG_ACK = 0x10
 
 
 class _FlowEntries:
     __slots__ = ("last_slot", "entries")
 
     def __init__(self, keep_slots: int):
-        self.last_slot = [-1, -1]                    # per side: the slot of its last entry
-        self.entries = (deque(maxlen=keep_slots), deque(maxlen=keep_slots))
+        self.last_slot = [-1, -1, -1]                # per side: the slot of its last entry
+        self.entries = (deque(maxlen=keep_slots), deque(maxlen=keep_slots), deque(maxlen=keep_slots))
 
 
 def _sample_share(text: str) -> float:
@@ -114,6 +121,29 @@ class FlowSlots(Element):
         f.entries[side].append((slot, _SEQ.unpack_from(data, off + 4)[0], exact))
         self.entries += 1
 
+    def note_ack(self, pkt, now_ns: int) -> None:
+        """A packet of the other direction at ``now_ns``: if it acknowledges a flow the table
+        monitors, the slot's first acknowledgement number is kept. Never adds a flow (the
+        ACK direction is not a monitored flow of this queue), so it evicts nothing."""
+        key = pkt.flow_id
+        if key is None:
+            key = pkt.flow_id = flow_key(pkt.data)
+        if key[KEY_PROTO_BYTE] != NH_TCP:
+            return
+        f = self.flows.get(key[16:32] + key[0:16] + key[32:33] + key[35:37] + key[33:35])
+        slot = now_ns // self.slot
+        if f is None or slot == f.last_slot[ACK_SIDE]:
+            return
+        data = pkt.data
+        off = IP6_PAYLOAD_OFF if data[IP6_NH_OFF] == NH_TCP else upper_layer(data)[1]
+        if off is None or off + 14 > len(data):
+            raise IndexError("TCP header truncated")
+        if not data[off + 13] & TCP_FLAG_ACK:
+            return                                   # a SYN: no acknowledgement number yet
+        f.last_slot[ACK_SIDE] = slot
+        f.entries[ACK_SIDE].append((slot, _SEQ.unpack_from(data, off + 8)[0], -1))
+        self.entries += 1
+
     def read_handler(self, handler: str):
         if handler in ("slots", "take"):
             out = {key_hash(k): {"flow": list(flow_tuple(k)),
@@ -123,7 +153,7 @@ class FlowSlots(Element):
                 for f in self.flows.values():
                     for d in f.entries:
                         d.clear()
-                out = {fid: sides for fid, sides in out.items() if sides["in"] or sides["out"]}
+                out = {fid: sides for fid, sides in out.items() if sides["in"] or sides["out"] or sides["ack"]}
             return out
         return super().read_handler(handler)
 
@@ -136,14 +166,15 @@ class FlowSlots(Element):
 @register
 class SlotTap(NoteTap):
     """Notes each TCP packet passing here in a FlowSlots table, as its ingress (``in``,
-    before the queue) or egress (``out``, after the port); passes every packet on."""
+    before the queue) or egress (``out``, after the port), or as an acknowledgement of a
+    monitored flow (``ack``, on the other direction); passes every packet on."""
     ARGS = (Arg("slots", str), Arg("side", str))
 
     def configured(self):
         if self.side not in SIDES:
-            raise ConfigError(f"SlotTap: side must be 'in' or 'out', not {self.side!r}")
+            raise ConfigError(f"SlotTap: side must be 'in', 'out' or 'ack', not {self.side!r}")
         super().configured()
 
     def initialize(self):
         slots = self.router.find(self.slots, FlowSlots, user=f"SlotTap {self.name}")
-        self._noter = functools.partial(slots.note, SIDES.index(self.side))
+        self._noter = slots.note_ack if self.side == "ack" else functools.partial(slots.note, SIDES.index(self.side))

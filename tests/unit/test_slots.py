@@ -6,12 +6,13 @@ import pytest
 from int_node.config import ConfigSyntaxError
 from int_node.element import ConfigError
 from int_node.packet import Packet
-from telemetry.cbiq import per_slot, slot_inputs
+from telemetry.cbiq import flight_bytes, per_slot, slot_inputs
 from tests.helpers import router, tcp_frame, ipv6_frame
 
 CONFIG = """
 slots :: FlowSlots(slot 1ms, keep 1s, max_flows 2, queue q);
 Idle -> tin :: SlotTap(slots, in) -> q :: Queue(100, flow_bytes true) -> tout :: SlotTap(slots, out) -> Discard;
+Idle -> tack :: SlotTap(slots, ack) -> Discard;
 """
 PAYLOAD = 1000
 
@@ -78,6 +79,48 @@ def test_cbiq_from_the_slots_matches_the_exact_bytes_on_a_steady_queue():
     assert thr.tolist() == [4 * PAYLOAD] * 39
 
 
+def acknowledge(r, ack, t_ns, sport=40000, flags=0x10):
+    """The receiver's ACK of the flow from ``sport``, reaching the node at ``t_ns``."""
+    tack = r.elements["tack"]
+    tack.clock = lambda: t_ns
+    tack.push(0, Packet(tcp_frame(0, ack=ack, flags=flags, sport=5201, dport=sport, src=2, dst=1)))
+
+
+def test_the_ack_tap_keeps_each_slots_first_ack_of_a_monitored_flow_and_adds_no_flow():
+    r = bed()
+    ms = 1_000_000
+    acknowledge(r, 500, 1 * ms)                    # not monitored yet: nothing kept
+    arrive(r, 1000, 2 * ms)
+    acknowledge(r, 1000, 3 * ms)
+    acknowledge(r, 2000, 3 * ms + 10)               # the same slot: not its first
+    acknowledge(r, 3000, 4 * ms, flags=0x02)        # a SYN carries no acknowledgement
+    acknowledge(r, 4000, 5 * ms, sport=40001)       # another flow's ACK: not monitored
+    slots = r.elements["slots"]
+    assert slots.counters()["flows"] == 1 and slots.evicted == 0
+    (entries,) = slots.read_handler("take").values()
+    assert entries["ack"] == [[3, 1000, -1]]
+
+
+def test_bytes_in_flight_are_the_ingress_sequence_less_the_ack_at_each_slots_end():
+    """A window of 10 packets: the sender sends a packet for each one acknowledged, so
+    what is beyond the node is its window, the queue included, less what the next slot's
+    first ACK covers (read as acknowledged by the slot's end: here one packet)."""
+    r = bed()
+    ms, window = 1_000_000, 10
+    for k in range(window):                         # slot 0: the window's first flight
+        arrive(r, k * PAYLOAD, k * 1000)
+    for slot in range(1, 30):                       # then one out, one acked, one in, a slot
+        _pull_through(r, slot * ms)
+        acknowledge(r, (slot - 1) * PAYLOAD + PAYLOAD, slot * ms + 10)
+        arrive(r, (window + slot - 1) * PAYLOAD, slot * ms + 20)
+    (entries,) = r.elements["slots"].read_handler("slots").values()
+    (inseq, _), (ack, _) = per_slot(entries["in"], 0, 30), per_slot(entries["ack"], 0, 30)
+    flight = flight_bytes(inseq, ack)
+    assert flight.tolist() == [(window - 1) * PAYLOAD] * 29
+    ack[21:] = np.nan                               # no ACK seen after slot 20: not known yet
+    assert np.isnan(flight_bytes(inseq, ack)[20:]).all() and not np.isnan(flight_bytes(inseq, ack)[:20]).any()
+
+
 def test_the_table_is_bounded_and_counts_its_evictions_and_leaves_udp_alone():
     r = bed()
     for sport in (1, 2, 3):
@@ -118,7 +161,7 @@ def test_sampling_is_changed_on_a_running_node_and_a_share_of_zero_refused():
     ("slots :: FlowSlots(queue q); Idle -> q :: Queue(10) -> Unqueue -> Discard;", "does not count bytes per flow"),
     ("slots :: FlowSlots(slot 2ms, keep 1ms);", "keep must be at least one slot"),
     ("slots :: FlowSlots(sample 0);", "sample"),
-    ("slots :: FlowSlots; Idle -> SlotTap(slots, sideways) -> Discard;", "side must be"),
+    ("slots :: FlowSlots; Idle -> SlotTap(slots, sideways) -> Discard;", "side must be 'in', 'out' or 'ack'"),
     ("Idle -> SlotTap(nothere, in) -> Discard;", "no element named 'nothere'"),
 ])
 def test_configuration_errors_name_the_problem(config, message):

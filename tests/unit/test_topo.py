@@ -205,7 +205,7 @@ def test_a_link_may_carry_dragonflys_capture_at_its_queues():
     for node, r in _configs(topo).items():      # the bottleneck's queue on each side, nothing else
         tables = [e for e in r.elements.values() if type(e).__name__ == "FlowSlots"]
         taps = [e for e in r.elements.values() if type(e).__name__ == "SlotTap"]
-        assert len(tables) == 1 and sorted(t.side for t in taps) == ["in", "out"], node
+        assert len(tables) == 1 and sorted(t.side for t in taps) == ["ack", "in", "out"], node
         assert r.elements[tables[0].queue].flow_bytes == {}
 
 
