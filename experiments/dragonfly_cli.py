@@ -20,7 +20,13 @@ from estimator.dragonfly import DEFAULT_MODEL, TRAIN_CLASSES
               help="random sub-intervals drawn from each flow")
 @click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def train_cmd(results, out_path, interval_ms, windows_per_flow, epochs, seed):
+@click.option("--inputs", default="cbiq,ingress", show_default=True, metavar="NAMES",
+              help="the per-slot series the model reads, comma-separated: cbiq, ingress (the paper's) and flight "
+                   "(bytes in flight beyond the node: captures with the ACK side, since 2026-12-06)")
+@click.option("--scaling", type=click.Choice(["max", "packets"]), default="max", show_default=True,
+              help="each dataframe scaled per input by its maximum (the paper's), or all inputs in packets "
+                   "(keeps the window's size and the flow's rate)")
+def train_cmd(results, out_path, interval_ms, windows_per_flow, epochs, seed, inputs, scaling):
     """Train on the captures of scenario results (RESULTS: directories written by
     'intcc exp run dragonfly --record-slots'; each flow labelled by its port). Needs the
     training extra: pip install -e '.[train]'."""
@@ -30,19 +36,27 @@ def train_cmd(results, out_path, interval_ms, windows_per_flow, epochs, seed):
         raise click.ClickException(f"training needs JAX ({e}): pip install -e '.[train]'")
     from experiments.runs.slot_record import labelled_flows
 
-    from estimator.dragonfly.dataset import frames
+    from estimator.dragonfly.dataset import KNOWN_FEATURES, frames
+    names = tuple(n.strip() for n in inputs.split(",") if n.strip())
+    unknown = [n for n in names if n not in KNOWN_FEATURES]
+    if unknown or not names:
+        raise click.BadParameter(f"{inputs!r}: the inputs are among {', '.join(KNOWN_FEATURES)}", param_hint="--inputs")
     series, labels = [], []
     for r in results:
         for _, s, cca in labelled_flows(r):
             if cca in TRAIN_CLASSES:
                 series.append(s)
                 labels.append(cca)
-    x, y = frames(series, labels, interval_ms, per_flow=windows_per_flow, seed=seed)
+    try:
+        x, y = frames(series, labels, interval_ms, per_flow=windows_per_flow, seed=seed, features=names)
+    except ValueError as e:
+        raise click.ClickException(str(e))
     if not len(y):
         raise click.ClickException(f"no flow of {', '.join(TRAIN_CLASSES)} with {interval_ms} ms of capture in "
                                    f"{', '.join(results)}")
     click.echo(f"{len(series)} flows, {len(y)} dataframes of {interval_ms} ms", err=True)
-    clf = DragonflyTrainer(TRAIN_CLASSES, epochs=epochs, patience=5, seed=seed).fit(x, y)
+    clf = DragonflyTrainer(TRAIN_CLASSES, epochs=epochs, patience=5, seed=seed, inputs=names,
+                           scaling=scaling).fit(x, y)
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     best = max(h["held_out_accuracy"] for h in clf.history_)
     from records.provenance import stamp
@@ -77,7 +91,11 @@ def eval_cmd(results, model_path, windows_per_flow, seed, json_path):
     model = OnnxClassifier(model_path)
     flows = [(s, c) for r in results for _, s, c in labelled_flows(r) if c in model.classes_]
     # per flow, so that the confidence interval resamples flows (a flow's sub-intervals are not independent)
-    per_flow = [frames([s], [c], model.n_slots, per_flow=windows_per_flow, seed=seed + i) for i, (s, c) in enumerate(flows)]
+    try:
+        per_flow = [frames([s], [c], model.n_slots, per_flow=windows_per_flow, seed=seed + i, features=model.inputs)
+                    for i, (s, c) in enumerate(flows)]
+    except ValueError as e:
+        raise click.ClickException(str(e))
     per_flow = [(x, y) for x, y in per_flow if len(y)]
     if not per_flow:
         raise click.ClickException(f"no flow of {', '.join(model.classes_)} with {model.n_slots} slots of capture")
@@ -91,7 +109,8 @@ def eval_cmd(results, model_path, windows_per_flow, seed, json_path):
         pick = rng.integers(0, len(per_flow), len(per_flow))
         boot.append(f1_score(np.concatenate([per_flow[i][1] for i in pick]), np.concatenate([preds[i] for i in pick]),
                              labels=classes, average="macro", zero_division=0))
-    res = {"model": os.path.relpath(model_path), "model_meta": model.meta, "results": list(results),
+    res = {"model": os.path.relpath(model_path), "model_meta": model.meta, "inputs": list(model.inputs),
+           "results": list(results),
            "interval_ms": model.n_slots, "flows": len(per_flow), "frames": int(len(y)),
            "macro_f1": round(float(f1_score(y, pred, average="macro")), 3),
            "macro_f1_ci95_by_flow": [round(float(v), 3) for v in np.percentile(boot, [2.5, 97.5])],

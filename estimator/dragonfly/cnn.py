@@ -7,7 +7,9 @@ ReLU and max-pooling over slots; then a 1 x 1 convolution to one channel per cla
 averaged over what is left of the slots (the paper's "final convolutional layer, mean and
 squeeze"). The pooling's size grows with the interval, as the paper's does: the fifth root
 of the slots, so five poolings bring any interval down to a few slots. Each dataframe is
-normalised by its maximum per feature (the paper's [0, 1] scaling).
+normalised by its maximum per feature (the paper's [0, 1] scaling, ``max``), or every
+feature in packets on one fixed scale (``packets``: the window's size and the flow's rate
+kept, which the per-frame maximum divides away).
 
 The weights live in a plain dict of numpy arrays (``params``); ``forward`` is the reference
 computation in numpy, ``to_onnx`` writes the same network as an ONNX graph (standard
@@ -31,10 +33,20 @@ def pool_slots(n_slots: int) -> int:
     return max(1, int(math.floor(n_slots ** (1 / MODULES))))
 
 
-def normalised(frames: np.ndarray) -> np.ndarray:
+SCALINGS = ("max", "packets")
+#: ``packets``: bytes over this, about a full-sized packet times a window of 32
+PACKETS_SCALE_BYTES = 1448.0 * 32
+
+
+def normalised(frames: np.ndarray, scaling: str = "max") -> np.ndarray:
     """(N, slots, features) dataframes scaled per feature by their maximum into [0, 1]
-    (a feature that is 0 throughout stays 0); NaN (a slot not known) read as 0."""
+    (``max``; a feature that is 0 throughout stays 0), or all by PACKETS_SCALE_BYTES
+    (``packets``); NaN (a slot not known) read as 0."""
     x = np.nan_to_num(np.asarray(frames, dtype=np.float32), nan=0.0)
+    if scaling == "packets":
+        return (x / PACKETS_SCALE_BYTES).astype(np.float32)
+    if scaling != "max":
+        raise ValueError(f"unknown scaling {scaling!r}: one of {', '.join(SCALINGS)}")
     top = x.max(axis=1, keepdims=True)
     return np.where(top > 0, x / np.where(top > 0, top, 1), 0.0).astype(np.float32)
 
@@ -65,10 +77,10 @@ def _conv_slots(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (np.einsum("nctkw,fckw->nft", windows, w) + b[None, :, None])[..., None]
 
 
-def forward(params: dict, frames: np.ndarray) -> np.ndarray:
+def forward(params: dict, frames: np.ndarray, scaling: str = "max") -> np.ndarray:
     """Class scores (N, classes) of (N, slots, features) dataframes, in inference mode (the
     batch norms' running statistics). Normalises the frames itself."""
-    x = normalised(frames)[:, None, :, :]                  # N, 1, T, F
+    x = normalised(frames, scaling)[:, None, :, :]         # N, 1, T, F
     pool = pool_slots(x.shape[2])
     for m in range(MODULES):
         x = _conv_slots(x, params[f"conv{m}.w"], params[f"conv{m}.b"])
@@ -85,7 +97,8 @@ def forward(params: dict, frames: np.ndarray) -> np.ndarray:
 def to_onnx(params: dict, n_slots: int, n_features: int, classes: tuple, path: str, meta: dict | None = None) -> None:
     """Write the network for dataframes of ``n_slots`` x ``n_features`` (already normalised:
     OnnxClassifier does that) as an ONNX model, its classes in its metadata with ``meta``
-    (strings: what it was trained on)."""
+    (strings: what it was trained on; ``inputs``: the per-slot series' names, in order;
+    ``scaling``: how OnnxClassifier normalises the frames, ``max`` if not given)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     pool = pool_slots(n_slots)
@@ -128,13 +141,21 @@ class OnnxClassifier:
         self.meta = dict(meta)                   # what `train` wrote beside the shape: its data
         self.classes_ = tuple(meta["classes"].split(","))
         self.n_slots, self.n_features = int(meta["slots"]), int(meta["features"])
+        # which per-slot series, in order (models written before the choice: the paper's two)
+        self.inputs = tuple(meta["inputs"].split(",")) if meta.get("inputs") else ("cbiq", "ingress")
+        self.scaling = meta.get("scaling", "max")
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"{path}: unknown scaling {self.scaling!r} in its metadata")
+        if len(self.inputs) != self.n_features:
+            raise ValueError(f"{path}: its metadata names {len(self.inputs)} inputs ({', '.join(self.inputs)}) "
+                             f"for {self.n_features} features")
 
     def decision_function(self, frames: np.ndarray) -> np.ndarray:
         frames = np.asarray(frames)
         if frames.ndim != 3 or frames.shape[1:] != (self.n_slots, self.n_features):
             raise ValueError(f"this model reads dataframes of {self.n_slots} slots x {self.n_features} features, "
                              f"not {frames.shape[1:] if frames.ndim == 3 else frames.shape}")
-        return self.session.run(["scores"], {"frames": normalised(frames)[:, None, :, :]})[0]
+        return self.session.run(["scores"], {"frames": normalised(frames, self.scaling)[:, None, :, :]})[0]
 
     def predict(self, frames: np.ndarray) -> np.ndarray:
         return np.array(self.classes_)[self.decision_function(frames).argmax(axis=1)]

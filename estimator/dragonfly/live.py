@@ -20,9 +20,10 @@ import numpy as np
 
 from telemetry.schema import CcaRecord
 
-from .dataset import flow_series
+from .dataset import FEATURES, flow_series
 
 MIN_KNOWN = 0.9          # of an interval's slots known on both sides, as in training
+SIDES = ("in", "out", "ack")
 PERIOD_S = 0.5
 
 
@@ -41,32 +42,32 @@ class LiveClassifier:
         self.model, self.node_id, self.slot_ns = model, node_id, slot_ns
         self.n_slots = model.n_slots
         self.idle_s, self.max_flows, self.min_known, self.clock = idle_s, max_flows, min_known, clock
-        # flow id -> {"flow", "in", "out", "fed_ns", "last_slot": newest slot classified}
+        # flow id -> {"flow", "in", "out", "ack", "fed_ns", "last_slot": newest slot classified}
         self.flows: OrderedDict = OrderedDict()
         self.counters = {"records": 0, "evicted": 0, "forgotten": 0, "bad_entries": 0}
 
     def feed(self, taken: dict) -> None:
-        """Entries a FlowSlots ``take`` handed over: {flow id: {"flow", "in", "out"}}. Each
+        """Entries a FlowSlots ``take`` handed over: {flow id: {"flow", "in", "out", "ack"}}. Each
         flow keeps two intervals of slots (its egress may lag by up to an interval)."""
         now = self.clock()
         for fid, got in taken.items():
             try:        # as arrays once here: classify reads them every period
-                entries_in = np.asarray(got["in"], dtype=float).reshape(-1, 3)
-                entries_out = np.asarray(got["out"], dtype=float).reshape(-1, 3)
+                got_sides = {side: np.asarray(got[side] if side != "ack" else got.get(side, ()),
+                                             dtype=float).reshape(-1, 3) for side in SIDES}   # ack: newer nodes
                 flow = list(got["flow"])
             except (KeyError, TypeError, ValueError):
                 self.counters["bad_entries"] += 1
                 continue
-            mine = self.flows.pop(fid, None) or {"flow": flow, "in": np.zeros((0, 3)), "out": np.zeros((0, 3)),
+            mine = self.flows.pop(fid, None) or {"flow": flow, **{side: np.zeros((0, 3)) for side in SIDES},
                                                  "last_slot": None}
-            mine["in"] = np.concatenate((mine["in"], entries_in))
-            mine["out"] = np.concatenate((mine["out"], entries_out))
+            for side in SIDES:
+                mine[side] = np.concatenate((mine[side], got_sides[side]))
             mine["fed_ns"] = now
-            ends = [e[-1, 0] for e in (mine["in"], mine["out"]) if len(e)]
+            ends = [mine[side][-1, 0] for side in ("in", "out") if len(mine[side])]
             if ends:
                 oldest = max(ends) - 2 * self.n_slots
-                mine["in"] = mine["in"][mine["in"][:, 0] >= oldest]
-                mine["out"] = mine["out"][mine["out"][:, 0] >= oldest]
+                for side in SIDES:
+                    mine[side] = mine[side][mine[side][:, 0] >= oldest]
             self.flows[fid] = mine
             while len(self.flows) > self.max_flows:
                 self.flows.popitem(last=False)
@@ -76,12 +77,15 @@ class LiveClassifier:
             self.counters["forgotten"] += 1
 
     def _window(self, mine: dict):
-        """(the newest interval of known slots as a (n_slots, 2) dataframe, its last slot),
+        """(the newest interval of known slots as a (n_slots, the model's inputs) dataframe, its last slot),
         or None: not an interval yet, or nothing new since the last record."""
         series = flow_series(mine)
         if series is None:
             return None
-        x = series.inputs
+        try:
+            x = series.features(getattr(self.model, "inputs", FEATURES))
+        except ValueError:
+            return None                  # a model that reads the ACK side, a flow whose ACKs were not seen (yet)
         known = ~np.isnan(x).any(axis=1)
         if not known.any():
             return None

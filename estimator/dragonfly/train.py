@@ -50,8 +50,10 @@ def _trainable(name: str) -> bool:
 class DragonflyTrainer:
     def __init__(self, classes: tuple, epochs: int = 100, batch: int = 32, learning_rate: float = 1e-3,
                  step_epochs: int = 30, step_gamma: float = 0.1, patience: int = 10, val_fraction: float = 0.3,
-                 seed: int = 0):
+                 seed: int = 0, inputs: tuple = ("cbiq", "ingress"), scaling: str = "max"):
         self.classes = tuple(classes)
+        self.scaling = scaling              # cnn.normalised's: the paper's per-frame maximum, or packets
+        self.inputs = tuple(inputs)         # the dataframes' per-slot series, in order: written into the model
         self.epochs, self.batch, self.learning_rate = epochs, batch, learning_rate
         self.step_epochs, self.step_gamma, self.patience = step_epochs, step_gamma, patience
         self.val_fraction, self.seed = val_fraction, seed
@@ -61,7 +63,7 @@ class DragonflyTrainer:
     def fit(self, frames: np.ndarray, labels) -> "DragonflyTrainer":
         import jax
         import jax.numpy as jnp
-        x = normalised(frames)[:, None, :, :]
+        x = normalised(frames, self.scaling)[:, None, :, :]
         index = {c: i for i, c in enumerate(self.classes)}
         y = np.array([index[v] for v in labels])
         rng = np.random.default_rng(self.seed)
@@ -116,7 +118,7 @@ class DragonflyTrainer:
 
     def decision_function(self, frames: np.ndarray) -> np.ndarray:
         from .cnn import forward
-        return forward(self.params_, frames)
+        return forward(self.params_, frames, self.scaling)
 
     def predict(self, frames: np.ndarray) -> np.ndarray:
         return np.array(self.classes)[self.decision_function(frames).argmax(axis=1)]
@@ -126,4 +128,8 @@ class DragonflyTrainer:
 
     def save(self, path: str, meta: dict | None = None) -> None:
         """The model as ONNX (cnn.OnnxClassifier reads it), ``meta`` in its metadata."""
-        to_onnx(self.params_, self.n_slots_, self.n_features_, self.classes, path, meta)
+        if len(self.inputs) != self.n_features_:
+            raise ValueError(f"trained on {self.n_features_} features, but inputs names {len(self.inputs)}: "
+                             f"{', '.join(self.inputs)}")
+        to_onnx(self.params_, self.n_slots_, self.n_features_, self.classes, path,
+                {**(meta or {}), "inputs": ",".join(self.inputs), "scaling": self.scaling})

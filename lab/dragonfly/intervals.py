@@ -3,11 +3,12 @@ per interval, a model trained on the captures of some scenario results and score
 flows of others never trained on, beside the throughput-only input (ingress bytes alone,
 DeePCCI-like) and a control trained on shuffled labels that must stay near chance. CIs
 resample flows (a flow's sub-intervals are not independent); "dragonfly - throughput" is
-paired: both models scored on the same resampled flows' sub-intervals. Writes a record
-(date, commit, command).
+paired: both models scored on the same resampled flows' sub-intervals. With ``--flight``
+(captures with the ACK side) also the paper's two inputs and the flow's bytes in flight
+beyond the node, paired against the paper's two. Writes a record (date, commit, command).
 
     python -m lab.dragonfly.intervals --train DIR... --test DIR... [--intervals-ms 100 1000 6000]
-        [--windows-per-flow 40 40 5] [--epochs 20] --json-out RECORD
+        [--windows-per-flow 40 40 5] [--epochs 20] [--flight] --json-out RECORD
     python -m lab.dragonfly.intervals --table RECORD [RECORD...]   # docs/dragonfly.md's table
 """
 from __future__ import annotations
@@ -21,12 +22,22 @@ import numpy as np
 from sklearn.metrics import f1_score
 
 from estimator.dragonfly import TRAIN_CLASSES
-from estimator.dragonfly.dataset import frames
+from estimator.dragonfly.dataset import FEATURES, FLIGHT_FEATURES, frames
 from experiments.runs.slot_record import labelled_flows
 from lab.dragonfly import print_tables
 from records.provenance import stamp
 
 INPUTS = {"dragonfly": [0, 1], "throughput only": [1]}
+FLIGHT_INPUTS = {**INPUTS, "dragonfly + flight": [0, 1, 2]}
+#: models trained with another scaling than the paper's per-frame maximum (cnn.normalised)
+SCALED = {"dragonfly + flight, packets": ([0, 1, 2], "packets")}
+#: how the tables name the models
+NAMES = {"dragonfly": "CBIQ + ingress (the paper's), max", "throughput only": "ingress only, max",
+         "dragonfly + flight": "CBIQ + ingress + flight, max",
+         "dragonfly + flight, packets": "CBIQ + ingress + flight, packets"}
+#: the paired differences reported: (better, baseline)
+PAIRS = (("dragonfly", "throughput only"), ("dragonfly + flight", "dragonfly"),
+         ("dragonfly + flight, packets", "dragonfly + flight"))
 BOOTSTRAP = 1000
 
 
@@ -34,9 +45,10 @@ def flows_of(results: list[str]) -> list:
     return [(s, c) for r in results for _, s, c in labelled_flows(r) if c in TRAIN_CLASSES]
 
 
-def per_flow_frames(flows: list, n_slots: int, per_flow: int, seed: int) -> list:
+def per_flow_frames(flows: list, n_slots: int, per_flow: int, seed: int, features=FEATURES) -> list:
     """[(frames, labels)] per flow with at least one sub-interval of ``n_slots``."""
-    out = [frames([s], [c], n_slots, per_flow=per_flow, seed=seed + i) for i, (s, c) in enumerate(flows)]
+    out = [frames([s], [c], n_slots, per_flow=per_flow, seed=seed + i, features=features)
+           for i, (s, c) in enumerate(flows)]
     return [(x, y) for x, y in out if len(y)]
 
 
@@ -59,12 +71,39 @@ def scores(test: list, preds: dict, seed: int = 0) -> dict:
                      "ci95": [round(float(v), 3) for v in np.percentile(boots[name], [2.5, 97.5])],
                      "f1": dict(zip(TRAIN_CLASSES, (round(float(v), 3) for v in f1_score(
                          y, np.concatenate(per_flow), labels=list(TRAIN_CLASSES), average=None, zero_division=0))))}
-    if "dragonfly" in boots and "throughput only" in boots:
-        d = boots["dragonfly"] - boots["throughput only"]
-        out["dragonfly - throughput only"] = {
-            "macro_f1": round(out["dragonfly"]["macro_f1"] - out["throughput only"]["macro_f1"], 3),
-            "ci95": [round(float(v), 3) for v in np.percentile(d, [2.5, 97.5])]}
+    for better, base in PAIRS:
+        if better in boots and base in boots:
+            d = boots[better] - boots[base]
+            out[f"{better} - {base}"] = {
+                "macro_f1": round(out[better]["macro_f1"] - out[base]["macro_f1"], 3),
+                "ci95": [round(float(v), 3) for v in np.percentile(d, [2.5, 97.5])]}
     return out
+
+
+def flight_table(records: list[dict]) -> list[str]:
+    """The records written with --flight: each model's macro F1 with its CI and F1 per class,
+    and the paired differences, one row per model."""
+    rows = ["| trained on | scored on (flows) | sub-interval | inputs, scaling | macro F1 (95 % CI) | paired against | "
+            "difference (95 % CI) | F1 per class | control: shuffled labels |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for rec in records:
+        train = ", ".join(f"`{os.path.basename(r.rstrip('/'))}`" for r in rec["train"])
+        test = ", ".join(f"`{os.path.basename(r.rstrip('/'))}`" for r in rec["test"])
+        for ms, r in rec["results"].items():
+            for name in [*FLIGHT_INPUTS, *SCALED]:
+                if name not in r:
+                    continue
+                m = r[name]
+                base = next((b for better, b in PAIRS if better == name and f"{better} - {b}" in r), None)
+                diff = r[f"{name} - {base}"] if base else None
+                label = NAMES.get(name, name)
+                rows.append(f"| {train} | {test} ({r['test_flows']}) | {int(ms) / 1000:g} s | {label} | "
+                            f"{m['macro_f1']:.2f} ({m['ci95'][0]:.2f}–{m['ci95'][1]:.2f}) | "
+                            f"{NAMES.get(base, base) if base else '–'} | "
+                            + (f"{diff['macro_f1']:+.2f} ({diff['ci95'][0]:+.2f} to {diff['ci95'][1]:+.2f})" if diff else "–")
+                            + " | " + ", ".join(f"{c} {v:.2f}" for c, v in m["f1"].items())
+                            + f" | {r['control: shuffled labels']['macro_f1']:.2f} |")
+    return rows
 
 
 def table(records: list[dict]) -> list[str]:
@@ -93,10 +132,16 @@ def main(argv=None) -> int:
     ap.add_argument("--windows-per-flow", type=int, nargs="+", default=[40],
                     help="random sub-intervals drawn per flow: one value, or one per interval (long ones overlap)")
     ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--flight", action="store_true",
+                    help="also train on the bytes in flight beyond the node (captures with the ACK side)")
+    ap.add_argument("--only", nargs="+", metavar="MODEL", help="train only these of the models (their names as in "
+                    "the record), e.g. 'dragonfly + flight' 'dragonfly + flight, packets'")
+    ap.add_argument("--packets", action="store_true",
+                    help="with --flight, also the three inputs scaled in packets rather than by each frame's maximum")
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
     if args.table:
-        return print_tables(args.table, table)
+        return print_tables(args.table, flight_table if args.flight else table)
     if not (args.train and args.test):
         ap.error("--train and --test results directories are needed (or --table RECORD)")
     if len(args.windows_per_flow) not in (1, len(args.intervals_ms)):
@@ -107,8 +152,9 @@ def main(argv=None) -> int:
     train_flows, test_flows = flows_of(args.train), flows_of(args.test)
     results = {}
     for ms in args.intervals_ms:
-        train = per_flow_frames(train_flows, ms, windows[ms], 0)
-        test = per_flow_frames(test_flows, ms, windows[ms], 100_000)
+        features = FLIGHT_FEATURES if args.flight else FEATURES
+        train = per_flow_frames(train_flows, ms, windows[ms], 0, features)
+        test = per_flow_frames(test_flows, ms, windows[ms], 100_000, features)
         if not train or not test:
             print(f"{ms} ms: no flow with that much capture, skipped", flush=True)
             continue
@@ -116,25 +162,29 @@ def main(argv=None) -> int:
         row = {"windows_per_flow": windows[ms], "train_flows": len(train), "train_frames": int(len(y)), "test_flows": len(test),
                "test_frames": int(sum(len(yy) for _, yy in test))}
         preds = {}
-        for name, cols in INPUTS.items():
+        models = {name: (cols, "max") for name, cols in (FLIGHT_INPUTS if args.flight else INPUTS).items()}
+        if args.flight and args.packets:
+            models.update(SCALED)
+        if args.only:
+            models = {k: v for k, v in models.items() if k in args.only}
+        for name, (cols, scaling) in models.items():
             t0 = time.time()
-            clf = DragonflyTrainer(TRAIN_CLASSES, epochs=args.epochs, patience=5).fit(x[:, :, cols], y)
+            clf = DragonflyTrainer(TRAIN_CLASSES, epochs=args.epochs, patience=5, scaling=scaling).fit(x[:, :, cols], y)
             preds[name] = [clf.predict(f[:, :, cols]) for f, _ in test]
             row[f"{name} training"] = {"epochs": len(clf.history_), "train_s": round(time.time() - t0, 1)}
             print(f"{ms:5d} ms  {name:16s} trained in {row[f'{name} training']['train_s']} s", flush=True)
         control = DragonflyTrainer(TRAIN_CLASSES, epochs=args.epochs, patience=5).fit(
-            x, np.random.default_rng(7).permutation(y))
+            x, np.random.default_rng(7).permutation(y))     # every input, labels shuffled
         row.update(scores(test, preds))
         yt = np.concatenate([yy for _, yy in test])
         row["control: shuffled labels"] = {"macro_f1": round(_f1(yt, np.concatenate([control.predict(f) for f, _ in test])), 3)}
-        print(f"{ms:5d} ms  F1 dragonfly {row['dragonfly']['macro_f1']:.3f} {row['dragonfly']['ci95']}, throughput only "
-              f"{row['throughput only']['macro_f1']:.3f}, paired difference {row['dragonfly - throughput only']}, "
-              f"control {row['control: shuffled labels']['macro_f1']:.3f}", flush=True)
+        print(f"{ms:5d} ms  F1 " + ", ".join(f"{k} {v['macro_f1']:.3f} {v.get('ci95', '')}" for k, v in row.items()
+                                              if isinstance(v, dict) and "macro_f1" in v), flush=True)
         results[str(ms)] = row
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"provenance": stamp(), "train": args.train, "test": args.test, "classes": TRAIN_CLASSES,
-                       "epochs": args.epochs, "results": results}, f, indent=1)
+                       "epochs": args.epochs, "inputs": list(features), "results": results}, f, indent=1)
     return 0
 
 

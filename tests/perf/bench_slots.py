@@ -1,9 +1,11 @@
 """Benchmark: what Dragonfly's per-slot capture costs an INT node's element path.
 
 bench_elements' path (EtherFilter ... FlowMeter -> Queue -> Unqueue -> INTTransit ...) in
-one process, no network, batches of FromDevice's default size, three ways in interleaved
+one process, no network, batches of FromDevice's default size, four ways in interleaved
 rounds: as it is; with SlotTaps before the queue and after the port filling a FlowSlots
-table (1 ms slots, first packet per slot); and with the queue's exact per-flow byte count
+table (1 ms slots, first packet per slot); with an ACK tap as well, every frame also
+looked up as the acknowledgement of a monitored flow (what a node's other direction pays
+per ACK: its reversed key and a lookup); and with the queue's exact per-flow byte count
 too. Prints packets per second of each and the ratios to the plain path (the target:
 >= 0.9 with the capture on). Asserts only that every frame came out.
 
@@ -23,6 +25,8 @@ TAPPED = PATH.replace("-> q0 :: Queue(1000) -> Unqueue ->",
     + "slots :: FlowSlots(slot 1ms, keep 2s{queue});\n"
 VARIANTS = {"plain": PATH,
             "slots": TAPPED.format(exact="", queue=""),
+            "slots + ack tap": TAPPED.format(exact="", queue="").replace(
+                "-> SlotTap(slots, in) ->", "-> SlotTap(slots, ack) -> SlotTap(slots, in) ->"),
             "slots + exact bytes": TAPPED.format(exact=", flow_bytes true", queue=", queue q0")}
 
 

@@ -44,3 +44,12 @@ def test_eval_names_what_is_missing_when_no_flow_was_captured(tmp_path):
     results = results_with(tmp_path, [])
     res = CliRunner().invoke(eval_cmd, [str(results)])
     assert res.exit_code != 0 and "no flow of reno, cubic, bbr with 500 slots of capture" in res.output
+
+
+def test_eval_of_a_model_reading_the_flight_on_captures_without_acks_says_so(tmp_path):
+    from estimator.dragonfly.cnn import init_params, to_onnx
+    model = str(tmp_path / "flight.onnx")
+    to_onnx(init_params(3, 3), 500, 3, ("reno", "cubic", "bbr"), model, {"inputs": "cbiq,ingress,flight"})
+    results = results_with(tmp_path, ["reno-cubic-bbr_r0"])        # captured before the node's ACK side
+    res = CliRunner().invoke(eval_cmd, [str(results), "--model", model])
+    assert res.exit_code != 0 and "its capture has no ACKs" in res.output

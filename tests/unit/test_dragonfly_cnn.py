@@ -44,3 +44,31 @@ def test_a_dataframe_of_the_wrong_shape_is_refused_by_name(tmp_path):
     to_onnx(init_params(2, 3), 100, 2, CLASSES, path)
     with pytest.raises(ValueError, match="100 slots x 2 features, not \\(50, 2\\)"):
         OnnxClassifier(path).predict(np.zeros((1, 50, 2)))
+
+
+def test_a_model_names_its_inputs_and_older_models_read_the_papers_two(tmp_path):
+    old = str(tmp_path / "old.onnx")
+    to_onnx(init_params(2, 3), 100, 2, CLASSES, old)
+    assert OnnxClassifier(old).inputs == ("cbiq", "ingress")
+    new = str(tmp_path / "new.onnx")
+    to_onnx(init_params(3, 3), 100, 3, CLASSES, new, {"inputs": "cbiq,ingress,flight"})
+    assert OnnxClassifier(new).inputs == ("cbiq", "ingress", "flight")
+    wrong = str(tmp_path / "wrong.onnx")
+    to_onnx(init_params(3, 3), 100, 3, CLASSES, wrong, {"inputs": "cbiq,ingress"})
+    with pytest.raises(ValueError, match="names 2 inputs"):
+        OnnxClassifier(wrong)
+
+
+def test_a_model_scaled_in_packets_is_run_so_and_keeps_the_frames_size(tmp_path):
+    params = _trained_looking(init_params(3, len(CLASSES)))
+    path = str(tmp_path / "p.onnx")
+    to_onnx(params, 100, 3, CLASSES, path, {"inputs": "cbiq,ingress,flight", "scaling": "packets"})
+    model = OnnxClassifier(path)
+    small = np.random.default_rng(3).gamma(2.0, 1000.0, (4, 100, 3))
+    assert model.scaling == "packets"
+    assert np.allclose(model.decision_function(small), forward(params, small, "packets"), atol=1e-4)
+    # by the frame's maximum, a window twice the size is the same frame; in packets it is not
+    assert np.allclose(normalised(2 * small), normalised(small))
+    assert np.allclose(normalised(2 * small, "packets"), 2 * normalised(small, "packets"))
+    with pytest.raises(ValueError, match="unknown scaling"):
+        normalised(small, "bits")

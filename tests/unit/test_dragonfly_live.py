@@ -95,3 +95,25 @@ def test_a_cca_record_with_a_bad_score_is_refused():
             decode(json.dumps({**good, **bad}).encode())
     with pytest.raises(SchemaError, match="arrived on"):
         decode(json.dumps(good).encode(), "intcc/v1/estimate/aa00000000000001")
+
+
+class FlightModel(QueueHeavyModel):
+    """Reads the bytes in flight too: 'reno' when the flight exceeds the queue's bytes."""
+    inputs = ("cbiq", "ingress", "flight")
+
+    def decision_function(self, frames):
+        self.calls.append(frames.shape)
+        beyond = np.nanmean(frames[:, :, 2] - frames[:, :, 0], axis=1)
+        return np.stack([(beyond > 0) * 5.0, np.zeros(len(frames)), np.zeros(len(frames))], axis=1)
+
+
+def test_a_model_reading_the_flight_waits_for_the_acks_then_gets_them_as_its_third_input():
+    model = FlightModel()
+    live = LiveClassifier(model, node_id=7, clock=Clock())
+    ins, outs = capture(0, 150, lag_slots=5)
+    live.feed({"aa00000000000003": {"flow": FLOW, "in": ins, "out": outs}})
+    assert live.classify() == [] and model.calls == []       # no ACK seen: not named by a guess
+    acks = [[s, seq - 20 * 1500, -1] for s, seq, _ in ins]     # 20 packets beyond the node, 5 of them queued
+    live.feed({"aa00000000000003": {"flow": FLOW, "in": [], "out": [], "ack": acks}})
+    (rec,) = live.classify()
+    assert model.calls == [(1, 100, 3)] and rec.verdict == "reno"
