@@ -31,13 +31,18 @@ INPUTS = {"dragonfly": [0, 1], "throughput only": [1]}
 FLIGHT_INPUTS = {**INPUTS, "dragonfly + flight": [0, 1, 2]}
 #: models trained with another scaling than the paper's per-frame maximum (cnn.normalised)
 SCALED = {"dragonfly + flight, packets": ([0, 1, 2], "packets")}
+#: models trained on frames in round trips (rtt_units.py)
+IN_ROUND_TRIPS = {"dragonfly + flight, round trips": [0, 1, 2], "dragonfly, round trips": [0, 1]}
 #: how the tables name the models
 NAMES = {"dragonfly": "CBIQ + ingress (the paper's), max", "throughput only": "ingress only, max",
          "dragonfly + flight": "CBIQ + ingress + flight, max",
-         "dragonfly + flight, packets": "CBIQ + ingress + flight, packets"}
+         "dragonfly + flight, packets": "CBIQ + ingress + flight, packets",
+         "dragonfly + flight, round trips": "CBIQ + ingress + flight, max, in round trips",
+         "dragonfly, round trips": "CBIQ + ingress, max, in round trips"}
 #: the paired differences reported: (better, baseline)
 PAIRS = (("dragonfly", "throughput only"), ("dragonfly + flight", "dragonfly"),
-         ("dragonfly + flight, packets", "dragonfly + flight"))
+         ("dragonfly + flight, packets", "dragonfly + flight"),
+         ("dragonfly + flight, round trips", "dragonfly + flight"), ("dragonfly, round trips", "dragonfly"))
 BOOTSTRAP = 1000
 
 
@@ -90,7 +95,7 @@ def flight_table(records: list[dict]) -> list[str]:
         train = ", ".join(f"`{os.path.basename(r.rstrip('/'))}`" for r in rec["train"])
         test = ", ".join(f"`{os.path.basename(r.rstrip('/'))}`" for r in rec["test"])
         for ms, r in rec["results"].items():
-            for name in [*FLIGHT_INPUTS, *SCALED]:
+            for name in [*FLIGHT_INPUTS, *SCALED, *IN_ROUND_TRIPS]:
                 if name not in r:
                     continue
                 m = r[name]
@@ -136,6 +141,8 @@ def main(argv=None) -> int:
                     help="also train on the bytes in flight beyond the node (captures with the ACK side)")
     ap.add_argument("--only", nargs="+", metavar="MODEL", help="train only these of the models (their names as in "
                     "the record), e.g. 'dragonfly + flight' 'dragonfly + flight, packets'")
+    ap.add_argument("--rtt-units", action="store_true",
+                    help="with --flight, also the three inputs on a time axis in round trips (lab/dragonfly/rtt_units.py)")
     ap.add_argument("--packets", action="store_true",
                     help="with --flight, also the three inputs scaled in packets rather than by each frame's maximum")
     ap.add_argument("--json-out")
@@ -163,14 +170,22 @@ def main(argv=None) -> int:
                "test_frames": int(sum(len(yy) for _, yy in test))}
         preds = {}
         models = {name: (cols, "max") for name, cols in (FLIGHT_INPUTS if args.flight else INPUTS).items()}
+        if args.flight and args.rtt_units:
+            models.update({name: (cols, "rtt") for name, cols in IN_ROUND_TRIPS.items()})
         if args.flight and args.packets:
             models.update(SCALED)
         if args.only:
             models = {k: v for k, v in models.items() if k in args.only}
         for name, (cols, scaling) in models.items():
             t0 = time.time()
-            clf = DragonflyTrainer(TRAIN_CLASSES, epochs=args.epochs, patience=5, scaling=scaling).fit(x[:, :, cols], y)
-            preds[name] = [clf.predict(f[:, :, cols]) for f, _ in test]
+            if scaling == "rtt":          # the same frames, their time axis in round trips
+                from lab.dragonfly.rtt_units import in_round_trips
+                clf = DragonflyTrainer(TRAIN_CLASSES, epochs=args.epochs, patience=5).fit(in_round_trips(x)[:, :, cols], y)
+                preds[name] = [clf.predict(in_round_trips(f)[:, :, cols]) for f, _ in test]
+            else:
+                clf = DragonflyTrainer(TRAIN_CLASSES, epochs=args.epochs, patience=5, scaling=scaling).fit(
+                    x[:, :, cols], y)
+                preds[name] = [clf.predict(f[:, :, cols]) for f, _ in test]
             row[f"{name} training"] = {"epochs": len(clf.history_), "train_s": round(time.time() - t0, 1)}
             print(f"{ms:5d} ms  {name:16s} trained in {row[f'{name} training']['train_s']} s", flush=True)
         control = DragonflyTrainer(TRAIN_CLASSES, epochs=args.epochs, patience=5).fit(
