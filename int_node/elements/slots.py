@@ -59,6 +59,11 @@ def _sample_share(text: str) -> float:
     return share
 
 
+def _reversed(key: bytes) -> bytes:
+    """The key (int_node.packet.flow_key's) of the other direction of a flow."""
+    return key[16:32] + key[0:16] + key[32:33] + key[35:37] + key[33:35]
+
+
 @register
 class FlowSlots(Element):
     """Dragonfly's capture table: ``FlowSlots(slot 1ms, keep 2s, sample 1, max_flows 256,
@@ -78,6 +83,8 @@ class FlowSlots(Element):
             raise ConfigError("FlowSlots: sample must be above 0 (a share of the packets, up to 1)")
         self.keep_slots = int(self.keep // self.slot)
         self.flows: "OrderedDict[bytes, _FlowEntries]" = OrderedDict()
+        # the key an ACK of each monitored flow carries (its reverse): one lookup per ACK
+        self.by_ack_key: "dict[bytes, _FlowEntries]" = {}
         self._rng = random.Random(self.seed)
         self._queue = None
 
@@ -111,9 +118,9 @@ class FlowSlots(Element):
         flows = self.flows
         if f is None:
             if len(flows) >= self.max_flows:
-                flows.popitem(last=False)
+                del self.by_ack_key[_reversed(flows.popitem(last=False)[0])]
                 self.evicted += 1
-            f = flows[key] = _FlowEntries(self.keep_slots)
+            f = flows[key] = self.by_ack_key[_reversed(key)] = _FlowEntries(self.keep_slots)
         else:
             flows.move_to_end(key)                   # seen in a new slot: the least recent go first
         f.last_slot[side] = slot
@@ -128,9 +135,7 @@ class FlowSlots(Element):
         key = pkt.flow_id
         if key is None:
             key = pkt.flow_id = flow_key(pkt.data)
-        if key[KEY_PROTO_BYTE] != NH_TCP:
-            return
-        f = self.flows.get(key[16:32] + key[0:16] + key[32:33] + key[35:37] + key[33:35])
+        f = self.by_ack_key.get(key)
         slot = now_ns // self.slot
         if f is None or slot == f.last_slot[ACK_SIDE]:
             return

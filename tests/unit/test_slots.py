@@ -127,6 +127,10 @@ def test_the_table_is_bounded_and_counts_its_evictions_and_leaves_udp_alone():
         arrive(r, 0, 0, sport=sport)
     slots = r.elements["slots"]
     assert slots.counters()["flows"] == 2 and slots.evicted == 1
+    acknowledge(r, 500, 1_000_000, sport=1)           # the evicted flow's ACK: nothing kept
+    acknowledge(r, 500, 1_000_000, sport=2)
+    assert [len(f["ack"]) for f in slots.read_handler("slots").values()] == [1, 0]
+    assert len(slots.by_ack_key) == 2
     r.elements["tin"].push(0, Packet(ipv6_frame(100, nh=17)))
     assert slots.counters()["flows"] == 2 and r.elements["q"].depth_pkts == 4
 
