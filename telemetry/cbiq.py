@@ -67,11 +67,7 @@ def slot_inputs(in_first_seq, out_first_seq, interpolate: bool = False) -> tuple
     """(CBIQ, InThr) in bytes for slots 0..N-2 of a flow, from the first packet's sequence
     number per slot at ingress and at egress (arrays of N slots, NaN: none seen). NaN
     where a value is not known yet (no later packet on that side)."""
-    inseq = filled(unwrapped(np.asarray(in_first_seq, dtype=float)), interpolate)
-    outseq = np.asarray(out_first_seq, dtype=float)
-    if outseq.shape != inseq.shape:
-        raise ValueError(f"ingress and egress slots differ in number: {inseq.shape} and {outseq.shape}")
-    outseq = filled(_aligned(unwrapped(outseq), inseq), interpolate)
+    inseq, outseq = _beside_ingress(in_first_seq, out_first_seq, interpolate, "egress")
     cbiq = np.maximum(inseq[1:] - outseq[1:], 0.0)
     thr = np.maximum(inseq[1:] - inseq[:-1], 0.0)
     cbiq[np.isnan(inseq[1:]) | np.isnan(outseq[1:])] = np.nan
@@ -88,14 +84,20 @@ def flight_bytes(in_first_seq, ack_first_ack, interpolate: bool = False) -> np.n
     the next slot's first ACK covers (taken as acknowledged by the slot's end). During
     a loss recovery the cumulative ACK stands still, so it counts what SACK already
     covered too, until the recovery ends. NaN where not known yet."""
-    inseq = filled(unwrapped(np.asarray(in_first_seq, dtype=float)), interpolate)
-    ack = np.asarray(ack_first_ack, dtype=float)
-    if ack.shape != inseq.shape:
-        raise ValueError(f"ingress and ACK slots differ in number: {inseq.shape} and {ack.shape}")
-    ack = filled(_aligned(unwrapped(ack), inseq), interpolate)
+    inseq, ack = _beside_ingress(in_first_seq, ack_first_ack, interpolate, "ACK")
     flight = np.maximum(inseq[1:] - ack[1:], 0.0)
     flight[np.isnan(inseq[1:]) | np.isnan(ack[1:])] = np.nan
     return flight
+
+
+def _beside_ingress(in_first_seq, other_first, interpolate: bool, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """The ingress numbers and another side's (egress sequence or ACK numbers), each unwrapped
+    and filled, the other's onto the ingress's count."""
+    inseq = filled(unwrapped(np.asarray(in_first_seq, dtype=float)), interpolate)
+    other = np.asarray(other_first, dtype=float)
+    if other.shape != inseq.shape:
+        raise ValueError(f"ingress and {side} slots differ in number: {inseq.shape} and {other.shape}")
+    return inseq, filled(_aligned(unwrapped(other), inseq), interpolate)
 
 
 def _aligned(out_seq: np.ndarray, in_seq: np.ndarray) -> np.ndarray:

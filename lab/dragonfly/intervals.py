@@ -85,6 +85,23 @@ def scores(test: list, preds: dict, seed: int = 0) -> dict:
     return out
 
 
+def _data_names(rec: dict) -> tuple[str, str]:
+    """The record's training and test results directories, by name, for a table."""
+    return tuple(", ".join(f"`{os.path.basename(r.rstrip('/'))}`" for r in rec[k]) for k in ("train", "test"))
+
+
+def _with_ci(m: dict) -> str:
+    return f"{m['macro_f1']:.2f} ({m['ci95'][0]:.2f}–{m['ci95'][1]:.2f})"
+
+
+def _signed_with_ci(d: dict) -> str:
+    return f"{d['macro_f1']:+.2f} ({d['ci95'][0]:+.2f} to {d['ci95'][1]:+.2f})"
+
+
+def _per_class(m: dict) -> str:
+    return ", ".join(f"{c} {v:.2f}" for c, v in m["f1"].items())
+
+
 def flight_table(records: list[dict]) -> list[str]:
     """The records written with --flight: each model's macro F1 with its CI and F1 per class,
     and the paired differences, one row per model."""
@@ -92,8 +109,7 @@ def flight_table(records: list[dict]) -> list[str]:
             "difference (95 % CI) | F1 per class | control: shuffled labels |",
             "|---|---|---|---|---|---|---|---|---|"]
     for rec in records:
-        train = ", ".join(f"`{os.path.basename(r.rstrip('/'))}`" for r in rec["train"])
-        test = ", ".join(f"`{os.path.basename(r.rstrip('/'))}`" for r in rec["test"])
+        train, test = _data_names(rec)
         for ms, r in rec["results"].items():
             for name in [*FLIGHT_INPUTS, *SCALED, *IN_ROUND_TRIPS]:
                 if name not in r:
@@ -102,12 +118,9 @@ def flight_table(records: list[dict]) -> list[str]:
                 base = next((b for better, b in PAIRS if better == name and f"{better} - {b}" in r), None)
                 diff = r[f"{name} - {base}"] if base else None
                 label = NAMES.get(name, name)
-                rows.append(f"| {train} | {test} ({r['test_flows']}) | {int(ms) / 1000:g} s | {label} | "
-                            f"{m['macro_f1']:.2f} ({m['ci95'][0]:.2f}–{m['ci95'][1]:.2f}) | "
-                            f"{NAMES.get(base, base) if base else '–'} | "
-                            + (f"{diff['macro_f1']:+.2f} ({diff['ci95'][0]:+.2f} to {diff['ci95'][1]:+.2f})" if diff else "–")
-                            + " | " + ", ".join(f"{c} {v:.2f}" for c, v in m["f1"].items())
-                            + f" | {r['control: shuffled labels']['macro_f1']:.2f} |")
+                rows.append(f"| {train} | {test} ({r['test_flows']}) | {int(ms) / 1000:g} s | {label} | {_with_ci(m)} | "
+                            f"{NAMES.get(base, base) if base else '–'} | {_signed_with_ci(diff) if diff else '–'} | "
+                            f"{_per_class(m)} | {r['control: shuffled labels']['macro_f1']:.2f} |")
     return rows
 
 
@@ -116,15 +129,12 @@ def table(records: list[dict]) -> list[str]:
             "Dragonfly - throughput, paired | F1 per class (Dragonfly) | control: shuffled labels |",
             "|---|---|---|---|---|---|---|---|"]
     for rec in records:
-        train = ", ".join(f"`{os.path.basename(r.rstrip('/'))}`" for r in rec["train"])
-        test = ", ".join(f"`{os.path.basename(r.rstrip('/'))}`" for r in rec["test"])
+        train, test = _data_names(rec)
         for ms, r in rec["results"].items():
             d, t, diff = r["dragonfly"], r["throughput only"], r["dragonfly - throughput only"]
-            rows.append(f"| {train} | {test} ({r['test_flows']}) | {int(ms) / 1000:g} s | {d['macro_f1']:.2f} "
-                        f"({d['ci95'][0]:.2f}–{d['ci95'][1]:.2f}) | {t['macro_f1']:.2f} | {diff['macro_f1']:+.2f} "
-                        f"({diff['ci95'][0]:+.2f} to {diff['ci95'][1]:+.2f}) | "
-                        + ", ".join(f"{c} {v:.2f}" for c, v in d["f1"].items())
-                        + f" | {r['control: shuffled labels']['macro_f1']:.2f} |")
+            rows.append(f"| {train} | {test} ({r['test_flows']}) | {int(ms) / 1000:g} s | {_with_ci(d)} | "
+                        f"{t['macro_f1']:.2f} | {_signed_with_ci(diff)} | {_per_class(d)} | "
+                        f"{r['control: shuffled labels']['macro_f1']:.2f} |")
     return rows
 
 
