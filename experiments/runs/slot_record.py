@@ -95,7 +95,9 @@ def labelled_flows(results_dir: str, min_entries: int = 100):
     testbed's PORT_STRIDE; competitor k's one above plus k, its CCA in the record's
     competitor_ccas or competitor); flows with fewer than ``min_entries`` entries a side
     (iperf3's control connections) and ports of no known flow (UDP) are left out. The
-    bottleneck's table is the one that saw flow 1's data (the other direction carries ACKs)."""
+    bottleneck's table is the one that saw flow 1's data (the other direction carries ACKs).
+    A run whose capture sampled packets (``flow_slots`` below 1) is interpolated between its
+    sampled slots, as the paper does."""
     from estimator.dragonfly.dataset import flow_series
     from experiments.testbed.traffic import MAIN_PORT, PORT_STRIDE
     with open(os.path.join(results_dir, "summary.json")) as f:
@@ -105,6 +107,8 @@ def labelled_flows(results_dir: str, min_entries: int = 100):
         run_dir = os.path.join(results_dir, "runs", rec["run"])
         if not os.path.exists(os.path.join(run_dir, SLOT_FILE)):
             continue
+        slots_param = (rec.get("params") or {}).get("flow_slots", True)
+        sampled = not isinstance(slots_param, bool) and float(slots_param) < 1
         ccas = [rec["flow1"]] + list(rec.get("competitor_ccas") or [rec.get("competitor")] * rec.get("competitors", 0))
         for table in read_slots(run_dir)["tables"].values():
             flows = [f for f in table.values() if min(len(f["in"]), len(f["out"])) >= min_entries]
@@ -113,7 +117,7 @@ def labelled_flows(results_dir: str, min_entries: int = 100):
                 continue                 # not flow 1's direction
             for f, k in named:
                 if k < len(ccas) and ccas[k]:
-                    series = flow_series(f)
+                    series = flow_series(f, interpolate=sampled)
                     if series is not None:
                         out.append((rec["run"], series, ccas[k]))
     return out
