@@ -17,7 +17,7 @@ from telemetry.cbiq import flight_bytes, per_slot, slot_inputs
 
 FEATURES = ("cbiq", "ingress")                 # the paper's inputs
 FLIGHT_FEATURES = ("cbiq", "ingress", "flight")
-KNOWN_FEATURES = ("cbiq", "ingress", "flight")
+KNOWN_FEATURES = FLIGHT_FEATURES               # every series a capture can give
 
 
 @dataclass

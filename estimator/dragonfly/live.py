@@ -52,8 +52,9 @@ class LiveClassifier:
         now = self.clock()
         for fid, got in taken.items():
             try:        # as arrays once here: classify reads them every period
-                got_sides = {side: np.asarray(got[side] if side != "ack" else got.get(side, ()),
-                                             dtype=float).reshape(-1, 3) for side in SIDES}   # ack: newer nodes
+                # in and out are required; ack only comes from nodes with the ACK side
+                got_sides = {side: np.asarray(got[side] if side in ("in", "out") else got.get(side, ()),
+                                             dtype=float).reshape(-1, 3) for side in SIDES}
                 flow = list(got["flow"])
             except (KeyError, TypeError, ValueError):
                 self.counters["bad_entries"] += 1

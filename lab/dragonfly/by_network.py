@@ -19,6 +19,7 @@ from estimator.dragonfly import TRAIN_CLASSES
 from estimator.dragonfly.dataset import FLIGHT_FEATURES, frames
 from experiments.runs.slot_record import labelled_flows
 from lab.dragonfly import print_tables
+from lab.dragonfly.intervals import flows_of
 from records.provenance import stamp
 
 MODELS = {"CBIQ + ingress": [0, 1], "CBIQ + ingress + flight": [0, 1, 2]}
@@ -50,7 +51,7 @@ def main(argv=None) -> int:
     if not (args.train and args.test):
         ap.error("--train and --test results directories are needed (or --table RECORD)")
     from estimator.dragonfly.train import DragonflyTrainer
-    train = [(s, c) for r in args.train for _, s, c in labelled_flows(r) if c in TRAIN_CLASSES]
+    train = flows_of(args.train)
     x, y = frames([s for s, _ in train], [c for _, c in train], args.interval_ms, per_flow=args.windows_per_flow,
                   features=FLIGHT_FEATURES)
     test = []                      # (frames, labels, run's params) per flow
