@@ -21,7 +21,8 @@ State is bounded: at most ``max_flows`` directions (the least recently seen evic
 counted) and ``max_pending`` outstanding eACKs and TSvals each. A full table times no new
 ones until ACKs and echoes drain it: the oldest are the next to be answered, so a window or
 a round trip larger than the table thins the samples but never stops them (evicting the
-oldest instead would lose every one). Per direction: samples, the last, the minimum and a
+oldest instead would lose every one) — except an oldest entry that has waited longer than the
+least sample so far, which could not lower the minimum and makes room. Per direction: samples, the last, the minimum and a
 smoothed value (RFC 6298's 1/8 gain). Handler ``rtts``: flow id -> {"flow": [src, dst,
 proto, sport, dport], "ack": {...}, "ts": {...}, "full_us": ...}, times in microseconds."""
 from __future__ import annotations
@@ -72,6 +73,15 @@ def _timestamps(data, off: int, end: int):
     return None
 
 
+def _make_room(pending: "OrderedDict[int, int]", min_us: float | None, now_ns: int) -> None:
+    """A full table gives up its oldest entry once that has waited longer than the least
+    sample so far: its answer could not lower the minimum. Without it a table filled while the
+    flow sat in a long queue timed none of its first packets into an empty one (where its
+    minimum shows). Before any sample nothing is given up."""
+    if min_us is not None and pending and (now_ns - next(iter(pending.values()))) / 1e3 > min_us:
+        pending.popitem(last=False)
+
+
 class RttStats:
     __slots__ = ("samples", "last_us", "min_us", "srtt_us")
 
@@ -98,6 +108,18 @@ class _Direction:
         self.eacks: "OrderedDict[int, int]" = OrderedDict()     # eACK -> ns it passed
         self.tsvals: "OrderedDict[int, int]" = OrderedDict()    # TSval -> ns it first passed
         self.ack, self.ts = RttStats(), RttStats()
+
+
+def full_us(d: _Direction, back: "_Direction | None") -> float | None:
+    """A flow's whole round trip from its two directions at the node (minima, microseconds):
+    the part beyond the node on the data's side, timed by its TSvals' echoes and by ACK
+    matching, whichever is less (an echo of a delayed ACK names the first of the two segments
+    it answers, and waited for the second; the ACK names the second), plus the part on the
+    ACKs' side, timed by their TSvals' echoes in the data. None without timestamps each way."""
+    if back is None or back.ts.min_us is None or d.ts.min_us is None:
+        return None
+    beyond = d.ts.min_us if d.ack.min_us is None else min(d.ts.min_us, d.ack.min_us)
+    return beyond + back.ts.min_us
 
 
 @register
@@ -173,6 +195,8 @@ class FlowRTT(Element):
                     high = me.high_eack
                     if high is None or 0 < ((eack - high) & 0xFFFFFFFF) < SEQ_HALF:      # new data
                         me.high_eack = eack
+                        if len(me.eacks) >= max_pending:
+                            _make_room(me.eacks, me.ack.min_us, now_ns)
                         if len(me.eacks) < max_pending:
                             me.eacks[eack] = now_ns
                         else:
@@ -202,6 +226,8 @@ class FlowRTT(Element):
                     tsval, tsecr = ts
                 if tsval != me.last_tsval:        # the first packet with this TSval
                     me.last_tsval = tsval
+                    if len(me.tsvals) >= max_pending:
+                        _make_room(me.tsvals, me.ts.min_us, now_ns)
                     if len(me.tsvals) < max_pending:
                         me.tsvals[tsval] = now_ns
                     else:
@@ -226,23 +252,19 @@ class FlowRTT(Element):
 
     def rtt_us(self, key: bytes) -> float | None:
         """The flow's round trip, microseconds, for a flow key of its data direction: the
-        whole one from timestamps each way (their minima), else the part beyond the node
-        from ACK matching (its minimum); None before a sample."""
+        whole one from both directions' parts (full_us), else the part beyond the node from
+        ACK matching (its minimum); None before a sample."""
         d = self.flows.get(key)
         if d is None:
             return None
-        back = self.flows.get(reverse_key(key))
-        if back is not None and d.ts.min_us is not None and back.ts.min_us is not None:
-            return d.ts.min_us + back.ts.min_us
-        return d.ack.min_us
+        full = full_us(d, self.flows.get(reverse_key(key)))
+        return full if full is not None else d.ack.min_us
 
     def read_handler(self, handler: str):
         if handler == "rtts":
             out = {}
             for key, d in self.flows.items():
-                back = self.flows.get(reverse_key(key))
-                full = (d.ts.min_us + back.ts.min_us) if back is not None and d.ts.min_us is not None \
-                    and back.ts.min_us is not None else None
+                full = full_us(d, self.flows.get(reverse_key(key)))
                 out[key_hash(key)] = {"flow": list(flow_tuple(key)), "ack": d.ack.as_dict(), "ts": d.ts.as_dict(),
                                       "full_min_us": None if full is None else round(full, 1)}
             return out

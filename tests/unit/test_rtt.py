@@ -74,6 +74,19 @@ def test_timestamps_give_each_directions_far_part_and_together_the_whole_round_t
     assert fwd["full_min_us"] == 100_000 and back["full_min_us"] == 100_000
 
 
+def test_a_delayed_acks_echo_waits_for_the_second_segment_and_the_whole_round_trip_takes_the_ack_match():
+    """The receiver 40 ms from the node acknowledges every second segment, echoing the first's
+    TSval: its echo waited the 5 ms until the second came; the ACK names the second's end."""
+    r = router(CONFIG)
+    at(r, seg(1000, 1, payload=100, ts=(500, 900)), 0)
+    at(r, seg(1100, 1, payload=100, ts=(505, 900)), 5 * MS)
+    at(r, seg(1, 1200, fwd=False, ts=(901, 500)), 85 * MS)          # both, 80 ms after the second
+    at(r, seg(1200, 1, payload=100, ts=(520, 901)), 105 * MS)       # the sender echoes: 20 ms there and back
+    fwd = data_direction(r)
+    assert fwd["ts"]["min_us"] == 85_000 and fwd["ack"]["min_us"] == 80_000
+    assert fwd["full_min_us"] == 100_000                             # 80 + 20, not 85 + 20
+
+
 def test_a_window_of_hundreds_of_segments_and_ticks_in_flight_still_gives_samples():
     """200 ms round trips, 400 segments a round trip, a TSval tick per millisecond, a table
     of 4: samples thinned, never stopped."""
@@ -122,3 +135,18 @@ def test_a_truncated_tcp_header_is_counted_and_the_packet_forwarded():
 def test_a_table_for_one_direction_only_is_refused():
     with pytest.raises(ConfigSyntaxError, match="max_flows must be at least 2"):
         router("FlowRTT(max_flows 1);")
+
+
+def test_a_full_table_gives_up_entries_older_than_the_least_sample_to_time_a_queue_draining():
+    """A 30 ms flow: sampled once, then a window of 4 (the table) waits in a long queue, then
+    its queue empties: the first segment after is timed at the 30 ms again."""
+    r = router(CONFIG)
+    at(r, seg(1000, 1, payload=100), 0)
+    at(r, seg(1, 1100, fwd=False), 30 * MS)                  # the least so far: 30 ms
+    for k in range(4):                                       # the table fills, in a queue of 200 ms
+        at(r, seg(1100 + 100 * k, 1, payload=100), (40 + k) * MS)
+    at(r, seg(1500, 1, payload=100), 100 * MS)               # the queue empties: this one is timed ...
+    at(r, seg(1, 1600, fwd=False), 130 * MS)                 # ... answered by the ACK that names it
+    ack = data_direction(r)["ack"]
+    assert ack["samples"] == 2 and ack["last_us"] == 30_000
+    assert r.elements["rtt"].counters()["pending_full"] == 0
