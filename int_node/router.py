@@ -175,7 +175,11 @@ class Router:
             for name, extra in source().items():
                 row = out.setdefault(name, {})
                 for k, v in extra.items():
-                    row[k] = row.get(k, 0) + v
+                    mine = row.get(k)
+                    if isinstance(v, list) and isinstance(mine, list) and len(v) == len(mine):
+                        row[k] = [a + b for a, b in zip(mine, v)]       # per output, e.g. a split's
+                    else:
+                        row[k] = (mine or 0) + v
         return out
 
     def element_list(self) -> List[dict]:

@@ -265,6 +265,13 @@ class RTTSeparation(Element):
         if self.buffers not in ("stanford", "fixed"):
             raise ConfigError(f"RTTSeparation: buffers must be stanford or fixed, not {self.buffers!r}")
         self.breaks_us: list = []
+        # called with the round's now_ns before and after it: the fast path fills the split and
+        # the RTT table from its maps before, and writes the round's decisions back after
+        self.before_round: list = []
+        self.after_round: list = []
+        #: where the queues are not these Queue elements (the fast path's kernel queues): a
+        #: callable giving each queue's (depth in packets, drops)
+        self.queue_stats = None
         self._pending: dict = {}            # flow key -> (class proposed, rounds in a row)
         self._rtt_us: dict = {}             # flow key -> its RTT at the last round
 
@@ -294,6 +301,13 @@ class RTTSeparation(Element):
 
     def run_round(self, now_ns: int) -> None:
         """One pass of the control loop at wall-clock ``now_ns`` (the packets' clock)."""
+        for hook in self.before_round:
+            hook(now_ns)
+        self._run_round(now_ns)
+        for hook in self.after_round:
+            hook(now_ns)
+
+    def _run_round(self, now_ns: int) -> None:
         self.rounds += 1
         split = self._split
         for key in [k for k, t in split.tracked.items() if now_ns - t.last_ns > self.flow_timeout]:
@@ -409,7 +423,9 @@ class RTTSeparation(Element):
             return [round(b, 1) for b in self.breaks_us]
         if handler == "groups":
             weights = self._sched.weights
-            return [{"queue": q.name, "weight": weights[j], "capacity_pkts": q.capacity, "depth_pkts": q.depth_pkts,
-                     "drops": q.drops, "flows": sum(1 for k, p in split.table.items() if p == j and k in split.tracked)}
+            stats = self.queue_stats() if self.queue_stats else [(q.depth_pkts, q.drops) for q in self._queues]
+            return [{"queue": q.name, "weight": weights[j], "capacity_pkts": q.capacity, "depth_pkts": stats[j][0],
+                     "drops": stats[j][1],
+                     "flows": sum(1 for k, p in split.table.items() if p == j and k in split.tracked)}
                     for j, q in enumerate(self._queues)]
         return super().read_handler(handler)

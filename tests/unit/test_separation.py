@@ -312,3 +312,21 @@ drr :: DRR -> Unqueue -> t :: INTTransit(node_id 1, queue drr) -> Discard;""")
         r.elements["split"].push(0, Packet(bytearray(f), 1))
     got = [ioam_decode.decode_trace(ioam.strip_int(p.data).trace_raw).nodes[0].state for p in out]
     assert [(s.queue_index, s.queue_count, s.queue_weight) for s in got] == [(0, 2, 1), (1, 2, 3)]
+
+
+def test_a_round_runs_between_its_hooks_and_groups_read_the_queues_it_is_given():
+    r, rtts = separated([2, 60])
+    ctl, seen = r.elements["ctl"], []
+    ctl.before_round.append(lambda now: seen.append(("before", now, dict(r.elements["split"].table))))
+    ctl.after_round.append(lambda now: seen.append(("after", now, dict(r.elements["split"].table))))
+    ctl.run_round(5)
+    assert [(what, now) for what, now, _ in seen] == [("before", 5), ("after", 5)]
+    assert seen[0][2] == {} and sorted(seen[1][2].values()) == [0, 1]     # the round decided in between
+    ctl.queue_stats = lambda: [(7, 3)] * 5                # the fast path's kernel queues
+    assert [(g["depth_pkts"], g["drops"]) for g in ctl.read_handler("groups")] == [(7, 3)] * 5
+
+
+def test_counters_from_another_source_add_up_per_output():
+    r = router("Idle -> s :: FlowSplit(queues 2) -> Discard; s[1] -> Discard;")
+    r.counter_sources.append(lambda: {"s": {"sent": [4, 5], "packets": 9}})
+    assert r.counters()["s"]["sent"] == [4, 5] and r.counters()["s"]["packets"] == 9
