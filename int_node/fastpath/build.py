@@ -13,7 +13,8 @@ import subprocess
 
 from . import layout
 
-SOURCE = os.path.join(os.path.dirname(__file__), "bpf", "intcc_node.bpf.c")
+BPF_DIR = os.path.join(os.path.dirname(__file__), "bpf")
+SOURCE = os.path.join(BPF_DIR, "intcc_node.bpf.c")
 BTF = "/sys/kernel/btf/vmlinux"
 CFLAGS = ["-O2", "-g", "-target", "bpf", "-mcpu=v3", "-D__TARGET_ARCH_x86", "-Wall", "-Werror"]
 
@@ -39,8 +40,10 @@ def build() -> str:
         if shutil.which(tool) is None:
             raise BuildError(f"'{tool}' is not installed (make setup installs it)")
     header = layout.header_text()
-    with open(SOURCE, "rb") as f:
-        source = f.read()
+    source = b""
+    for name in sorted(os.listdir(BPF_DIR)):        # the program and the headers it includes
+        with open(os.path.join(BPF_DIR, name), "rb") as f:
+            source += name.encode() + f.read()
     digest = hashlib.sha256(source + header.encode() + _kernel_id().encode()).hexdigest()[:16]
     out_dir = build_dir()
     obj = os.path.join(out_dir, f"intcc_node-{digest}.bpf.o")
@@ -58,7 +61,7 @@ def build() -> str:
             f.write(res.stdout)
         os.replace(vmlinux + ".tmp", vmlinux)
     shutil.copyfile(vmlinux, os.path.join(out_dir, "vmlinux.h"))
-    res = subprocess.run(["clang", *CFLAGS, "-I", out_dir, "-c", SOURCE, "-o", obj + ".tmp"],
+    res = subprocess.run(["clang", *CFLAGS, "-I", out_dir, "-I", BPF_DIR, "-c", SOURCE, "-o", obj + ".tmp"],
                          capture_output=True, text=True)
     if res.returncode:
         raise BuildError(f"clang could not build {SOURCE}:\n{res.stderr.strip()}")

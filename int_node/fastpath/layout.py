@@ -87,9 +87,13 @@ COUNTERS = (
     "sink_stripped", "sink_no_int", "sink_malformed", "sink_mirrored", "sink_mirror_failed",
     "tx_packets", "tx_bytes",                  # ToDevice: frames handed to the port's qdisc
     "redirect_failed", "adjust_failed", "flow_table_full",
+    "rtt_ack_samples", "rtt_ts_samples", "rtt_malformed",      # the passive RTT (RTTTap of the ingress port)
+    "rtt_pending_full",
+    "sep_packets", "sep_tracked", "sep_track_full",            # FlowSplit of a separated egress port
 )
 #: port roles and options (intcc_fp_port.flags)
-PORT_FLAGS = {"ENABLED": 1, "SOURCE": 2, "TRANSIT": 4, "SINK": 8, "METER": 16, "FAST_EGRESS": 32}
+PORT_FLAGS = {"ENABLED": 1, "SOURCE": 2, "TRANSIT": 4, "SINK": 8, "METER": 16, "FAST_EGRESS": 32,
+              "RTT_TAP": 64, "SEPARATED": 128}
 MAX_PORTS = 16
 
 

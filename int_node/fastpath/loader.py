@@ -28,6 +28,7 @@ log = logging.getLogger("intcc.node.fastpath")
 PIN_ROOT = "/sys/fs/bpf"
 PIN_PREFIX = "intcc-fp-"
 REFRESH_NS = 100_000_000
+RTT_SYNC_NS = 500_000_000        # the FlowRTT table's 'rtts' handler, between the control loop's rounds
 _CONFIG = struct.Struct(f"<IIIIqII{(ioam.inserted_bytes(ioam.MAX_HOPS) + 7) & ~7}s")
 _PORT = struct.Struct("<II6s6sIIII4xQQ51II")
 _ROUTE_KEY = struct.Struct("<I16s")
@@ -48,6 +49,9 @@ COUNTER_OWNERS = {
     "tr_unsupported_trace": ("transit", "unsupported_trace"),
     "sink_no_int": ("sink", "no_int"), "sink_malformed": ("sink", "malformed"),
     "tx_packets": ("to_dev", "packets"), "tx_bytes": ("to_dev", "bytes"),
+    "rtt_ack_samples": ("rtt", "ack_samples"), "rtt_ts_samples": ("rtt", "ts_samples"),
+    "rtt_malformed": ("rtt_tap", "errors"), "rtt_pending_full": ("rtt", "pending_full"),
+    "sep_packets": ("split", "packets"), "sep_track_full": ("split", "track_full"),
 }
 
 
@@ -89,16 +93,21 @@ class FastPath:
         self._link_fd = None
         self._ncpu = bpfsys.possible_cpus()
         self._mirror = None
-        self._timer = self._purge_timer = None
+        self._timer = self._purge_timer = self._rtt_timer = None
+        self.separated: list = []          # separation.SeparatedPort of each separated port
 
     # -- putting it in place --------------------------------------------------------------
     def attach(self) -> "FastPath":
+        from .separation import SeparatedPort
         obj = build.build()
+        self.separated = [SeparatedPort(self, p) for p in self.plan.ports if p.separated]
         try:
             self._load(obj)
             self._fill_maps()
             for p in self.plan.ports:
                 self._queue(p)
+            for sp in self.separated:
+                sp.write_port()
             for p in self.plan.ports:
                 self._attach_port(p)
             self._link_fd = bpfsys.raw_tracepoint_open(bpfsys.obj_get(self._prog("intcc_fp_qdisc_drop")))
@@ -111,6 +120,14 @@ class FastPath:
         self._flows_removed: Dict[int, int] = {}        # per port, since the program was loaded
         self._purge_timer = self.router.loop.timer(self._purge_flows)
         self._purge_timer.schedule_after(self._purge_every_ns)
+        for sp in self.separated:
+            # the control loop's rounds run on the maps: read before, written back after
+            sp.p.separation.before_round.append(self._guarded(sp.before_round))
+            sp.p.separation.after_round.append(self._guarded(sp.after_round))
+            sp.p.separation.queue_stats = sp.queue_stats
+        if self._rtt_table() is not None:
+            self._rtt_timer = self.router.loop.timer(self._sync_rtts_timer)
+            self._rtt_timer.schedule_after(RTT_SYNC_NS)
         log.info("fast path on %d ports (%s): forwarding, INT and queues in the kernel; %s",
                  len(self.plan.ports), ", ".join(p.devname for p in self.plan.ports), queue_note())
         return self
@@ -161,6 +178,7 @@ class FastPath:
         flags = _FLAGS["ENABLED"] | _FLAGS["FAST_EGRESS"] | _FLAGS["METER"]
         flags |= (_FLAGS["SOURCE"] if p.source else 0) | (_FLAGS["TRANSIT"] if p.transit else 0)
         flags |= _FLAGS["SINK"] if p.sink else 0
+        flags |= (_FLAGS["RTT_TAP"] if p.rtt_tap else 0) | (_FLAGS["SEPARATED"] if p.separated else 0)
         mtu = p.source.mtu or p.to_dev.mtu if p.source else 0
         value = _PORT.pack(ifindex, flags, p.ether_filter.mac, p.rewrite.dst, mtu or 0,
                            int(p.shaper.rate // 1000) if p.shaper else 0, p.queue.capacity_limit_bytes,
@@ -177,6 +195,10 @@ class FastPath:
             if elem is p.queue and handler == "capacity_bytes" and elem.capacity_bytes:
                 raise ConfigError(f"{elem.name}: the fast path's queue is packet-bounded (a pfifo); a byte "
                                   "bound needs the Python node (run without --fast-path)")
+            if p.separated and elem in p.queues and handler == "capacity":
+                sp = next(sp for sp in self.separated if sp.p is p)
+                sp.after_round(time.time_ns())          # its pfifo's limit, as a round writes it
+                return
             if elem not in (p.queue, p.shaper):
                 continue
             try:
@@ -199,7 +221,8 @@ class FastPath:
             c["netns_inum"], c["template"]))
 
     def _queue(self, p: PortPlan, change: bool = False) -> None:
-        """The port's Queue and LinkShaper as its root qdisc: tbf over a pfifo of the Queue's size."""
+        """The port's Queue and LinkShaper as its root qdisc: tbf over a pfifo of the Queue's size
+        (over HTB and a pfifo per queue where the port is separated: separation.py)."""
         dev, limit = p.devname, p.queue.capacity
         if p.shaper is None:
             # Queue -> Unqueue: a buffer without a rate, the device's own queue in the kernel (a
@@ -213,6 +236,16 @@ class FastPath:
         # the rate and catches up after a late timer the same way
         burst = max(2 * frame, rate_bps // 8 // 1000)
         stab = ["stab", "overhead", str(p.shaper.overhead_bytes)] if p.shaper.overhead_bytes else []
+        if p.separated:
+            sp = next(sp for sp in self.separated if sp.p is p)
+            if change:
+                _run(["tc", "qdisc", "change", "dev", dev, "root", "handle", "1:", *stab, "tbf", "rate",
+                      f"{rate_bps}bit", "burst", str(burst), "limit", str(limit * frame)], self.ns)
+                for j, w in enumerate(p.drr.weights):
+                    _run(sp.class_argv("change", j, w), self.ns)
+            else:
+                sp.qdiscs(lambda argv: _run(argv, self.ns), burst, limit * frame, stab)
+            return
         _run(["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", *stab, "tbf", "rate", f"{rate_bps}bit",
               "burst", str(burst), "limit", str(limit * frame)], self.ns)
         _run(["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "pfifo", "limit", str(limit)],
@@ -224,9 +257,60 @@ class FastPath:
         self._attached.append(dev)
         _run(["tc", "filter", "replace", "dev", dev, "ingress", "pref", "1", "handle", "1", "bpf", "da", "pinned",
               self._prog("intcc_fp_ingress")], self.ns)
-        if p.transit or p.sink:
+        if p.transit or p.sink or p.separated:
             _run(["tc", "filter", "replace", "dev", dev, "egress", "pref", "1", "handle", "1", "bpf", "da", "pinned",
                   self._prog("intcc_fp_egress")], self.ns)
+
+    # -- the maps, for the control loop (separation.py) ------------------------------------------
+    def map_update(self, name: str, key: bytes, value: bytes) -> None:
+        bpfsys.update(self._fds[name], key, value)
+
+    def map_delete(self, name: str, key: bytes) -> None:
+        bpfsys.delete(self._fds[name], key)
+
+    def map_items(self, name: str, key_size: int, value_size: int):
+        fd = self._fds[name]
+        for key in list(bpfsys.keys(fd, key_size)):
+            raw = bpfsys.lookup(fd, key, value_size)
+            if raw is not None:
+                yield key, raw
+
+    @staticmethod
+    def _guarded(hook):
+        """A control round's hook whose kernel call failed says so and the round goes on (the
+        maps keep what they had; the next round writes them again)."""
+        def run(now_ns: int) -> None:
+            try:
+                hook(now_ns)
+            except (OSError, FastPathError) as exc:
+                log.error("fast path: RTT separation's round could not reach the kernel: %s", exc)
+        return run
+
+    def tc(self, argv: List[str]) -> str:
+        return _run(argv, self.ns)
+
+    def clear_sketch(self) -> None:
+        from .separation import SKETCH_ROW_BYTES, SKETCH_ROWS
+        for row in range(SKETCH_ROWS):
+            bpfsys.update(self._fds["intcc_fp_sketch"], _U32.pack(row), bytes(SKETCH_ROW_BYTES))
+
+    def _rtt_table(self):
+        return next((p.rtt for p in self.plan.ports if p.rtt is not None), None)
+
+    def sync_rtts(self) -> None:
+        """The FlowRTT table from the programs' per-direction RTTs (its handler and the loop read it)."""
+        from .separation import _RTT_DIR, rtt_directions
+        table = self._rtt_table()
+        if table is not None:
+            table.flows.clear()
+            table.flows.update(rtt_directions(self.map_items("intcc_fp_rtt", 40, _RTT_DIR.size), table.max_flows))
+
+    def _sync_rtts_timer(self) -> None:
+        try:
+            self.sync_rtts()
+        except OSError as exc:
+            log.error("fast path: cannot read the RTTs: %s", exc)
+        self._rtt_timer.schedule_after(RTT_SYNC_NS)
 
     # -- the sink's mirror --------------------------------------------------------------------
     def mirror_needed(self) -> bool:
@@ -317,14 +401,28 @@ class FastPath:
                 row.update(self.qdisc_stats(p.devname))
             except FastPathError as exc:
                 log.debug("qdisc stats: %s", exc)
-            if "qdisc_drops" in row:
+            if p.separated:
+                sp = next(sp for sp in self.separated if sp.p is p)
+                try:
+                    leaves = sp.leaf_stats()
+                    for q, leaf in zip(p.queues, leaves):
+                        if leaf:
+                            out.setdefault(q.name, {})["drops"] = leaf["drops"]
+                    out.setdefault(p.split.name, {})["sent"] = [leaf.get("sent_packets", 0) for leaf in leaves]
+                except FastPathError as exc:
+                    log.debug("class stats: %s", exc)
+            elif "qdisc_drops" in row:
                 out.setdefault(p.queue.name, {})["drops"] = row["qdisc_drops"]
             out[f"fastpath.{p.devname}"] = row
         return out
 
     # -- taking it off --------------------------------------------------------------------------
     def detach(self) -> None:
-        for timer in (self._timer, self._purge_timer):
+        for sp in self.separated:
+            sp.p.separation.before_round.clear()
+            sp.p.separation.after_round.clear()
+            sp.p.separation.queue_stats = None
+        for timer in (self._timer, self._purge_timer, self._rtt_timer):
             if timer is not None:
                 timer.cancel()
         if self._mirror is not None:

@@ -9,6 +9,7 @@ from experiments.runs.separation_record import sender_min_rtt_us
 from experiments.testbed.bed import Testbed
 from experiments.testbed.topo import load_topo
 from experiments.testbed.traffic import BackgroundFlow
+from tests.integration.tbutil import ping_rtts_ms
 
 PORTS = {"s1": 5201, "s2": 5202}
 
@@ -38,3 +39,45 @@ def test_two_rtts_end_in_two_queues_and_the_node_measures_each_as_its_sender_doe
         node_ms = by_port[port]["rtt_us"] / 1e3
         # the node's timestamp-matched minimum against the sender's: within 5 % or 1 ms
         assert abs(node_ms - ss_ms[host]) <= max(0.05 * ss_ms[host], 1.0), (host, node_ms, ss_ms[host])
+
+
+def test_on_the_fast_path_two_rtts_end_in_two_kernel_queues_stamped_and_timed_as_their_senders_do():
+    """sepfast: s1 (2 ms) and s2 (40 ms) through n1, whose bottleneck port separates on its fast
+    path (the split and the RTTs in its programs, HTB's classes, the control loop on the maps).
+    The fast path times a packet from when it leaves its own queue there: its RTT is the
+    path's (ping's, with no queue), never above the sender's own minimum."""
+    import json
+    from collections import defaultdict
+    params = {"separation": 4, "s1_delay_ms": 1.0, "s2_delay_ms": 20.0, "bottleneck_mbps": 10.0}
+    with Testbed(load_topo(os.path.join(TOPOLOGIES, "sepfast.toml"), params), "fsep").up(exporter="jsonl") as tb:
+        assert "fast path on 2 ports" in open(tb.node_info("n1")["log"]).read()
+        ping_ms = {host: min(ping_rtts_ms(tb, host, tb.addr("r"), count=10)) for host in PORTS}
+        flows = [BackgroundFlow(tb, host, "r", "cubic", 8.0, 1.0, port=port) for host, port in PORTS.items()]
+        time.sleep(6.0)
+        ss_ms = {host: sender_min_rtt_us(tb, host, port) / 1e3 for host, port in PORTS.items()}
+        assignments = tb.node_request("n1", {"cmd": "read", "element": "sepctl1", "handler": "assignments"})
+        groups = tb.node_request("n1", {"cmd": "read", "element": "sepctl1", "handler": "groups"})
+        counters = tb.counters("n1")
+        outs = [f.join() for f in flows]
+        sink = os.path.join(tb.dir, "n2.int.jsonl")
+        records = [json.loads(line) for line in open(sink) if line.strip()]
+    assert assignments.get("ok") and groups.get("ok"), (assignments, groups)
+    by_port = {a["flow"][4]: a for a in assignments["value"].values() if a["flow"][4] in PORTS.values()}
+    assert set(by_port) == set(PORTS.values()), assignments
+    assert by_port[5201]["queue"] != by_port[5202]["queue"], by_port
+    assert sorted(g["flows"] for g in groups["value"]) == [0, 0, 1, 1], groups
+    assert counters["sep1"]["packets"] > 0 and counters["rtt"]["ts_samples"] > 0, counters
+    for host, port in PORTS.items():
+        node_ms = by_port[port]["rtt_us"] / 1e3
+        assert abs(node_ms - ping_ms[host]) <= max(0.05 * ping_ms[host], 1.0), (host, node_ms, ping_ms[host])
+        assert node_ms <= ss_ms[host] + 1.0, (host, node_ms, ss_ms[host])
+    # n1's hop in each packet names the flow's own kernel queue, one of four
+    queues = defaultdict(set)
+    for rec in records:
+        for hop in rec["trace"]["hops"]:
+            if hop["node_id"] == 2 and rec["flow"]["dport"] in PORTS.values():
+                queues[rec["flow"]["dport"]].add((hop["state"]["queue_index"], hop["state"]["queue_count"]))
+    later = {port: {q for q, n in seen if n == 4} for port, seen in queues.items()}
+    assert by_port[5201]["queue"] in later[5201] and by_port[5202]["queue"] in later[5202], queues
+    goodput = [o["end"]["sum_received"]["bits_per_second"] for o in outs]
+    assert sum(goodput) ** 2 / (2 * sum(g * g for g in goodput)) >= 0.9, goodput    # Jain of the two

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from experiments.testbed.nodeconf import Iface, node_config
 from experiments.testbed.topo import load_topo
 from int_node import ioam
-from int_node.fastpath import build, layout, loader
+from int_node.fastpath import build, layout, loader, separation
 from int_node.fastpath.plan import FAST, plan_for
 from int_node.router import Router
 from tests.integration.tbutil import TOPO_DIR
@@ -68,6 +68,10 @@ def test_the_loaders_structs_match_the_programs_as_built(tmp_path, monkeypatch):
     assert sizes["intcc_fp_port"] == loader._PORT.size
     assert sizes["intcc_fp_route_key"] == loader._ROUTE_KEY.size
     assert sizes["intcc_fp_meter_key"] == loader._FLOW_KEY_BYTES
+    assert sizes["intcc_fp_sep"] == separation._SEP.size
+    assert sizes["intcc_fp_tracked"] == separation._TRACKED.size
+    assert sizes["intcc_fp_rtt_dir"] == separation._RTT_DIR.size
+    assert sizes["intcc_fp_sketch_row"] == separation.SKETCH_ROW_BYTES
     assert build.build() == obj          # unchanged sources: no rebuild
 
 
@@ -137,3 +141,71 @@ def test_node_check_says_where_each_element_runs(tmp_path):
     res = CliRunner().invoke(node_group, ["check", str(dumbbell), "--fast-path"])
     assert res.exit_code == 0 and "does not compile, the node would forward in Python" in res.output
     assert "delay0 (Delay)" in res.output
+
+
+def test_rtt_separation_compiles_with_its_split_queues_and_control_loop_placed():
+    plan = plan_for(_router("line2", "n1", mid_mbps=10, mid_separation=4, mid_separation_udp_mbps=2))
+    assert plan.compiled, plan.reasons
+    to_n2 = next(p for p in plan.ports if p.devname == "intcc-n2")
+    assert to_n2.separated and to_n2.split.name == "sep1" and to_n2.drr.name == "drr1"
+    assert [q.name for q in to_n2.queues] == ["q1_0", "q1_1", "q1_2", "q1_3", "q1_udp"]
+    assert to_n2.queue is to_n2.queues[to_n2.split.default]
+    assert to_n2.separation.name == "sepctl1" and to_n2.rtt.name == "rtt"
+    assert all(p.rtt_tap is not None for p in plan.ports)        # every ingress times TCP flows
+    assert plan.placement["sepctl1"] == plan.placement["rtt"] == "Python node, on the fast path's maps"
+    assert all(plan.placement[n] == FAST for n in ("sep1", "drr1", "q1_0", "q1_udp", "rtap0", "rtap1"))
+
+
+_SEPARATED = """in0 :: FromDevice(a); out0 :: ToDevice(a); in1 :: FromDevice(b); out1 :: ToDevice(b);
+    rt :: IPv6Lookup(2001:db8:1::/64 0, 2001:db8:2::/64 1); rtt :: FlowRTT;
+    in0 -> EtherFilter(02:00:00:00:00:01) -> c0 :: Classifier(ipv6, -) -> RTTTap(rtt) -> rt; c0[1] -> Discard;
+    in1 -> EtherFilter(02:00:00:00:00:02) -> c1 :: Classifier(ipv6, -) -> RTTTap(rtt) -> rt; c1[1] -> Discard;
+    rt[0] -> DecHopLimit -> FlowMeter -> Queue(100) -> Unqueue -> EtherRewrite(02:00:00:00:00:01, 02:00:00:00:01:01)
+          -> out0;
+    sep :: FlowSplit(queues 2 SPLITARGS); drr :: DRR;
+    sep[0] -> q0 :: Queue(50) -> [0]drr; sep[1] -> q1 :: Queue(50) -> [1]drr;
+    rt[1] -> DecHopLimit -> FlowMeter -> sep;
+    drr -> AFTER -> EtherRewrite(02:00:00:00:00:02, 02:00:00:00:01:02) -> out1;
+    ctl :: RTTSeparation(split sep, rtt rtt, sched drr, queues q0 q1);"""
+
+
+def test_a_hand_written_separated_port_compiles():
+    plan = plan_for(Router(_SEPARATED.replace("SPLITARGS", "").replace("AFTER", "LinkShaper(10Mbps)")))
+    assert plan.compiled, plan.reasons
+    assert [p.separated for p in plan.ports] == [False, True]
+
+
+@pytest.mark.parametrize("split_args,after,words", [
+    ("", "Unqueue", "need a LinkShaper's rate"),
+    (", sketch_width 1024", "LinkShaper(10Mbps)", "sketch is 2048 x 4"),
+])
+def test_separation_the_kernel_cannot_take_is_refused_with_the_reason(split_args, after, words):
+    plan = plan_for(Router(_SEPARATED.replace("SPLITARGS", split_args).replace("AFTER", after)))
+    assert not plan.compiled and words in " ".join(plan.reasons), plan.reasons
+
+
+def test_flow_keys_convert_between_the_python_node_and_the_programs():
+    from int_node.packet import flow_key
+    from tests.helpers import ipv6_frame
+    key = flow_key(ipv6_frame(100, src=3, sport=40000))
+    bpf = separation.bpf_flow_of(key)
+    assert len(bpf) == 40 and bpf[33:36] == bytes(3) and separation.flow_key_of(bpf) == key
+
+
+def test_the_programs_rtt_table_reads_as_flowrtts():
+    from int_node.elements.rtt import reverse_key
+    from int_node.packet import flow_key
+    from tests.helpers import ipv6_frame
+    key = flow_key(ipv6_frame(100, src=3, sport=40000))
+    rings = [0] * (4 * separation.RTT_PENDING)
+    # high_eack, last_tsval, the rings' heads and tails, the pending expected ACKs, TSvals and
+    # their times, then ack_min_ns, ts_min_ns, last_ns, ack_samples, ts_samples, retransmits, flags
+    timed = separation._RTT_DIR.pack(0, 0, 0, 0, 0, 0, *rings, 3_000_000, 40_500_000, 7, 2, 9, 0, 3)
+    never = separation._RTT_DIR.pack(0, 0, 0, 0, 0, 0, *rings, 0, 0, 5, 0, 0, 0, 0)
+    table = separation.rtt_directions([(separation.bpf_flow_of(key), timed),
+                                       (separation.bpf_flow_of(reverse_key(key)), never)], max_flows=10)
+    d = table[key]
+    assert (d.ack.samples, d.ack.min_us, d.ts.samples, d.ts.min_us) == (2, 3000.0, 9, 40500.0)
+    assert table[reverse_key(key)].ts.min_us is None
+    assert list(separation.rtt_directions([(separation.bpf_flow_of(key), timed),
+                                           (separation.bpf_flow_of(reverse_key(key)), never)], max_flows=1)) == [key]

@@ -19,6 +19,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "intcc_int_layout.h"
 
 #define TC_ACT_OK 0
@@ -186,6 +187,8 @@ static __always_inline int flow_of(void *data, void *end, __u8 proto, __u32 l4, 
 	}
 	return 0;
 }
+
+#include "intcc_separation.bpf.h"
 
 /* Is the INT at 54 in INTSource's layout (and, if a DOH follows, ours too)? Sets the
  * headers' total length and the upper layer's protocol. The Python node's _trace_offset. */
@@ -364,6 +367,12 @@ int intcc_fp_ingress(struct __sk_buff *skb)
 		goto punt;
 	hop_limit = ip6->hop_limit;
 	__u64 now_rt = now_realtime_ns(cfg);
+	int sep_queue = -1;              /* RTT separation's queue at the egress port */
+	if (op->flags & INTCC_FP_PORT_SEPARATED)
+		sep_queue = sep_split(skb, out, &flow, len, now);
+	if ((ip->flags & INTCC_FP_PORT_RTT_TAP) && upper == NH_TCP)      /* as it reaches the node, before INTSource */
+		rtt_tap(skb, in, &flow, PAYLOAD_OFF + int_bytes, PAYLOAD_OFF + bpf_ntohs(ip6->payload_len), now, out,
+			sep_queue);
 
 	count(in, INTCC_FP_RX_PACKETS, 1);
 	count(in, INTCC_FP_RX_BYTES, len);
@@ -424,6 +433,7 @@ int intcc_fp_ingress(struct __sk_buff *skb)
 		meter(out, op, &flow, now);
 		count(out, INTCC_FP_METER_PACKETS, 1);
 	}
+
 	data = (void *)(long)skb->data;
 	end = (void *)(long)skb->data_end;
 	eth = data;
@@ -471,6 +481,18 @@ static __always_inline void stamp_egress(struct __sk_buff *skb, const struct int
 	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
 	struct Qdisc *q = kskb->dev->qdisc;
 	__u32 qlen = q->q.qlen, drops = q->qstats.drops, backlog_bytes = q->qstats.backlog;
+	__u32 capacity_bytes = p->capacity_bytes, rate_kbps = p->rate_kbps;
+	struct sep_stamp sep = { .count = 1, .weight = 1 };
+	if ((p->flags & INTCC_FP_PORT_SEPARATED) && sep_queue_of(kskb, port, skb->priority, &sep)) {
+		/* the packet's own queue, as INTTransit(queue drr) stamps it: its depth and its share of
+		 * the port's rate (the weights of the queues with flows) */
+		qlen = sep.qlen;
+		backlog_bytes = sep.backlog_bytes;
+		drops = sep.drops;
+		capacity_bytes = sep.capacity_pkts * INTCC_QUEUE_SLOT_BYTES;
+		if (sep.weight_total && sep.weight)
+			rate_kbps = (__u32)((__u64)rate_kbps * sep.weight / sep.weight_total);
+	}
 	struct intcc_fp_meter *m = bpf_map_lookup_elem(&intcc_fp_meters, &port);
 	struct intcc_fp_flow_count *fc = bpf_map_lookup_elem(&intcc_fp_flow_counts, &port);
 	__u32 flow_count = 0, arrival_pps = 0;
@@ -484,8 +506,8 @@ static __always_inline void stamp_egress(struct __sk_buff *skb, const struct int
 	/* the program runs before the qdisc: the wait in it, behind the bytes ahead at the port's
 	 * rate, is added (exact for a FIFO drained at a constant rate, as tbf does once its burst
 	 * is spent) */
-	if (p->rate_kbps)
-		transit += (__u64)backlog_bytes * 8000000ULL / p->rate_kbps;
+	if (rate_kbps)
+		transit += (__u64)backlog_bytes * 8000000ULL / rate_kbps;
 	s.transit_delay_ns = bpf_htonl(transit >= 0 && transit <= INTCC_TRANSIT_DELAY_MAX ? (__u32)transit : 1U << 31);
 	/* a packet-bounded queue advertises one Queue slot (1500 B) per packet, as Queue does */
 	s.queue_depth_bytes = bpf_htonl(qlen * INTCC_QUEUE_SLOT_BYTES);
@@ -498,14 +520,14 @@ static __always_inline void stamp_egress(struct __sk_buff *skb, const struct int
 	s.queue_drops = bpf_htonl(drops);
 	s.link_losses = 0;
 	s.arrival_rate_pps = bpf_htonl(arrival_pps);
-	s.queue_capacity_bytes = bpf_htonl(p->capacity_bytes);
+	s.queue_capacity_bytes = bpf_htonl(capacity_bytes);
 	s.rx_drops = bpf_htonl(cfg->rx_drops);
 	/* a port that never dropped has no flow with drops: no lookup */
 	s.flow_queue_drops = bpf_htons(drops ? flow_drops_of(port, f) & 0xFFFF : 0);
 	s.flow_link_losses = 0;
-	s.queue_index = 0;
-	s.queue_count = 1;
-	s.queue_weight = bpf_htons(1);
+	s.queue_index = sep.queue;
+	s.queue_count = sep.count;
+	s.queue_weight = bpf_htons(sep.weight);
 	s.reconfig_period_ms = 0;
 	s.reconfig_downtime_ms = 0;
 	s.reconfig_next_ms = bpf_htons(INTCC_RECONFIG_NEXT_NONE);
@@ -525,6 +547,14 @@ int intcc_fp_egress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	__u32 port = *pport;
 	struct intcc_fp_port *p = bpf_map_lookup_elem(&intcc_fp_ports, &port);
+	if (p && (p->flags & INTCC_FP_PORT_SEPARATED)) {
+		/* the port's root qdisc, for the ingress programs' own-queue wait */
+		struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+		__u64 root = (__u64)kskb->dev->qdisc;
+		__u64 *seen = bpf_map_lookup_elem(&intcc_fp_sep_root, &port);
+		if (seen && *seen != root)
+			*seen = root;
+	}
 	if (!p || !(p->flags & (INTCC_FP_PORT_TRANSIT | INTCC_FP_PORT_SINK)) ||
 	    skb->protocol != bpf_htons(ETH_P_IPV6))
 		return TC_ACT_OK;
