@@ -380,7 +380,8 @@ def dragonfly_models() -> str:
 RTT_SEPARATION = "data/experiments/rtt_separation-seed*.json"
 RTT_SEPARATION_UDP = "data/experiments/rtt_separation_udp-seed*.json"
 RTT_SEPARATION_FOUR = "data/experiments/rtt_separation_four-seed*.json"
-SEPARATION_BENCH = "data/bench/separation-*.json"
+SEPARATION_BENCH = "data/bench/separation-2*.json"
+SEPARATION_FASTPATH_BENCH = "data/bench/separation_fastpath-*.json"
 RTT_SEPARATION_FCT = "data/experiments/fct_replay-*.json"
 RTT_SEPARATION_ADAPTIVE = "data/experiments/rtt_separation_adaptive-seed*.json"
 
@@ -551,11 +552,22 @@ def separation_bench() -> str:
         out.append(f"| the same under PyPy, each variant in {len(pypy['pps']['single queue'])} processes of its own "
                    f"(rounds after the first {pypy['warmup_rounds']}) | {pypy['median_pps']['single queue']:,.0f} / "
                    f"{pypy['median_pps']['RTT separation']:,.0f} pps: **{pypy['ratio']:.2f}×** | ≥ 0.85× |")
+    fast_paths = _glob(SEPARATION_FASTPATH_BENCH)
+    if fast_paths:
+        f = _load(fast_paths[-1])
+        s = f["summary"]
+        out.append(f"| the fast path (tc BPF, `--fast-path`), {len(f['rounds'])} interleaved rounds: a single queue / RTT "
+                   f"separation ({f['queues']} queues: the RTTs and the split in the programs, HTB, the control loop "
+                   f"on the maps), UDP through n1 and a forwarding n2 | {s['single_udp_pps_median']:,.0f} / "
+                   f"{s['separated_udp_pps_median']:,.0f} pps: **{s['pps_ratio_median']:.2f}×** (rounds "
+                   f"{min(x['pps_ratio'] for x in f['rounds']):.2f}–{max(x['pps_ratio'] for x in f['rounds']):.2f}); "
+                   f"TCP {s['single_tcp_mbps_median']:,.0f} / {s['separated_tcp_mbps_median']:,.0f} Mbit/s: "
+                   f"{s['tcp_ratio_median']:.2f}× | ≥ 0.85× |")
     for r in d["reclustering"]:
         theirs = f"; jenkspy on every value {r['jenkspy_s'] * 1e3:,.0f} ms" if r.get("jenkspy_s") is not None else ""
         out.append(f"| re-clustering {r['flows']:,} flows ({r['distinct_rtts']:,} distinct RTTs at 0.1 ms): Jenks / "
                    f"a whole control round | {r['jenks_s'] * 1e3:,.1f} / {r['control_round_s'] * 1e3:,.1f} ms{theirs} | |")
-    out += ["", _source(paths[-1:])]
+    out += ["", _source(paths[-1:] + fast_paths[-1:])]
     return "\n".join(out)
 
 

@@ -61,7 +61,8 @@ def _cpu_s(pid):
 
 
 def _rx_packets(tb) -> int:
-    res = tb.run("h2", ["cat", "/sys/class/net/intcc-n1/statistics/rx_packets"])
+    iface = tb.state["hosts"]["h2"]["ifaces"][0]          # intcc-n1 on line, intcc-n2 on line2
+    res = tb.run("h2", ["cat", f"/sys/class/net/{iface}/statistics/rx_packets"])
     return int(res.stdout)
 
 
