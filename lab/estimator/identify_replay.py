@@ -111,6 +111,7 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR) -> d
     commits: list = []            # [seconds after the first record, the verdict] at each change
     best_at: dict = {}
     posterior_at: dict = {}
+    stages_at: dict = {}
     since_s = None
     stages = defaultdict(list)
     for rx_s, rec in read_records(run_dir, types=("hop", "identify")):
@@ -131,7 +132,7 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR) -> d
             if (commits[-1][1] if commits else None) != idf.verdict():
                 commits.append([round(rx_s - t0, 2), idf.verdict()])
             if idf.competitor_since_s != since_s:      # UDP alone, then a TCP competitor: timed and scored from it
-                since_s, best_at, posterior_at = idf.competitor_since_s, {}, {}
+                since_s, best_at, posterior_at, stages_at = idf.competitor_since_s, {}, {}, {}
                 if since_s is not None and first_commit is not None:
                     before_tcp_commit, first_commit = first_commit, None
             if idf.competitor_since_s is not None:
@@ -140,13 +141,17 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR) -> d
                     if c not in best_at and since >= c:
                         best_at[c] = [idf.test.best()[0], idf.verdict()]
                         posterior_at[c] = {h: round(v, 3) for h, v in idf.test.posterior().items()}
+                        # each stage's favourite then (stages whose evidence is flat left out)
+                        stages_at[c] = {st: max(ll, key=ll.get) for st, ll in idf.test.stages.items()
+                                        if max(ll.values()) - min(ll.values()) > 1e-6}
     best, post = idf.test.best()
     # the competitor's first packet at the bottleneck, in seconds after the first record
     competitor_at = None if idf.competitor_since_s is None else round(idf.competitor_since_s - first_ts, 2)
     return {**out, "flow1": own, "first_commit": first_commit, "live_first_commit": live_commit, "competitor_at_s": competitor_at,
             "before_tcp_commit": before_tcp_commit, "commits": commits, "live_switches": live_switches(run_dir),
             "best_at": {str(c): v for c, v in best_at.items()},
-            "posterior_at": {str(c): v for c, v in posterior_at.items()}, "final_verdict": idf.verdict(),
+            "posterior_at": {str(c): v for c, v in posterior_at.items()},
+            "stages_at": {str(c): v for c, v in stages_at.items()}, "final_verdict": idf.verdict(),
             "final_best": best, "final_posterior": round(post, 3),
             "stages": {k: [round(float(np.median(v)), 3), len(v)] for k, v in stages.items()}}
 
