@@ -132,6 +132,50 @@ static __always_inline void ring_make_room(__u32 *head, __u32 tail, __u64 *sent_
 		*head = h + 1;
 }
 
+/* Whether the ring has room for one more (after ring_make_room); counted where it has none:
+ * untimed until answers drain it. */
+static __always_inline int ring_room(__u32 *head, __u32 tail, __u64 *sent_ns, __u64 min_ns, __u64 now, __u32 port)
+{
+	ring_make_room(head, tail, sent_ns, min_ns, now);
+	if (tail - *head < RTT_PENDING)
+		return 1;
+	count(port, INTCC_FP_RTT_PENDING_FULL, 1);
+	return 0;
+}
+
+/* A new segment or TSval at the ring's tail (which has room), timed from ``at``. */
+static __always_inline void ring_put(__u32 *tail, __u32 *value, __u64 *sent_ns, __u32 v, __u64 at)
+{
+	__u32 t = *tail;
+	value[t & (RTT_PENDING - 1)] = v;
+	sent_ns[t & (RTT_PENDING - 1)] = at;
+	barrier();
+	*tail = t + 1;
+}
+
+/* An answer (an ACK number, a TSecr) to the ring: the oldest entry it names gives a sample,
+ * older ones it passes are dropped (answered late or never); 1 if it gave a sample. */
+static __always_inline int ring_answer(__u32 *head, __u32 tail, __u32 *value, __u64 *sent_ns, __u32 answer,
+				       __u64 *min_ns, __u64 now)
+{
+	__u32 h = *head;
+	int sampled = 0;
+	for (int i = 0; i < RTT_PENDING && h != tail; i++) {
+		__u32 k = h & (RTT_PENDING - 1);
+		if (answer == value[k]) {
+			rtt_min(min_ns, now, sent_ns[k]);
+			sampled = 1;
+			h++;
+			break;
+		}
+		if (!seq_after(answer, value[k]))
+			break;               /* newer than the answer: still on its way */
+		h++;
+	}
+	*head = h;
+	return sampled;
+}
+
 /* (TSval, TSecr) of a TCP header's options; 0 if it has none (or not among the first
  * TCP_OPTS_READ: the verifier's bound). Linux's NOP NOP TS first. */
 static __always_inline int tcp_timestamps(struct __sk_buff *skb, __u32 opts_off, __u32 opts_len,
@@ -353,16 +397,9 @@ static __always_inline void rtt_tap(struct __sk_buff *skb, __u32 port, struct in
 		if (!(me->flags & RTT_HAVE_HIGH) || seq_after(eack, me->high_eack)) {        /* new data */
 			me->high_eack = eack;
 			me->flags |= RTT_HAVE_HIGH;
-			__u32 tail = me->ack_tail;
-			ring_make_room(&me->ack_head, tail, me->pend_eack_ns, me->ack_min_ns, now);
-			if (tail - me->ack_head < RTT_PENDING) {
+			if (ring_room(&me->ack_head, me->ack_tail, me->pend_eack_ns, me->ack_min_ns, now, port)) {
 				leaves = now + (queue >= 0 ? own_queue_wait_ns(out, queue) : 0);
-				me->pend_eack[tail & (RTT_PENDING - 1)] = eack;
-				me->pend_eack_ns[tail & (RTT_PENDING - 1)] = leaves;
-				barrier();
-				me->ack_tail = tail + 1;
-			} else {
-				count(port, INTCC_FP_RTT_PENDING_FULL, 1);
+				ring_put(&me->ack_tail, me->pend_eack, me->pend_eack_ns, eack, leaves);
 			}
 		} else {                         /* sent again: its ACK cannot tell which copy it answers */
 			me->retransmits++;
@@ -375,23 +412,11 @@ static __always_inline void rtt_tap(struct __sk_buff *skb, __u32 port, struct in
 			me->ack_tail = tail;
 		}
 	}
-	if (other && (th.flags & TCP_FLAG_ACK)) {
-		__u32 head = other->ack_head, tail = other->ack_tail;
-		for (int i = 0; i < RTT_PENDING && head != tail; i++) {
-			__u32 k = head & (RTT_PENDING - 1);
-			__u32 pending = other->pend_eack[k];
-			if (ack == pending) {
-				rtt_min(&other->ack_min_ns, now, other->pend_eack_ns[k]);
-				other->ack_samples++;
-				count(port, INTCC_FP_RTT_ACK_SAMPLES, 1);
-				head++;
-				break;
-			}
-			if (!seq_after(ack, pending))
-				break;               /* not acknowledged yet */
-			head++;                      /* covered by a cumulative ACK: it waited, no sample */
-		}
-		other->ack_head = head;
+	if (other && (th.flags & TCP_FLAG_ACK) &&
+	    ring_answer(&other->ack_head, other->ack_tail, other->pend_eack, other->pend_eack_ns, ack,
+			&other->ack_min_ns, now)) {
+		other->ack_samples++;
+		count(port, INTCC_FP_RTT_ACK_SAMPLES, 1);
 	}
 	__u32 tsval, tsecr;
 	if (hdr <= 20 || !tcp_timestamps(skb, l4 + 20, hdr - 20, &tsval, &tsecr))
@@ -399,37 +424,17 @@ static __always_inline void rtt_tap(struct __sk_buff *skb, __u32 port, struct in
 	if (!(me->flags & RTT_HAVE_TSVAL) || tsval != me->last_tsval) {      /* the first packet with it */
 		me->last_tsval = tsval;
 		me->flags |= RTT_HAVE_TSVAL;
-		__u32 tail = me->ts_tail;
-		ring_make_room(&me->ts_head, tail, me->pend_tsval_ns, me->ts_min_ns, now);
-		if (tail - me->ts_head < RTT_PENDING) {   /* full: untimed until echoes drain it */
+		if (ring_room(&me->ts_head, me->ts_tail, me->pend_tsval_ns, me->ts_min_ns, now, port)) {
 			if (!leaves)
 				leaves = now + (queue >= 0 ? own_queue_wait_ns(out, queue) : 0);
-			me->pend_tsval[tail & (RTT_PENDING - 1)] = tsval;
-			me->pend_tsval_ns[tail & (RTT_PENDING - 1)] = leaves;
-			barrier();
-			me->ts_tail = tail + 1;
-		} else {
-			count(port, INTCC_FP_RTT_PENDING_FULL, 1);
+			ring_put(&me->ts_tail, me->pend_tsval, me->pend_tsval_ns, tsval, leaves);
 		}
 	}
-	if (!other)
-		return;
-	__u32 head = other->ts_head, tail = other->ts_tail;
-	for (int i = 0; i < RTT_PENDING && head != tail; i++) {
-		__u32 k = head & (RTT_PENDING - 1);
-		__u32 pending = other->pend_tsval[k];
-		if (tsecr == pending) {
-			rtt_min(&other->ts_min_ns, now, other->pend_tsval_ns[k]);
-			other->ts_samples++;
-			count(port, INTCC_FP_RTT_TS_SAMPLES, 1);
-			head++;
-			break;
-		}
-		if (!seq_after(tsecr, pending))
-			break;               /* newer than the echo: still on its way */
-		head++;                      /* older: echoed late or never */
+	if (other && ring_answer(&other->ts_head, other->ts_tail, other->pend_tsval, other->pend_tsval_ns, tsecr,
+				 &other->ts_min_ns, now)) {
+		other->ts_samples++;
+		count(port, INTCC_FP_RTT_TS_SAMPLES, 1);
 	}
-	other->ts_head = head;
 }
 
 struct sep_stamp {
