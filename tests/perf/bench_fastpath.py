@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import struct
 import subprocess
 
@@ -23,7 +22,7 @@ from experiments.testbed.teardown import teardown
 from experiments.testbed.topo import load_topo
 from int_node import ioam
 from tests.integration.tbutil import TOPO_DIR
-from tests.perf import answer_help
+from tests.perf import answer_help, rate_round_medians
 from tests.perf.bench_forwarding import LATENCY_RATES, _kernel_forwarding, measure_latency, measure_rate
 
 RATE_ROUNDS = 3
@@ -120,13 +119,7 @@ def summarize(r: dict) -> dict:
     """One path's rounds and latency, as ratios to the kernel beside it."""
     rounds = r["rounds"]
     lat_f, lat_k = r["latency"]["fast path"], r["latency"]["kernel"]
-    s = {"pps_ratio_median": statistics.median(x["pps_ratio"] for x in rounds),
-         "pps_ratio_min": min(x["pps_ratio"] for x in rounds),
-         "tcp_ratio_median": statistics.median(x["tcp_ratio"] for x in rounds),
-         "fast_path_udp_pps_median": statistics.median(x["fast_path"]["udp_rx_pps"] for x in rounds),
-         "kernel_udp_pps_median": statistics.median(x["kernel"]["udp_rx_pps"] for x in rounds),
-         "fast_path_tcp_mbps_median": statistics.median(x["fast_path"]["tcp_mbps"] for x in rounds),
-         "kernel_tcp_mbps_median": statistics.median(x["kernel"]["tcp_mbps"] for x in rounds)}
+    s = rate_round_medians(rounds, ("fast_path", "kernel"))
     for hz, _ in LATENCY_RATES:
         for q in ("p50", "p99"):
             s[f"added_one_way_us_{q}_{hz}hz"] = (lat_f[f"rtt_us_{q}_{hz}hz"] - lat_k[f"rtt_us_{q}_{hz}hz"]) / 2

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 
 from experiments.testbed.bed import Testbed
 from experiments.testbed.teardown import teardown
 from experiments.testbed.topo import load_topo
 from tests.integration.tbutil import TOPO_DIR
-from tests.perf import answer_help
+from tests.perf import answer_help, rate_round_medians
 from tests.perf.bench_forwarding import measure_rate
 
 RATE_ROUNDS = 5
@@ -71,14 +70,7 @@ def run_benchmark(rounds: int = RATE_ROUNDS) -> dict:
 
 
 def summarize(r: dict) -> dict:
-    rounds = r["rounds"]
-    return {"pps_ratio_median": statistics.median(x["pps_ratio"] for x in rounds),
-            "pps_ratio_min": min(x["pps_ratio"] for x in rounds),
-            "tcp_ratio_median": statistics.median(x["tcp_ratio"] for x in rounds),
-            "single_udp_pps_median": statistics.median(x["single"]["udp_rx_pps"] for x in rounds),
-            "separated_udp_pps_median": statistics.median(x["separated"]["udp_rx_pps"] for x in rounds),
-            "single_tcp_mbps_median": statistics.median(x["single"]["tcp_mbps"] for x in rounds),
-            "separated_tcp_mbps_median": statistics.median(x["separated"]["tcp_mbps"] for x in rounds)}
+    return rate_round_medians(r["rounds"], ("single", "separated"))
 
 
 def report(r: dict) -> str:
