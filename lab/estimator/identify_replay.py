@@ -153,7 +153,9 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR) -> d
             "posterior_at": {str(c): v for c, v in posterior_at.items()},
             "stages_at": {str(c): v for c, v in stages_at.items()}, "final_verdict": idf.verdict(),
             "final_best": best, "final_posterior": round(post, 3),
-            "stages": {k: [round(float(np.median(v)), 3), len(v)] for k, v in stages.items()}}
+            "stages": {k: [round(float(np.median(v)), 3), len(v)] for k, v in stages.items()},
+            # each stage's evidence in the test at the end (log-likelihoods, clamped)
+            "stage_loglik": {st: {h: round(v, 3) for h, v in ll.items()} for st, ll in idf.test.stages.items()}}
 
 
 def main(argv=None) -> int:
