@@ -58,10 +58,10 @@ def summary(rows) -> dict:
             post = r["posterior_at"].get(c)
             if post is None or max(post.values()) - min(post.values()) < 1e-6:
                 none += 1
-            elif max(post, key=post.get) == r["truth"]:
+            elif post[r["truth"]] == max(post.values()) and sum(v == max(post.values()) for v in post.values()) == 1:
                 right += 1
             else:
-                wrong += 1
+                wrong += 1              # a tie at the top counts wrong, as identify_table's
         s[f"best_{c}s"] = [right, wrong, none]
     within3 = within8 = wrong_first = 0
     for r in rows:
@@ -87,7 +87,7 @@ def table(paths) -> str:
     for p in paths:
         with open(p) as f:
             d = json.load(f)
-        s = d["summary"]
+        s = summary(d["runs"])        # from the runs, as this version counts
         name = ", ".join(f"{k}={v}" for k, v in d["sets"]) or "as shipped"
         lines.append(f"| {name} | {s['runs']} | " + "; ".join("/".join(map(str, s[f'best_{c}s'])) for c in CHECKS_S)
                      + f" | {s['commit_right_3s']} / {s['commit_right_8s']} | {s['wrong_first_commits']} | "
