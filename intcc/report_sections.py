@@ -506,6 +506,13 @@ def _separation_more_headline() -> str:
             f"{r['change_pct']:+.1f} % with {r['cca'].upper()} (CI {r['change_ci_pct'][0]:+.1f} to "
             f"{r['change_ci_pct'][1]:+.1f} %)" for r in table)
             + " (the paper: −20 %)" + ("; it moves between RTT quartiles instead." if flat else "."))
+    fast_paths = _glob(SEPARATION_FASTPATH_BENCH)
+    if fast_paths:
+        f = _load(fast_paths[-1])["summary"]
+        python = _glob(SEPARATION_BENCH)
+        in_python = f"; the Python node {_load(python[-1])['forwarding']['ratio']:.2f}×" if python else ""
+        out += (f" On a node's tc BPF fast path a port with 4 separated queues forwards {f['pps_ratio_median']:.2f}× "
+                f"the packets of one queue (the target: ≥ 0.85×{in_python}).")
     return out
 
 
