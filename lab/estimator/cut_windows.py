@@ -10,9 +10,7 @@ the recovery and regrowth that comes from.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import os
 from collections import defaultdict
 from multiprocessing import Pool
 
@@ -21,7 +19,7 @@ import numpy as np
 from estimator.identify.identifier import Identifier
 from estimator.identify.bottleneck import BIN_S
 from experiments.runs.telemetry_record import read_records
-from lab.estimator.identify_replay import flow1_id, ACCESS_DELAY_MS
+from lab.estimator.identify_replay import ACCESS_DELAY_MS, flow1_id, recorded_runs
 
 #: (a, b): the window's mean over RTTs a..b after the loss; loss_cut reads (1, 3)
 SHIFTS = ((1, 3), (2, 4), (3, 5), (4, 6))
@@ -71,15 +69,7 @@ def main(argv=None) -> int:
     ap.add_argument("results", nargs="+")
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
-    jobs = []
-    for res in args.results:
-        with open(os.path.join(res, "summary.json")) as f:
-            recs = {r["run"]: r for r in json.load(f)["records"]}
-        for rd in sorted(glob.glob(os.path.join(res, "runs", "*"))):
-            n = os.path.basename(rd)
-            if n in recs and recs[n].get("algorithm", "mirror active") == "mirror active" \
-                    and os.path.exists(os.path.join(rd, "telemetry.jsonl.gz")):
-                jobs.append((rd, recs[n]))
+    jobs = recorded_runs(args.results, algorithm="mirror active")
     agg = defaultdict(lambda: defaultdict(list))
     with Pool(2) as pool:
         for r in pool.imap_unordered(job, jobs):

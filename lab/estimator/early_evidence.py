@@ -11,9 +11,7 @@ commit right within 3 s and 8 s, wrong first commits, and the best at the end.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import os
 import sys
 from multiprocessing import Pool
 
@@ -36,16 +34,8 @@ def _one(job):
 
 
 def jobs_of(results, sets):
-    out = []
-    for res in results:
-        with open(os.path.join(res, "summary.json")) as f:
-            records = {r["run"]: r for r in json.load(f)["records"]}
-        for run_dir in sorted(glob.glob(os.path.join(res, "runs", "*"))):
-            name = os.path.basename(run_dir)
-            if name in records and records[name].get("algorithm", "mirror active") == "mirror active" \
-                    and os.path.exists(os.path.join(run_dir, "telemetry.jsonl.gz")):
-                out.append((run_dir, records[name], sets))
-    return out
+    from lab.estimator.identify_replay import recorded_runs
+    return [(run_dir, record, sets) for run_dir, record in recorded_runs(results, algorithm="mirror active")]
 
 
 def summary(rows) -> dict:

@@ -158,22 +158,31 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR) -> d
             "stage_loglik": {st: {h: round(v, 3) for h, v in ll.items()} for st, ll in idf.test.stages.items()}}
 
 
+def recorded_runs(results, kept=("telemetry.jsonl.gz",), algorithm: str | None = None):
+    """(run directory, its summary record) of each run of the given results directories that
+    kept one of the files ``kept``, of ``algorithm`` only where given."""
+    out = []
+    for res in results:
+        with open(os.path.join(res, "summary.json")) as f:
+            records = {r["run"]: r for r in json.load(f)["records"]}
+        for run_dir in sorted(glob.glob(os.path.join(res, "runs", "*"))):
+            record = records.get(os.path.basename(run_dir))
+            if record is None or (algorithm and record.get("algorithm", algorithm) != algorithm):
+                continue
+            if any(os.path.exists(os.path.join(run_dir, f)) for f in kept):
+                out.append((run_dir, record))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="an 'intcc exp run' output directory with recorded telemetry")
     ap.add_argument("--json-out")
     ap.add_argument("--threshold", type=float, default=COMMIT_POSTERIOR, help="the posterior a commit needs (the agent's default)")
     args = ap.parse_args(argv)
-    rows = []
-    for res in args.results:
-        with open(os.path.join(res, "summary.json")) as f:
-            records = {r["run"]: r for r in json.load(f)["records"]}
-        for run_dir in sorted(glob.glob(os.path.join(res, "runs", "*"))):
-            name = os.path.basename(run_dir)
-            # a passive run is scored from its trace: its record may keep that alone
-            if name in records and any(os.path.exists(os.path.join(run_dir, f))
-                                       for f in ("telemetry.jsonl.gz", "trace.csv")):
-                rows.append(replay(run_dir, records[name], args.threshold))
+    # a passive run is scored from its trace: its record may keep that alone
+    rows = [replay(run_dir, record, args.threshold)
+            for run_dir, record in recorded_runs(args.results, ("telemetry.jsonl.gz", "trace.csv"))]
     right = wrong = final_right = 0
     for r in rows:
         if "error" in r:
