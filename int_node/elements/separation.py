@@ -272,6 +272,9 @@ class RTTSeparation(Element):
         #: where the queues are not these Queue elements (the fast path's kernel queues): a
         #: callable giving each queue's (depth in packets, drops)
         self.queue_stats = None
+        #: the weights of the queues with flows at the last round (a queue's share of the port
+        #: is its weight over this); None before the first round
+        self.active_weight = None
         self._pending: dict = {}            # flow key -> (class proposed, rounds in a row)
         self._rtt_us: dict = {}             # flow key -> its RTT at the last round
 
@@ -394,11 +397,11 @@ class RTTSeparation(Element):
         if udp_port is not None:
             weights[udp_port] = self.udp_weight
         self._sched.set_weights(weights)
-        if self.buffers != "stanford" or self._shaper is None:
-            return
         # DRR gives an empty queue's turn away: a queue's share of the port is its weight over
         # the weights of the queues that have flows, not over all K
-        total = sum(w for w, m in zip(weights, members) if m) or 1
+        total = self.active_weight = sum(w for w, m in zip(weights, members) if m) or 1
+        if self.buffers != "stanford" or self._shaper is None:
+            return
         for j, (q, m) in enumerate(zip(self._queues, members)):
             rtts = [self._rtt_us[k] for k in m if k in self._rtt_us]
             if j == udp_port or not rtts:

@@ -81,21 +81,13 @@ class SeparatedPort:
     # -- the maps --------------------------------------------------------------------------
     def write_port(self) -> None:
         p, split = self.p, self.p.split
-        members = self._members()
         weights = p.drr.weights
-        total = sum(w for w, m in zip(weights, members) if m) or sum(weights)
+        # before the loop's first round every queue counts: a share no queue can exceed
+        total = p.separation.active_weight or sum(weights)
         pad = [0] * (SEP_MAX_QUEUES - len(p.queues))
         value = _SEP.pack(split.long_bytes, split.long_age, len(p.queues), split.default, total, 0,
                           *weights, *pad, *[q.capacity for q in p.queues], *pad)
         self.fast.map_update("intcc_fp_sep", _U32.pack(p.index), value)
-
-    def _members(self) -> List[int]:
-        split = self.p.split
-        n = [0] * len(self.p.queues)
-        for key, q in split.table.items():
-            if key in split.tracked and q < len(n):
-                n[q] += 1
-        return n
 
     def before_round(self, now_ns: int) -> None:
         """The long flows the programs track (bytes, last packet) into the split, their RTTs into
