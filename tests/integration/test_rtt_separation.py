@@ -53,7 +53,7 @@ def test_on_the_fast_path_two_rtts_end_in_two_kernel_queues_stamped_and_timed_as
         assert "fast path on 2 ports" in open(tb.node_info("n1")["log"]).read()
         ping_ms = {host: min(ping_rtts_ms(tb, host, tb.addr("r"), count=10)) for host in PORTS}
         flows = [BackgroundFlow(tb, host, "r", "cubic", 8.0, 1.0, port=port) for host, port in PORTS.items()]
-        time.sleep(6.0)
+        _after_rounds(tb, "n1", "sepctl1", rounds=4, deadline_s=7.0)      # both flows long and placed
         ss_ms = {host: sender_min_rtt_us(tb, host, port) / 1e3 for host, port in PORTS.items()}
         assignments = tb.node_request("n1", {"cmd": "read", "element": "sepctl1", "handler": "assignments"})
         groups = tb.node_request("n1", {"cmd": "read", "element": "sepctl1", "handler": "groups"})
@@ -81,3 +81,18 @@ def test_on_the_fast_path_two_rtts_end_in_two_kernel_queues_stamped_and_timed_as
     assert by_port[5201]["queue"] in later[5201] and by_port[5202]["queue"] in later[5202], queues
     goodput = [o["end"]["sum_received"]["bits_per_second"] for o in outs]
     assert sum(goodput) ** 2 / (2 * sum(g * g for g in goodput)) >= 0.9, goodput    # Jain of the two
+
+
+def _after_rounds(tb, node: str, element: str, rounds: int, deadline_s: float) -> None:
+    """Wait until the control loop has run ``rounds`` rounds with both flows placed in its
+    table (their minima read over them), or the deadline passed (the assertions then say what
+    was missing)."""
+    until, first = time.monotonic() + deadline_s, None
+    while time.monotonic() < until:
+        value = tb.node_request(node, {"cmd": "read", "element": element, "handler": "assignments"}).get("value") or {}
+        done = tb.counters(node)[element]["rounds"]
+        if {a["flow"][4] for a in value.values()} >= set(PORTS.values()):
+            first = done if first is None else first
+            if done - first >= rounds:
+                return
+        time.sleep(0.2)          # a poll: the loop runs once a second
