@@ -102,25 +102,31 @@ def _per_class(m: dict) -> str:
     return ", ".join(f"{c} {v:.2f}" for c, v in m["f1"].items())
 
 
+def _results(records: list[dict]):
+    """(trained on, scored on, sub-interval in ms, its results) of every record's intervals."""
+    for rec in records:
+        train, test = _data_names(rec)
+        for ms, r in rec["results"].items():
+            yield train, test, ms, r
+
+
 def flight_table(records: list[dict]) -> list[str]:
     """The records written with --flight: each model's macro F1 with its CI and F1 per class,
     and the paired differences, one row per model."""
     rows = ["| trained on | scored on (flows) | sub-interval | inputs, scaling | macro F1 (95 % CI) | paired against | "
             "difference (95 % CI) | F1 per class | control: shuffled labels |",
             "|---|---|---|---|---|---|---|---|---|"]
-    for rec in records:
-        train, test = _data_names(rec)
-        for ms, r in rec["results"].items():
-            for name in [*FLIGHT_INPUTS, *SCALED, *IN_ROUND_TRIPS]:
-                if name not in r:
-                    continue
-                m = r[name]
-                base = next((b for better, b in PAIRS if better == name and f"{better} - {b}" in r), None)
-                diff = r[f"{name} - {base}"] if base else None
-                label = NAMES.get(name, name)
-                rows.append(f"| {train} | {test} ({r['test_flows']}) | {int(ms) / 1000:g} s | {label} | {_with_ci(m)} | "
-                            f"{NAMES.get(base, base) if base else '–'} | {_signed_with_ci(diff) if diff else '–'} | "
-                            f"{_per_class(m)} | {r['control: shuffled labels']['macro_f1']:.2f} |")
+    for train, test, ms, r in _results(records):
+        for name in [*FLIGHT_INPUTS, *SCALED, *IN_ROUND_TRIPS]:
+            if name not in r:
+                continue
+            m = r[name]
+            base = next((b for better, b in PAIRS if better == name and f"{better} - {b}" in r), None)
+            diff = r[f"{name} - {base}"] if base else None
+            label = NAMES.get(name, name)
+            rows.append(f"| {train} | {test} ({r['test_flows']}) | {int(ms) / 1000:g} s | {label} | {_with_ci(m)} | "
+                        f"{NAMES.get(base, base) if base else '–'} | {_signed_with_ci(diff) if diff else '–'} | "
+                        f"{_per_class(m)} | {r['control: shuffled labels']['macro_f1']:.2f} |")
     return rows
 
 
@@ -128,13 +134,11 @@ def table(records: list[dict]) -> list[str]:
     rows = ["| trained on | scored on (flows) | sub-interval | Dragonfly (95 % CI) | throughput only | "
             "Dragonfly - throughput, paired | F1 per class (Dragonfly) | control: shuffled labels |",
             "|---|---|---|---|---|---|---|---|"]
-    for rec in records:
-        train, test = _data_names(rec)
-        for ms, r in rec["results"].items():
-            d, t, diff = r["dragonfly"], r["throughput only"], r["dragonfly - throughput only"]
-            rows.append(f"| {train} | {test} ({r['test_flows']}) | {int(ms) / 1000:g} s | {_with_ci(d)} | "
-                        f"{t['macro_f1']:.2f} | {_signed_with_ci(diff)} | {_per_class(d)} | "
-                        f"{r['control: shuffled labels']['macro_f1']:.2f} |")
+    for train, test, ms, r in _results(records):
+        d, t, diff = r["dragonfly"], r["throughput only"], r["dragonfly - throughput only"]
+        rows.append(f"| {train} | {test} ({r['test_flows']}) | {int(ms) / 1000:g} s | {_with_ci(d)} | "
+                    f"{t['macro_f1']:.2f} | {_signed_with_ci(diff)} | {_per_class(d)} | "
+                    f"{r['control: shuffled labels']['macro_f1']:.2f} |")
     return rows
 
 
