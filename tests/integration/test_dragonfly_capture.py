@@ -22,7 +22,9 @@ def test_cbiq_from_sequence_numbers_follows_the_queues_own_count(tmp_path):
     got = read_slots(str(tmp_path / "runs" / rec["run"]))
     assert got["slot_ns"] == 1_000_000 and got["missed_takes"] == 0
     (table,) = [t for name, t in got["tables"].items() if name.startswith("sw1/")]   # the bottleneck's egress
-    data = {f["flow"][4]: f for f in table.values() if len(f["in"]) > 1000}
+    # the data connections, not iperf3's control ones (~10 slots); kernel bbr beside cubic in a
+    # 4 BDP buffer gets packets in 1,030-1,340 of the 6,000 slots (measured), cubic 2,300-2,700
+    data = {f["flow"][4]: f for f in table.values() if len(f["in"]) > 500}
     assert {5201, 5202} <= set(data), sorted((f["flow"][4], len(f["in"])) for f in table.values())
     for port in (5201, 5202):
         f = data[port]
@@ -35,7 +37,7 @@ def test_cbiq_from_sequence_numbers_follows_the_queues_own_count(tmp_path):
         both = ~np.isnan(cbiq) & ~np.isnan(frames)
         err_pkts = np.abs(cbiq[both] / PAYLOAD_BYTES - frames[both])
         # whole packets on both sides: measured median 0-1, 90th percentile 1-2, 99th 2-4 packets
-        assert both.sum() > 1000 and np.median(err_pkts) <= 1.0 and np.percentile(err_pkts, 90) <= 2.0, \
+        assert both.sum() > 500 and np.median(err_pkts) <= 1.0 and np.percentile(err_pkts, 90) <= 2.0, \
             (port, np.percentile(err_pkts, [50, 90, 99]))
         assert np.nanmax(frames) > 5          # the queue held packets of this flow: a test of something
         flight = flight_bytes(inseq, per_slot(f["ack"], first, n)[0])

@@ -16,8 +16,8 @@ def test_the_quick_fairness_scenario_gives_d_harm_and_plots(tmp_path):
     # and "not used" run kernel flows, as every kernel competitor here does, and pick flow 1's
     # CCA as "oracle ccp" and the scenario's unit tests do)
     modes = ("oracle ccp", "mirror int w1", "mirror int w50 late")
-    # 14 s runs (the quick setting's 20 s trimmed for the suite's time): the late competitor still runs 4 s
-    res = CliRunner().invoke(exp_group, ["run", "fairness_switching", "--quick", "--seed", "11", "--seconds", "14",
+    # 12 s runs (the quick setting's 20 s trimmed for the suite's time): the late competitor still runs 2 s
+    res = CliRunner().invoke(exp_group, ["run", "fairness_switching", "--quick", "--seed", "11", "--seconds", "12",
                                          "--out", str(out)]
                              + [a for m in modes for a in ("--algorithm", m)])
     assert res.exit_code == 0, res.output
