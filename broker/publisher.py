@@ -63,6 +63,9 @@ class MqttExporter(Exporter):
         self._thread = threading.Thread(target=self._sender, name="intcc-mqtt-sender", daemon=True)
         self._thread.start()
 
+    def use_flow_rtt(self, rtt_us):
+        self.telemetry.flow_rtt_us = rtt_us        # each top_flows entry gets its flow's round trip
+
     # -- packet path -------------------------------------------------------------------
     def export(self, flow_key, trace_raw, e2e_raw, sink_ns):
         pubs = self.telemetry.on_packet(flow_key, trace_raw, e2e_raw, sink_ns)

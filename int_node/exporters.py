@@ -45,6 +45,9 @@ class Exporter:
     def close(self) -> None:
         pass
 
+    def use_flow_rtt(self, rtt_us: Callable[[bytes], "float | None"]) -> None:
+        """The node's per-flow round trips (FlowRTT.rtt_us), for exporters that publish them."""
+
     def counters(self) -> Dict[str, int]:
         return {"exported": self.exported, "export_errors": self.export_errors}
 

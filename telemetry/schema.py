@@ -165,12 +165,15 @@ TOP_FLOWS_MAX = 8
 
 def _top_flows(v):
     if not isinstance(v, list) or len(v) > TOP_FLOWS_MAX:
-        return f"must be a list of at most {TOP_FLOWS_MAX} [flow_id, packets, lost, proto] entries"
+        return f"must be a list of at most {TOP_FLOWS_MAX} [flow_id, packets, lost, proto(, rtt_us)] entries"
     for e in v:
-        # [flow_id, packets] from a sink before the losses were added, [.., lost] before the protocol
-        if not isinstance(e, list) or len(e) not in (2, 3, 4) or _flow_id(e[0]) or any(_int(0)(x) for x in e[1:]) \
-                or (len(e) == 4 and e[3] > 255):
-            return "must hold [flow_id (16 hex digits), packets, lost (integers >= 0), proto (0-255)] entries"
+        # [flow_id, packets] from a sink before the losses were added, [.., lost] before the protocol;
+        # [.., rtt_us] (null: not measured yet) from a sink whose node measures round trips
+        if not isinstance(e, list) or len(e) not in (2, 3, 4, 5) or _flow_id(e[0]) \
+                or any(_int(0)(x) for x in e[1:4]) or (len(e) >= 4 and e[3] > 255) \
+                or (len(e) == 5 and e[4] is not None and _int(0)(e[4])):
+            return ("must hold [flow_id (16 hex digits), packets, lost (integers >= 0), proto (0-255)"
+                    "[, rtt_us (integer >= 0 or null)]] entries")
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 from operator import itemgetter
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from int_node import ioam_decode
 from int_node.ioam import RECONFIG_NEXT_NONE, RECONFIG_ON_CIRCUIT
@@ -128,6 +128,10 @@ class SinkTelemetry:
         self._hop_flow_lost: Dict[int, Dict[str, int]] = {}
         # each known flow's IP protocol, for its top_flows entries (UDP has no CCA to estimate)
         self._proto_of: Dict[str, int] = {}
+        #: the node's per-flow round trips (int_node FlowRTT.rtt_us: flow key -> us or None),
+        #: where the sink's node measures them: each top_flows entry then ends with its flow's
+        self.flow_rtt_us: Optional[Callable[[bytes], Optional[float]]] = None
+        self._key_of: Dict[str, bytes] = {}
         self._swept_ns = 0
         self.counters = {"packets": 0, "decode_errors": 0, "flow_records": 0, "hop_records": 0,
                          "flows_evicted": 0, "no_e2e": 0}
@@ -195,8 +199,14 @@ class SinkTelemetry:
                 top = heapq.nlargest(TOP_FLOWS_MAX, seen.items(), key=itemgetter(1))
                 self._hop_flow_pkts[n.node_id] = {}
                 lost = self._hop_flow_lost.pop(n.node_id, {})
+                entries = [[fid, k, lost.get(fid, 0), self._proto_of.get(fid, 0)] for fid, k in top]
+                if self.flow_rtt_us is not None:
+                    for e in entries:
+                        key = self._key_of.get(e[0])
+                        rtt_us = self.flow_rtt_us(key) if key is not None else None
+                        e.append(None if rtt_us is None else int(round(rtt_us)))
                 rec = HopRecord(**vars(hop_state(n)), interval_ms=(now_ns - last_ns) / 1e6 if last_ns else None,
-                                top_flows=[[fid, k, lost.get(fid, 0), self._proto_of.get(fid, 0)] for fid, k in top])
+                                top_flows=entries)
                 out.append((hop_topic(rec.node_id), encode(rec)))
                 c["hop_records"] += 1
         if now_ns - self._swept_ns > 1_000_000_000:
@@ -207,10 +217,13 @@ class SinkTelemetry:
         f = self.flows.get(key)
         if f is None:
             if len(self.flows) >= self.max_flows:
-                self._proto_of.pop(self.flows.popitem(last=False)[1].flow_id, None)
+                gone = self.flows.popitem(last=False)[1].flow_id
+                self._proto_of.pop(gone, None)
+                self._key_of.pop(gone, None)
                 self.counters["flows_evicted"] += 1
             f = self.flows[key] = _Flow(key, now_ns, self.reorder_pkts)
             self._proto_of[f.flow_id] = f.tuple[2]
+            self._key_of[f.flow_id] = key
         else:
             self.flows.move_to_end(key)
         return f
@@ -223,6 +236,7 @@ class SinkTelemetry:
                 break
             del self.flows[key]
             self._proto_of.pop(f.flow_id, None)
+            self._key_of.pop(f.flow_id, None)
 
     def _flow_record(self, f: _Flow, now_ns: int, reason: str) -> Publication:
         t = f.tracker

@@ -179,7 +179,8 @@ def node_config(topo: Topo, node: str, ifaces: List[Iface], exporter: str = "non
             transit = f"tr{i} :: INTTransit(node_id {info['node_id']}, {', '.join(refs)}{ns_arg})"
         sink = None
         if topo.is_host(f.peer) and "sink" in roles:
-            sink = f'sink{i} :: INTSink(exporter "{exporter}")'
+            # the node's per-flow RTTs go out with the hop records: senders read their competitors'
+            sink = f'sink{i} :: INTSink(exporter "{exporter}"{", rtt rtt" if flow_rtt else ""})'
             if mirror:
                 # A copy of each packet as it reached the sink, stamped by every hop.
                 sink = f"mir{i} :: Tee -> {sink}"

@@ -21,6 +21,7 @@ from ..packet import (IP6_HLIM_OFF, IP6_NH_OFF, IP6_PAYLOAD_OFF, NH_HOPOPTS, flo
 from ..units import parse_nonneg_int, parse_pos_int
 from .devices import STATS_EVERY_NS, FromDevice, ToDevice
 from .queues import FlowMeter, Queue
+from .rtt import FlowRTT
 
 log = logging.getLogger("intcc.node")
 
@@ -228,8 +229,10 @@ class INTSink(Element):
     """Removes the INT headers, restoring the original packet exactly, and hands
     the telemetry to an exporter (``exporter jsonl:PATH``; default ``none``).
     Packets without INT pass untouched (``no_int``); packets whose headers are
-    inconsistent are dropped (``malformed``)."""
-    ARGS = (Arg("exporter", str, "none"),)
+    inconsistent are dropped (``malformed``). ``rtt NAME``: the node's FlowRTT table,
+    whose per-flow round trips the exporter publishes with each flow (the MQTT sink's
+    hop records: a sender reads its competitors' RTTs, which its own ACKs cannot tell)."""
+    ARGS = (Arg("exporter", str, "none"), Arg("rtt", str, ""))
     counter_names = ("stripped", "no_int", "malformed")
 
     def initialize(self):
@@ -237,6 +240,8 @@ class INTSink(Element):
             self._exporter = make_exporter(self.exporter)
         except (ValueError, OSError) as exc:
             raise ConfigError(f"{self.name}: {exc}") from None
+        if self.rtt:
+            self._exporter.use_flow_rtt(self.router.find(self.rtt, FlowRTT, user=f"INTSink {self.name}").rtt_us)
 
     def counters(self):
         c = super().counters()

@@ -37,10 +37,11 @@ def test_hop_record_roundtrip():
 
 def test_top_flows_carry_each_flows_protocol_and_older_sinks_entries_still_decode():
     fid = "0123456789abcdef"
-    for entry in ([fid, 9, 1, 17], [fid, 9, 1], [fid, 9]):         # now, with losses, before them
+    # with the RTT the sink's node measured (or not yet), now, with losses, before them
+    for entry in ([fid, 9, 1, 6, 41000], [fid, 9, 1, 6, None], [fid, 9, 1, 17], [fid, 9, 1], [fid, 9]):
         rec = HopRecord(**HOP, interval_ms=10.0, top_flows=[entry])
         assert decode(encode(rec), hop_topic(3)).top_flows == [entry]
-    for bad in ([fid, 9, 1, 300], [fid, 9, 1, 6, 0], [fid, 9, 1, -6]):
+    for bad in ([fid, 9, 1, 300], [fid, 9, 1, 6, -1], [fid, 9, 1, 6, 2.5], [fid, 9, 1, 6, 0, 0], [fid, 9, 1, -6]):
         with pytest.raises(SchemaError, match="proto"):
             decode(encode(HopRecord(**HOP, interval_ms=10.0, top_flows=[bad])), hop_topic(3))
 

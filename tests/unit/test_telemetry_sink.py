@@ -129,6 +129,27 @@ def test_hop_records_name_the_busiest_flows_through_the_node_since_the_last():
     assert all(0.8 * final[fid] <= in_hops[fid] <= final[fid] for fid in ids), (in_hops, final)   # 10 of 120 ms
 
 
+def test_where_the_sinks_node_measures_round_trips_each_hop_record_entry_ends_with_its_flows():
+    def pkt(i, sport):
+        f = ioam.insert_int(ipv6_frame(200, nh=6, sport=sport), 2, i, 1_700_000_000 * 10**9)
+        off = ioam.find_trace(f)
+        for node in (1, 2):
+            ioam.stamp_default(f, off, 63, node, 1, 2, 1_700_000_000 * 10**9, 1000, 0, 0, -128, 0xFF, 1, 65000, 0,
+                               0, 800, 150_000)
+        s = ioam.strip_int(f)
+        return flow_key(s.frame), s.trace_raw, s.e2e_raw
+    pkts = [pkt(i, sport) for i, sport in enumerate([1000, 2000] * 300)]
+    measured = {pkts[0][0]: 41234.4}                     # the first flow's RTT is known, the other's not yet
+    tel = SinkTelemetry(period_ms=10)
+    tel.flow_rtt_us = measured.get
+    hops = [r for _, r in run(tel, pkts) if r.type == "hop"]
+    assert len(hops) > 5 and all(len(h.top_flows) == 2 for h in hops[2:])
+    by_sport = {e[0]: e[4] for h in hops for e in h.top_flows}
+    assert sorted(by_sport.values(), key=str) == [41234, None]
+    # without a node that measures, the entries are as before
+    assert all(len(e) == 4 for _, r in run(SinkTelemetry(period_ms=10), pkts) if r.type == "hop" for e in r.top_flows)
+
+
 def test_the_estimators_offline_record_stream_is_cut_where_the_sink_publishes():
     """Training cuts a flow's per-packet series into records by the sink's own rule: on
     the same packet times (irregular gaps, bursts) the rows it keeps are the packets the

@@ -230,6 +230,10 @@ def test_a_node_may_measure_every_flows_rtt_at_each_ingress():
         taps = [e for e in r.elements.values() if type(e).__name__ == "RTTTap"]
         ifaces = [e for e in r.elements.values() if type(e).__name__ == "FromDevice"]
         assert len(tables) == 1 and len(taps) == len(ifaces), node
+        # a sink publishes each flow's RTT with its hop records (a sender reads its competitors')
+        assert all(e.rtt == tables[0].name for e in r.elements.values() if type(e).__name__ == "INTSink"), node
+    assert sum(type(e).__name__ == "INTSink" for r in plain.values() for e in r.elements.values()) == 2
+    assert all(e.rtt == "" for r in plain.values() for e in r.elements.values() if type(e).__name__ == "INTSink")
     with pytest.raises(TopologyError, match="flow_rtt must be true or false"):
         load_topo(os.path.join(TOPO_DIR, "dumbbell.toml"), {"flow_rtt": 3})
 
