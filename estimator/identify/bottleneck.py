@@ -51,6 +51,8 @@ class Series:
     busy_pps: float | None = None      # the port's packet rate measured while it had a queue
     other: np.ndarray | None = None    # packets of flows that are not TCP (UDP) per bin
     tcp_rest: np.ndarray | None = None   # packets of TCP flows not (yet) named competitors per bin
+    #: each competitor's least round trip the sink's node measured (FlowRTT), s; NaN: not told
+    comp_rtt_s: np.ndarray | None = None
     _queued: np.ndarray | None = field(default=None, repr=False, compare=False)   # comp_queued's
 
     @property
@@ -94,14 +96,18 @@ class Series:
         self._queued = queued
         return queued
 
-    def comp_window(self, base_rtt_s: float) -> np.ndarray:
+    def comp_window(self, base_rtt_s) -> np.ndarray:
         """Each competitor's window as the bottleneck sees it, (F, N) packets: those on the
-        way (its rate over an RTT around the bin, times the base RTT) and those queued
+        way (its rate over an RTT around the bin, times its base RTT) and those queued
         (comp_queued). A window-limited sender's is its congestion window, whatever share
-        of the port this flow's pulses leave it: where its rate falls, its queue grows."""
-        k = max(1, int(round(base_rtt_s / BIN_S)))
-        rate = np.array([moving_mean(c, k) for c in self.comp]).reshape(self.comp.shape) / BIN_S
-        return rate * base_rtt_s + self.comp_queued()
+        of the port this flow's pulses leave it: where its rate falls, its queue grows.
+        ``base_rtt_s``: one for all, or each competitor's (F,): read in a shorter RTT than
+        its own, a competitor's window is its queued packets and only part of those on the
+        way (0.8 of its kernel's packets in flight at 1.8-2.5 times flow 1's RTT, 0.97-1.0
+        in its own; lab/estimator/window_truth.py)."""
+        base = np.broadcast_to(np.asarray(base_rtt_s, dtype=float), (self.comp.shape[0],))
+        rate = np.array([moving_mean(c, max(1, int(round(b / BIN_S)))) for c, b in zip(self.comp, base)])
+        return rate.reshape(self.comp.shape) / BIN_S * base[:, None] + self.comp_queued()
 
     def others(self) -> np.ndarray:
         """Every other flow's packets per bin, TCP or not."""
@@ -130,6 +136,7 @@ class NodeRecords:
         self.rows: deque = deque()
         self.not_tcp_entries = 0
         self.capacity_pkts = 0.0
+        self.rtt_s: dict = {}        # flow id -> its least RTT the sink's node measured, as last told
 
     def add(self, rec) -> bool:
         if not rec.top_flows or not rec.interval_ms:
@@ -141,6 +148,8 @@ class NodeRecords:
                 not_tcp += e[1]
                 continue
             flows[e[0]] = (e[1], e[2] if len(e) > 2 else 0)
+            if len(e) > 4 and e[4]:
+                self.rtt_s[e[0]] = e[4] / 1e6
         t = rec.ts_ns * 1e-9
         if rec.queue_capacity_bytes:       # a slot per packet (int_node Queue.advertised_depth_bytes)
             self.capacity_pkts = rec.queue_capacity_bytes * (rec.queue_depth_pkts / rec.queue_depth_bytes) \
@@ -226,7 +235,8 @@ class NodeRecords:
                     tcp_rest[k] += packets
         qp = _carried(qp)
         return Series(t0, own, comp, lost, ids, qp, self.port_bps(), float(self.capacity_pkts),
-                      _busy_pps(own + comp.sum(axis=0) + other + tcp_rest, qp), other, tcp_rest)
+                      _busy_pps(own + comp.sum(axis=0) + other + tcp_rest, qp), other, tcp_rest,
+                      comp_rtt_s=np.array([self.rtt_s.get(f, np.nan) for f in ids], dtype=float))
 
 
 def _busy_pps(departed: np.ndarray, queue_pkts: np.ndarray) -> float | None:

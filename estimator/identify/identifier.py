@@ -36,8 +36,11 @@ NEW_TCP_PKTS = 10
 
 class Identifier:
     def __init__(self, own_flow_id: str, base_rtt_s: float | None = None, threshold: float = COMMIT_POSTERIOR,
-                 keep_s: float = 60.0, probe_period_rtts: float = 8.0):
+                 keep_s: float = 60.0, probe_period_rtts: float = 8.0, competitor_base_rtt_s: float | None = None):
         self.own_flow_id = own_flow_id
+        #: every competitor's base RTT where it is known otherwise (a replay's oracle, a test);
+        #: None: each one's as the sink's node measured it, else this flow's
+        self.competitor_base_rtt_s = competitor_base_rtt_s
         self.probe_period_rtts = probe_period_rtts      # the probe's (ccp_algs/probe.py period_rtts)
         self.base_rtt_s = base_rtt_s
         self.test = SequentialTest(threshold)
@@ -125,6 +128,24 @@ class Identifier:
             added.append(self._probe_rtt(s))
         return added
 
+    def comp_base_rtts(self, s) -> np.ndarray:
+        """Each competitor's base RTT (F,), s: its least round trip the sink's node measured
+        less the least queueing delay at the bottleneck since its first packet there (every
+        sample of its waited at least that long), else this flow's base RTT. A competitor's
+        round trips set when it learns of a loss and how far its window reaches beyond the
+        queue (Series.comp_window); its access links may be longer than this flow's."""
+        if self.competitor_base_rtt_s is not None:
+            return np.full(s.comp.shape[0], float(self.competitor_base_rtt_s))
+        out = np.full(s.comp.shape[0], float(self.base_rtt_s))
+        if s.comp_rtt_s is None:
+            return out
+        delay = s.queue_delay_s()
+        for f, rtt_s in enumerate(s.comp_rtt_s):
+            sent = np.flatnonzero(s.comp[f] > 0)
+            if np.isfinite(rtt_s) and sent.size:
+                out[f] = max(BIN_S, float(rtt_s) - float(delay[sent[0]:].min()))
+        return out
+
     def _forget(self) -> None:
         """The test and the stretches anew (the hop records kept)."""
         self.test = SequentialTest(self.test.threshold)
@@ -171,7 +192,7 @@ class Identifier:
             lost = np.flatnonzero(s.comp_lost[:, :lo].any(axis=0))
             earliest = max(self._stretch_first_bin(s), lost[-1] + settle + 1 if lost.size else 0)
             lo = max(min(lo, hi - int(round(TREND_RTTS * rtt_s / BIN_S))), min(lo, earliest))
-            window = queue_trend.window_pkts(s, lo, hi, self.base_rtt_s, period_bins)
+            window = queue_trend.window_pkts(s, lo, hi, self.comp_base_rtts(s), period_bins)
             g = queue_trend.slope_per_rtt(window, rtt_s, s.comp.shape[0])
             if g is not None:
                 # CUBIC's curve from its start where no loss gave it an old maximum yet
@@ -189,8 +210,8 @@ class Identifier:
         (probe_rtt.py) since their start, as the stage's evidence: replaced at each stretch."""
         first = max(self.competitor_since_s, s.t0_s)
         since = int(round((first - s.t0_s) / BIN_S))
-        rtt_bins = int(round(self.base_rtt_s / BIN_S))
-        windows = s.comp_window(self.base_rtt_s)
+        bases = self.comp_base_rtts(s)
+        windows = s.comp_window(bases)
         follow = eligible = count = 0
         spans = []
         for f in range(s.comp.shape[0]):
@@ -198,7 +219,8 @@ class Identifier:
             if not sent.size:
                 continue
             found = [d for d, _ in probe_rtt.dips(s.comp[f], since)]
-            must = probe_rtt.must_dip_windows(s.queue_pkts, s.comp[f], windows[f], since + int(sent[0]), rtt_bins, found)
+            must = probe_rtt.must_dip_windows(s.queue_pkts, s.comp[f], windows[f], since + int(sent[0]),
+                                              int(round(bases[f] / BIN_S)), found)
             follow, eligible, count = follow + sum(hit for *_, hit in must), eligible + len(must), count + len(found)
             spans += [hi - lo for lo, hi, _ in must]
         watched_s = max(0.0, s.t0_s + s.n * BIN_S - probe_rtt.RECOVER_S - first) * s.comp.shape[0]
@@ -213,17 +235,17 @@ class Identifier:
         """How the competitors' slow starts ended (slow_start.py), once each is decided: the
         stage's evidence from those agreeing, replaced as more decide."""
         decided = False
+        bases = self.comp_base_rtts(s)
         for f, fid in enumerate(s.comp_ids):
             if fid not in self._slow_start_outcomes:
-                what, at = slow_start.outcome(s, f, self.base_rtt_s)
+                what, at = slow_start.outcome(s, f, float(bases[f]))
                 if what is not None:
                     self._slow_start_outcomes[fid] = what
                     decided = True
                 if what == "held":        # where it left slow start: FLAT_RTTS before it was read flat
-                    rtt_bins = max(1, int(round((self.base_rtt_s + s.queue_delay_s()[at]) / BIN_S)))
+                    rtt_bins = max(1, int(round((bases[f] + s.queue_delay_s()[at]) / BIN_S)))
                     exit_bin = max(0, at - int(slow_start.FLAT_RTTS * rtt_bins))
-                    self._slow_start_exit[fid] = (s.t0_s + exit_bin * BIN_S,
-                                                  float(s.comp_window(self.base_rtt_s)[f][exit_bin]))
+                    self._slow_start_exit[fid] = (s.t0_s + exit_bin * BIN_S, float(s.comp_window(bases)[f][exit_bin]))
         if not decided:
             return []
         what = slow_start.combined(self._slow_start_outcomes.values())
@@ -265,12 +287,13 @@ class Identifier:
 
     def _loss_cuts(self, s, rtt_s: float) -> list[Evidence]:
         out = []
-        rtt_bins = np.round((self.base_rtt_s + s.queue_delay_s()) / BIN_S).astype(int)
-        windows = s.comp_window(self.base_rtt_s)
+        bases = self.comp_base_rtts(s)
+        windows = s.comp_window(bases)
         for f, fid in enumerate(s.comp_ids):
             lost_bins = np.flatnonzero(s.comp_lost[f] > 0)
             if lost_bins.size and fid not in self._loss_read_s:
                 self._loss_read_s[fid] = s.t0_s + lost_bins[0] * BIN_S
+            rtt_bins = np.round((bases[f] + s.queue_delay_s()) / BIN_S).astype(int)     # its RTT: when it learns
             for k, cut, err in loss_cut.loss_cut_events(s.comp[f], s.comp_lost[f], rtt_bins, windows[f]):
                 t = s.t0_s + k * BIN_S
                 if t <= self._loss_read_s.get(fid, float("inf")) + BIN_S:

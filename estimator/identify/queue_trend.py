@@ -70,7 +70,7 @@ def cubic_range(window_pkts: float | None, rtt_s: float | None, age_s: float | N
 MIN_BINS = 50                 # half a second of 10 ms bins
 
 
-def window_pkts(s, lo: int, hi: int, base_rtt_s: float, period_bins: int = 0) -> np.ndarray:
+def window_pkts(s, lo: int, hi: int, base_rtt_s, period_bins: int = 0) -> np.ndarray:
     """The competitors' window per bin of [lo, hi), in packets, as the bottleneck sees it:
     their packets on the way (their rate times the base RTT) plus those in the queue
     (Series.comp_queued), averaged over the RTT or ``period_bins`` (the probe's pulse

@@ -27,15 +27,15 @@ def _override(sets):
 
 
 def _one(job):
-    run_dir, record, sets = job
+    run_dir, record, sets, competitor_rtt = job
     _override(sets)
     from lab.estimator.identify_replay import replay
-    return replay(run_dir, record)
+    return replay(run_dir, record, competitor_rtt=competitor_rtt)
 
 
-def jobs_of(results, sets):
+def jobs_of(results, sets, competitor_rtt: str = "measured"):
     from lab.estimator.identify_replay import recorded_runs
-    return [(run_dir, record, sets) for run_dir, record in recorded_runs(results, algorithm="mirror active")]
+    return [(run_dir, record, sets, competitor_rtt) for run_dir, record in recorded_runs(results, algorithm="mirror active")]
 
 
 def summary(rows) -> dict:
@@ -90,6 +90,8 @@ def main(argv=None) -> int:
     ap.add_argument("results", nargs="*")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="an estimator.identify.identifier constant for this replay")
+    ap.add_argument("--competitor-rtt", choices=("measured", "flow1", "oracle"), default="measured",
+                    help="the competitors' base RTT (identify_replay's): as live, flow 1's, or the run's own")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json-out")
     ap.add_argument("--table", nargs="+", metavar="JSON")
@@ -100,7 +102,7 @@ def main(argv=None) -> int:
     if not args.results:
         ap.error("give results directories, or --table")
     sets = [tuple(x.split("=", 1)) for x in args.set]
-    jobs = jobs_of(args.results, sets)
+    jobs = jobs_of(args.results, sets, args.competitor_rtt)
     rows = []
     with Pool(args.jobs) as pool:
         for i, row in enumerate(pool.imap_unordered(_one, jobs), 1):
@@ -113,7 +115,8 @@ def main(argv=None) -> int:
         from records.provenance import stamp
         made = stamp()
         with open(args.json_out, "w") as f:
-            json.dump({"provenance": made, "results": args.results, "sets": sets, "summary": s, "runs": rows}, f,
+            json.dump({"provenance": made, "results": args.results, "sets": sets,
+                       "competitor_rtt": args.competitor_rtt, "summary": s, "runs": rows}, f,
                       indent=1)
     return 0
 

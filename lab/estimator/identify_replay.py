@@ -89,7 +89,17 @@ def passive_timeline(run_dir: str, record: dict, out: dict) -> dict | None:
             "final_best": verdicts[-1][1], "final_posterior": None, "stages": {}, "passive": True}
 
 
-def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR) -> dict:
+#: where the competitors' base RTT comes from: as the live identifier reads it (the sink's
+#: node measured it, where the records tell it; else flow 1's), flow 1's alone, or the run's
+#: parameters (their access links' delay: a bound, no sender knows it)
+COMPETITOR_RTTS = ("measured", "flow1", "oracle")
+
+
+def competitor_base_rtt_s(params: dict) -> float:
+    return 2 * (params["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + params.get("comp_extra_delay_ms", 0.0))) / 1e3
+
+
+def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, competitor_rtt: str = "measured") -> dict:
     p = record["params"]
     base_rtt_s = 2 * (p["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + p.get("main_extra_delay_ms", 0.0))) / 1e3
     # a competitor outside the four (application-limited, a fixed window) is "unknown"
@@ -105,7 +115,8 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR) -> d
     own = flow1_id(run_dir)
     if own is None:
         return {**out, "error": "no identify record names flow 1"}
-    idf = Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold)
+    idf = Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold,
+                     competitor_base_rtt_s={"flow1": base_rtt_s, "oracle": competitor_base_rtt_s(p)}.get(competitor_rtt))
     t0 = next_step = first_ts = None
     first_commit = live_commit = before_tcp_commit = None
     commits: list = []            # [seconds after the first record, the verdict] at each change
@@ -179,9 +190,11 @@ def main(argv=None) -> int:
     ap.add_argument("results", nargs="+", help="an 'intcc exp run' output directory with recorded telemetry")
     ap.add_argument("--json-out")
     ap.add_argument("--threshold", type=float, default=COMMIT_POSTERIOR, help="the posterior a commit needs (the agent's default)")
+    ap.add_argument("--competitor-rtt", choices=COMPETITOR_RTTS, default="measured",
+                    help="the competitors' base RTT: as the live agent reads it (default), flow 1's, or the run's own")
     args = ap.parse_args(argv)
     # a passive run is scored from its trace: its record may keep that alone
-    rows = [replay(run_dir, record, args.threshold)
+    rows = [replay(run_dir, record, args.threshold, args.competitor_rtt)
             for run_dir, record in recorded_runs(args.results, ("telemetry.jsonl.gz", "trace.csv"))]
     right = wrong = final_right = 0
     for r in rows:

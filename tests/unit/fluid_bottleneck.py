@@ -26,12 +26,17 @@ FRAME = FRAME_BYTES           # a full frame with INT headers on the wire
 
 def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float = 0.04, buffer_pkts: int = 200,
         amplitude: float = 0.25, competitor_at_s: float = 0.0, paced_share: float = 0.3, competitor_proto: int = 6,
-        slow_start: str | None = None):
+        slow_start: str | None = None, comp_rtt_s: float | None = None, rtt_told: bool = False):
+    """``comp_rtt_s``: the competitor's base RTT where its path is longer than this flow's
+    (``rtt_s``); ``rtt_told``: each record tells each flow's least RTT as the sink's node
+    measures it (its base and the least queue it met so far), as FlowRTT's do."""
+    comp_rtt_s = rtt_s if comp_rtt_s is None else comp_rtt_s
+    least_queue_s = {}
     own_base = rate_pps / 2
     period = 8 * rtt_s
     q = deque()                       # packets in the queue: 0 = ours, 1 = the competitor's
     fluid = {0: 0.0, 1: 0.0}
-    cwnd = rate_pps * rtt_s / 2 if slow_start is None else 10.0      # the competitor's window (packets)
+    cwnd = rate_pps * comp_rtt_s / 2 if slow_start is None else 10.0      # the competitor's window (packets)
     in_slow_start = slow_start is not None
     queue_min = None
     inflight = deque()                # (due_s, packets) of the competitor's departures coming back as ACKs
@@ -73,7 +78,7 @@ def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float 
             who = q.popleft()
             acc[who] += 1
             if who == 1:
-                inflight.append((t + rtt_s, 1))
+                inflight.append((t + comp_rtt_s, 1))
                 if kind == "window" and in_slow_start:
                     cwnd += 1
                     queue_min = len(q) if queue_min is None else min(queue_min, len(q))
@@ -86,10 +91,17 @@ def run(kind: str, seconds: float = 8.0, rate_pps: float = 1000.0, rtt_s: float 
                     cwnd += (0.05 if queued < 2 else -0.05 if queued > 4 else 0.0)
         if not q:
             served = min(served, 1.0)
+        for who in (0, 1):
+            if acc[who]:
+                least_queue_s[who] = min(least_queue_s.get(who, 1e9), len(q) / rate_pps)
         if i % 10 == 9:
             top = [["00000000000000aa", acc[0], 0, 6]]
             if acc[1] or lost:
                 top.append(["00000000000000bb", acc[1], lost, competitor_proto])
+            if rtt_told:
+                for e, base in zip(top, (rtt_s, comp_rtt_s)):
+                    who = 0 if e[0] == OWN else 1
+                    e.append(int((base + least_queue_s[who]) * 1e6) if who in least_queue_s else None)
             recs.append(HopRecord(node_id=2, ts_ns=int((1_000 + t) * 1e9), queue_depth_bytes=len(q) * SLOT,
                                   queue_depth_pkts=len(q), queue_capacity_bytes=buffer_pkts * SLOT, queue_drops=0,
                                   link_losses=0, data_rate_kbps=int(rate_pps * FRAME * 8 / 1e3), arrival_rate_pps=0,

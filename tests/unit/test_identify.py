@@ -604,3 +604,41 @@ def test_a_competitors_cubic_epoch_is_read_from_its_slow_start_exit_and_not_afte
         idf.add(rec)
     idf.step()
     assert idf._slow_start_exit and idf.competitor_epoch() is None      # its exit read, then its loss
+
+
+def test_a_competitor_on_a_longer_path_is_read_in_its_own_rtt_where_the_sink_tells_it():
+    """A Reno competitor whose round trip is 3x this flow's, in a queue of a BDP and more:
+    read in this flow's RTT its window misses most of its packets on the way (and the cut
+    is read before it learnt of its loss), so its halving reads deeper than half; in the
+    RTT the sink's node measured for it (its least round trip, less the least queue since
+    its start), at its constant."""
+    kw = {"seconds": 30.0, "buffer_pkts": 100, "rtt_s": 0.02, "comp_rtt_s": 0.06}
+    def cuts(told):
+        idf = Identifier(OWN, base_rtt_s=0.02)
+        for rec in run("window", rtt_told=told, **kw):
+            idf.add(rec)
+        idf.step()
+        return [v for v, _ in idf.measured.get("loss_cut", [])], idf.comp_base_rtts(idf.series)
+
+    flow1_cuts, flow1_base = cuts(False)
+    own_cuts, own_base = cuts(True)
+    assert flow1_base[0] == pytest.approx(0.02) and own_base[0] == pytest.approx(0.06, abs=0.01)
+    assert len(own_cuts) >= 3 and abs(np.median(own_cuts) - 0.5) < 0.07, own_cuts
+    assert np.median(flow1_cuts) < np.median(own_cuts) - 0.05, (flow1_cuts, own_cuts)
+
+
+def test_the_records_rtt_is_each_competitors_and_an_unmeasured_one_reads_in_this_flows():
+    recs = run("window", seconds=3.0, rtt_told=True, comp_rtt_s=0.08)
+    node = NodeRecords()
+    for rec in recs:
+        node.add(rec)
+    s = node.series(OWN)
+    assert s.comp_rtt_s[0] == pytest.approx(0.08, abs=0.01)
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    assert idf.comp_base_rtts(replace(s, comp_rtt_s=np.array([np.nan])))[0] == 0.04
+    assert idf.comp_base_rtts(s)[0] == pytest.approx(0.08, abs=0.01)
+    # a window is its packets on the way in its own RTT and its queued ones, one RTT per competitor
+    both = s.comp_window(np.array([0.08]))[0]
+    assert np.nanmedian(both) > np.nanmedian(s.comp_window(0.04)[0])
+    # the replay's oracle overrides what the records tell
+    assert Identifier(OWN, base_rtt_s=0.04, competitor_base_rtt_s=0.2).comp_base_rtts(s)[0] == 0.2
