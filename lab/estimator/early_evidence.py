@@ -78,7 +78,9 @@ def table(paths) -> str:
         with open(p) as f:
             d = json.load(f)
         s = summary(d["runs"])        # from the runs, as this version counts
-        name = ", ".join(f"{k}={v}" for k, v in d["sets"]) or "as shipped"
+        rtt = d.get("competitor_rtt", "flow1")       # records before the option read every RTT as flow 1's
+        name = ", ".join([f"{k}={v}" for k, v in d["sets"]] + ([f"competitors' RTT {rtt}"] if rtt != "flow1" else [])) \
+            or "as shipped"
         lines.append(f"| {name} | {s['runs']} | " + "; ".join("/".join(map(str, s[f'best_{c}s'])) for c in CHECKS_S)
                      + f" | {s['commit_right_3s']} / {s['commit_right_8s']} | {s['wrong_first_commits']} | "
                      f"{s['first_commit_right']} | {s['final_best_right']} |")

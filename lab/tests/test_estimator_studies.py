@@ -155,3 +155,27 @@ def test_two_senders_reads_each_data_connections_switches_and_what_it_named(tmp_
     assert two_senders.named([]) is None
     assert two_senders.jain([2.0, 2.0, 2.0]) == 1.0 and abs(two_senders.jain([3.0, 0.0, 0.0]) - 1 / 3) < 1e-12
 
+
+
+def test_the_window_truth_aligns_two_clocks_and_reads_the_senders_cut_after_its_recovery():
+    import numpy as np
+    from lab.estimator.window_truth import best_lag, sender_cuts, shifted
+    rng = np.random.default_rng(3)
+    rate = np.repeat(rng.uniform(2, 10, 60), 20)                  # a rate changing every 200 ms
+    at_node = rng.poisson(rate).astype(float)
+    acked = shifted(at_node, 37)                                   # what the ACKs cover, 370 ms later
+    lag, corr = best_lag(np.nan_to_num(acked), at_node, around=0)
+    assert lag == 37 and corr > 0.9
+    # a window of 40 packets halved at each episode: during recovery snd_nxt - snd_una counts
+    # the holes' SACKed segments too (60 here), which the cut must not read
+    t = np.arange(0, 12, 0.01)
+    episodes = [(2.0, 2.5), (6.0, 6.5)]
+    inflight = np.full(t.size, 40.0)
+    states = []
+    for start, end in episodes:
+        inflight[(t >= start) & (t < end)] = 60.0
+        inflight[t >= end] = 20.0 + (t[t >= end] - end)            # halved, then regrowing slowly
+        inflight[(t >= start - 0.3) & (t < start)] = 40.0
+        states += [(start, "recovery"), (end, "open")]
+    cuts = sender_cuts(t, inflight, np.full(t.size, 0.1), states)
+    assert len(cuts) == 1 and abs(cuts[0] - 0.5) < 0.02               # the first episode: the slow-start exit
