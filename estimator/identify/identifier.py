@@ -64,7 +64,8 @@ class Identifier:
         self.series = None                     # the bottleneck's series as the last step read it
         self.measured: dict = {}            # stage -> [(value, its standard error)]
         self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
-        self._trend_context: list = []      # (competitor's window in packets, RTT s, its age s) of each trend
+        # (competitor's window in packets, RTT s, its age s, its RTT s where measured) of each trend
+        self._trend_context: list = []
 
     def add(self, rec) -> None:
         """A telemetry.schema.HopRecord from any node."""
@@ -146,6 +147,11 @@ class Identifier:
                 out[f] = max(BIN_S, float(rtt_s) - float(delay[sent[0]:].min()))
         return out
 
+    def comp_rtts_known(self, s) -> bool:
+        """Whether every competitor's base RTT is known (comp_base_rtts is not this flow's stand-in)."""
+        return self.competitor_base_rtt_s is not None or (
+            s.comp_rtt_s is not None and s.comp.shape[0] > 0 and bool(np.isfinite(s.comp_rtt_s).all()))
+
     def _forget(self) -> None:
         """The test and the stretches anew (the hop records kept)."""
         self.test = SequentialTest(self.test.threshold)
@@ -197,7 +203,9 @@ class Identifier:
             if g is not None:
                 # CUBIC's curve from its start where no loss gave it an old maximum yet
                 age_s = s.t0_s + hi * BIN_S - self.competitor_since_s if not s.comp_lost[:, :hi].any() else None
-                self._trend_context.append((float(np.mean(window)) / s.comp.shape[0], rtt_s, age_s))
+                comp_rtt_s = float(np.mean(self.comp_base_rtts(s))) + rtt_s - self.base_rtt_s \
+                    if self.comp_rtts_known(s) else None
+                self._trend_context.append((float(np.mean(window)) / s.comp.shape[0], rtt_s, age_s, comp_rtt_s))
                 out.append(self._measured("queue_trend", *g))
         return out
 
@@ -280,8 +288,8 @@ class Identifier:
             bdp_pkts, buffer_pkts, port_pps = self._level_context
             return queue_level.evidence(value, bdp_pkts, buffer_pkts, stderr=stderr, port_pps=port_pps)
         if stage == "queue_trend":      # this measurement's own: its stretch's window and RTT
-            window_pkts, rtt_s, age_s = self._trend_context[-1]
-            return queue_trend.evidence(value, stderr, window_pkts, rtt_s, self.base_rtt_s, age_s)
+            window_pkts, rtt_s, age_s, comp_rtt_s = self._trend_context[-1]
+            return queue_trend.evidence(value, stderr, window_pkts, rtt_s, self.base_rtt_s, age_s, comp_rtt_s)
         return {"spare": spare.evidence, "elasticity": elasticity.evidence, "queue_trend": queue_trend.evidence,
                 "loss_cut": loss_cut.evidence, "not_tcp": not_tcp.evidence}[stage](value, stderr)
 

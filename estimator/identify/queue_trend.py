@@ -28,15 +28,21 @@ from .evidence import HYPOTHESES, UNKNOWN, Evidence
 
 SIGMA_HOLD = 0.15
 RTT_RATIO_MAX = 4.0           # the competitor's base RTT may be this many times this flow's, or its inverse
+RTT_RATIO_KNOWN = 1.5         # ... and within this of its own where the sink's node measured it
 #: segments per RTT (this flow's RTT) Reno's window grows by: one per its own RTT
 RENO_RANGE = (1 / RTT_RATIO_MAX, RTT_RATIO_MAX)
 
 
-def reno_range(rtt_s: float | None = None, base_rtt_s: float | None = None) -> tuple[float, float]:
+def reno_range(rtt_s: float | None = None, base_rtt_s: float | None = None,
+               comp_rtt_s: float | None = None) -> tuple[float, float]:
     """Reno's growth in segments per this flow's RTT: one per its own RTT, which shares this
     flow's queue delay and differs only in its base RTT (up to RTT_RATIO_MAX either way). In
     a queue of many base RTTs both RTTs are mostly the queue's: the range narrows to about
-    one segment per RTT (against CUBIC's growth of tens there, its clock being time)."""
+    one segment per RTT (against CUBIC's growth of tens there, its clock being time). With
+    its RTT known (``comp_rtt_s``, queue included), one per that, within RTT_RATIO_KNOWN."""
+    if rtt_s and comp_rtt_s:
+        per = rtt_s / comp_rtt_s
+        return per / RTT_RATIO_KNOWN, per * RTT_RATIO_KNOWN
     if not rtt_s or not base_rtt_s or rtt_s <= base_rtt_s:
         return RENO_RANGE
     queue_s = rtt_s - base_rtt_s
@@ -56,16 +62,21 @@ def cubic_growth_per_rtt(window_pkts: float, rtt_s: float) -> float:
     return max(RENO_FRIENDLY, (1 - CUBIC_BETA) * w * rtt_s / k_s)
 
 
-def cubic_range(window_pkts: float | None, rtt_s: float | None, age_s: float | None = None) -> tuple[float, float]:
+def cubic_range(window_pkts: float | None, rtt_s: float | None, age_s: float | None = None,
+                comp_rtt_s: float | None = None) -> tuple[float, float]:
     """The growth CUBIC may show: its epoch's mean, within the RTT ratio and its epoch's
     phases (slow near the old maximum, fast away from it) either way; and up to its curve's
     slope 3 C t^2 after ``age_s`` (the competitor's time so far): an epoch without a loss
     before it (HyStart's exit: no old maximum) grows along C t^3 from its start, without
-    bound but time (hundreds of segments per RTT after 15 s in a queue of seconds)."""
+    bound but time (hundreds of segments per RTT after 15 s in a queue of seconds). With its
+    RTT known (``comp_rtt_s``), its epoch's mean per its own RTT, within RTT_RATIO_KNOWN."""
     if not window_pkts or not rtt_s:
         return CUBIC_RANGE_UNKNOWN
-    g = cubic_growth_per_rtt(window_pkts, rtt_s)
     convex = 3 * CUBIC_C * age_s ** 2 * rtt_s if age_s else 0.0
+    if comp_rtt_s:
+        g = cubic_growth_per_rtt(window_pkts, comp_rtt_s) * rtt_s / comp_rtt_s
+        return g / RTT_RATIO_KNOWN, max(g * RTT_RATIO_KNOWN, convex)
+    g = cubic_growth_per_rtt(window_pkts, rtt_s)
     return g / RTT_RATIO_MAX, max(g * RTT_RATIO_MAX, convex)
 MIN_BINS = 50                 # half a second of 10 ms bins
 
@@ -106,17 +117,19 @@ def _log_uniform_smeared(g: float, lo: float, hi: float, sigma: float) -> float:
 
 
 def evidence(growth: float, stderr: float, window_pkts: float | None = None, rtt_s: float | None = None,
-             base_rtt_s: float | None = None, age_s: float | None = None) -> Evidence:
+             base_rtt_s: float | None = None, age_s: float | None = None, comp_rtt_s: float | None = None) -> Evidence:
     """``window_pkts`` and ``rtt_s``: the competitor's window and the RTT over the stretches
     measured (CUBIC's expected growth); without them CUBIC's range is CUBIC_RANGE_UNKNOWN.
     ``base_rtt_s``: this flow's, which with ``rtt_s`` gives the queue's delay (Reno's range);
     ``age_s``: the competitor's time since its first packet at the stretch's end, where it
-    has lost nothing yet (CUBIC's curve from its start; None: from its last loss)."""
+    has lost nothing yet (CUBIC's curve from its start; None: from its last loss);
+    ``comp_rtt_s``: the competitors' RTT (queue included) where measured: Reno's and CUBIC's
+    growth per their own round trip, not within RTT_RATIO_MAX of this flow's."""
     sigma = math.sqrt(stderr ** 2 + SIGMA_HOLD ** 2)
     hold = -0.5 * (growth / sigma) ** 2 - math.log(sigma * math.sqrt(2 * math.pi))
     loglik = {"vegas": hold, "bbr": hold, UNKNOWN: hold,
-              "reno": _log_uniform_smeared(growth, *reno_range(rtt_s, base_rtt_s), sigma),
-              "cubic": _log_uniform_smeared(growth, *cubic_range(window_pkts, rtt_s, age_s), sigma)}
+              "reno": _log_uniform_smeared(growth, *reno_range(rtt_s, base_rtt_s, comp_rtt_s), sigma),
+              "cubic": _log_uniform_smeared(growth, *cubic_range(window_pkts, rtt_s, age_s, comp_rtt_s), sigma)}
     assert set(loglik) == set(HYPOTHESES)
     return Evidence("queue_trend", loglik, measured=growth, note=f"+/- {sigma:.2f} segments/RTT")
 
@@ -135,13 +148,13 @@ def _outlier_loglik(window_pkts: float) -> float:
 
 def combined(measurements, contexts, base_rtt_s: float | None = None) -> Evidence:
     """The stage's evidence from all its measurements [(growth, stderr)] with their
-    [(window_pkts, rtt_s, age_s)]: the mean of each one's log-likelihood, so the stage counts once
+    [(window_pkts, rtt_s, age_s[, comp_rtt_s])]: the mean of each one's log-likelihood, so the stage counts once
     and each hypothesis must explain the typical stretch. (Not the evidence of their median:
     CUBIC's growth is no constant but its curve, slow after a cut and fast minutes later in
     a deep queue; the median of a run's trends, with their spread as its error, read tens of
     segments per RTT as consistent with Reno's one.) A stretch may be an outlier
     (OUTLIER_SHARE)."""
-    each = [(evidence(g, e, w, r, base_rtt_s, age), _outlier_loglik(w)) for (g, e), (w, r, age) in zip(measurements, contexts)]
+    each = [(evidence(g, e, c[0], c[1], base_rtt_s, *c[2:]), _outlier_loglik(c[0])) for (g, e), c in zip(measurements, contexts)]
     loglik = {h: sum(np.logaddexp(math.log(1 - OUTLIER_SHARE) + ev.loglik[h], math.log(OUTLIER_SHARE) + out)
                      for ev, out in each) / len(each) for h in HYPOTHESES}
     median = sorted(g for g, _ in measurements)[len(measurements) // 2]

@@ -642,3 +642,16 @@ def test_the_records_rtt_is_each_competitors_and_an_unmeasured_one_reads_in_this
     assert np.nanmedian(both) > np.nanmedian(s.comp_window(0.04)[0])
     # the replay's oracle overrides what the records tell
     assert Identifier(OWN, base_rtt_s=0.04, competitor_base_rtt_s=0.2).comp_base_rtts(s)[0] == 0.2
+
+
+def test_with_the_competitors_rtt_measured_reno_grows_a_segment_per_its_own_round_trip():
+    # flow 1's RTT 20 ms, the competitor's 60 ms (queue included): Reno's segment per its RTT
+    # is a third of one per flow 1's; not told, anything within 4x either way
+    lo, hi = queue_trend.reno_range(0.02, 0.02, comp_rtt_s=0.06)
+    assert lo == pytest.approx(1 / 3 / 1.5) and hi == pytest.approx(1 / 3 * 1.5)
+    told = queue_trend.evidence(1 / 3, 0.05, 40, 0.02, 0.02, None, 0.06).loglik
+    blind = queue_trend.evidence(1 / 3, 0.05, 40, 0.02, 0.02, None).loglik
+    assert told["reno"] > blind["reno"] and told["reno"] > told["cubic"]
+    # a segment per flow 1's RTT is three per the competitor's: no longer Reno's
+    assert queue_trend.evidence(1.0, 0.05, 40, 0.02, 0.02, None, 0.06).loglik["reno"] < \
+        queue_trend.evidence(1.0, 0.05, 40, 0.02, 0.02, None).loglik["reno"] - 2
