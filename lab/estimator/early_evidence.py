@@ -66,14 +66,17 @@ def summary(rows) -> dict:
             wrong_first += 1
     s.update(commit_right_3s=within3, commit_right_8s=within8, wrong_first_commits=wrong_first,
              final_best_right=sum(r["final_best"] == r["truth"] for r in rows),
-             first_commit_right=sum(r["first_commit"] is not None and r["first_commit"][1] == r["truth"] for r in rows))
+             first_commit_right=sum(r["first_commit"] is not None and r["first_commit"][1] == r["truth"] for r in rows),
+             # the issue's final verdict: committed at the end and right (undecided counts wrong)
+             final_verdict_right=sum(r.get("final_verdict") == r["truth"] for r in rows))
     return s
 
 
 def table(paths) -> str:
-    lines = ["| variant | runs | best right / wrong / none at " + " / ".join(f"{float(c):g} s" for c in CHECKS_S)
-             + " | commit right within 3 s / 8 s | wrong first commits | first commit right | best at the end right |",
-             "|---" * 7 + "|"]
+    lines = ["| variant | code | runs | best right / wrong / none at " + " / ".join(f"{float(c):g} s" for c in CHECKS_S)
+             + " | commit right within 3 s / 8 s | wrong first commits | first commit right | committed at the end right"
+             " | best at the end right |",
+             "|---" * 9 + "|"]
     for p in paths:
         with open(p) as f:
             d = json.load(f)
@@ -81,9 +84,9 @@ def table(paths) -> str:
         rtt = d.get("competitor_rtt", "flow1")       # records before the option read every RTT as flow 1's
         name = ", ".join([f"{k}={v}" for k, v in d["sets"]] + ([f"competitors' RTT {rtt}"] if rtt != "flow1" else [])) \
             or "as shipped"
-        lines.append(f"| {name} | {s['runs']} | " + "; ".join("/".join(map(str, s[f'best_{c}s'])) for c in CHECKS_S)
+        lines.append(f"| {name} | {d['provenance']['commit'][:7]} | {s['runs']} | " + "; ".join("/".join(map(str, s[f'best_{c}s'])) for c in CHECKS_S)
                      + f" | {s['commit_right_3s']} / {s['commit_right_8s']} | {s['wrong_first_commits']} | "
-                     f"{s['first_commit_right']} | {s['final_best_right']} |")
+                     f"{s['first_commit_right']} | {s['final_verdict_right']} | {s['final_best_right']} |")
     return "\n".join(lines)
 
 

@@ -156,11 +156,15 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, comp
                         stages_at[c] = {st: max(ll, key=ll.get) for st, ll in idf.test.stages.items()
                                         if max(ll.values()) - min(ll.values()) > 1e-6}
     best, post = idf.test.best()
+    # each competitor's base RTT as read at the end over the path's (where the sink measured it)
+    s = idf.series
+    rtt_read = (idf.comp_base_rtts(s) / competitor_base_rtt_s(p)).round(4).tolist() \
+        if s is not None and s.comp.shape[0] and idf.comp_rtts_known(s) else None
     # the competitor's first packet at the bottleneck, in seconds after the first record
     competitor_at = None if idf.competitor_since_s is None else round(idf.competitor_since_s - first_ts, 2)
     return {**out, "flow1": own, "first_commit": first_commit, "live_first_commit": live_commit, "competitor_at_s": competitor_at,
             "before_tcp_commit": before_tcp_commit, "commits": commits, "live_switches": live_switches(run_dir),
-            "best_at": {str(c): v for c, v in best_at.items()},
+            "competitor_rtt_read_over_path": rtt_read, "best_at": {str(c): v for c, v in best_at.items()},
             "posterior_at": {str(c): v for c, v in posterior_at.items()},
             "stages_at": {str(c): v for c, v in stages_at.items()}, "final_verdict": idf.verdict(),
             "final_best": best, "final_posterior": round(post, 3),

@@ -117,6 +117,12 @@ def breakdown_rows(replay: dict) -> list[str]:
         rows.append("| ... by the competitors' number; with UDP beside them or not | "
                     + ", ".join(f"{k} {wilson(sum(v), len(v))}" for k, v in by_n.items() if v) + "; "
                     + ", ".join(f"{k} {wilson(sum(v), len(v))}" for k, v in by_udp.items() if v) + " |")
+    read = [x for r in runs for x in (r.get("competitor_rtt_read_over_path") or [])]
+    if read:
+        rows.append(f"| replayed: each competitor's base RTT as read (the sink's measure less the least queue) over "
+                    f"its path's | median {np.median(read):.3f}, 5th–95th percentile {np.percentile(read, 5):.3f}–"
+                    f"{np.percentile(read, 95):.3f}, {min(read):.3f}–{max(read):.3f} ({len(read)} competitors in "
+                    f"{sum(bool(r.get('competitor_rtt_read_over_path')) for r in runs)} runs) |")
     return rows
 
 
