@@ -74,7 +74,9 @@ class AdaptiveFlow(HostedFlow):
         again on the next commit."""
         self.flow.trace.row(sid=self.flow.sid, event="verdict",
                             reason=f"identify: {v.estimate or 'undecided'}, best {v.row_estimate} "
-                                   f"({v.confidence:.0%}); " + " ".join(f"{s}={m}" for s, m in v.evidence))
+                                   f"({v.confidence:.0%}); " + " ".join(f"{s}={m}" for s, m in v.evidence)
+                                   + (f"; competitors' base RTT {'/'.join(f'{x:g}' for x in v.competitor_rtts_ms)} ms"
+                                      if v.competitor_rtts_ms else ""))
         if v.reidentify is not None:
             if self.current != self.host.initial:      # the fair share again while it asks anew
                 self._switch_on(v, self.host.initial, f"re-identify: {v.reidentify}")

@@ -56,6 +56,7 @@ class Verdict:
     evidence: tuple = ()         # active identification: this step's (stage, measured) pairs
     reidentify: str | None = None    # ... the competitors changed after a commit: why (back to the probe)
     competitor_epoch: tuple | None = None   # ... their CUBIC epoch (Identifier.competitor_epoch: packets, s, s)
+    competitor_rtts_ms: tuple = ()  # ... each competitor's base RTT as read, where the sink measured it
 
 
 class _Located(WatchedFlow):

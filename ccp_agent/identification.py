@@ -86,6 +86,13 @@ class _Flow:
             return None
         return self.identifier.competitor_rate_ratio(switch_share.window_s(self.base_rtt_s))
 
+    def competitor_rtts_ms(self) -> tuple:
+        """Each competitor's base RTT as the identification reads it, ms, where the sink measured it."""
+        s = self.identifier.series
+        if s is None or not self.identifier.comp_rtts_known(s):
+            return ()
+        return tuple(round(float(x) * 1e3, 1) for x in self.identifier.comp_base_rtts(s))
+
     def take_back(self, share: float | None):
         """The switch is taken back: evidence against the hypothesis, and its watch ends
         (the next commit is watched anew)."""
@@ -223,7 +230,8 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
                                  for e in added)
                 v = Verdict(f.sid, f.flow_id, test.verdict(), p, {h: round(100 * x) for h, x in test.posterior().items()},
                             time.monotonic() - f.since, time.monotonic_ns(), f.rate_ratio(), best, measured,
-                            competitor_epoch=f.identifier.competitor_epoch() if test.verdict() == "cubic" else None)
+                            competitor_epoch=f.identifier.competitor_epoch() if test.verdict() == "cubic" else None,
+                            competitor_rtts_ms=f.competitor_rtts_ms())
                 conn.send(("verdict", f.sid, v))
                 requester.request(f.sid)
                 publisher.client.publish(estimate_topic(f.flow_id), encode(f.record(measured)), qos=0)

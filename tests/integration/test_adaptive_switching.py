@@ -46,8 +46,11 @@ def bench(tmp_path_factory):
     state = tmp_path_factory.mktemp("adaptive")
     with BrokerProcess("mosquitto", port=free_port(), credentials_file=CREDS) as broker:
         url = f"{broker.url}?credentials={CREDS}"
+        # the sink's node measures each flow's RTT (the active identification reads its
+        # competitors' in theirs); both paths alike: the passive model's accuracy tests read
+        # CUBIC as BBR beside a competitor of twice flow 1's RTT
         tb = start_testbed("dumbbell", "adap", exporter=url, bottleneck_mbps=10.0, bottleneck_delay_ms=20.0,
-                           buffer_bdp=5.0)
+                           buffer_bdp=5.0, flow_rtt=True)
         try:
             with DatapathProcess(state_dir=str(state / "dp")) as dp:
                 dp.broker_url = url
@@ -170,9 +173,14 @@ def test_active_identification_probes_at_the_fair_share_then_switches_once(bench
     """The mechanism, whatever it names: the flow starts on the probe, paced at the fair
     share the bottleneck's stamped port rate gives (10 Mbit/s over 2 flows), the
     identification reads the sink's hop records and its stages' measurements reach the
-    trace, at most one switch leaves the probe, on a committed hypothesis, and the flow
-    never stalls."""
+    trace, with the competitor's base RTT as the sink's node measured it, at most one switch
+    leaves the probe, on a committed hypothesis, and the flow never stalls."""
     identify, paced, switches, goodputs, served = run_identified(bench, tmp_path, "cubic")
+    # the competitor's path, as flow 1's: 20 ms at the bottleneck and two access links of 1 ms
+    # each way (its own measure, not flow 1's stand-in: that is never traced)
+    path_ms = 2 * (20 + 2 * 1)
+    read = [float(m.group(1)) for r in identify for m in [re.search(r"competitors' base RTT ([\d.]+) ms", r)] if m]
+    assert read and path_ms <= read[-1] <= 1.1 * path_ms, (read[-3:], path_ms)
     # 10 Mbit/s over 2 flows, of which the payload's share (probe.payload_fraction: two INT hops)
     share_mbps = float(re.search(r"fair share ([\d.]+) Mbit/s", paced[-1]).group(1)) if paced else None
     assert share_mbps == pytest.approx(5 * payload_fraction(1428, 2), rel=0.01), paced[-3:]
