@@ -16,10 +16,8 @@ from multiprocessing import Pool
 
 import numpy as np
 
-from estimator.identify.identifier import Identifier
 from estimator.identify.bottleneck import BIN_S
-from experiments.runs.telemetry_record import read_records
-from lab.estimator.identify_replay import ACCESS_DELAY_MS, flow1_id, recorded_runs
+from lab.estimator.identify_replay import flow1_base_rtt_s, flow1_id, recorded_runs, recorded_series
 
 #: (a, b): the window's mean over RTTs a..b after the loss; loss_cut reads (1, 3)
 SHIFTS = ((1, 3), (2, 4), (3, 5), (4, 6))
@@ -28,17 +26,12 @@ QUIET_RTTS, MIN_PACKETS_BEFORE = 2, 8        # as loss_cut
 
 def cuts(run_dir: str, record: dict):
     """(the competitors' CCA, {str(shift): [the cut of each loss event]}), None without records."""
-    p = record["params"]
-    base = 2 * (p["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + p.get("main_extra_delay_ms", 0.0))) / 1e3
+    base = flow1_base_rtt_s(record["params"])
     own = flow1_id(run_dir)
     if own is None:
         return None
-    idf = Identifier(own, base_rtt_s=base, keep_s=120.0)
-    for _, rec in read_records(run_dir, types=("hop",)):
-        idf.add(rec)
-    node = idf._bottleneck()
-    s = node.series(own, frozenset()) if node is not None else None
-    if s is None or not s.comp.shape[0]:
+    s, _ = recorded_series(run_dir, own, base)
+    if s is None:
         return None
     rtt_bins = np.maximum(np.round((base + s.queue_delay_s()) / BIN_S).astype(int), 1)
     windows = s.comp_window(base)

@@ -99,9 +99,24 @@ def competitor_base_rtt_s(params: dict) -> float:
     return 2 * (params["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + params.get("comp_extra_delay_ms", 0.0))) / 1e3
 
 
+def flow1_base_rtt_s(params: dict) -> float:
+    return 2 * (params["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + params.get("main_extra_delay_ms", 0.0))) / 1e3
+
+
+def recorded_series(run_dir: str, own: str, base_rtt_s: float):
+    """The bottleneck's series of a run's whole hop records (an Identifier keeping them all,
+    its bottleneck as it reads it), and that Identifier; (None, it) without competitors."""
+    idf = Identifier(own, base_rtt_s=base_rtt_s, keep_s=120.0)
+    for _, rec in read_records(run_dir, types=("hop",)):
+        idf.add(rec)
+    node = idf._bottleneck()
+    s = node.series(own, frozenset()) if node is not None else None
+    return (s if s is not None and s.comp.shape[0] else None), idf
+
+
 def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, competitor_rtt: str = "measured") -> dict:
     p = record["params"]
-    base_rtt_s = 2 * (p["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + p.get("main_extra_delay_ms", 0.0))) / 1e3
+    base_rtt_s = flow1_base_rtt_s(p)
     # a competitor outside the four (application-limited, a fixed window) is "unknown"
     outside = record.get("competitor_rate_mbps") or record["competitor"] not in CCA_LABELS
     out = {"run": record["run"], "truth": "unknown" if outside else record["competitor"], "params": p,

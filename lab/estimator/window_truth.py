@@ -31,9 +31,8 @@ import numpy as np
 
 from estimator.identify import loss_cut
 from estimator.identify.bottleneck import BIN_S, moving_mean
-from estimator.identify.identifier import Identifier
-from experiments.runs.telemetry_record import read_records
-from lab.estimator.identify_replay import ACCESS_DELAY_MS, flow1_id, recorded_runs
+from lab.estimator.identify_replay import (competitor_base_rtt_s, flow1_base_rtt_s, flow1_id, recorded_runs,
+                                           recorded_series)
 
 MSS_BYTES = 1428
 MAIN_PORT = 5201
@@ -139,14 +138,9 @@ def study(run_dir: str, record: dict) -> dict | None:
     if own is None or trace is None:
         return None
     p = record["params"]
-    base = {"flow1": 2 * (p["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + p.get("main_extra_delay_ms", 0.0))) / 1e3,
-            "own": 2 * (p["bottleneck_delay_ms"] + 2 * (ACCESS_DELAY_MS + p.get("comp_extra_delay_ms", 0.0))) / 1e3}
-    idf = Identifier(own, base_rtt_s=base["flow1"], keep_s=120.0)
-    for _, rec in read_records(run_dir, types=("hop",)):
-        idf.add(rec)
-    node = idf._bottleneck()
-    s = node.series(own, frozenset()) if node is not None else None
-    if s is None or not s.comp.shape[0]:
+    base = {"flow1": flow1_base_rtt_s(p), "own": competitor_base_rtt_s(p)}
+    s, _ = recorded_series(run_dir, own, base["flow1"])
+    if s is None:
         return None
     kernel = kernel_inflight(trace)
     t0 = min(v[0][0] for v in kernel.values())     # the kernel's clock at bin 0, up to the lag found below
@@ -186,10 +180,6 @@ def study(run_dir: str, record: dict) -> dict | None:
     return out
 
 
-def job(args):
-    return study(*args)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+")
@@ -197,7 +187,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     jobs = recorded_runs(args.results, kept=TRACE_FILES, algorithm="mirror active")
     with Pool(2) as pool:
-        runs = [r for r in pool.imap(job, jobs) if r is not None]
+        runs = [r for r in pool.starmap(study, jobs) if r is not None]
     by = defaultdict(lambda: defaultdict(list))
     for r in runs:
         for fl in r["flows"]:

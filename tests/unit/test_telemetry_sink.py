@@ -22,6 +22,17 @@ def packet(seq, drops=0, link=0, depth=0, capacity=150_000, own=None):
     return flow_key(s.frame), s.trace_raw, s.e2e_raw
 
 
+def through_two_nodes(seq, sport, nh):
+    """A packet of the flow from ``sport`` (IP protocol ``nh``) stamped by two quiet nodes."""
+    f = ioam.insert_int(ipv6_frame(200, nh=nh, sport=sport), 2, seq, 1_700_000_000 * 10**9)
+    off = ioam.find_trace(f)
+    for node in (1, 2):
+        ioam.stamp_default(f, off, 63, node, 1, 2, 1_700_000_000 * 10**9, 1000, 0, 0, -128, 0xFF, 1, 65000, 0,
+                           0, 800, 150_000)
+    s = ioam.strip_int(f)
+    return flow_key(s.frame), s.trace_raw, s.e2e_raw
+
+
 def run(tel, pkts, start_ns=1_700_000_000 * 10**9 + 5 * MS, step_ns=MS // 10):
     out = []
     for i, p in enumerate(pkts):
@@ -101,17 +112,9 @@ def test_hop_records_name_the_busiest_flows_through_the_node_since_the_last():
     packets since the node's previous record, busiest first, at most TOP_FLOWS_MAX."""
     from telemetry.schema import TOP_FLOWS_MAX
 
-    def pkt(i, sport):
-        f = ioam.insert_int(ipv6_frame(200, nh=17, sport=sport), 2, i, 1_700_000_000 * 10**9)
-        off = ioam.find_trace(f)
-        for node in (1, 2):
-            ioam.stamp_default(f, off, 63, node, 1, 2, 1_700_000_000 * 10**9, 1000, 0, 0, -128, 0xFF, 1, 65000, 0,
-                               0, 800, 150_000)
-        s = ioam.strip_int(f)
-        return flow_key(s.frame), s.trace_raw, s.e2e_raw
     order = [1000, 1000, 1000, 2000, 2000, 3000] * 200          # 1200 packets, 0.1 ms apart: 120 ms
     tel = SinkTelemetry(period_ms=10)
-    pubs = run(tel, [pkt(i, sport) for i, sport in enumerate(order)])
+    pubs = run(tel, [through_two_nodes(i, sport, 17) for i, sport in enumerate(order)])
     hops = [r for _, r in pubs if r.type == "hop" and r.node_id == 1]
     assert len(hops) >= 10 and hops[0].interval_ms is None and hops[1].interval_ms >= 10
     for h in hops[1:]:
@@ -130,15 +133,7 @@ def test_hop_records_name_the_busiest_flows_through_the_node_since_the_last():
 
 
 def test_where_the_sinks_node_measures_round_trips_each_hop_record_entry_ends_with_its_flows():
-    def pkt(i, sport):
-        f = ioam.insert_int(ipv6_frame(200, nh=6, sport=sport), 2, i, 1_700_000_000 * 10**9)
-        off = ioam.find_trace(f)
-        for node in (1, 2):
-            ioam.stamp_default(f, off, 63, node, 1, 2, 1_700_000_000 * 10**9, 1000, 0, 0, -128, 0xFF, 1, 65000, 0,
-                               0, 800, 150_000)
-        s = ioam.strip_int(f)
-        return flow_key(s.frame), s.trace_raw, s.e2e_raw
-    pkts = [pkt(i, sport) for i, sport in enumerate([1000, 2000] * 300)]
+    pkts = [through_two_nodes(i, sport, 6) for i, sport in enumerate([1000, 2000] * 300)]
     measured = {pkts[0][0]: 41234.4}                     # the first flow's RTT is known, the other's not yet
     tel = SinkTelemetry(period_ms=10)
     tel.flow_rtt_us = measured.get
