@@ -14,12 +14,13 @@ its window (queue_trend.py); the competitor's dips on BBR's ProbeRTT clock since
 (probe_rtt.py) are counted again at each. Where no TCP flow competes but UDP does, a
 stretch gives the port's use and not_tcp.py's answer only. Each competitor loss after its
 first (the slow-start exit, whose overshoot no cut model holds for) gives its cut
-(loss_cut.py). The bottleneck is the node on the flow's path with the slowest stamped port."""
+(loss_cut.py); whether it went on losing in the rounds after its first loss, once its
+recovery is over, is read as they complete (loss_repeat.py). The bottleneck is the node on the flow's path with the slowest stamped port."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import elasticity, loss_cut, not_tcp, probe_rtt, queue_level, queue_trend, slow_start, spare, switch_share
+from . import elasticity, loss_cut, loss_repeat, not_tcp, probe_rtt, queue_level, queue_trend, slow_start, spare, switch_share
 from .bottleneck import BIN_S, NodeRecords, competing
 from .evidence import COMMIT_POSTERIOR, Evidence, SequentialTest, aggregate
 
@@ -61,6 +62,7 @@ class Identifier:
         self._loss_read_s: dict = {}
         self._slow_start_outcomes: dict = {}   # competitor -> how its slow start ended (slow_start.py)
         self._slow_start_exit: dict = {}       # competitor -> (when, its window in packets) it left a "held" one
+        self._loss_repeat_read: dict = {}      # competitor -> (lossy rounds, rounds read, window) after its first loss
         self.series = None                     # the bottleneck's series as the last step read it
         self.measured: dict = {}            # stage -> [(value, its standard error)]
         self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
@@ -104,7 +106,7 @@ class Identifier:
         if self.competitor_since_s is None:
             self.competitor_since_s = s.t0_s + first * BIN_S
         rtt_s = self.base_rtt_s + float(np.median(s.queue_delay_s()[first:])) if s.port_bps else self.base_rtt_s
-        added = self._loss_cuts(s, rtt_s) + self._slow_start(s)
+        added = self._loss_cuts(s, rtt_s) + self._slow_start(s) + self._loss_repeat(s)
         if self._stretch_next_s is None:
             lost_any = np.flatnonzero(s.comp_lost.sum(axis=0) > 0)
             by_time = self.competitor_since_s + max(STARTUP_S, STARTUP_RTTS * rtt_s)
@@ -156,7 +158,7 @@ class Identifier:
         """The test and the stretches anew (the hop records kept)."""
         self.test = SequentialTest(self.test.threshold)
         self.measured, self._loss_read_s, self._trend_context = {}, {}, []
-        self._slow_start_outcomes, self._slow_start_exit = {}, {}
+        self._slow_start_outcomes, self._slow_start_exit, self._loss_repeat_read = {}, {}, {}
         self.competitor_since_s = self._stretch_next_s = self._stretch_first_s = None
         self._udp_only = self._stretched = self._tcp_starting = False
 
@@ -264,6 +266,32 @@ class Identifier:
         ev = slow_start.evidence(what)
         self.measured["slow_start"] = [(float(ev.measured), 0.0)]
         self.test.set("slow_start", ev)
+        self.test.evidence.append(ev)
+        return [ev]
+
+    def _loss_repeat(self, s) -> list[Evidence]:
+        """Whether the competitors went on losing after their first loss (loss_repeat.py),
+        as its rounds complete: the stage's evidence replaced while any competitor's count
+        grows, up to loss_repeat.READ_ROUNDS each. Only a loss since its first packet at the
+        bottleneck counts: one of a competitor already running is not its first."""
+        bases = self.comp_base_rtts(s)
+        changed = False
+        for f, fid in enumerate(s.comp_ids):
+            done = self._loss_repeat_read.get(fid)
+            if done is not None and done[1] >= loss_repeat.READ_ROUNDS:
+                continue
+            sent = np.flatnonzero(s.comp[f] > 0)
+            if not sent.size or sent[0] == 0:
+                continue
+            read = loss_repeat.lossy_rounds(s, f, float(bases[f]))
+            if read is not None and read[1] and read[:2] != (done or (None, None))[:2]:
+                self._loss_repeat_read[fid] = read
+                changed = True
+        ev = loss_repeat.evidence(self._loss_repeat_read.values()) if changed else None
+        if ev is None:
+            return []
+        self.measured["loss_repeat"] = [(float(ev.measured), 0.0)]
+        self.test.set("loss_repeat", ev)
         self.test.evidence.append(ev)
         return [ev]
 

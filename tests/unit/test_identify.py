@@ -655,3 +655,73 @@ def test_with_the_competitors_rtt_measured_reno_grows_a_segment_per_its_own_roun
     # a segment per flow 1's RTT is three per the competitor's: no longer Reno's
     assert queue_trend.evidence(1.0, 0.05, 40, 0.02, 0.02, None, 0.06).loglik["reno"] < \
         queue_trend.evidence(1.0, 0.05, 40, 0.02, 0.02, None).loglik["reno"] - 2
+
+
+# -- loss_repeat: does the competitor go on losing after its first loss? ----------------------
+
+from estimator.identify import loss_repeat  # noqa: E402
+
+
+def _lossy_series(lossy_after: list, rtt_bins: int = 10, rate_per_bin: float = 4.0):
+    """A competitor at a steady rate (a window of 40 packets at a 100 ms RTT, no queue) whose
+    first drop is at bin 100; then a drop in round r after it where lossy_after[r] (round 0:
+    the loss's own)."""
+    from estimator.identify.bottleneck import Series
+    n = 100 + rtt_bins * (len(lossy_after) + 3)
+    comp = np.full((1, n), rate_per_bin)
+    comp[0, :50] = 0.0
+    lost = np.zeros((1, n))
+    for r, hit in enumerate(lossy_after):
+        if hit:
+            lost[0, 100 + r * rtt_bins + 3] = 1
+    return Series(0.0, np.full(n, 5.0), comp, lost, ["c"], np.zeros(n), 12e6, 500.0, 1000.0)
+
+
+@pytest.mark.parametrize("pattern, expected_k", [
+    ([1, 1, 1, 0, 0, 0, 0, 0, 0, 0], 0),      # a recovery's losses, then quiet: a loss-based cut
+    ([1] * 10, 6),                             # a drop every round, no cut: a bound BBR
+    ([1, 0, 0, 0, 1, 0, 0, 1, 0, 0], 2),
+])
+def test_the_rounds_after_the_recovery_are_counted(pattern, expected_k):
+    k, n, window = loss_repeat.lossy_rounds(_lossy_series(pattern), 0, 0.1)
+    assert (k, n) == (expected_k, loss_repeat.READ_ROUNDS)
+    assert window == pytest.approx(40.0, rel=0.05)
+
+
+def test_rounds_are_read_as_they_complete_and_none_before_a_loss():
+    s = _lossy_series([1] * 10)
+    from dataclasses import replace as dc_replace
+    cut = 103 + 10 * (loss_repeat.RECOVERY_ROUNDS + 2) + 1     # the first drop at 103: two rounds past the recovery
+    part = dc_replace(s, own=s.own[:cut], comp=s.comp[:, :cut], comp_lost=s.comp_lost[:, :cut], queue_pkts=s.queue_pkts[:cut])
+    assert loss_repeat.lossy_rounds(part, 0, 0.1)[:2] == (2, 2)
+    assert loss_repeat.evidence([loss_repeat.lossy_rounds(part, 0, 0.1)]) is None     # under MIN_ROUNDS
+    quiet = dc_replace(s, comp_lost=np.zeros_like(s.comp_lost))
+    assert loss_repeat.lossy_rounds(quiet, 0, 0.1) is None
+
+
+def test_losing_on_says_bbr_and_quiet_after_a_cut_says_loss_based():
+    on = loss_repeat.evidence([(6, 6, 40.0)]).loglik
+    quiet = loss_repeat.evidence([(0, 6, 40.0)]).loglik
+    assert on["bbr"] - max(on[h] for h in ("reno", "cubic", "vegas")) > math.log(20)
+    # weakly: a BBR whose window fits loses as rarely
+    assert 0 < min(quiet[h] for h in ("reno", "cubic", "vegas")) - quiet["bbr"] < math.log(1.5)
+    assert quiet["reno"] == quiet["cubic"] == quiet["vegas"]          # it cannot tell them apart
+    # a window of a few packets regrows in a few rounds: losing on is what a loss-based flow
+    # does too, no evidence for BBR
+    tiny = loss_repeat.evidence([(4, 6, 4.0)]).loglik
+    assert tiny["reno"] >= tiny["bbr"]
+    assert on["bbr"] > on["unknown"] - math.log(2)    # BBR may lose in any share of its rounds
+    assert loss_repeat.evidence([(0, 6, 2.0)]) is None        # a window of 2: an RTO's backoff, not read
+    # competitors at one bottleneck lose in the same overflows: their mean, not their sum
+    two = loss_repeat.evidence([(6, 6, 40.0), (0, 6, 40.0)])
+    assert two.loglik["reno"] == pytest.approx((on["reno"] + quiet["reno"]) / 2) and two.measured == 0.5
+
+
+def test_the_identifier_reads_a_reno_that_lost_in_slow_start_as_loss_based():
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in run("window", seconds=4.0, slow_start="loss", buffer_pkts=30, competitor_at_s=1.0):
+        idf.add(rec)
+    idf.step()
+    ll = idf.test.stages["loss_repeat"]
+    assert ll["reno"] > ll["bbr"] and idf._loss_repeat_read and all(
+        n == loss_repeat.READ_ROUNDS for _, n, _ in idf._loss_repeat_read.values())
