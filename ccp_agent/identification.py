@@ -109,9 +109,11 @@ class _Flow:
                               evidence=[list(m) for m in measured])
 
     def restart(self):
-        """A fresh identification, from the records that come from now on."""
-        from estimator.identify.identifier import Identifier
-        self.identifier = Identifier(self.flow_id, base_rtt_s=self.base_rtt_s, threshold=self.threshold)
+        """Identify anew: where a competitor joined, from the records since just before its
+        first packet (its start read as it came: the slow start of a flow that a fresh
+        identifier would see already running), else from the records to come."""
+        joined = self.identifier.competitors() - self.named if self.named is not None else frozenset()
+        self.identifier.restart(joined)
         self.named, self.changed_steps, self.since, self.committed_at = None, 0, time.monotonic(), None
 
     def locate(self, directory: FlowDirectory) -> bool:

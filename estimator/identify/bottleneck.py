@@ -190,6 +190,15 @@ class NodeRecords:
     def last_s(self) -> float | None:
         return self.rows[-1][0] if self.rows else None
 
+    def first_seen_s(self, flow_id: str) -> float | None:
+        """The end of the first record kept with a packet of ``flow_id`` (None: none)."""
+        return next((r[0] - r[1] for r in self.rows if r[4].get(flow_id, (0, 0))[0] > 0), None)
+
+    def drop_before(self, t_s: float) -> None:
+        """Forget the records that ended before ``t_s``."""
+        while self.rows and self.rows[0][0] < t_s:
+            self.rows.popleft()
+
     def port_bps(self) -> float:
         return self.rows[-1][3] if self.rows else 0.0
 

@@ -33,6 +33,9 @@ MIN_COMPETITOR_PKTS = 20      # in competitors()' window: fewer is a handshake, 
 #: beside UDP alone, a TCP flow with this many packets in the last second (Linux's initial
 #: window) is starting: it is about to be the competitor, and UDP's "unknown" waits for it
 NEW_TCP_PKTS = 10
+#: a restart for a competitor that joined keeps this much of the records before its first
+#: packet: the dips' history (probe_rtt.HISTORY_S) and its first bin not the series' first
+RESTART_HISTORY_S = 2.0
 
 
 class Identifier:
@@ -153,6 +156,22 @@ class Identifier:
         """Whether every competitor's base RTT is known (comp_base_rtts is not this flow's stand-in)."""
         return self.competitor_base_rtt_s is not None or (
             s.comp_rtt_s is not None and s.comp.shape[0] > 0 and bool(np.isfinite(s.comp_rtt_s).all()))
+
+    def restart(self, new_competitors=()) -> None:
+        """Identify anew: the test and what was read forgotten. The records of the last
+        RESTART_HISTORY_S before the first packet of the first of ``new_competitors`` (flows
+        that joined) are kept, so that their start is read as it came (their slow start: a
+        fresh identifier sees them already running); with none (a competitor left), nothing is.
+        Flows that were there before and still are, are read on from what is kept."""
+        seen = [t for node in self.nodes.values() for f in new_competitors
+                if (t := node.first_seen_s(f)) is not None]
+        for nid in list(self.nodes):
+            if seen:
+                self.nodes[nid].drop_before(min(seen) - RESTART_HISTORY_S)
+            else:
+                self.nodes[nid] = NodeRecords(self.keep_s)
+        self._forget()
+        self.series = None
 
     def _forget(self) -> None:
         """The test and the stretches anew (the hop records kept)."""

@@ -7,6 +7,10 @@ stage's median measurement: the stages can be changed and re-read without re-run
 Beside it, the live agent's own first commit (its identify records) and the run's
 competitors, their start and the UDP beside them (the summary's record). A run of the
 passive estimator (``--identify passive``) is read from its trace instead, scored alike.
+With ``--agent-restarts fresh|keep`` the replay also starts the identification again where
+the live agent does (once committed, the competitors differ from those named for
+CHANGE_STEPS steps): "fresh" from the records to come (the agent before 2026-12-07), "keep"
+from those since just before a joining competitor's first packet (Identifier.restart).
 
     python -m lab.estimator.identify_replay RESULTS_DIR [RESULTS_DIR ...] [--json-out F] [--threshold P]
 """
@@ -22,6 +26,7 @@ from collections import defaultdict
 import numpy as np
 
 from estimator.identify.evidence import COMMIT_POSTERIOR
+from ccp_agent.identification import CHANGE_STEPS
 from estimator.identify.identifier import Identifier
 from experiments.testbed.traffic import MAIN_PORT
 from telemetry.ccas import CCA_LABELS
@@ -114,7 +119,11 @@ def recorded_series(run_dir: str, own: str, base_rtt_s: float):
     return (s if s is not None and s.comp.shape[0] else None), idf
 
 
-def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, competitor_rtt: str = "measured") -> dict:
+AGENT_RESTARTS = ("none", "fresh", "keep")
+
+
+def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, competitor_rtt: str = "measured",
+           agent_restarts: str = "none") -> dict:
     p = record["params"]
     base_rtt_s = flow1_base_rtt_s(p)
     # a competitor outside the four (application-limited, a fixed window) is "unknown"
@@ -130,8 +139,11 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, comp
     own = flow1_id(run_dir)
     if own is None:
         return {**out, "error": "no identify record names flow 1"}
-    idf = Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold,
-                     competitor_base_rtt_s={"flow1": base_rtt_s, "oracle": competitor_base_rtt_s(p)}.get(competitor_rtt))
+    def identifier():
+        return Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold,
+                          competitor_base_rtt_s={"flow1": base_rtt_s, "oracle": competitor_base_rtt_s(p)}.get(competitor_rtt))
+    idf = identifier()
+    named, changed, restarts = None, 0, 0       # the agent's watch after a commit (ccp_agent/identification.py)
     t0 = next_step = first_ts = None
     first_commit = live_commit = before_tcp_commit = None
     commits: list = []            # [seconds after the first record, the verdict] at each change
@@ -151,6 +163,19 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, comp
         idf.add(rec)
         if rx_s >= next_step:
             next_step += STEP_S
+            if agent_restarts != "none":
+                if named is None:
+                    named = idf.competitors() if idf.verdict() is not None else None
+                else:
+                    now = idf.competitors()
+                    changed = changed + 1 if now != named else 0
+                    if changed >= CHANGE_STEPS:
+                        if agent_restarts == "fresh":
+                            idf = identifier()
+                        else:
+                            idf.restart(now - named)
+                        named, changed, restarts = None, 0, restarts + 1
+                        continue
             for ev in idf.step():
                 stages[ev.stage].append(ev.measured)
             if first_commit is None and idf.verdict() is not None and idf.competitor_since_s is not None:
@@ -179,7 +204,7 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, comp
     competitor_at = None if idf.competitor_since_s is None else round(idf.competitor_since_s - first_ts, 2)
     return {**out, "flow1": own, "first_commit": first_commit, "live_first_commit": live_commit, "competitor_at_s": competitor_at,
             "before_tcp_commit": before_tcp_commit, "commits": commits, "live_switches": live_switches(run_dir),
-            "competitor_rtt_read_over_path": rtt_read, "best_at": {str(c): v for c, v in best_at.items()},
+            "competitor_rtt_read_over_path": rtt_read, "agent_restarts": [agent_restarts, restarts], "best_at": {str(c): v for c, v in best_at.items()},
             "posterior_at": {str(c): v for c, v in posterior_at.items()},
             "stages_at": {str(c): v for c, v in stages_at.items()}, "final_verdict": idf.verdict(),
             "final_best": best, "final_posterior": round(post, 3),
@@ -211,9 +236,12 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=COMMIT_POSTERIOR, help="the posterior a commit needs (the agent's default)")
     ap.add_argument("--competitor-rtt", choices=COMPETITOR_RTTS, default="measured",
                     help="the competitors' base RTT: as the live agent reads it (default), flow 1's, or the run's own")
+    ap.add_argument("--agent-restarts", choices=AGENT_RESTARTS, default="none",
+                    help="start again where the live agent does: none (one identification per run), "
+                         "fresh (from the records to come), keep (from just before a joining competitor)")
     args = ap.parse_args(argv)
     # a passive run is scored from its trace: its record may keep that alone
-    rows = [replay(run_dir, record, args.threshold, args.competitor_rtt)
+    rows = [replay(run_dir, record, args.threshold, args.competitor_rtt, args.agent_restarts)
             for run_dir, record in recorded_runs(args.results, ("telemetry.jsonl.gz", "trace.csv"))]
     right = wrong = final_right = 0
     for r in rows:

@@ -725,3 +725,27 @@ def test_the_identifier_reads_a_reno_that_lost_in_slow_start_as_loss_based():
     ll = idf.test.stages["loss_repeat"]
     assert ll["reno"] > ll["bbr"] and idf._loss_repeat_read and all(
         n == loss_repeat.READ_ROUNDS for _, n, _ in idf._loss_repeat_read.values())
+
+
+def test_a_restart_for_a_competitor_that_joined_reads_its_start_and_one_that_left_starts_empty():
+    recs = run("window", seconds=5.0, slow_start="loss", buffer_pkts=600, competitor_at_s=2.5)
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in recs:
+        idf.add(rec)
+    idf.step()
+    assert "slow_start" in idf.test.stages
+    idf.restart(frozenset({"00000000000000bb"}))
+    assert idf.test.stages == {} and idf.competitor_since_s is None
+    node = idf.nodes[2]
+    assert 0.4 < node.first_seen_s("00000000000000bb") - node.rows[0][0] < 2.1     # kept from 2 s before it
+    idf.step()
+    assert "slow_start" in idf.test.stages                 # its start read again, as it came
+    # a fresh identifier from a second after its start sees it already running: no slow start
+    late = Identifier(OWN, base_rtt_s=0.04)
+    for rec in recs:
+        if rec.ts_ns * 1e-9 - 1_000 >= 3.5:
+            late.add(rec)
+    late.step()
+    assert "slow_start" not in late.test.stages
+    idf.restart(frozenset())                               # a competitor left: nothing kept
+    assert all(not n.rows for n in idf.nodes.values()) and idf.step() == []
