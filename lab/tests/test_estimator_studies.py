@@ -70,7 +70,8 @@ def identification_docs(root: str) -> str:
 
 @pytest.mark.parametrize("seed, date, rows_expected", [(4301, "2026-12-03", 12), (4401, "2026-12-03", 11),
                                                        (4502, "2026-12-05", 11), (4503, "2026-12-06", 11),
-                                                       (4504, "2026-12-07", 12), (4505, "2026-12-07", 12)])
+                                                       (4504, "2026-12-07", 12), (4505, "2026-12-07", 12),
+                                                       (4506, "2026-12-07", 12)])
 def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give(capsys, seed, date, rows_expected):
     import os
     from lab.estimator import identify_table
