@@ -15,7 +15,8 @@ its window (queue_trend.py); the competitor's dips on BBR's ProbeRTT clock since
 stretch gives the port's use and not_tcp.py's answer only. Each competitor loss after its
 first (the slow-start exit, whose overshoot no cut model holds for) gives its cut
 (loss_cut.py); whether it went on losing in the rounds after its first loss, once its
-recovery is over, is read as they complete (loss_repeat.py). The bottleneck is the node on the flow's path with the slowest stamped port."""
+recovery is over, is read as they complete (loss_repeat.py). The bottleneck is the node on
+the flow's path with the slowest stamped port."""
 from __future__ import annotations
 
 import numpy as np
@@ -294,16 +295,18 @@ class Identifier:
         grows, up to loss_repeat.READ_ROUNDS each. Only a loss since its first packet at the
         bottleneck counts: one of a competitor already running is not its first."""
         bases = self.comp_base_rtts(s)
+        windows = None
         changed = False
         for f, fid in enumerate(s.comp_ids):
             done = self._loss_repeat_read.get(fid)
             if done is not None and done[1] >= loss_repeat.READ_ROUNDS:
                 continue
             sent = np.flatnonzero(s.comp[f] > 0)
-            if not sent.size or sent[0] == 0:
+            if not sent.size or sent[0] == 0 or not s.comp_lost[f].any():
                 continue
-            read = loss_repeat.lossy_rounds(s, f, float(bases[f]))
-            if read is not None and read[1] and read[:2] != (done or (None, None))[:2]:
+            windows = s.comp_window(bases) if windows is None else windows
+            read = loss_repeat.lossy_rounds(s, f, float(bases[f]), windows[f])
+            if read is not None and read[1] and (done is None or read[:2] != done[:2]):
                 self._loss_repeat_read[fid] = read
                 changed = True
         ev = loss_repeat.evidence(self._loss_repeat_read.values()) if changed else None

@@ -27,9 +27,8 @@ complete: k of n with a drop of its own. The likelihoods are binomial, stated, n
 So a competitor that goes on losing in most rounds is BBR (or none of the four), and one
 quiet after its recovery says little (1.3:1 for the loss-based ones). A window of fewer than
 MIN_WINDOW_PKTS over the rounds (an RTO's backoff) is not read: a flow that hardly sends
-cannot lose. Several
-competitors at one bottleneck lose in the same overflows: the stage's evidence is their
-mean, not their sum."""
+cannot lose. Several competitors at one bottleneck lose in the same overflows: the stage's
+evidence is their mean, not their sum."""
 from __future__ import annotations
 
 import math
@@ -49,10 +48,11 @@ MIN_WINDOW_PKTS = 4.0
 LOSS_BASED = ("reno", "cubic", "vegas")
 
 
-def lossy_rounds(s: Series, f: int, base_rtt_s: float) -> tuple[int, int, float] | None:
+def lossy_rounds(s: Series, f: int, base_rtt_s: float, window=None) -> tuple[int, int, float] | None:
     """(rounds with a drop of competitor ``f``'s own, rounds read, its mean window over them
     in packets) after its first loss, as far as the series tells (None: no loss yet, or its
-    loss too close to the series' start: what came before it is not known)."""
+    loss too close to the series' start: what came before it is not known). ``window``: its
+    row of Series.comp_window where the caller has it."""
     lost = np.flatnonzero(s.comp_lost[f] > 0)
     if not lost.size or lost[0] == 0:
         return None
@@ -68,7 +68,9 @@ def lossy_rounds(s: Series, f: int, base_rtt_s: float) -> tuple[int, int, float]
     if not rounds:
         return 0, 0, 0.0
     k = sum(int(s.comp_lost[f, a:b].sum() > 0) for a, b in rounds)
-    window = s.comp_window(np.full(s.comp.shape[0], base_rtt_s))[f, rounds[0][0]:rounds[-1][1]]
+    if window is None:
+        window = s.comp_window(np.full(s.comp.shape[0], base_rtt_s))[f]
+    window = window[rounds[0][0]:rounds[-1][1]]
     window = window[np.isfinite(window)]
     return k, len(rounds), float(window.mean()) if window.size else 0.0
 
