@@ -15,13 +15,14 @@ its window (queue_trend.py); the competitor's dips on BBR's ProbeRTT clock since
 stretch gives the port's use and not_tcp.py's answer only. Each competitor loss after its
 first (the slow-start exit, whose overshoot no cut model holds for) gives its cut
 (loss_cut.py); whether it went on losing in the rounds after its first loss, once its
-recovery is over, is read as they complete (loss_repeat.py). The bottleneck is the node on
+recovery is over, and how far its window fell by then, are read as they complete
+(loss_repeat.py, exit_cut.py). The bottleneck is the node on
 the flow's path with the slowest stamped port."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import elasticity, loss_cut, loss_repeat, not_tcp, probe_rtt, queue_level, queue_trend, slow_start, spare, switch_share
+from . import elasticity, exit_cut, loss_cut, loss_repeat, not_tcp, probe_rtt, queue_level, queue_trend, slow_start, spare, switch_share
 from .bottleneck import BIN_S, NodeRecords, competing
 from .evidence import COMMIT_POSTERIOR, Evidence, SequentialTest, aggregate
 
@@ -67,6 +68,7 @@ class Identifier:
         self._slow_start_outcomes: dict = {}   # competitor -> how its slow start ended (slow_start.py)
         self._slow_start_exit: dict = {}       # competitor -> (when, its window in packets) it left a "held" one
         self._loss_repeat_read: dict = {}      # competitor -> (lossy rounds, rounds read, window) after its first loss
+        self._exit_cut_read: dict = {}         # competitor -> (its window's fall after its first loss, its peak)
         self.series = None                     # the bottleneck's series as the last step read it
         self.measured: dict = {}            # stage -> [(value, its standard error)]
         self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
@@ -110,7 +112,7 @@ class Identifier:
         if self.competitor_since_s is None:
             self.competitor_since_s = s.t0_s + first * BIN_S
         rtt_s = self.base_rtt_s + float(np.median(s.queue_delay_s()[first:])) if s.port_bps else self.base_rtt_s
-        added = self._loss_cuts(s, rtt_s) + self._slow_start(s) + self._loss_repeat(s)
+        added = self._loss_cuts(s, rtt_s) + self._slow_start(s) + self._loss_repeat(s) + self._exit_cut(s)
         if self._stretch_next_s is None:
             lost_any = np.flatnonzero(s.comp_lost.sum(axis=0) > 0)
             by_time = self.competitor_since_s + max(STARTUP_S, STARTUP_RTTS * rtt_s)
@@ -179,6 +181,7 @@ class Identifier:
         self.test = SequentialTest(self.test.threshold)
         self.measured, self._loss_read_s, self._trend_context = {}, {}, []
         self._slow_start_outcomes, self._slow_start_exit, self._loss_repeat_read = {}, {}, {}
+        self._exit_cut_read = {}
         self.competitor_since_s = self._stretch_next_s = self._stretch_first_s = None
         self._udp_only = self._stretched = self._tcp_starting = False
 
@@ -314,6 +317,32 @@ class Identifier:
             return []
         self.measured["loss_repeat"] = [(float(ev.measured), 0.0)]
         self.test.set("loss_repeat", ev)
+        self.test.evidence.append(ev)
+        return [ev]
+
+    def _exit_cut(self, s) -> list[Evidence]:
+        """How far the competitors' windows fell after their first loss (exit_cut.py), once
+        each one's rounds are read: the stage's evidence from all read so far. As in
+        _loss_repeat, only a loss since its first packet at the bottleneck counts."""
+        bases = self.comp_base_rtts(s)
+        windows = None
+        changed = False
+        for f, fid in enumerate(s.comp_ids):
+            if fid in self._exit_cut_read:
+                continue
+            sent = np.flatnonzero(s.comp[f] > 0)
+            if not sent.size or sent[0] == 0 or not s.comp_lost[f].any():
+                continue
+            windows = s.comp_window(bases) if windows is None else windows
+            read = exit_cut.exit_ratio(s, f, float(bases[f]), windows[f])
+            if read is not None:
+                self._exit_cut_read[fid] = read
+                changed = True
+        ev = exit_cut.evidence(self._exit_cut_read.values()) if changed else None
+        if ev is None:
+            return []
+        self.measured["exit_cut"] = [(float(ev.measured), 0.0)]
+        self.test.set("exit_cut", ev)
         self.test.evidence.append(ev)
         return [ev]
 

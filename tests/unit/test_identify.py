@@ -749,3 +749,52 @@ def test_a_restart_for_a_competitor_that_joined_reads_its_start_and_one_that_lef
     assert "slow_start" not in late.test.stages
     idf.restart(frozenset())                               # a competitor left: nothing kept
     assert all(not n.rows for n in idf.nodes.values()) and idf.step() == []
+
+
+# -- exit_cut: how deep the competitor's window falls after its slow start's loss -------------
+
+from estimator.identify import exit_cut  # noqa: E402
+
+
+def _cut_series(kept: float, rtt_bins: int = 10, rate_per_bin: float = 4.0, rounds_after: int = 8):
+    """A competitor at a window of 40 packets (100 ms RTT, no queue) from bin 50, one drop at
+    bin 103, and ``kept`` of its window from an RTT after it on."""
+    from estimator.identify.bottleneck import Series
+    n = 103 + rtt_bins * rounds_after
+    comp = np.full((1, n), rate_per_bin)
+    comp[0, :50] = 0.0
+    comp[0, 103 + rtt_bins:] *= kept
+    lost = np.zeros((1, n))
+    lost[0, 103] = 1
+    return Series(0.0, np.full(n, 5.0), comp, lost, ["c"], np.zeros(n), 12e6, 500.0, 1000.0)
+
+
+@pytest.mark.parametrize("kept", [0.3, 0.5, 0.7])
+def test_the_window_after_the_recovery_is_read_over_its_peak(kept):
+    ratio, peak = exit_cut.exit_ratio(_cut_series(kept), 0, 0.1)
+    assert ratio == pytest.approx(kept, abs=0.02) and peak == pytest.approx(40.0, rel=0.05)
+
+
+def test_the_fall_is_read_once_its_rounds_are_and_never_before_a_loss():
+    rounds = exit_cut.RECOVERY_ROUNDS + exit_cut.READ_ROUNDS
+    assert exit_cut.exit_ratio(_cut_series(0.5, rounds_after=rounds - 1), 0, 0.1) is None
+    assert exit_cut.exit_ratio(_cut_series(0.5, rounds_after=rounds + 1), 0, 0.1) is not None
+    s = _cut_series(0.5)
+    from dataclasses import replace as dc_replace
+    assert exit_cut.exit_ratio(dc_replace(s, comp_lost=np.zeros_like(s.comp_lost)), 0, 0.1) is None
+
+
+def test_a_deep_fall_says_reno_or_vegas_a_shallow_one_cubic_or_bbr_and_between_says_little():
+    at = {h: exit_cut.READ_FACTOR * k for h, k in exit_cut.KEPT_AFTER_EXIT.items()}
+    deep = exit_cut.evidence([(at["reno"], 40.0)]).loglik
+    shallow = exit_cut.evidence([(at["cubic"], 40.0)]).loglik
+    between = exit_cut.evidence([((at["reno"] + at["cubic"]) / 2, 40.0)]).loglik
+    assert deep["reno"] == deep["vegas"] and math.log(2) < deep["reno"] - deep["cubic"] < math.log(5)
+    assert math.log(2) < shallow["cubic"] - shallow["reno"] < math.log(5) and shallow["bbr"] > shallow["reno"]
+    assert between["reno"] == pytest.approx(between["cubic"])
+    # a window that grew after its loss is none of the four
+    grew = exit_cut.evidence([(1.4, 40.0)]).loglik
+    assert grew["unknown"] > max(grew[h] for h in ("reno", "cubic", "vegas", "bbr"))
+    # several competitors: their median; a peak of a few packets is not read
+    assert exit_cut.evidence([(0.3, 40.0), (0.35, 40.0), (0.9, 40.0)]).measured == 0.35
+    assert exit_cut.evidence([(0.3, 4.0)]) is None

@@ -1,0 +1,99 @@
+"""Stage: how deep does the competitor's window fall after its slow start ends at a loss?
+Read from its own packets at the bottleneck a few rounds after its first loss, so it
+answers where the slow-start stage says nothing ("lost": all four can lose in slow start in
+a small buffer) and the loss-cut stage must wait for a second loss (Reno's comes W/2 rounds
+later).
+
+Slow start overshoots: its window doubles in the round trip in which the sender learns of
+its first drop, so the kernel's window at the cut is about twice what the pipe and buffer
+held, and a whole round of packets is lost. Reno (tcp_reno_ssthresh, and Vegas, which falls
+back to it) sets its window to half of that; CUBIC to 717/1024 of it; BBRv1 does not cut (it
+leaves Startup when its delivery rate stops growing and drains its queue to its BDP
+estimate). The recovery from a round of losses takes rounds (a lost retransmission costs an
+RTO and a new slow start up to ssthresh); the window read is its mean over READ_ROUNDS after
+RECOVERY_ROUNDS (as loss_repeat), over its peak in PEAK_ROUNDS before the loss.
+
+Measured on the development runs of 2026-12-07 (lab/estimator/exit_cut_study.py; the
+competitors' RTTs from the runs' parameters), the fall reads deeper than the constants,
+each CCA's alike in its ordering: medians Reno 0.30, Vegas 0.28, CUBIC 0.61, BBR 0.51 (its
+window after Drain is its BDP estimate, whatever the buffer). So the model's centres are the
+kernels' constants scaled by one factor, READ_FACTOR, the ratio CUBIC's and Reno's readings
+share (0.6 of 0.5 and 0.85 of 0.717 — between them, so that neither is favoured), and its
+spread (SIGMA_MODEL) such that a reading between Reno's and CUBIC's centres says nothing and
+one at either centre moves the odds between them about 3:1. BBR's centre is
+CUBIC's (it does not cut, but the window it drains to is a BDP of a pipe and buffer it
+overfilled), wider; "unknown" is flat over [0, RATIO_MAX]."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .bottleneck import BIN_S, Series
+from .evidence import HYPOTHESES, UNKNOWN, Evidence
+
+PEAK_ROUNDS = 2
+RECOVERY_ROUNDS = 4
+READ_ROUNDS = 2
+#: the share of the kernel's kept window that the bottleneck's reading shows (see above)
+READ_FACTOR = 0.72
+KEPT_AFTER_EXIT = {"reno": 0.5, "vegas": 0.5, "cubic": 717 / 1024}
+SIGMA_MODEL = 0.1
+BBR_SIGMA = 0.15
+RATIO_MAX = 1.5
+MIN_PEAK_PKTS = 8.0      # a peak of fewer packets: its fall is counting noise
+
+
+def exit_ratio(s: Series, f: int, base_rtt_s: float, window=None) -> tuple[float, float] | None:
+    """(competitor ``f``'s mean window over READ_ROUNDS rounds from RECOVERY_ROUNDS after its
+    first loss over its peak in the PEAK_ROUNDS before it, its peak in packets), None until
+    those rounds are read (or where its first loss is the series' first bin: what came before
+    is not known). ``window``: its row of Series.comp_window where the caller has it."""
+    lost = np.flatnonzero(s.comp_lost[f] > 0)
+    if not lost.size or lost[0] == 0:
+        return None
+    if window is None:
+        window = s.comp_window(np.full(s.comp.shape[0], base_rtt_s))[f]
+    delay = s.queue_delay_s()
+    loss = int(lost[0])
+    rtt_bins = max(1, int(round((base_rtt_s + float(delay[loss])) / BIN_S)))
+    before = window[max(0, loss - PEAK_ROUNDS * rtt_bins):loss + 1]
+    before = before[np.isfinite(before)]
+    t = loss
+    for _ in range(RECOVERY_ROUNDS):
+        t += max(1, int(round((base_rtt_s + float(delay[min(t, s.n - 1)])) / BIN_S)))
+    lo = t
+    for _ in range(READ_ROUNDS):
+        t += max(1, int(round((base_rtt_s + float(delay[min(t, s.n - 1)])) / BIN_S)))
+    # the window is averaged over an RTT centred on each bin: half an RTT past the rounds too
+    if t + rtt_bins // 2 + 1 > s.n or not before.size:
+        return None
+    after = window[lo:t]
+    after = after[np.isfinite(after)]
+    peak = float(before.max())
+    if not after.size or peak <= 0:
+        return None
+    return float(after.mean()) / peak, peak
+
+
+def loglik(ratio: float) -> dict:
+    out = {}
+    for h, kept in KEPT_AFTER_EXIT.items():
+        out[h] = -0.5 * ((ratio - READ_FACTOR * kept) / SIGMA_MODEL) ** 2 - math.log(SIGMA_MODEL * math.sqrt(2 * math.pi))
+    bbr_centre = READ_FACTOR * KEPT_AFTER_EXIT["cubic"]
+    out["bbr"] = -0.5 * ((ratio - bbr_centre) / BBR_SIGMA) ** 2 - math.log(BBR_SIGMA * math.sqrt(2 * math.pi))
+    out[UNKNOWN] = -math.log(RATIO_MAX) - max(0.0, ratio - RATIO_MAX) / SIGMA_MODEL
+    assert set(out) == set(HYPOTHESES)
+    return out
+
+
+def evidence(read) -> Evidence | None:
+    """The stage's evidence from the competitors' (ratio, peak) read: their median ratio
+    (several competitors at one bottleneck lose in the same overflow: one reading, not
+    their sum), those with a peak under MIN_PEAK_PKTS left out; None where none is left."""
+    ratios = sorted(r for r, peak in read if peak >= MIN_PEAK_PKTS)
+    if not ratios:
+        return None
+    ratio = float(np.median(ratios))
+    return Evidence("exit_cut", loglik(ratio), measured=ratio,
+                    note=f"window {ratio:.2f} of its peak after its slow start's loss")
