@@ -13,12 +13,13 @@ estimate). The recovery from a round of losses takes rounds (a lost retransmissi
 RTO and a new slow start up to ssthresh); the window read is its mean over READ_ROUNDS after
 RECOVERY_ROUNDS (as loss_repeat), over its peak in PEAK_ROUNDS before the loss.
 
-Measured on the development runs of 2026-12-07 (lab/estimator/exit_cut_study.py; the
-competitors' RTTs from the runs' parameters), the fall reads deeper than the constants,
-each CCA's alike in its ordering: medians Reno 0.30, Vegas 0.28, CUBIC 0.61, BBR 0.51 (its
-window after Drain is its BDP estimate, whatever the buffer). So the model's centres are the
-kernels' constants scaled by one factor, READ_FACTOR, the ratio CUBIC's and Reno's readings
-share (0.6 of 0.5 and 0.85 of 0.717 — between them, so that neither is favoured), and its
+Measured on the development runs of 2026-12-07 (lab/estimator/exit_cut_study.py, record
+exit-cut-study-2026-12-07.json; the competitors' RTTs from the runs' parameters), the fall
+reads deeper than the constants, in their order: medians Reno 0.28, Vegas 0.24, CUBIC 0.58,
+BBR 0.47 (its window after Drain is its BDP estimate, whatever the buffer). So the model's
+centres are the kernels' constants scaled by one factor, READ_FACTOR, a stated choice between
+what Reno's and CUBIC's readings keep of their constants (0.56 and 0.81; a first reading of
+the same runs gave 0.60 and 0.85), so that neither is favoured, and its
 spread (SIGMA_MODEL) such that a reading between Reno's and CUBIC's centres says nothing and
 one at either centre moves the odds between them about 3:1. BBR's centre is
 CUBIC's (it does not cut, but the window it drains to is a BDP of a pipe and buffer it

@@ -125,7 +125,8 @@ def test_the_dragonfly_interval_table_in_the_docs_is_the_one_its_records_give(ca
 
 @pytest.mark.parametrize("study,record,rows", [("identify_thresholds", "identify_thresholds-dev-2026-12-05.json", 6),
                                                ("two_senders", "two-senders-2026-12-06.json", 5),
-                                               ("slow_start_timing", "slow-start-timing-2026-12-07.json", 17)])
+                                               ("slow_start_timing", "slow-start-timing-2026-12-07.json", 17),
+                                               ("exit_cut_study", "exit-cut-study-2026-12-07.json", 9)])
 def test_a_studys_table_in_the_docs_is_the_one_its_record_gives(capsys, study, record, rows):
     import importlib
     import os
@@ -182,3 +183,16 @@ def test_the_window_truth_aligns_two_clocks_and_reads_the_senders_cut_after_its_
         states += [(start, "recovery"), (end, "open")]
     cuts = sender_cuts(t, inflight, np.full(t.size, 0.1), states)
     assert len(cuts) == 1 and abs(cuts[0] - 0.5) < 0.02               # the first episode: the slow-start exit
+
+
+@pytest.mark.parametrize("records,rows", [
+    (("early-evidence-loss-repeat-2026-12-07.json", "early-evidence-exit-cut-2026-12-07.json"), 4),
+    (("early-evidence-held-out-before-exit-cut-2026-12-07.json", "early-evidence-held-out-exit-cut-2026-12-07.json"), 4)])
+def test_the_early_evidence_rows_in_the_docs_are_the_ones_their_records_give(capsys, records, rows):
+    import os
+    from lab.estimator import early_evidence
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    early_evidence.main(["--table", *(os.path.join(root, "lab/records/estimator", r) for r in records)])
+    got = capsys.readouterr().out.strip().splitlines()
+    docs = open(os.path.join(root, "docs/estimator.md")).read()
+    assert len(got) == rows and all(row in docs for row in got), [r for r in got if r not in docs]
