@@ -4,6 +4,7 @@ and the experiment's summary (flow 1 on the probe and the oracle on the same net
 
     python -m lab.estimator.identify_table REPLAY_RECORD EXPERIMENT_RECORD
     python -m lab.estimator.identify_table REPLAY_RECORD EXPERIMENT_RECORD --passive PASSIVE_REPLAY_RECORD
+    python -m lab.estimator.identify_table REPLAY_RECORD EXPERIMENT_RECORD --by-network
 
 The experiment record is the run's summary.json in its results directory, whose
 runs/*/series.csv give flow 1's seconds of zero goodput. The fairness rows pair each "mirror active" run with the oracle's run of the same
@@ -293,6 +294,37 @@ def stall_row(results_dir: str) -> str:
     return "| seconds of zero goodput of flow 1 (after its first 2 s) | " + "; ".join(out.values()) + " |"
 
 
+#: bands of the networks: the bottleneck's buffer in BDPs (the hard distribution draws 1-100,
+#: log-uniform) and the competitors' base RTT (their path's, ms)
+BUFFER_BANDS = ((1.0, 2.0), (2.0, 10.0), (10.0, float("inf")))
+RTT_BANDS_MS = ((0.0, 150.0), (150.0, 250.0), (250.0, float("inf")))
+
+
+def network_rows(replay: dict) -> list[str]:
+    """The replay's commits by the bottleneck's buffer and by the competitors' round trip:
+    where identification is slow. Its stages read the competitor in its own rounds (a slow
+    start of ~10, stretches of 16), so a time limit is fewer of them on a longer path."""
+    from lab.estimator.identify_replay import competitor_base_rtt_s
+    runs = [r for r in replay["runs"] if "error" not in r]
+    rows = ["| replayed, by the network | runs | first commit right | ... within 8 s of the competitor's first packet "
+            "| committed at the end right |", "|---|---|---|---|---|"]
+    bands = [(f"buffer {lo:g}–{hi:g} BDP".replace("–inf", " or more"), lambda r, lo=lo, hi=hi: lo <= r["params"]["buffer_bdp"] < hi)
+             for lo, hi in BUFFER_BANDS]
+    bands += [(f"competitors' RTT {lo:g}–{hi:g} ms".replace("–inf", " or more"),
+               lambda r, lo=lo, hi=hi: lo <= competitor_base_rtt_s(r["params"]) * 1e3 < hi) for lo, hi in RTT_BANDS_MS]
+    for label, inside in bands:
+        band = [r for r in runs if inside(r)]
+        if not band:
+            continue
+        right = [r for r in band if _first_after(r) == r["truth"]]
+        fast = [r for r in right if r["first_commit"] is not None
+                and r["first_commit"][0] - (r.get("competitor_at_s") or 0.0) <= 8.0]
+        end = sum(r.get("final_verdict") == r["truth"] for r in band)
+        rows.append(f"| {label} | {len(band)} | {wilson(len(right), len(band))} | {wilson(len(fast), len(band))} | "
+                    f"{wilson(end, len(band))} |")
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("replay_record", help="lab/records/estimator/identify_active-*.json (identify_replay --json-out)")
@@ -300,7 +332,13 @@ def main(argv=None) -> int:
     ap.add_argument("--passive", metavar="REPLAY_RECORD",
                     help="identify_replay's record of the passive estimator's runs on the same networks: the "
                          "paired rows only")
+    ap.add_argument("--by-network", action="store_true",
+                    help="the replay's commits by the bottleneck's buffer and the competitors' RTT only")
     args = ap.parse_args(argv)
+    if args.by_network:
+        with open(args.replay_record) as f:
+            print("\n".join(network_rows(json.load(f))))
+        return 0
     if args.passive:
         with open(args.replay_record) as f, open(args.passive) as g:
             rows = paired_rows(json.load(f), json.load(g))

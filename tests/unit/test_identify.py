@@ -798,3 +798,17 @@ def test_a_deep_fall_says_reno_or_vegas_a_shallow_one_cubic_or_bbr_and_between_s
     # several competitors: their median; a peak of a few packets is not read
     assert exit_cut.evidence([(0.3, 40.0), (0.35, 40.0), (0.9, 40.0)]).measured == 0.35
     assert exit_cut.evidence([(0.3, 4.0)]) is None
+
+
+def test_the_identifier_reads_the_fall_once_per_competitor_and_forgets_it_on_a_restart():
+    idf = Identifier(OWN, base_rtt_s=0.04)
+    for rec in run("window", seconds=5.0, slow_start="loss", buffer_pkts=30, competitor_at_s=1.0):
+        idf.add(rec)
+    idf.step()
+    assert len(idf._exit_cut_read) == 1 and "exit_cut" in idf.test.stages
+    (ratio, peak), = idf._exit_cut_read.values()
+    assert 0 < ratio < 1 and peak >= exit_cut.MIN_PEAK_PKTS
+    assert idf.measured["exit_cut"] == [(pytest.approx(ratio), 0.0)]
+    assert all(ev.stage != "exit_cut" for ev in idf.step())     # read once, not at every step
+    idf.restart()
+    assert idf._exit_cut_read == {} and "exit_cut" not in idf.test.stages
