@@ -23,7 +23,12 @@ the same runs gave 0.60 and 0.85), so that neither is favoured, and its
 spread (SIGMA_MODEL) such that a reading between Reno's and CUBIC's centres says nothing and
 one at either centre moves the odds between them about 3:1. BBR's centre is
 CUBIC's (it does not cut, but the window it drains to is a BDP of a pipe and buffer it
-overfilled), wider; "unknown" is flat over [0, RATIO_MAX]."""
+overfilled), wider, or, as often, still in Startup when the loss came (a loss does not end
+it: its delivery rate's growth does) and grown since, anywhere up to BBR_HIGH_GAIN times its
+peak; "unknown" is flat over [0, RATIO_MAX]. A competitor that sent next to nothing in the
+rounds read (under STALLED_PKTS a round trip) is waiting out an RTO: no cut is read there
+(found on seed 4507, where a Reno's stall read as a fall to 0 and a BBR's growth after its
+loss to 2.3 times its peak as none of the four)."""
 from __future__ import annotations
 
 import math
@@ -41,7 +46,10 @@ READ_FACTOR = 0.72
 KEPT_AFTER_EXIT = {"reno": 0.5, "vegas": 0.5, "cubic": 717 / 1024}
 SIGMA_MODEL = 0.1
 BBR_SIGMA = 0.15
-RATIO_MAX = 1.5
+BBR_STARTUP = 0.5        # stated: as often still in Startup after its first loss as drained, for want of a reason either way
+BBR_HIGH_GAIN = 2 / math.log(2)     # tcp_bbr bbr_high_gain: Startup's window over its BDP estimate
+RATIO_MAX = 3.0
+STALLED_PKTS = 1.0
 MIN_PEAK_PKTS = 8.0      # a peak of fewer packets: its fall is counting noise
 
 
@@ -74,6 +82,8 @@ def exit_ratio(s: Series, f: int, base_rtt_s: float, window=None) -> tuple[float
     peak = float(before.max())
     if not after.size or peak <= 0:
         return None
+    if after.mean() < STALLED_PKTS:      # an RTO's wait: nothing to read (NaN: read, and nothing said)
+        return float("nan"), peak
     return float(after.mean()) / peak, peak
 
 
@@ -82,7 +92,9 @@ def loglik(ratio: float) -> dict:
     for h, kept in KEPT_AFTER_EXIT.items():
         out[h] = -0.5 * ((ratio - READ_FACTOR * kept) / SIGMA_MODEL) ** 2 - math.log(SIGMA_MODEL * math.sqrt(2 * math.pi))
     bbr_centre = READ_FACTOR * KEPT_AFTER_EXIT["cubic"]
-    out["bbr"] = -0.5 * ((ratio - bbr_centre) / BBR_SIGMA) ** 2 - math.log(BBR_SIGMA * math.sqrt(2 * math.pi))
+    drained = math.exp(-0.5 * ((ratio - bbr_centre) / BBR_SIGMA) ** 2) / (BBR_SIGMA * math.sqrt(2 * math.pi))
+    startup = 1 / BBR_HIGH_GAIN if 0 <= ratio <= BBR_HIGH_GAIN else 0.0
+    out["bbr"] = math.log(max((1 - BBR_STARTUP) * drained + BBR_STARTUP * startup, 1e-300))
     out[UNKNOWN] = -math.log(RATIO_MAX) - max(0.0, ratio - RATIO_MAX) / SIGMA_MODEL
     assert set(out) == set(HYPOTHESES)
     return out
@@ -91,8 +103,9 @@ def loglik(ratio: float) -> dict:
 def evidence(read) -> Evidence | None:
     """The stage's evidence from the competitors' (ratio, peak) read: their median ratio
     (several competitors at one bottleneck lose in the same overflow: one reading, not
-    their sum), those with a peak under MIN_PEAK_PKTS left out; None where none is left."""
-    ratios = sorted(r for r, peak in read if peak >= MIN_PEAK_PKTS)
+    their sum), those with a peak under MIN_PEAK_PKTS or stalled (NaN) left out; None where
+    none is left."""
+    ratios = sorted(r for r, peak in read if peak >= MIN_PEAK_PKTS and math.isfinite(r))
     if not ratios:
         return None
     ratio = float(np.median(ratios))

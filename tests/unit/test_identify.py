@@ -798,6 +798,17 @@ def test_a_deep_fall_says_reno_or_vegas_a_shallow_one_cubic_or_bbr_and_between_s
     # several competitors: their median; a peak of a few packets is not read
     assert exit_cut.evidence([(0.3, 40.0), (0.35, 40.0), (0.9, 40.0)]).measured == 0.35
     assert exit_cut.evidence([(0.3, 4.0)]) is None
+    # a BBR still in Startup after its loss grows on: BBR or none of the four, never loss-based
+    grown = exit_cut.evidence([(2.3, 40.0)]).loglik
+    assert grown["bbr"] - max(grown[h] for h in ("reno", "cubic", "vegas")) > math.log(20)
+    # a competitor waiting out an RTO sends nothing: read, and not evidence
+    assert exit_cut.evidence([(float("nan"), 40.0)]) is None
+    assert exit_cut.evidence([(float("nan"), 40.0), (0.3, 40.0)]).measured == 0.3
+
+
+def test_a_competitor_that_stalls_after_its_loss_is_read_as_stalled():
+    ratio, peak = exit_cut.exit_ratio(_cut_series(0.0), 0, 0.1)
+    assert math.isnan(ratio) and peak == pytest.approx(40.0, rel=0.05)
 
 
 def test_the_identifier_reads_the_fall_once_per_competitor_and_forgets_it_on_a_restart():
