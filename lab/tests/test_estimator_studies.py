@@ -71,7 +71,7 @@ def identification_docs(root: str) -> str:
 @pytest.mark.parametrize("seed, date, rows_expected", [(4301, "2026-12-03", 12), (4401, "2026-12-03", 11),
                                                        (4502, "2026-12-05", 11), (4503, "2026-12-06", 11),
                                                        (4504, "2026-12-07", 12), (4505, "2026-12-07", 12),
-                                                       (4506, "2026-12-07", 12)])
+                                                       (4506, "2026-12-07", 12), (4507, "2026-12-07", 12)])
 def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give(capsys, seed, date, rows_expected):
     import os
     from lab.estimator import identify_table
@@ -84,11 +84,12 @@ def test_the_active_identification_table_in_the_docs_is_the_one_its_records_give
     assert len(rows) == rows_expected and all(row in docs for row in rows), [r for r in rows if r not in docs]
 
 
-def test_the_paired_active_passive_table_in_the_docs_is_the_one_its_records_give(capsys):
+@pytest.mark.parametrize("seed, date", [(4401, "2026-12-03"), (4507, "2026-12-07")])
+def test_the_paired_active_passive_table_in_the_docs_is_the_one_its_records_give(capsys, seed, date):
     import os
     from lab.estimator import identify_table
     root = os.path.join(os.path.dirname(__file__), "..", "..")
-    name = "identify_hard-seed4401{}-2026-12-03"
+    name = f"identify_hard-seed{seed}{{}}-{date}"
     identify_table.main([os.path.join(root, f"lab/records/estimator/{name.format('')}.json"),
                          os.path.join(root, f"lab/records/experiments/{name.format('')}/summary.json"),
                          "--passive", os.path.join(root, f"lab/records/estimator/{name.format('-passive')}.json")])
@@ -186,8 +187,10 @@ def test_the_window_truth_aligns_two_clocks_and_reads_the_senders_cut_after_its_
 
 
 @pytest.mark.parametrize("records,rows", [
-    (("early-evidence-loss-repeat-2026-12-07.json", "early-evidence-exit-cut-2026-12-07.json"), 4),
-    (("early-evidence-held-out-before-exit-cut-2026-12-07.json", "early-evidence-held-out-exit-cut-2026-12-07.json"), 4)])
+    (("early-evidence-loss-repeat-2026-12-07.json", "early-evidence-exit-cut-2026-12-07.json",
+      "early-evidence-exit-cut-revised-2026-12-07.json"), 5),
+    (("early-evidence-held-out-before-exit-cut-2026-12-07.json", "early-evidence-held-out-exit-cut-2026-12-07.json",
+      "early-evidence-held-out-exit-cut-revised-2026-12-07.json"), 5)])
 def test_the_early_evidence_rows_in_the_docs_are_the_ones_their_records_give(capsys, records, rows):
     import os
     from lab.estimator import early_evidence
@@ -196,3 +199,15 @@ def test_the_early_evidence_rows_in_the_docs_are_the_ones_their_records_give(cap
     got = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/estimator.md")).read()
     assert len(got) == rows and all(row in docs for row in got), [r for r in got if r not in docs]
+
+
+def test_the_by_network_table_in_the_docs_is_the_one_its_record_gives(capsys):
+    import os
+    from lab.estimator import identify_table
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    name = "identify_hard-seed4507-2026-12-07"
+    identify_table.main([os.path.join(root, f"lab/records/estimator/{name}.json"),
+                         os.path.join(root, f"lab/records/experiments/{name}/summary.json"), "--by-network"])
+    rows = capsys.readouterr().out.strip().splitlines()
+    docs = open(os.path.join(root, "docs/estimator.md")).read()
+    assert len(rows) == 8 and all(row in docs for row in rows), [r for r in rows if r not in docs]
