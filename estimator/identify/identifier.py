@@ -286,63 +286,61 @@ class Identifier:
             if "slow_start" in self.test.stages:
                 self.test.set("slow_start", Evidence("slow_start", {h: 0.0 for h in self.test.hypotheses}))
             return []
-        ev = slow_start.evidence(what)
-        self.measured["slow_start"] = [(float(ev.measured), 0.0)]
-        self.test.set("slow_start", ev)
-        self.test.evidence.append(ev)
-        return [ev]
+        return self._stage_read("slow_start", slow_start.evidence(what))
 
     def _loss_repeat(self, s) -> list[Evidence]:
         """Whether the competitors went on losing after their first loss (loss_repeat.py),
         as its rounds complete: the stage's evidence replaced while any competitor's count
         grows, up to loss_repeat.READ_ROUNDS each. Only a loss since its first packet at the
         bottleneck counts: one of a competitor already running is not its first."""
-        bases = self.comp_base_rtts(s)
-        windows = None
         changed = False
-        for f, fid in enumerate(s.comp_ids):
+        for f, fid, base, window in self._lost_since_their_start(s):
             done = self._loss_repeat_read.get(fid)
             if done is not None and done[1] >= loss_repeat.READ_ROUNDS:
                 continue
-            sent = np.flatnonzero(s.comp[f] > 0)
-            if not sent.size or sent[0] == 0 or not s.comp_lost[f].any():
-                continue
-            windows = s.comp_window(bases) if windows is None else windows
-            read = loss_repeat.lossy_rounds(s, f, float(bases[f]), windows[f])
+            read = loss_repeat.lossy_rounds(s, f, base, window())
             if read is not None and read[1] and (done is None or read[:2] != done[:2]):
                 self._loss_repeat_read[fid] = read
                 changed = True
-        ev = loss_repeat.evidence(self._loss_repeat_read.values()) if changed else None
-        if ev is None:
-            return []
-        self.measured["loss_repeat"] = [(float(ev.measured), 0.0)]
-        self.test.set("loss_repeat", ev)
-        self.test.evidence.append(ev)
-        return [ev]
+        return self._stage_read("loss_repeat", loss_repeat.evidence(self._loss_repeat_read.values()) if changed else None)
 
     def _exit_cut(self, s) -> list[Evidence]:
         """How far the competitors' windows fell after their first loss (exit_cut.py), once
         each one's rounds are read: the stage's evidence from all read so far. As in
         _loss_repeat, only a loss since its first packet at the bottleneck counts."""
-        bases = self.comp_base_rtts(s)
-        windows = None
         changed = False
-        for f, fid in enumerate(s.comp_ids):
+        for f, fid, base, window in self._lost_since_their_start(s):
             if fid in self._exit_cut_read:
                 continue
-            sent = np.flatnonzero(s.comp[f] > 0)
-            if not sent.size or sent[0] == 0 or not s.comp_lost[f].any():
-                continue
-            windows = s.comp_window(bases) if windows is None else windows
-            read = exit_cut.exit_ratio(s, f, float(bases[f]), windows[f])
+            read = exit_cut.exit_ratio(s, f, base, window())
             if read is not None:
                 self._exit_cut_read[fid] = read
                 changed = True
-        ev = exit_cut.evidence(self._exit_cut_read.values()) if changed else None
+        return self._stage_read("exit_cut", exit_cut.evidence(self._exit_cut_read.values()) if changed else None)
+
+    def _lost_since_their_start(self, s):
+        """(row, id, base RTT s, its window row on demand) of each competitor that lost since
+        its first packet at the bottleneck (one already running when the series begins: not
+        its first loss)."""
+        bases = self.comp_base_rtts(s)
+        windows = []
+        for f, fid in enumerate(s.comp_ids):
+            sent = np.flatnonzero(s.comp[f] > 0)
+            if not sent.size or sent[0] == 0 or not s.comp_lost[f].any():
+                continue
+
+            def window(f=f):        # Series.comp_window, computed at most once per call
+                if not windows:
+                    windows.append(s.comp_window(bases))
+                return windows[0][f]
+            yield f, fid, float(bases[f]), window
+
+    def _stage_read(self, stage: str, ev: Evidence | None) -> list[Evidence]:
+        """A stage's evidence from all it read so far, where it changed: set in the test."""
         if ev is None:
             return []
-        self.measured["exit_cut"] = [(float(ev.measured), 0.0)]
-        self.test.set("exit_cut", ev)
+        self.measured[stage] = [(float(ev.measured), 0.0)]
+        self.test.set(stage, ev)
         self.test.evidence.append(ev)
         return [ev]
 

@@ -229,6 +229,40 @@ def recorded_runs(results, kept=("telemetry.jsonl.gz",), algorithm: str | None =
     return out
 
 
+def study_main(doc: str, one, table, argv=None) -> int:
+    """The command line of a study over recorded active-identification runs: ``one((run
+    directory, summary record, competitor RTT))`` per run in parallel (None: left out), the
+    rows' ``table(rows)`` printed, and a record with its provenance; ``--table`` prints a
+    record's table again."""
+    import argparse
+    from multiprocessing import Pool
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", nargs="*")
+    ap.add_argument("--competitor-rtt", choices=("oracle", "flow1"), default="oracle",
+                    help="each competitor's base RTT: the run's own (its path; the sink reads it within 1.5 %%) or flow 1's")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--json-out")
+    ap.add_argument("--table", metavar="JSON", help="the table of a record this wrote")
+    args = ap.parse_args(argv)
+    if args.table:
+        with open(args.table) as f:
+            print(table(json.load(f)["runs"]))
+        return 0
+    if not args.results:
+        ap.error("give results directories, or --table")
+    jobs = [(d, r, args.competitor_rtt) for d, r in recorded_runs(args.results, algorithm="mirror active")]
+    with Pool(args.jobs) as pool:
+        rows = [r for r in pool.map(one, jobs) if r is not None]
+    print(table(rows))
+    if args.json_out:
+        from records.provenance import stamp
+        made = stamp()
+        with open(args.json_out, "w") as f:
+            json.dump({"provenance": made, "results": args.results, "competitor_rtt": args.competitor_rtt,
+                       "runs": rows}, f, indent=1)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="an 'intcc exp run' output directory with recorded telemetry")

@@ -10,10 +10,7 @@ holds: it bounds what any reading of the competitor can say by then.
 """
 from __future__ import annotations
 
-import argparse
-import json
 from collections import Counter, defaultdict
-from multiprocessing import Pool
 
 import numpy as np
 
@@ -62,32 +59,8 @@ def table(rows) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("results", nargs="*")
-    ap.add_argument("--competitor-rtt", choices=("oracle", "flow1"), default="oracle",
-                    help="each competitor's base RTT: the run's own (its path; the sink reads it within 1.5 %%) or flow 1's")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--json-out")
-    ap.add_argument("--table", metavar="JSON", help="the table of a record this wrote")
-    args = ap.parse_args(argv)
-    if args.table:
-        with open(args.table) as f:
-            print(table(json.load(f)["runs"]))
-        return 0
-    if not args.results:
-        ap.error("give results directories, or --table")
-    from lab.estimator.identify_replay import recorded_runs
-    jobs = [(d, r, args.competitor_rtt) for d, r in recorded_runs(args.results, algorithm="mirror active")]
-    with Pool(args.jobs) as pool:
-        rows = [r for r in pool.map(_one, jobs) if r is not None]
-    print(table(rows))
-    if args.json_out:
-        from records.provenance import stamp
-        made = stamp()
-        with open(args.json_out, "w") as f:
-            json.dump({"provenance": made, "results": args.results, "competitor_rtt": args.competitor_rtt,
-                       "runs": rows}, f, indent=1)
-    return 0
+    from lab.estimator.identify_replay import study_main
+    return study_main(__doc__, _one, table, argv)
 
 
 if __name__ == "__main__":
