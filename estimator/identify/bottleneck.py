@@ -33,6 +33,20 @@ def moving_mean(x, k: int) -> np.ndarray:
     return np.convolve(x, np.ones(k) / k, mode="full")[start:start + len(x)]
 
 
+
+def round_starts(s: "Series", first_bin: int, base_rtt_s: float, rounds: int) -> list[int]:
+    """The bins where a flow's ``rounds`` round trips from ``first_bin`` start, and where the
+    last ends (rounds + 1 values; fewer where the series ends first): each round its base
+    RTT and the queue's delay at the round's start."""
+    delay = s.queue_delay_s()
+    t, starts = int(first_bin), []
+    for _ in range(rounds + 1):
+        starts.append(t)
+        t += max(1, int(round((base_rtt_s + float(delay[min(t, s.n - 1)])) / BIN_S)))
+        if t > s.n:
+            break
+    return starts
+
 @dataclass
 class Series:
     """Per 10 ms bin from ``t0_s``: this flow's packets (``own``), each competitor's

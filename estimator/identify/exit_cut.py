@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from .bottleneck import BIN_S, Series
+from .bottleneck import BIN_S, Series, round_starts
 from .evidence import HYPOTHESES, UNKNOWN, Evidence
 
 PEAK_ROUNDS = 2
@@ -68,12 +68,10 @@ def exit_ratio(s: Series, f: int, base_rtt_s: float, window=None) -> tuple[float
     rtt_bins = max(1, int(round((base_rtt_s + float(delay[loss])) / BIN_S)))
     before = window[max(0, loss - PEAK_ROUNDS * rtt_bins):loss + 1]
     before = before[np.isfinite(before)]
-    t = loss
-    for _ in range(RECOVERY_ROUNDS):
-        t += max(1, int(round((base_rtt_s + float(delay[min(t, s.n - 1)])) / BIN_S)))
-    lo = t
-    for _ in range(READ_ROUNDS):
-        t += max(1, int(round((base_rtt_s + float(delay[min(t, s.n - 1)])) / BIN_S)))
+    starts = round_starts(s, loss, base_rtt_s, RECOVERY_ROUNDS + READ_ROUNDS)
+    if len(starts) <= RECOVERY_ROUNDS + READ_ROUNDS:
+        return None
+    lo, t = starts[RECOVERY_ROUNDS], starts[-1]
     # the window is averaged over an RTT centred on each bin: half an RTT past the rounds too
     if t + rtt_bins // 2 + 1 > s.n or not before.size:
         return None

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from .bottleneck import BIN_S, Series
+from .bottleneck import Series, round_starts
 from .evidence import HYPOTHESES, UNKNOWN, Evidence
 
 RECOVERY_ROUNDS = 4     # rounds after the loss not read: learnt, retransmitted, a retransmission's own loss, an RTO
@@ -56,14 +56,7 @@ def lossy_rounds(s: Series, f: int, base_rtt_s: float, window=None) -> tuple[int
     lost = np.flatnonzero(s.comp_lost[f] > 0)
     if not lost.size or lost[0] == 0:
         return None
-    delay = s.queue_delay_s()
-    t = int(lost[0])
-    starts = []
-    for _ in range(RECOVERY_ROUNDS + READ_ROUNDS + 1):
-        starts.append(t)
-        t += max(1, int(round((base_rtt_s + float(delay[min(t, s.n - 1)])) / BIN_S)))
-        if t > s.n:
-            break
+    starts = round_starts(s, int(lost[0]), base_rtt_s, RECOVERY_ROUNDS + READ_ROUNDS)
     rounds = [(a, b) for a, b in zip(starts[RECOVERY_ROUNDS:], starts[RECOVERY_ROUNDS + 1:])]
     if not rounds:
         return 0, 0, 0.0
