@@ -3,6 +3,8 @@ another when the estimator's verdict on its competitor says so (switching.py), l
 with its state carried over (ccp_algs/handover.py), and, where the estimator reads the
 sink's telemetry, at the competitor's rate at the bottleneck (``match_rate``; and once
 at its first verdict, before any switch, where the flow is ahead: ``match_at_start_below``).
+With active identification, a flow mirroring a loss-based competitor is also held at its
+rate after the switch (``hold_parity``: parity_hold_s, PARITY_RATIO).
 
 The estimator runs in a child process (estimation.py); the agent reads its verdicts at
 each report without waiting. Every switch goes to the trace (event ``switch``), to the
@@ -21,6 +23,26 @@ from .switching import SwitchPolicy
 
 log = logging.getLogger("intcc.adaptive")
 
+#: mirrored CCAs whose flows are held at their competitors' rate after the switch: beside a
+#: loss-based CCA the windows' ratio survives its losses (both flows lose in the same
+#: overflows and cut by the same beta, and CUBIC's curves regrow each to its own W_max), so
+#: a flow that took over a few seconds behind stays behind for the run: on the fairness
+#: networks a right switch onto CUBIC still left flow 1 near 0.4 of the link for 50 s
+PARITY_CCAS = ("cubic", "reno")
+#: the competitors' rate over the flow's (either way) beyond which it is matched again: a
+#: goodput difference of 0.09 (D = (1 - r) / (1 + r)); within it the rate measured over 2 s
+#: at the bottleneck moves with the sawtooth and the packets' count
+PARITY_RATIO = 1.2
+
+
+def parity_hold_s(min_rtt_s: float, rtt_s: float) -> float:
+    """After a switch or a match, how long before the rate ratio is read for another: the
+    share settles (switch_share.settle_s), the rate is measured over a window after that
+    (switch_share.window_s), and a window change reaches the bottleneck's departures a
+    queueing delay later (the RTT over the min RTT)."""
+    from estimator.identify import switch_share
+    return switch_share.settle_s(min_rtt_s) + switch_share.window_s(min_rtt_s) + max(rtt_s - min_rtt_s, 0.0)
+
 
 class AdaptiveFlow(HostedFlow):
     def __init__(self, host: "Adaptive", datapath, datapath_info):
@@ -29,6 +51,7 @@ class AdaptiveFlow(HostedFlow):
         self.verdict = None
         self.flow_id = None
         self.start_ratio_seen = False
+        self.parity_after_s = 0.0        # monotonic s: no match for parity before (hold_parity)
         if host.estimation is not None:
             host.estimation.observe(self.sid, (datapath_info.src_ip, datapath_info.src_port, datapath_info.dst_ip,
                                                datapath_info.dst_port), self.current)
@@ -81,7 +104,10 @@ class AdaptiveFlow(HostedFlow):
             if self.current != self.host.initial:      # the fair share again while it asks anew
                 self._switch_on(v, self.host.initial, f"re-identify: {v.reidentify}")
             return
-        if v.estimate is None or self.current != self.host.initial:
+        if self.current != self.host.initial:
+            self._hold_parity(v)
+            return
+        if v.estimate is None:
             return
         target = (self.host.unknown_fallback if v.estimate == "unknown"
                   else self.host.policy.target(v.estimate) or self.host.unknown_fallback)
@@ -98,6 +124,30 @@ class AdaptiveFlow(HostedFlow):
             epoch = (origin_pkts * self.flow.mss, k_s, age_s)
         self._switch_on(v, target, f"identified {v.estimate} ({v.confidence:.0%} posterior), {self.host.policy.policy}",
                         rate_ratio=ratio, cubic_epoch=epoch)
+        self.parity_after_s = time.monotonic() + self._parity_hold_s()
+
+    def _parity_hold_s(self) -> float:
+        min_rtt_s = (self.min_rtt_us or 0) / 1e6
+        return parity_hold_s(min_rtt_s, max((self.rtt_us or 0) / 1e6, min_rtt_s))
+
+    def _hold_parity(self, v):
+        """Mirroring a loss-based competitor (PARITY_CCAS), the flow goes on at the
+        competitors' rate where theirs over its own is PARITY_RATIO or more apart (either
+        way), its CCA kept (match_competitor_rate: down at once, up by slow start, a loss on
+        the way cutting from the matched window), at most once per parity_hold_s. The switch
+        matched their rate once; this keeps it matched."""
+        host, ratio = self.host, v.competitor_rate_ratio
+        if not (host.hold_parity and host.match_rate and host.policy.policy == "mirror") or ratio is None:
+            return
+        if self.current not in PARITY_CCAS or v.row_estimate != self.current or ratio <= 0:
+            return
+        now = time.monotonic()
+        if max(ratio, 1 / ratio) < PARITY_RATIO or now < self.parity_after_s:
+            return
+        self.match_competitor_rate(ratio, why="parity: their rate over this flow's since the switch",
+                                   cause_mono_ns=v.sent_mono_ns or None)
+        self.parity_after_s = now + self._parity_hold_s()
+        log.info("flow %s: %s matched to its competitors' rate (x%.3g)", self.sid, self.current, ratio)
 
     def _switch_on(self, v, target: str, why: str, rate_ratio: float | None = None, cubic_epoch: tuple | None = None):
         before = self.current
@@ -113,7 +163,7 @@ class Adaptive(Host):
 
     def __init__(self, algorithms, initial: str, policy: SwitchPolicy, estimation=None, match_rate: bool = False,
                  match_at_start_below: float = 0.0, trace=None, identified: bool = False,
-                 unknown_fallback: str = "cubic", **kwargs):
+                 unknown_fallback: str = "cubic", hold_parity: bool = True, **kwargs):
         super().__init__(algorithms, initial, trace=trace, **kwargs)
         self.policy = policy
         self.match_rate = match_rate            # a switch takes the verdict's competitor rate (INT)
@@ -126,6 +176,7 @@ class Adaptive(Host):
         # IdentificationProcess verdicts (--identify active): one switch, on a committed hypothesis
         self.identified = identified
         self.unknown_fallback = unknown_fallback
+        self.hold_parity = hold_parity          # identified: the mirror held at the competitors' rate
         self.flows = weakref.WeakValueDictionary()   # sid -> AdaptiveFlow, while portus keeps it
         self.failed: set = set()                # flows whose estimation failed (logged once each)
 

@@ -213,13 +213,18 @@ for _name in ALGORITHMS:
               default=COMMIT_POSTERIOR, show_default=True, metavar="POSTERIOR",
               help="--identify active commits to a hypothesis (and switches) once its posterior reaches this; "
                    "lower commits sooner and more often wrongly (below 0.83 one stage alone can commit)")
+@click.option("--hold-parity/--no-hold-parity", default=True, show_default=True,
+              help="--identify active, mirroring a loss-based competitor (cubic, reno): after the switch the flow "
+                   "is brought to the competitors' rate again wherever theirs over its own is 1.2x or more apart "
+                   "(either way), its CCA kept: their windows' ratio outlives every loss, so a flow that took over "
+                   "behind stays behind")
 @click.option("--broker", "broker_url",
               help="publish verdicts and switches on intcc/v1/estimate/<flow-id>; a model trained with INT "
                    "features reads the sink's flow telemetry there too (then required)")
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
                  min_confidence, warmup_s, min_votes, min_votes_unanimous, match_rate, match_at_start_below, identify,
-                 identify_threshold, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins=(),
+                 identify_threshold, hold_parity, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins=(),
                  rt_priority=None):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (the ML-fairness paper)."""
     from ccp_algs.registry import UnknownAlgorithm
@@ -230,7 +235,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
     names = tuple(dict.fromkeys(n.strip() for n in algorithms.split(",") if n.strip()))
     if identify == "active":
         return _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url,
-                               pins, rt_priority, identify_threshold, match_rate=match_rate)
+                               pins, rt_priority, identify_threshold, match_rate=match_rate, hold_parity=hold_parity)
     if initial is None and policy == "mirror":
         initial = "cubic"
     if initial is not None and initial not in names:
@@ -280,7 +285,8 @@ def _adaptive_maker(hosted, initial, switch_policy, verdicts, trace, **options):
 
 
 def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins,
-                    rt_priority, threshold: float = COMMIT_POSTERIOR, match_rate: bool = True):
+                    rt_priority, threshold: float = COMMIT_POSTERIOR, match_rate: bool = True,
+                    hold_parity: bool = True):
     """adaptive --identify active: flows start on the probe; the identification's verdict
     switches each once (ccp_agent/identification.py)."""
     from ccp_algs.probe import Probe
@@ -305,7 +311,7 @@ def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, 
     identification = IdentificationProcess(broker_url, state_dir, threshold=threshold).start()
     try:
         _run(_adaptive_maker(hosted, "probe", switch_policy, identification, trace, identified=True,
-                             match_rate=match_rate),
+                             match_rate=match_rate, hold_parity=hold_parity),
              ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
     finally:
         identification.stop()

@@ -309,14 +309,14 @@ def test_no_match_at_start_at_or_above_the_bound_nor_by_default_nor_after_a_swit
     assert flow.current == "reno" and not flow.start_ratio_seen
 
 
-def identified_adaptive(trace=None, match_rate=False):
+def identified_adaptive(trace=None, match_rate=False, hold_parity=True):
     from ccp_algs.probe import Probe
     from tests.unit.test_ccp_algs import FakeDirectory, FakeTelemetry, flow_record
     est = ScriptedEstimation()
     policy = SwitchPolicy("mirror", ("bbr", "cubic", "reno"), ("bbr", "cubic", "reno", "vegas"))
     probe = Probe(telemetry=FakeTelemetry(flow_record(flows=2)), directory=FakeDirectory())
     alg = Adaptive({"cubic": Cubic(), "bbr": Bbr(seed=1), "reno": Reno(), "probe": probe}, "probe", policy, est,
-                   trace=trace, identified=True, match_rate=match_rate)
+                   trace=trace, identified=True, match_rate=match_rate, hold_parity=hold_parity)
     dp = MockDatapath(alg.datapath_programs())
     return alg.new_flow(dp, datapath_info(mss=MSS)), dp, est
 
@@ -399,6 +399,64 @@ def test_a_commit_to_cubic_goes_on_along_the_competitors_epoch_where_measured():
     est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.95, competitor_epoch=(100.0, 0.0, 6.0))))
     tick(flow)
     assert flow.current == "cubic" and not flow.flow.competitor_epoch
+
+
+def lose_once(flow):
+    r = report(acked=MSS, delivered=1, loss=1, inflight=20, rtt_us=40_000, grown=0, reductions=1)
+    r.bw_max = 1_250_000
+    flow.on_report(r)
+    tick(flow)
+
+
+def test_a_mirror_of_a_loss_based_competitor_is_held_at_its_rate_after_the_switch(monkeypatch):
+    """Their windows' ratio outlives every loss (both cut by one beta in one overflow): a
+    flow that took over behind them stays behind, so after the switch's own match the agent
+    matches again where their rate over its own is PARITY_RATIO apart, once per hold."""
+    from ccp_agent import adaptive
+    clock = [1000.0]
+    monkeypatch.setattr(adaptive.time, "monotonic", lambda: clock[0])
+    flow, dp, est = identified_adaptive(match_rate=True)
+    tick(flow)
+    est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.95, competitor_rate_ratio=1.0)))
+    tick(flow)
+    assert flow.current == "cubic"
+    lose_once(flow)                                # out of slow start: its window stands
+    hold = adaptive.parity_hold_s(0.04, 0.04)
+    assert hold == pytest.approx(4.0)              # settle 2 s + a window of 2 s, no queue
+    window = flow.flow.cwnd
+    est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.99, competitor_rate_ratio=1.5)))
+    tick(flow)
+    assert flow.flow.ssthresh < 1.4 * window       # within the hold after the switch: not yet
+    clock[0] += hold + 0.1
+    est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.99, competitor_rate_ratio=1.1)))
+    tick(flow)
+    assert flow.flow.ssthresh < 1.4 * window       # within PARITY_RATIO: kept
+    est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.99, competitor_rate_ratio=1.5)))
+    tick(flow)
+    assert flow.current == "cubic" and flow.flow.ssthresh == pytest.approx(1.5 * window, rel=0.05)
+    assert len(flow.switches) == 1                 # a match, not a switch
+    matched = flow.flow.ssthresh
+    est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.99, competitor_rate_ratio=0.5)))
+    tick(flow)
+    assert flow.flow.ssthresh == matched           # once per hold
+    clock[0] += hold + 0.1
+    est.inbox.append(("verdict", 1, identification("cubic", "cubic", 0.99, competitor_rate_ratio=0.5)))
+    tick(flow)
+    assert flow.flow.cwnd < 0.6 * matched          # ahead of them: down at once
+    # not where the flow runs another CCA than the best hypothesis, nor BBR, nor when off
+    for ratio, best, committed, hold_parity in ((1.5, "reno", "cubic", True), (1.5, "bbr", "bbr", True),
+                                                (1.5, "cubic", "cubic", False)):
+        flow, dp, est = identified_adaptive(match_rate=True, hold_parity=hold_parity)
+        tick(flow)
+        est.inbox.append(("verdict", 1, identification(committed, committed, 0.95, competitor_rate_ratio=1.0)))
+        tick(flow)
+        lose_once(flow)
+        matches = []
+        flow.match_competitor_rate = lambda *a, **k: matches.append(a)
+        clock[0] += 100
+        est.inbox.append(("verdict", 1, identification(committed, best, 0.95, competitor_rate_ratio=ratio)))
+        tick(flow)
+        assert not matches, (best, committed, hold_parity)
 
 
 def test_a_competitor_outside_the_four_leaves_the_probe_for_the_fallback():
