@@ -54,7 +54,8 @@ class MockDatapath:
         if name == "Cwnd":
             self.cwnd = value
         elif name == "Rate":
-            self.rate = value
+            if value:                   # as libccp: a Rate of 0 never reaches the datapath
+                self.rate = value
         elif name not in self.positions:
             raise KeyError(f"unknown field {name!r}: the program declares {sorted(self.positions)}")
         else:

@@ -68,6 +68,12 @@ SLOW_START_PER_ACK = """\
 
 REGISTER_MAX = 2 ** 31 - 1           # portus's immediates and register updates are 31-bit
 SS_UNTIL_MAX_BYTES = REGISTER_MAX    # "no ssthresh yet"
+#: the Rate that leaves a flow unpaced (bytes/s: 17 Gbit/s, no gap between segments): an
+#: algorithm that does not pace takes a flow over from one that did (the probe, BBR).
+#: Not 0: libccp hands the datapath a Rate only when it is not 0 (ccp.c, machine.c), so the
+#: last rate set stayed in force, and a flow switched from the probe to CUBIC or Reno was
+#: held at the probe's last fair share for the rest of its run
+UNPACED_RATE = REGISTER_MAX
 NO_RTT_SAMPLE = 2147483647           # minrtt's start value (portus immediates are at most 31 bits)
 
 # The report every window algorithm shares (bw_max: the largest delivery-rate sample,

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from .base import FlowBase, Report
 from .flowstate import FlowState
-from .programs import SS_UNTIL_MAX_BYTES
+from .programs import SS_UNTIL_MAX_BYTES, UNPACED_RATE
 
 
 class WindowFlow(FlowBase):
@@ -77,8 +77,8 @@ class WindowFlow(FlowBase):
         self.prior_ssthresh = None
         self.matched_cwnd = state.matched_cwnd_bytes
         registers = self.growth_registers() if self.datapath_slow_start else []
-        # Rate 0: no pacing of its own (the datapath drops a pacing rate the last one set)
-        self.resume([("Rate", 0)] + registers, reason="took the flow over")
+        # no pacing of its own: a pacing rate the last algorithm set is lifted (UNPACED_RATE)
+        self.resume([("Rate", UNPACED_RATE)] + registers, reason="took the flow over")
         self.sent_registers = dict(registers)
 
     def cut_base(self, window_bytes: float, beta: float) -> tuple[float, float]:

@@ -148,8 +148,9 @@ impl CongestionOps for FlowCtl {
         // libccp carries rates as u32 (bytes/s) and truncates the kernel's u64: compare truncated.
         let rate = rate_bps as u64;
         if rate_bps == 0 {
-            // Rate 0: no pacing command, the kernel paces as for its own CCAs (an algorithm
-            // that does not pace took the flow over from one that did).
+            // Rate 0: no pacing command, the kernel paces as for its own CCAs. libccp never
+            // passes a Rate of 0 here (it skips it), so an algorithm that does not pace lifts
+            // the last one's rate with a rate no link reaches (ccp_algs/programs.UNPACED_RATE).
             if self.ctl.flags & CTL_HAS_RATE != 0 {
                 self.ctl.flags &= !CTL_HAS_RATE;
                 self.ctl.rate_bps = 0;

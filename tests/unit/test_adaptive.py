@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from ccp_algs.programs import UNPACED_RATE
+
 from ccp_agent.adaptive import Adaptive
 from ccp_agent.estimation import EstimatorProcess, Verdict
 from ccp_agent.switching import SwitchPolicy
@@ -464,7 +466,7 @@ def test_a_competitor_outside_the_four_leaves_the_probe_for_the_fallback():
     tick(flow)
     est.inbox.append(("verdict", 1, identification("unknown", "unknown", 0.99)))
     tick(flow)
-    assert flow.current == "cubic" and dp.rate == 0            # pacing off again
+    assert flow.current == "cubic" and dp.rate == UNPACED_RATE  # the probe's pacing lifted
     assert decode(*reversed(est.published[0])).verdict == "unknown"
 
 
