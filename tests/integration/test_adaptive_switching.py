@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -89,10 +90,28 @@ def test_a_flow_switched_every_second_keeps_moving(bench, tmp_path):
     assert min(goodputs) > 0.5, goodputs
 
 
-def beside(bench, tmp_path, competitor: str, seconds: int, options: list):
+class PacingSamples(threading.Thread):
+    """Flow 1's kernel pacing rate (``ss -tin`` in s1, bit/s) every 0.25 s while it runs:
+    (CLOCK_MONOTONIC ns, rate), the largest of the sockets to port 5201 (iperf3's data
+    connection; its control connection is idle)."""
+
+    def __init__(self, tb):
+        super().__init__(daemon=True)
+        self.tb, self.samples, self.done = tb, [], threading.Event()
+
+    def run(self):
+        units = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+        while not self.done.wait(0.25):
+            out = self.tb.run("s1", ["ss", "-tin", "dport = :5201"], timeout=5).stdout
+            rates = [float(v) * units[u] for v, u in re.findall(r"pacing_rate ([\d.]+)([KMG]?)bps", out)]
+            if rates:
+                self.samples.append((time.monotonic_ns(), max(rates)))
+
+
+def beside(bench, tmp_path, competitor: str, seconds: int, options: list, pacing: PacingSamples | None = None):
     """Flow 1 (s1 -> r1, ccp) under ``adaptive OPTIONS`` beside flow 2 (s2 -> r2) on kernel
     ``competitor``, both started together (as the estimator's training runs start them):
-    the agent (stopped) and flow 1's iperf3 output."""
+    the agent (stopped) and flow 1's iperf3 output; ``pacing`` samples meanwhile."""
     tb, dp = bench
     agent = AgentProcess("adaptive", options + ["--broker", dp.broker_url, "--state-dir", dp.state_dir, "-v"],
                          log_path=str(tmp_path / "agent.log")).start()
@@ -100,7 +119,14 @@ def beside(bench, tmp_path, competitor: str, seconds: int, options: list):
         dp.wait_agent(True)
         together = threading.Barrier(2)
         other = BackgroundFlow(tb, "s2", "r2", competitor, seconds, 1.0, port=5202, start_together=together)
-        out = iperf(tb, "s1", "r1", "ccp", seconds, 1.0, port=5201, start_together=together)
+        if pacing is not None:
+            pacing.start()
+        try:
+            out = iperf(tb, "s1", "r1", "ccp", seconds, 1.0, port=5201, start_together=together)
+        finally:
+            if pacing is not None:
+                pacing.done.set()
+                pacing.join()
         other.join()
         assert not agent.failure(), agent.failure()
     finally:
@@ -160,12 +186,17 @@ def run_identified(bench, tmp_path, competitor: str, seconds: int = 20):
     the reports the daemon served on request meanwhile."""
     trace = tmp_path / "trace.csv"
     before = bench[1].stats()["daemon"]["report_requests"]
+    pacing = PacingSamples(bench[0])
     _, out = beside(bench, tmp_path, competitor, seconds,
-                    ["--identify", "active", "--trace", str(trace), "--algorithms", "bbr,cubic,reno,vegas"])
+                    ["--identify", "active", "--trace", str(trace), "--algorithms", "bbr,cubic,reno,vegas"],
+                    pacing=pacing)
     served = bench[1].stats()["daemon"]["report_requests"] - before
     rows = list(csv.DictReader(open(trace)))
     identify = [r["reason"] for r in rows if r["event"] == "verdict" and r["reason"].startswith("identify:")]
     paced = [r["reason"] for r in rows if r["reason"].startswith("probe: rate x")]
+    # each switch's CLOCK_MONOTONIC ns and what it switched to, with the pacing samples
+    run_identified.pacing = ([(int(r["mono_ns"]), r["reason"].split(" -> ", 1)[1].split(":")[0]) for r in rows
+                              if r["event"] == "switch" and " -> " in r["reason"]], pacing.samples)
     return identify, paced, switch_rows(trace), [row["goodput_mbps"] for row in series(out)], served
 
 
@@ -205,6 +236,20 @@ def test_active_identification_probes_at_the_fair_share_then_switches_once(bench
             assert "-> probe: re-identify: the switch made it worse" in why, switches
     assert len(switches) <= 3, switches
     assert min(goodputs) > 0, goodputs
+    # a window CCA that takes over does not pace: the probe's rate is lifted (a Rate of 0 never
+    # reached the datapath, and CUBIC went on at the probe's last fair share for good)
+    switched, samples = run_identified.pacing
+    assert len(samples) > 20, samples
+    for i, (at_ns, to) in enumerate(switched):
+        until_ns = switched[i + 1][0] if i + 1 < len(switched) else float("inf")
+        after = [rate for t, rate in samples if at_ns + 0.5e9 <= t < until_ns]
+        if to in ("cubic", "reno", "vegas") and after:
+            # (the kernel's own pacing for an RTO's slow start, a sample or two, as its CCAs)
+            assert np.median(after) > 1e9, (to, sorted(after)[:10])
+        if to == "probe":
+            assert max(after, default=0) < 20e6, after[:5]
+    first_ns = switched[0][0] if switched else float("inf")
+    assert max(rate for t, rate in samples if t < first_ns) < 20e6     # the probe paces (at 5 Mbit/s and its pulses)
 
 
 @pytest.mark.accuracy
