@@ -27,6 +27,7 @@ FAIRNESS_RERUN = "data/experiments/fairness_switching-seed2617-2026-11-30-reno-f
 FAIRNESS_PAIRS = "data/experiments/fairness_pairs-seed2617-*.json"
 #: active identification on fresh fairness networks (seed 2618): the oracle, passive mirror and active
 FAIRNESS_ACTIVE = "data/experiments/fairness_switching-seed2618-*.json"
+FAIRNESS_PARITY = "data/experiments/fairness_switching-seed2619-*.json"
 FORWARDING_BENCH = "data/bench/forwarding-2026-11-29.json"
 FASTPATH_BENCH = "data/bench/fastpath-2026-12-05.json"
 DATAPATH_BENCH = "data/bench/datapath-2026-11-29.txt"
@@ -219,6 +220,17 @@ def fairness_active() -> str:
     records = load_records([os.path.join(ROOT, p) for p in paths])
     rows = fairness_report.rows(records)
     versus = fairness_report.comparisons(records, versus=("mirror int w50",))
+    table = fairness_tables.format_markdown(rows, versus, ["mirror active"])
+    return table + "\n\n" + _source(paths)
+
+
+def fairness_parity() -> str:
+    """Active identification with the mirror held at the competitors' rate after the switch
+    (--hold-parity) and without, beside the oracle, on the same fresh networks (paired)."""
+    paths = _glob(FAIRNESS_PARITY)
+    records = load_records([os.path.join(ROOT, p) for p in paths])
+    rows = fairness_report.rows(records)
+    versus = fairness_report.comparisons(records, versus=("mirror active no-parity",))
     table = fairness_tables.format_markdown(rows, versus, ["mirror active"])
     return table + "\n\n" + _source(paths)
 
@@ -737,6 +749,7 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "fairness": fairness,
     "fairness-headline": fairness_headline,
     "fairness-active": fairness_active,
+    "fairness-parity": fairness_parity,
     "estimator": estimator,
     "forwarding-bench": forwarding_bench,
     "fastpath-bench": fastpath_bench,
