@@ -69,27 +69,16 @@ class CubicFlow(WindowFlow):
         self.competitor_epoch = False
         super().__init__(alg, datapath, datapath_info)
 
-    def export_state(self):
-        state = super().export_state()
-        state.cubic_w_max_bytes = self.w_max_from_loss
-        return state
-
     def adopt(self, state):
         """A curve from the window taken over (W_max there: the plateau, then probing), or
         from the ssthresh it is to slow-start to (a switch to a competitor's larger rate), a
-        new epoch on the next congestion-avoidance ACK; HyStart's minimum RTT carried. From
-        CUBIC itself (a match at the competitors' rate: state.cubic_w_max_bytes), its plateau
-        scaled alike and its loss history kept: the curve approaches the plateau from below
-        as theirs does, where a plateau at the window probed upwards at once and a flow
-        without a loss grew at least 5 % a round (a flow matched down ran ahead again)."""
-        self.w_max = float(max(state.cwnd_bytes, state.ssthresh_or_window, state.cubic_w_max_bytes))
+        new epoch on the next congestion-avoidance ACK; HyStart's minimum RTT carried."""
+        self.w_max = float(max(state.cwnd_bytes, state.ssthresh_or_window))
         self.delay_min_us = int(state.min_rtt_us) if state.min_rtt_us else None
         self.epoch_start_s = None
         self.epoch_end_pkts = int(state.cwnd_bytes // self.mss)
         self.ca_epoch += 1
         self.competitor_epoch = False
-        if state.cubic_w_max_bytes:
-            self.w_max_from_loss = self.w_max
         if state.cubic_epoch is not None:
             self._adopt_competitor_epoch(state)
         super().adopt(state)

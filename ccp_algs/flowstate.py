@@ -29,9 +29,6 @@ class FlowState:
     #: the competitors' CUBIC epoch, read at the bottleneck, for a switch onto their CUBIC:
     #: (the curve's origin in bytes, its K in s, the epoch's age in s), or None
     cubic_epoch: tuple | None = None
-    #: CUBIC's plateau (W_max, bytes) once it has lost, handed on only from CUBIC to CUBIC (a
-    #: match at a competitor's rate, handover.match_competitor_rate): 0 elsewhere
-    cubic_w_max_bytes: float = 0.0
 
     @property
     def ssthresh_or_window(self) -> float:
@@ -57,4 +54,4 @@ class FlowState:
             cwnd, ssthresh = self.cwnd_bytes, self.cwnd_bytes * ratio
             matched = ssthresh if ratio > 1 else 0.0
         return replace(self, cwnd_bytes=cwnd, ssthresh_bytes=ssthresh, bw_bytes_per_s=self.bw_bytes_per_s * ratio,
-                       matched_cwnd_bytes=matched, cubic_w_max_bytes=self.cubic_w_max_bytes * ratio)
+                       matched_cwnd_bytes=matched)

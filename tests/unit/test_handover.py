@@ -242,27 +242,3 @@ def test_a_match_ends_at_a_timeout_and_without_a_match_the_cut_is_the_algorithms
     flow.switch("reno", rate_ratio=0.5)                        # down: nothing to reach
     flow.on_report(report(acked=MSS, loss=1, inflight=4, reductions=1, grown=0))
     assert flow.flow.ssthresh == flow.flow.cwnd == 2.5 * MSS
-
-
-def test_a_cubic_matched_at_a_competitors_rate_keeps_its_plateau_scaled_and_its_loss_history():
-    """A match (handover to CUBIC itself): the curve's plateau scales with the rate, and a
-    CUBIC that has lost does not go back to the 5 %-a-round floor of a flow that never did;
-    a plateau at the matched window instead probed upwards at once, and a flow matched down
-    ran ahead of its competitor again (seed 2619 traces, 2026-12-07)."""
-    flow, dp = hosted()
-    flow.flow.cwnd = flow.flow.ssthresh = 100.0 * MSS
-    flow.flow.w_max = flow.flow.w_max_from_loss = 120.0 * MSS
-    flow.loss_seen = True
-    flow.match_competitor_rate(0.5, why="test")
-    assert flow.current == "cubic"
-    assert flow.flow.cwnd == pytest.approx(50 * MSS)
-    assert flow.flow.w_max == pytest.approx(60 * MSS) and flow.flow.w_max_from_loss == flow.flow.w_max
-    flow.match_competitor_rate(2.0, why="test")             # up: slow start to the window, the plateau scaled
-    assert flow.flow.w_max == pytest.approx(120 * MSS) and flow.flow.ssthresh == pytest.approx(100 * MSS)
-    fresh, _ = hosted()                                     # a CUBIC that never lost: nothing to keep
-    fresh.flow.cwnd = fresh.flow.ssthresh = 100.0 * MSS
-    fresh.match_competitor_rate(0.5, why="test")
-    assert fresh.flow.w_max_from_loss == 0 and fresh.flow.w_max == pytest.approx(50 * MSS)
-    switched = flow.switch("reno", why="test")              # not handed to another CCA
-    assert switched.cubic_w_max_bytes == pytest.approx(120 * MSS)
-    assert flow.flow.export_state().cubic_w_max_bytes == 0
