@@ -230,7 +230,7 @@ def fairness_parity() -> str:
     paths = _glob(FAIRNESS_PARITY)
     records = load_records([os.path.join(ROOT, p) for p in paths])
     rows = fairness_report.rows(records)
-    versus = fairness_report.comparisons(records, versus=("mirror active no-parity",))
+    versus = fairness_report.comparisons(records, versus=("mirror active no-parity", "mirror int w50"))
     table = fairness_tables.format_markdown(rows, versus, ["mirror active"])
     return table + "\n\n" + _source(paths)
 
