@@ -180,7 +180,7 @@ def verdicts(log: str) -> list[str]:
     return [line.split(": verdict ", 1)[1].split(" ")[0] for line in log.splitlines() if ": verdict " in line]
 
 
-def run_identified(bench, tmp_path, competitor: str, seconds: int = 20):
+def run_identified(bench, tmp_path, competitor: str, seconds: int = 20, pacing_out: list | None = None):
     """Flow 1 under ``adaptive --identify active`` (the probe, then one switch), flow 2 on
     kernel ``competitor``: the identify rows of the trace, the switches, flow 1's goodputs,
     the reports the daemon served on request meanwhile."""
@@ -194,9 +194,9 @@ def run_identified(bench, tmp_path, competitor: str, seconds: int = 20):
     rows = list(csv.DictReader(open(trace)))
     identify = [r["reason"] for r in rows if r["event"] == "verdict" and r["reason"].startswith("identify:")]
     paced = [r["reason"] for r in rows if r["reason"].startswith("probe: rate x")]
-    # each switch's CLOCK_MONOTONIC ns and what it switched to, with the pacing samples
-    run_identified.pacing = ([(int(r["mono_ns"]), r["reason"].split(" -> ", 1)[1].split(":")[0]) for r in rows
-                              if r["event"] == "switch" and " -> " in r["reason"]], pacing.samples)
+    if pacing_out is not None:      # each switch's CLOCK_MONOTONIC ns and what it switched to; the pacing samples
+        pacing_out.extend(([(int(r["mono_ns"]), r["reason"].split(" -> ", 1)[1].split(":")[0]) for r in rows
+                            if r["event"] == "switch" and " -> " in r["reason"]], pacing.samples))
     return identify, paced, switch_rows(trace), [row["goodput_mbps"] for row in series(out)], served
 
 
@@ -206,7 +206,8 @@ def test_active_identification_probes_at_the_fair_share_then_switches_once(bench
     identification reads the sink's hop records and its stages' measurements reach the
     trace, with the competitor's base RTT as the sink's node measured it, at most one switch
     leaves the probe, on a committed hypothesis, and the flow never stalls."""
-    identify, paced, switches, goodputs, served = run_identified(bench, tmp_path, "cubic")
+    pacing = []
+    identify, paced, switches, goodputs, served = run_identified(bench, tmp_path, "cubic", pacing_out=pacing)
     # the competitor's path, as flow 1's: 20 ms at the bottleneck and two access links of 1 ms
     # each way (its own measure, not flow 1's stand-in: that is never traced)
     path_ms = 2 * (20 + 2 * 1)
@@ -238,7 +239,7 @@ def test_active_identification_probes_at_the_fair_share_then_switches_once(bench
     assert min(goodputs) > 0, goodputs
     # a window CCA that takes over does not pace: the probe's rate is lifted (a Rate of 0 never
     # reached the datapath, and CUBIC went on at the probe's last fair share for good)
-    switched, samples = run_identified.pacing
+    switched, samples = pacing
     assert len(samples) > 20, samples
     for i, (at_ns, to) in enumerate(switched):
         until_ns = switched[i + 1][0] if i + 1 < len(switched) else float("inf")
