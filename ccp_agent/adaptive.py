@@ -4,7 +4,8 @@ with its state carried over (ccp_algs/handover.py), and, where the estimator rea
 sink's telemetry, at the competitor's rate at the bottleneck (``match_rate``; and once
 at its first verdict, before any switch, where the flow is ahead: ``match_at_start_below``).
 With active identification, a flow mirroring a loss-based competitor is also held at its
-rate after the switch (``hold_parity``: parity_hold_s, PARITY_RATIO).
+rate after the switch (``hold_parity``: parity_hold_s, PARITY_RATIO), and the probe, while
+undecided, at their departures (ProbeFlow.trim).
 
 The estimator runs in a child process (estimation.py); the agent reads its verdicts at
 each report without waiting. Every switch goes to the trace (event ``switch``), to the
@@ -108,6 +109,7 @@ class AdaptiveFlow(HostedFlow):
             self._hold_parity(v)
             return
         if v.estimate is None:
+            self._trim_probe(v)
             return
         target = (self.host.unknown_fallback if v.estimate == "unknown"
                   else self.host.policy.target(v.estimate) or self.host.unknown_fallback)
@@ -149,10 +151,31 @@ class AdaptiveFlow(HostedFlow):
         self.parity_after_s = now + self._parity_hold_s()
         log.info("flow %s: %s matched to its competitors' rate (x%.3g)", self.sid, self.current, ratio)
 
+    def _trim_probe(self, v):
+        """Undecided, on the probe: its base trimmed towards the competitors' departures
+        at the bottleneck (ProbeFlow.trim), at most once per parity_hold_s, the first a
+        parity_hold_s after the probe took the flow (their slow start's overshoot drains
+        first)."""
+        host, ratio = self.host, v.competitor_rate_ratio
+        trim = getattr(self.flow, "trim", None)
+        if not (host.hold_parity and host.match_rate) or ratio is None or trim is None:
+            return
+        now, hold_s = time.monotonic(), self._parity_hold_s()
+        if now < max(self.parity_after_s, self.in_control_since + hold_s):
+            return
+        if trim(ratio):
+            self.parity_after_s = now + hold_s
+            self.flow.trace.row(sid=self.flow.sid, event="match", reason=f"probe: parity with the competitors' "
+                                f"departures (x{ratio:.3g}): the fair share x{self.flow.share_gain:.2f}",
+                                cause_mono_ns=v.sent_mono_ns or None)
+            log.info("flow %s: probe at x%.2f of the fair share (their rate x%.3g)", self.sid, self.flow.share_gain,
+                     ratio)
+
     def _switch_on(self, v, target: str, why: str, rate_ratio: float | None = None, cubic_epoch: tuple | None = None):
         before = self.current
         self.switch(target, why=why, cause_mono_ns=v.sent_mono_ns or None, rate_ratio=rate_ratio,
                     cubic_epoch=cubic_epoch)
+        self.in_control_since = time.monotonic()
         log.info("flow %s: %s -> %s on %s", self.sid, before, target, why)
         self.host.announce_switch(self, before, target, v)
 

@@ -217,7 +217,8 @@ for _name in ALGORITHMS:
               help="--identify active, mirroring a loss-based competitor (cubic, reno): after the switch the flow "
                    "is brought to the competitors' rate again wherever theirs over its own is 1.2x or more apart "
                    "(either way), its CCA kept: their windows' ratio outlives every loss, so a flow that took over "
-                   "behind stays behind")
+                   "behind stays behind; and on the probe, undecided, its rate is trimmed towards the "
+                   "competitors' departures at the bottleneck (up to twice the fair share, never below it)")
 @click.option("--broker", "broker_url",
               help="publish verdicts and switches on intcc/v1/estimate/<flow-id>; a model trained with INT "
                    "features reads the sink's flow telemetry there too (then required)")

@@ -461,6 +461,35 @@ def test_a_mirror_of_a_loss_based_competitor_is_held_at_its_rate_after_the_switc
         assert not matches, (best, committed, hold_parity)
 
 
+def test_the_probe_undecided_is_trimmed_towards_the_competitors_departures_once_per_hold(monkeypatch):
+    from ccp_agent import adaptive
+    clock = [1000.0]
+    monkeypatch.setattr(adaptive.time, "monotonic", lambda: clock[0])
+    flow, dp, est = identified_adaptive(match_rate=True)
+    tick(flow)
+    hold = adaptive.parity_hold_s(0.04, 0.04)
+    est.inbox.append(("verdict", 1, identification(None, "cubic", 0.6, competitor_rate_ratio=1.44)))
+    tick(flow)
+    assert flow.flow.share_gain == 1.0             # not before a hold on the probe: their slow start drains
+    clock[0] += hold + 0.1
+    est.inbox.append(("verdict", 1, identification(None, "cubic", 0.6, competitor_rate_ratio=1.44)))
+    tick(flow)
+    assert flow.current == "probe" and flow.flow.share_gain == pytest.approx(1.2)
+    est.inbox.append(("verdict", 1, identification(None, "cubic", 0.7, competitor_rate_ratio=1.44)))
+    tick(flow)
+    assert flow.flow.share_gain == pytest.approx(1.2)       # once per hold
+    clock[0] += hold + 0.1
+    est.inbox.append(("verdict", 1, identification(None, "cubic", 0.7, competitor_rate_ratio=1.44)))
+    tick(flow)
+    assert flow.flow.share_gain == pytest.approx(1.44)
+    flow, dp, est = identified_adaptive(match_rate=True, hold_parity=False)     # off: the fair share
+    tick(flow)
+    clock[0] += 100
+    est.inbox.append(("verdict", 1, identification(None, "cubic", 0.6, competitor_rate_ratio=1.44)))
+    tick(flow)
+    assert flow.flow.share_gain == 1.0
+
+
 def test_a_competitor_outside_the_four_leaves_the_probe_for_the_fallback():
     flow, dp, est = identified_adaptive()
     tick(flow)

@@ -2,7 +2,7 @@
 import pytest
 
 from ccp_algs.mock import MockDatapath, datapath_info, report
-from ccp_algs.probe import (DRAIN_PERIODS, Probe, dip_factor, fair_share_bytes_per_s, payload_fraction, pulse_factor,
+from ccp_algs.probe import (DRAIN_PERIODS, MAX_SHARE_GAIN, Probe, dip_factor, fair_share_bytes_per_s, payload_fraction, pulse_factor,
                              pulse_room_bytes)
 from tests.unit.test_ccp_algs import FakeDirectory, FakeTelemetry, flow_record
 
@@ -102,6 +102,26 @@ def test_hands_over_the_window_of_its_share_in_the_queue_the_competitors_keep_st
     flow.on_report(report(acked=10 * MSS, rtt_us=1_200_000, minrtt=40_000))     # a deep buffer kept full
     share = 10e6 / 8 / 3 * payload_fraction(MSS, 1)
     assert flow.export_state().cwnd_bytes == pytest.approx(share * 1.2)          # not share x 40 ms: 12 packets
+
+
+def test_trimmed_towards_the_competitors_departures_between_the_fair_share_and_twice_it():
+    flow, dp, clock = probe(flow_record(flows=2))
+    base = 10e6 / 8 / 2 * payload_fraction(MSS, 1)
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert dp.rate == int(base * 1.25)
+    assert not flow.trim(1.05)                       # within the deadband: nothing
+    assert flow.trim(1.44) and flow.share_gain == pytest.approx(1.2)      # half the way, in logs
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert dp.rate == int(base * 1.2 * 1.25)         # the pulses go on around the trimmed base
+    assert flow.export_state().bw_bytes_per_s == pytest.approx(base * 1.2)
+    flow.trim(0.25)
+    assert flow.share_gain == 1.0                    # never below the fair share
+    for _ in range(10):
+        flow.trim(9.0)
+    assert flow.share_gain == MAX_SHARE_GAIN
+    flow.alg.telemetry.rec = flow_record(flows=1)    # alone: the fair share is the port's, not trimmed
+    flow.on_report(report(acked=10 * MSS, rtt_us=40_000))
+    assert flow.paced_base_bytes_per_s() == pytest.approx(flow.base_bytes_per_s)
 
 
 def test_a_window_cca_goes_on_from_the_probes_share_in_congestion_avoidance_not_slow_start():
