@@ -211,3 +211,38 @@ def test_the_by_network_table_in_the_docs_is_the_one_its_record_gives(capsys):
     rows = capsys.readouterr().out.strip().splitlines()
     docs = open(os.path.join(root, "docs/estimator.md")).read()
     assert len(rows) == 8 and all(row in docs for row in rows), [r for r in rows if r not in docs]
+
+
+def test_the_probe_cost_compares_the_phase_before_the_commit_with_the_same_seconds_of_the_oracle(tmp_path):
+    import csv
+    from lab.estimator import probe_cost
+
+    def run(name, goodputs, switch_at=None):
+        d = tmp_path / "exp" / "runs" / name
+        d.mkdir(parents=True)
+        with open(d / "series.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_s", "goodput_mbps", "competitor_goodput_mbps"])
+            w.writerows((i + 1.0, g1, g2) for i, (g1, g2) in enumerate(goodputs))
+        with open(d / "trace.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_s", "sid", "event", "reason"])
+            w.writerow([0.0, 1, "start", "probe: slow start"])
+            w.writerows([0.5, 1, "report", ""] for _ in range(5))
+            if switch_at is not None:
+                w.writerow([switch_at, 1, "switch", "probe -> cubic: identified cubic (95% posterior), mirror"])
+
+    # 4 s on the probe at 1 of 3 Mbit/s, then even; the oracle even throughout
+    run("mirror-active_competitor-cubic_r0", [(1.0, 2.0)] * 4 + [(1.5, 1.5)] * 4, switch_at=4.0)
+    run("oracle_competitor-cubic_r0", [(1.5, 1.5)] * 8)
+    run("mirror-active_competitor-reno_r1", [(1.0, 2.0)] * 8)          # never committed: counted whole
+    run("oracle_competitor-reno_r1", [(2.0, 1.0)] * 8)
+    run("mirror-active_competitor-bbr_r2", [(1.0, 2.0)] * 8)           # no oracle run: left out
+    record = probe_cost.measure([str(tmp_path / "exp")], "mirror active", "oracle")
+    nets = {n["competitor"]: n for n in record["networks"]}
+    assert set(nets) == {"cubic", "reno"}
+    assert nets["cubic"]["phase_s"] == 4.0 and nets["cubic"]["flow1_mbps"] == 1.0
+    assert nets["cubic"]["oracle_flow1_mbps"] == 1.5 and nets["cubic"]["competitor_mbps"] == 2.0
+    assert nets["reno"]["flow1_mbps"] / nets["reno"]["oracle_flow1_mbps"] == 0.5
+    text = probe_cost.table(record)
+    assert "| flow 1's goodput over the oracle's (95 % CI) | 0.67 (0.67–0.67) | 0.50 (0.50–0.50) |" in text
