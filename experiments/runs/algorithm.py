@@ -59,10 +59,27 @@ class Algorithm:
     udp_cross_share: float = 0.0         # ... set per run at this share of bottleneck_mbps (2: a flood)
     competitor_rate_mbps: float = 0.0    # each competitor application-limited at this rate (0: not)
     competitor_mix: List[str] = field(default_factory=list)   # competitor k runs mix[k % len] (kernel CCAs)
+    # a competitor replaced: {its CCA: the CCA of the flow that takes its place} (kernel CCAs); the
+    # first stops and the second starts this long after the competitors' start (0: not replaced)
+    competitor_replaced_by: Dict[str, str] = field(default_factory=dict)
+    competitor_replaced_after_s: float = 0.0
+    competitor_leaves_after_s: float = 0.0   # the competitors stop this long after their start (0: not)
 
     def competitor_cca(self, k: int) -> str:
         """The kernel CCA of competitor ``k`` (the mix's, in turn, else ``competitor``)."""
         return self.competitor_mix[k % len(self.competitor_mix)] if self.competitor_mix else self.competitor
+
+    def competitor_window_s(self, k: int, seconds: float) -> tuple[float, float]:
+        """(start, duration) of competitor ``k`` in a run of ``seconds`` from flow 1's start:
+        from ``competitor_delay_s`` to the run's end, or to its leaving; where it is
+        replaced, the first until the replacement and the second from then."""
+        start, end = self.competitor_delay_s, seconds
+        if self.competitor_leaves_after_s:
+            end = min(end, start + self.competitor_leaves_after_s)
+        if self.competitor_replaced_after_s:
+            handover = start + self.competitor_replaced_after_s
+            start, end = (start, handover) if k == 0 else (handover, end)
+        return start, max(end - start, 0.0)
 
     @property
     def needs_telemetry(self) -> bool:
@@ -83,6 +100,9 @@ class Algorithm:
         """This algorithm as one run runs it: the swept competitor in place, flow 1's CCA
         resolved (the competitor's, or drawn from ``cca_random`` with ``seed``)."""
         alg = replace(self, competitor=competitor or self.competitor)
+        if self.competitor_replaced_by:      # the competitor, then the flow that takes its place
+            alg = replace(alg, competitors=2, competitor_mix=[alg.competitor,
+                                                               self.competitor_replaced_by[alg.competitor]])
         if self.same_as_competitor and self.same_on_ccp:
             return replace(alg, ccp=alg.competitor)
         if self.same_as_competitor:

@@ -37,6 +37,27 @@ class FlowResult:
     sender_tcp: Dict[str, int] = field(default_factory=dict)
 
 
+def merge_competitors(rows: list[dict], crows: list[list[dict]], windows: list[tuple[float, float]],
+                      interval_s: float, seconds: float) -> int:
+    """Each interval of flow 1's series (``rows``) gets the competitors' goodput together and
+    Jain's index of the flows present: competitor k's series (``crows[k]``) runs over its
+    window (start, duration: Algorithm.competitor_window_s) of flow 1's intervals; outside
+    it the competitor is absent (it starts late, leaves, or is replaced), inside it a missing
+    interval is unknown (Jain None). Returns the intervals before the first competitor."""
+    spans = [(round(start_s / interval_s), round((start_s + length_s) / interval_s)
+              if start_s + length_s < seconds else len(rows)) for start_s, length_s in windows]
+    for i, r in enumerate(rows):
+        present = [(c, lo) for c, (lo, hi) in zip(crows, spans) if lo <= i < hi]
+        if not present:
+            r["competitor_goodput_mbps"], r["jain"] = 0.0, None
+            continue
+        theirs_now = [c[i - lo]["goodput_mbps"] if i - lo < len(c) else None for c, lo in present]
+        known = [x for x in theirs_now if x is not None]
+        r["competitor_goodput_mbps"] = sum(known) if known else None
+        r["jain"] = jain([r["goodput_mbps"]] + theirs_now) if None not in theirs_now else None
+    return min((lo for lo, _ in spans), default=0)
+
+
 def record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict:
     """A run's record, series.csv, iperf3.json and plot from what _flow gathered."""
     out, comp, extra = res.iperf, res.competitor, dict(res.extra)
@@ -45,15 +66,10 @@ def record(alg: Algorithm, sc: Scenario, run_dir: str, res: FlowResult) -> dict:
         if "error" in comp or len(comp.get("outs", [])) != alg.competitors:
             raise RunFailed(f"competitor flow failed: {comp.get('error')}")
         crows = [series(o) for o in comp["outs"]]
-        late = round(alg.competitor_delay_s / sc.interval_s)     # intervals before the competitors start
-        for i, r in enumerate(rows):
-            if i < late:
-                r["competitor_goodput_mbps"], r["jain"] = 0.0, None
-                continue
-            theirs_now = [c[i - late]["goodput_mbps"] if i - late < len(c) else None for c in crows]
-            known = [x for x in theirs_now if x is not None]
-            r["competitor_goodput_mbps"] = sum(known) if known else None
-            r["jain"] = jain([r["goodput_mbps"]] + theirs_now) if None not in theirs_now else None
+        windows = [alg.competitor_window_s(k, sc.seconds) for k in range(len(crows))]
+        late = merge_competitors(rows, crows, windows, sc.interval_s, sc.seconds)
+        if alg.competitor_replaced_after_s or alg.competitor_leaves_after_s:
+            extra["competitor_windows_s"] = [[round(a, 3), round(b, 3)] for a, b in windows]
         warm = [r["jain"] for r in rows if r["t_s"] > 0.2 * sc.seconds and r.get("jain") is not None]
         each = [o["end"]["sum_received"]["bits_per_second"] / 1e6 for o in comp["outs"]]
         extra |= {"competitor": alg.competitor, "competitors": alg.competitors,

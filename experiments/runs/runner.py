@@ -406,7 +406,8 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
         # flows of the same start go together: none a round ahead of the others in slow start
         # and UDP cross traffic with them: started first, a flood would fill the queue and the
         # host's CPUs while the TCP flows were still being set up, and end before they did
-        same_start = len(competitor_ports) if not alg.competitor_delay_s else 0
+        windows = [alg.competitor_window_s(k, sc.seconds) for k in range(len(competitor_ports))]
+        same_start = sum(1 for start_s, _ in windows if not start_s)
         n_together = 1 + same_start + (1 if alg.udp_cross_mbps else 0)
         together = threading.Barrier(n_together) if n_together > 1 else None
         with (KernelTcpTrace(port=port, more_ports=competitor_ports) if sc.kernel_trace else nullcontext()) as ktrace, \
@@ -416,9 +417,8 @@ def _flow(sc: Scenario, alg: Algorithm, spec: RunSpec) -> FlowResult:
                                    senders={port: client, **{p: sc.competitor_pair(k)[0]
                                                              for k, p in enumerate(competitor_ports)}}) as separation:
             competitors = [BackgroundFlow(tb, *sc.competitor_pair(k), "ccp" if alg.competitor_on_ccp else alg.competitor_cca(k),
-                                          sc.seconds - alg.competitor_delay_s, sc.interval_s, port=p,
-                                          start_delay_s=alg.competitor_delay_s,
-                                          start_together=together if same_start else None,
+                                          windows[k][1], sc.interval_s, port=p, start_delay_s=windows[k][0],
+                                          start_together=together if not windows[k][0] else None,
                                           rate_mbps=alg.competitor_rate_mbps or None)
                            for k, p in enumerate(competitor_ports)]
             if alg.competitor_mix:

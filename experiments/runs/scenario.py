@@ -43,6 +43,13 @@ Fairness scenarios (the ML-fairness paper) add:
     udp_cross_share = 2.0          # (any algorithm) UDP beside the competitors at this share of
                                    #   bottleneck_mbps, from their hosts (2: a flood at twice the link)
     [[algorithms]]
+    label = "replaced"
+    ccp = "adaptive"
+    competitor_replaced_by = { cubic = "bbr", bbr = "reno" }   # the competitor (swept or given)
+    competitor_replaced_after_s = 20   #   stops 20 s after its start, a flow of the CCA it maps
+                                   #   to starts then (the record's competitor_ccas names both)
+    competitor_leaves_after_s = 20 # (instead) the competitors stop 20 s after their start
+    [[algorithms]]
     label = "reno beside cubic and bbr"
     cca = "reno"
     competitor = ["cubic", "bbr"]  # a mix of kernel CCAs: competitor k runs the k-th, in turn
@@ -267,6 +274,30 @@ def _check_flow_hosts(sc: "Scenario", path: str, flows_given: bool) -> None:
 COLLECTION_FIELDS = {"distribution": str, "udp_cross": bool, "samples": int, "warmup_frac": (int, float)}
 
 
+def _competitor_changes(where: str, a: dict) -> tuple[dict, float, float]:
+    """An algorithm's replaced or leaving competitor (competitor_replaced_by,
+    competitor_replaced_after_s, competitor_leaves_after_s), checked."""
+    by, after, leaves = a.get("competitor_replaced_by", {}), a.get("competitor_replaced_after_s", 0.0), \
+        a.get("competitor_leaves_after_s", 0.0)
+    for name, v in (("competitor_replaced_after_s", after), ("competitor_leaves_after_s", leaves)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ScenarioError(f"{where} ({a['label']}): '{name}' must be a number of seconds >= 0, not {v!r}")
+    if not isinstance(by, dict) or not all(isinstance(k, str) and isinstance(v, str) and k in KERNEL_CCAS
+                                            and v in KERNEL_CCAS for k, v in by.items()):
+        raise ScenarioError(f"{where} ({a['label']}): 'competitor_replaced_by' maps a competitor's kernel CCA to "
+                            f"the kernel CCA of the flow that takes its place ({', '.join(KERNEL_CCAS)}), "
+                            f"e.g. {{ cubic = \"bbr\" }}, not {by!r}")
+    if bool(by) != bool(after):
+        raise ScenarioError(f"{where} ({a['label']}): 'competitor_replaced_by' and 'competitor_replaced_after_s' "
+                            f"go together (who takes the competitor's place, and when)")
+    if by and a.get("competitors", 1) != 1:
+        raise ScenarioError(f"{where} ({a['label']}): a replaced competitor is one flow, then another "
+                            f"(not 'competitors' = {a['competitors']})")
+    if by and leaves:
+        raise ScenarioError(f"{where} ({a['label']}): a competitor is replaced or leaves, not both")
+    return dict(by), float(after), float(leaves)
+
+
 def _load_collection(path: str, raw: dict) -> Optional[Collection]:
     """A scenario's [collection] table: its runs' networks and flows come from the plans
     (collection_plans.run_plan), so it takes no [sweep], [draw] or [[algorithms]]."""
@@ -358,7 +389,8 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
         if not isinstance(a, dict) or "label" not in a:
             raise ScenarioError(f"{where}: needs a 'label'")
         unknown = set(a) - {"label", "cca", "ccp", "options", "competitor", "competitors", "same_as_competitor",
-                            "cca_random", "competitor_delay_s", "udp_cross_share"}
+                            "cca_random", "competitor_delay_s", "udp_cross_share", "competitor_replaced_by",
+                            "competitor_replaced_after_s", "competitor_leaves_after_s"}
         if unknown:
             raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         picks = [k for k in ("cca", "ccp", "same_as_competitor", "cca_random") if a.get(k)]
@@ -395,10 +427,12 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
                 raise ScenarioError(f"{where} ({a['label']}): a list of competitors must name kernel CCAs "
                                     f"({', '.join(KERNEL_CCAS)}), not {competitor!r}")
             competitor, mix = competitor[0], list(competitor)
+        replaced_by, replaced_after_s, leaves_after_s = _competitor_changes(where, a)
         algs.append(Algorithm(a["label"], a.get("cca"), a.get("ccp"), [_project_file(str(o)) for o in a.get("options", [])],
                               competitor, n, bool(same),
                               list(a.get("cca_random", [])), float(delay), same == "ccp", competitor_mix=mix,
-                              udp_cross_share=float(udp_share)))
+                              udp_cross_share=float(udp_share), competitor_replaced_by=replaced_by,
+                              competitor_replaced_after_s=replaced_after_s, competitor_leaves_after_s=leaves_after_s))
     sweep = raw.get("sweep", {})
     if len(sweep) > 1 or any(k not in SWEEPABLE and k not in TOPOLOGY_SWEEPS for k in sweep):
         raise ScenarioError(f"{path}: [sweep] takes one of {', '.join(sorted(SWEEPABLE | TOPOLOGY_SWEEPS))}")
@@ -407,6 +441,12 @@ def load(name_or_path: str, quick: bool = False) -> Scenario:
             raise ScenarioError(f"{path}: sweep.{k} must be a non-empty list")
     for value in sweep.get("reconfig", []):
         _check_reconfig(path, value)
+    for a in algs:
+        firsts = sweep.get("competitor", [a.competitor] if a.competitor else [])
+        missing = [c for c in firsts if a.competitor_replaced_by and c not in a.competitor_replaced_by]
+        if missing or (a.competitor_replaced_by and not firsts):
+            raise ScenarioError(f"{path}: {a.label}: 'competitor_replaced_by' names no flow to take the place of "
+                                f"{', '.join(missing) or 'a competitor (none given)'}")
     if "competitor" not in sweep:
         for a in algs:
             if (a.same_as_competitor or a.competitor_delay_s) and not a.competitor:

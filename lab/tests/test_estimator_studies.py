@@ -246,3 +246,50 @@ def test_the_probe_cost_compares_the_phase_before_the_commit_with_the_same_secon
     assert nets["reno"]["flow1_mbps"] / nets["reno"]["oracle_flow1_mbps"] == 0.5
     text = probe_cost.table(record)
     assert "| flow 1's goodput over the oracle's (95 % CI) | 0.67 (0.67–0.67) | 0.50 (0.50–0.50) |" in text
+
+
+def test_competitor_changes_scores_the_first_commit_after_the_change_and_a_leaving_noticed(tmp_path):
+    import csv
+    from lab.estimator import competitor_changes
+
+    def run(name, rows, goodputs):
+        d = tmp_path / "runs" / name
+        d.mkdir(parents=True)
+        with open(d / "trace.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_s", "sid", "event", "reason"])
+            w.writerow([1.0, 1, "start", "probe: slow start"])
+            w.writerows([1.5, 1, "report", ""] for _ in range(5))
+            w.writerows([1.0 + t, 1, "switch", why] for t, why in rows)
+        with open(d / "series.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_s", "goodput_mbps"])
+            w.writerows((i + 1.0, g) for i, g in enumerate(goodputs))
+        return name
+
+    records = [
+        {"algorithm": "replaced", "competitor": "cubic", "competitor_ccas": ["cubic", "reno"],
+         "competitor_windows_s": [[0, 20], [20, 25]], "params": {"bottleneck_mbps": 4.0, "buffer_bdp": 5},
+         "run": run("replaced_competitor-cubic_r0",
+                    [(6.0, "probe -> cubic: identified cubic (95% posterior), mirror"),
+                     (21.0, "cubic -> probe: re-identify: a new competitor"),
+                     (26.0, "probe -> reno: identified reno (93% posterior), mirror")], [2.0] * 30)},
+        {"algorithm": "late", "competitor": "bbr", "competitor_delay_s": 10,
+         "params": {"bottleneck_mbps": 4.0, "buffer_bdp": 5},
+         "run": run("late_competitor-bbr_r0", [(12.0, "probe -> cubic: identified cubic (91% posterior), mirror")],
+                    [2.0, 2.0, 2.0, 0.0, 2.0] + [2.0] * 25)},
+        {"algorithm": "leaves", "competitor": "reno", "competitor_windows_s": [[0, 20]],
+         "params": {"bottleneck_mbps": 4.0, "buffer_bdp": 5},
+         "run": run("leaves_competitor-reno_r0", [(7.0, "probe -> reno: identified reno (95% posterior), mirror"),
+                                                   (22.5, "reno -> probe: re-identify: the competitor left")],
+                    [2.0] * 22 + [4.0] * 8)},
+    ]
+    (tmp_path / "summary.json").write_text(json.dumps({"records": records}))
+    got = {r["arm"]: r for r in competitor_changes.measure(str(tmp_path))["runs"]}
+    assert got["replaced"]["first_after"] == "reno" and got["replaced"]["first_after_s"] == 6.0
+    assert got["replaced"]["final"] == "reno" and got["replaced"]["zero_goodput_s"] == 0
+    assert got["late"]["first_after"] == "cubic" and got["late"]["truth"] == "bbr"
+    assert got["late"]["zero_goodput_s"] == 1
+    assert got["leaves"]["noticed_s"] == 2.5 and got["leaves"]["link_use_after"] == 1.0
+    text = competitor_changes.table(competitor_changes.measure(str(tmp_path)))
+    assert "| replaced 20 s after its start | 1 | 1/1" in text and "late_competitor-bbr_r0: cubic for bbr" in text

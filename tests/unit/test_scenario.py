@@ -532,3 +532,44 @@ def test_each_flows_queueing_delay_is_its_bottleneck_hops_transit_delay_above_it
     assert got[5201] == {"mean_ms": pytest.approx(17.5), "p95_ms": pytest.approx(40.0), "packets": 4}
     assert got[5202]["mean_ms"] == pytest.approx(1.0) and set(got) == {5201, 5202}
     assert metrics.queueing_delays_ms(str(tmp_path / "none"), 0, [("a", 5201)]) == {}
+
+
+def test_a_replaced_or_leaving_competitor_runs_in_its_window_and_bad_ones_are_named(tmp_path):
+    flows = '[flows]\nmain = ["s1", "r1"]\ncompetitor = ["s2", "r2"]\n'
+    text = ('topology = "dumbbell"\nseconds = 40\n' + flows + '[sweep]\ncompetitor = ["cubic", "bbr"]\n'
+            '[[algorithms]]\nlabel = "replaced"\ncca = "reno"\n'
+            'competitor_replaced_by = { cubic = "bbr", bbr = "reno" }\ncompetitor_replaced_after_s = 20\n'
+            '[[algorithms]]\nlabel = "leaves"\ncca = "reno"\ncompetitor_leaves_after_s = 15\ncompetitor_delay_s = 5\n')
+    sc = load(write(tmp_path, text))
+    replaced, leaves = sc.algorithms
+    run = replaced.for_run("bbr", 1)
+    assert run.competitors == 2 and [run.competitor_cca(k) for k in (0, 1)] == ["bbr", "reno"]
+    assert [run.competitor_window_s(k, 40) for k in (0, 1)] == [(0.0, 20.0), (20.0, 20.0)]
+    assert leaves.for_run("cubic", 1).competitor_window_s(0, 40) == (5.0, 15.0)
+    assert sc.algorithms[1].for_run("cubic", 1).competitors == 1
+    base = 'topology = "dumbbell"\nseconds = 40\n' + flows + '[[algorithms]]\nlabel = "x"\ncca = "reno"\ncompetitor = "cubic"\n'
+    for extra, message in (('competitor_replaced_by = { cubic = "bbr" }\n', "go together"),
+                           ('competitor_replaced_by = { cubic = "vegas" }\ncompetitor_replaced_after_s = 5\n',
+                            "maps a competitor's kernel CCA"),
+                           ('competitor_replaced_by = { bbr = "reno" }\ncompetitor_replaced_after_s = 5\n',
+                            "no flow to take the place of cubic"),
+                           ('competitor_leaves_after_s = -2\n', "must be a number of seconds"),
+                           ('competitor_replaced_by = { cubic = "bbr" }\ncompetitor_replaced_after_s = 5\n'
+                            'competitor_leaves_after_s = 5\n', "replaced or leaves, not both")):
+        with pytest.raises(ScenarioError, match=message):
+            load(write(tmp_path, base + extra))
+
+
+def test_competitors_series_are_merged_over_their_own_windows():
+    from experiments.runs.run_record import merge_competitors
+    rows = [{"t_s": i + 1.0, "goodput_mbps": 1.0} for i in range(6)]
+    first = [{"goodput_mbps": 2.0}] * 3
+    second = [{"goodput_mbps": 3.0}] * 2                  # its last interval missing
+    late = merge_competitors(rows, [first, second], [(0.0, 3.0), (3.0, 3.0)], 1.0, 6.0)
+    assert late == 0
+    assert [r["competitor_goodput_mbps"] for r in rows] == [2.0, 2.0, 2.0, 3.0, 3.0, None]
+    assert rows[0]["jain"] == pytest.approx(0.9) and rows[5]["jain"] is None
+    rows = [{"t_s": i + 1.0, "goodput_mbps": 1.0} for i in range(6)]
+    late = merge_competitors(rows, [first], [(2.0, 3.0)], 1.0, 6.0)     # starts late, leaves
+    assert late == 2
+    assert [r["competitor_goodput_mbps"] for r in rows] == [0.0, 0.0, 2.0, 2.0, 2.0, 0.0]
