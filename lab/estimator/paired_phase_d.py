@@ -3,7 +3,9 @@ two versions of one mode, compared run by run: the goodput difference D over the
 and per phase (before the first commit, on the right CCA), beside the oracle's D on the
 same network, and the mean paired change in |D| per competitor.
 
-    python -m lab.estimator.paired_phase_d BEFORE.json AFTER.json BASE.json
+    python -m lab.estimator.paired_phase_d BEFORE.json AFTER.json BASE.json [--mode 'mirror active']
+
+BEFORE and AFTER may each be several records joined by commas (a seed run in parts).
 """
 from __future__ import annotations
 
@@ -20,18 +22,30 @@ def phase_d(record: dict, phase: str) -> float:
     return parts["parts"][phase] / seconds * record["seconds"] if seconds else math.nan
 
 
+def _mean_phase(pairs: list, which: int, phase: str = "start") -> float:
+    """The mean of a phase's D over the pairs' runs that had it (BEFORE's: which 0)."""
+    ds = [phase_d(p[which], phase) for p in pairs]
+    ds = [d for d in ds if not math.isnan(d)]
+    return statistics.mean(ds) if ds else math.nan
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("before", help="summary.json or record of the mode before the change")
     ap.add_argument("after", help="... after it, on the same seed")
     ap.add_argument("base", help="the record holding the oracle's runs of the same networks")
     ap.add_argument("--oracle", default="oracle", help="the mode whose D is printed beside (default oracle)")
+    ap.add_argument("--mode", help="only the runs of this mode in BEFORE and AFTER (where they hold several)")
     args = ap.parse_args(argv)
-    before = {(r["competitor"], r["repeat"]): r for r in json.load(open(args.before))["records"]}
-    oracle = {(r["competitor"], r["repeat"]): r for r in json.load(open(args.base))["records"]
+
+    def runs(paths: str) -> list[dict]:
+        records = [r for p in paths.split(",") for r in json.load(open(p))["records"]]
+        return [r for r in records if args.mode is None or r["algorithm"] == args.mode]
+    before = {(r["competitor"], r["repeat"]): r for r in runs(args.before)}
+    oracle = {(r["competitor"], r["repeat"]): r for p in args.base.split(",") for r in json.load(open(p))["records"]
               if r["algorithm"] == args.oracle}
     paired: dict[str, list] = {}
-    for r in json.load(open(args.after))["records"]:
+    for r in runs(args.after):
         key = (r["competitor"], r["repeat"])
         if key not in before:
             continue
@@ -47,7 +61,8 @@ def main(argv=None) -> int:
         sd = statistics.stdev(change) if len(change) > 1 else math.nan
         print(f"{competitor}: {len(pairs)} networks, mean |D| before {statistics.mean(abs(b['goodput_difference']) for b, _ in pairs):.3f}"
               f" after {statistics.mean(abs(a['goodput_difference']) for _, a in pairs):.3f},"
-              f" paired change {statistics.mean(change):+.3f} (sd {sd:.3f}, se {sd / math.sqrt(len(change)):.3f})")
+              f" paired change {statistics.mean(change):+.3f} (sd {sd:.3f}, se {sd / math.sqrt(len(change)):.3f});"
+              f" before a commit, mean D before {_mean_phase(pairs, 0):+.3f} after {_mean_phase(pairs, 1):+.3f}")
     return 0
 
 
