@@ -28,6 +28,8 @@ FAIRNESS_PAIRS = "data/experiments/fairness_pairs-seed2617-*.json"
 #: active identification on fresh fairness networks (seed 2618): the oracle, passive mirror and active
 FAIRNESS_ACTIVE = "data/experiments/fairness_switching-seed2618-*.json"
 FAIRNESS_PARITY = "data/experiments/fairness_switching-seed2619-*.json"
+#: held out for active identification's fairness (seed 2620, 40 networks): the oracle, passive mirror and active
+FAIRNESS_HELDOUT = "data/experiments/fairness_switching-seed2620-*.json"
 FORWARDING_BENCH = "data/bench/forwarding-2026-11-29.json"
 FASTPATH_BENCH = "data/bench/fastpath-2026-12-05.json"
 DATAPATH_BENCH = "data/bench/datapath-2026-11-29.txt"
@@ -231,6 +233,17 @@ def fairness_parity() -> str:
     records = load_records([os.path.join(ROOT, p) for p in paths])
     rows = fairness_report.rows(records)
     versus = fairness_report.comparisons(records, versus=("mirror active no-parity", "mirror int w50"))
+    table = fairness_tables.format_markdown(rows, versus, ["mirror active"])
+    return table + "\n\n" + _source(paths)
+
+
+def fairness_heldout() -> str:
+    """Active identification on 40 held-out networks (10 per competitor), beside the oracle
+    and the passive mirror on the same networks (paired)."""
+    paths = _glob(FAIRNESS_HELDOUT)
+    records = load_records([os.path.join(ROOT, p) for p in paths])
+    rows = fairness_report.rows(records)
+    versus = fairness_report.comparisons(records, versus=("mirror int w50",))
     table = fairness_tables.format_markdown(rows, versus, ["mirror active"])
     return table + "\n\n" + _source(paths)
 
@@ -750,6 +763,7 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "fairness-headline": fairness_headline,
     "fairness-active": fairness_active,
     "fairness-parity": fairness_parity,
+    "fairness-heldout": fairness_heldout,
     "estimator": estimator,
     "forwarding-bench": forwarding_bench,
     "fastpath-bench": fastpath_bench,
