@@ -248,6 +248,27 @@ def fairness_heldout() -> str:
     return table + "\n\n" + _source(paths)
 
 
+def fairness_heldout_headline() -> str:
+    """One sentence for the README: active identification against the oracle and the
+    passive mirror on the held-out networks."""
+    paths = _glob(FAIRNESS_HELDOUT)
+    records = load_records([os.path.join(ROOT, p) for p in paths])
+    versus = fairness_report.comparisons(records, versus=("mirror int w50",))
+    mine = [v for v in versus if v["mode"] == "mirror active"]
+    per = [v for v in mine if v["competitor"] != "all" and v.get("gap_to_oracle") is not None]
+    worst = max(per, key=lambda v: v["gap_to_oracle"])
+    both = next(v for v in mine if v["competitor"] == "all")["gap_to"]["mirror int w50"]
+    networks = sum(v["gap_networks"] for v in per)
+    return (f"**Active identification** (`--identify active`, in development; "
+            f"[docs/estimator.md](docs/estimator.md#held-out-40-fairness-networks)): on {networks} held-out "
+            f"networks of `fairness_switching` (seed 2620), the agent that asks its competitor by pulsing "
+            f"its own rate and reads the answer in INT has a mean |D| at most {max(worst['gap_to_oracle'], 0):.3f} "
+            f"above the oracle's for every competitor (the largest beside {worst['competitor']}, paired 95 % CI "
+            f"{worst['gap_ci'][0]:+.3f} to {worst['gap_ci'][1]:+.3f}; the target: within 0.05), and "
+            f"{abs(both['gap']):.3f} {'below' if both['gap'] < 0 else 'above'} the passive mirror's (`mirror int w50`) "
+            f"averaged over the four (paired CI {both['ci'][0]:+.3f} to {both['ci'][1]:+.3f}). " + _source(paths))
+
+
 # ---------------------------------------------------------------- the estimator
 
 
@@ -764,6 +785,7 @@ SECTIONS: Dict[str, Callable[[], str]] = {
     "fairness-active": fairness_active,
     "fairness-parity": fairness_parity,
     "fairness-heldout": fairness_heldout,
+    "fairness-heldout-headline": fairness_heldout_headline,
     "estimator": estimator,
     "forwarding-bench": forwarding_bench,
     "fastpath-bench": fastpath_bench,
