@@ -46,23 +46,35 @@ class _Flow:
         self.since = time.monotonic()
         self.sent_verdict = None
         self.named = None            # the competitors at the commit (None: not committed)
+        self.watching = None         # undecided: the competitors first seen since it began asking
         self.changed_steps = 0
         self.committed_at = None     # when the commit came (monotonic s): its switch is watched
         self.committed = None        # ... and to what
 
     def competitors_changed(self) -> str | None:
-        """Once committed: why the competitors now differ from those named (a new one, or
-        those named gone), once it has lasted CHANGE_STEPS steps; else None."""
+        """Why the competitors now differ from those the evidence is about (a new one, or
+        those gone), once it has lasted CHANGE_STEPS steps; else None. Committed: those
+        named at the commit. Undecided: those first seen since the identification began
+        (a competitor replaced while the flow was still asking, or after a switch was taken
+        back, would otherwise be named from its predecessor's evidence); before any is
+        seen, nothing (the first one's arrival is what is identified)."""
+        now = self.identifier.competitors()
         if self.named is None:
             if self.identifier.verdict() is not None:
-                self.named, self.committed_at = self.identifier.competitors(), time.monotonic()
+                self.named, self.committed_at = now, time.monotonic()
                 self.committed = self.identifier.verdict()
-            return None
-        now = self.identifier.competitors()
-        self.changed_steps = self.changed_steps + 1 if now != self.named else 0
+                self.changed_steps = 0
+                return None
+            if not self.watching:
+                self.watching, self.changed_steps = (now or None), 0
+                return None
+            baseline = self.watching
+        else:
+            baseline = self.named
+        self.changed_steps = self.changed_steps + 1 if now != baseline else 0
         if self.changed_steps < CHANGE_STEPS:
             return None
-        return "a new competitor" if now - self.named else "the competitor left"
+        return "a new competitor" if now - baseline else "the competitor left"
 
     def switch_worse(self, now: float) -> tuple[str, float | None] | None:
         """Once committed: (why, the share) where the switch made the flow's share clearly
@@ -97,6 +109,7 @@ class _Flow:
         """The switch is taken back: evidence against the hypothesis, and its watch ends
         (the next commit is watched anew)."""
         self.identifier.take_back(self.committed, share)
+        self.watching = self.named        # undecided again, about the competitors it named
         self.named = self.committed_at = self.committed = None
         self.changed_steps = 0
 
@@ -112,9 +125,11 @@ class _Flow:
         """Identify anew: where a competitor joined, from the records since just before its
         first packet (its start read as it came: the slow start of a flow that a fresh
         identifier would see already running), else from the records to come."""
-        joined = self.identifier.competitors() - self.named if self.named is not None else frozenset()
+        baseline = self.named if self.named is not None else self.watching
+        joined = self.identifier.competitors() - baseline if baseline is not None else frozenset()
         self.identifier.restart(joined)
         self.named, self.changed_steps, self.since, self.committed_at = None, 0, time.monotonic(), None
+        self.watching = None
 
     def locate(self, directory: FlowDirectory) -> bool:
         """The flow's id and base RTT, once the datapath lists it and its socket is found."""

@@ -317,7 +317,7 @@ def test_a_flow_is_identified_anew_only_when_the_change_lasts():
             return self.now
     f = _Flow(1, ("::1", 1, "::2", 2), 0.95)
     f.identifier = Scripted()
-    assert f.competitors_changed() is None and f.named is None          # not committed: nothing to watch
+    assert f.competitors_changed() is None and f.named is None and f.watching == {"a"}   # undecided: watched
     f.identifier.committed = "reno"
     assert f.competitors_changed() is None and f.named == {"a"}
     f.identifier.now = frozenset({"a", "b"})
@@ -327,6 +327,42 @@ def test_a_flow_is_identified_anew_only_when_the_change_lasts():
     f.identifier.now = frozenset({"a", "b"})
     assert [f.competitors_changed() for _ in range(CHANGE_STEPS)][-1] == "a new competitor"
     f.changed_steps, f.identifier.now = 0, frozenset()
+    assert [f.competitors_changed() for _ in range(CHANGE_STEPS)][-1] == "the competitor left"
+
+
+def test_a_competitor_replaced_while_undecided_is_identified_anew_not_from_its_predecessors_evidence():
+    from ccp_agent.identification import CHANGE_STEPS, _Flow
+
+    class Scripted:
+        def __init__(self):
+            self.now, self.restarted = frozenset(), []
+
+        def verdict(self):
+            return None
+
+        def competitors(self):
+            return self.now
+
+        def restart(self, joined):
+            self.restarted.append(joined)
+
+        def take_back(self, hypothesis, share):
+            pass
+    f = _Flow(1, ("::1", 1, "::2", 2), 0.95)
+    f.identifier = Scripted()
+    assert [f.competitors_changed() for _ in range(2 * CHANGE_STEPS)] == [None] * (2 * CHANGE_STEPS)   # alone
+    f.identifier.now = frozenset({"a"})        # the first competitor: what is identified, no change
+    assert [f.competitors_changed() for _ in range(2 * CHANGE_STEPS)] == [None] * (2 * CHANGE_STEPS)
+    f.identifier.now = frozenset({"b"})        # replaced before a commit
+    assert [f.competitors_changed() for _ in range(CHANGE_STEPS)][-1] == "a new competitor"
+    f.restart()
+    assert f.identifier.restarted == [{"b"}] and f.watching is None
+    f.competitors_changed()
+    assert f.watching == {"b"}
+    f.named, f.committed = frozenset({"b"}), "cubic"     # committed, then the switch taken back
+    f.take_back(0.2)
+    assert f.named is None and f.watching == {"b"}
+    f.identifier.now = frozenset()
     assert [f.competitors_changed() for _ in range(CHANGE_STEPS)][-1] == "the competitor left"
 
 
