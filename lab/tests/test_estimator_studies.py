@@ -128,7 +128,9 @@ def test_the_dragonfly_interval_table_in_the_docs_is_the_one_its_records_give(ca
                                                ("two_senders", "two-senders-2026-12-07.json", 5),
                                                ("slow_start_timing", "slow-start-timing-2026-12-07.json", 17),
                                                ("exit_cut_study", "exit-cut-study-2026-12-07.json", 9),
-                                               ("probe_cost", "probe-cost-seed2620-2026-12-07.json", 6)])
+                                               ("probe_cost", "probe-cost-seed2620-2026-12-07.json", 6),
+                                               ("competitor_changes", "identify-changes-seed4602-2026-12-07.json",
+                                                7)])
 def test_a_studys_table_in_the_docs_is_the_one_its_record_gives(capsys, study, record, rows):
     import importlib
     import os
