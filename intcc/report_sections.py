@@ -215,37 +215,32 @@ def fairness_headline() -> str:
             f"{_pct(statistics.mean(map(abs, pooled)))} absolute (target: within 10 %: not met).")
 
 
+def _active_fairness_table(pattern: str, versus: tuple) -> str:
+    """The fairness table of a seed's records with active identification's rows and its
+    paired gaps to the oracle and to ``versus``, and the records it came from."""
+    paths = _glob(pattern)
+    records = load_records([os.path.join(ROOT, p) for p in paths])
+    table = fairness_tables.format_markdown(fairness_report.rows(records),
+                                            fairness_report.comparisons(records, versus=versus), ["mirror active"])
+    return table + "\n\n" + _source(paths)
+
+
 def fairness_active() -> str:
     """Mean |D| of the oracle, passive mirror and active identification on the same fresh
     networks, active's gap to the oracle and to passive mirror (paired), and its harm."""
-    paths = _glob(FAIRNESS_ACTIVE)
-    records = load_records([os.path.join(ROOT, p) for p in paths])
-    rows = fairness_report.rows(records)
-    versus = fairness_report.comparisons(records, versus=("mirror int w50",))
-    table = fairness_tables.format_markdown(rows, versus, ["mirror active"])
-    return table + "\n\n" + _source(paths)
+    return _active_fairness_table(FAIRNESS_ACTIVE, ("mirror int w50",))
 
 
 def fairness_parity() -> str:
     """Active identification with the mirror held at the competitors' rate after the switch
     (--hold-parity) and without, beside the oracle, on the same fresh networks (paired)."""
-    paths = _glob(FAIRNESS_PARITY)
-    records = load_records([os.path.join(ROOT, p) for p in paths])
-    rows = fairness_report.rows(records)
-    versus = fairness_report.comparisons(records, versus=("mirror active no-parity", "mirror int w50"))
-    table = fairness_tables.format_markdown(rows, versus, ["mirror active"])
-    return table + "\n\n" + _source(paths)
+    return _active_fairness_table(FAIRNESS_PARITY, ("mirror active no-parity", "mirror int w50"))
 
 
 def fairness_heldout() -> str:
     """Active identification on 40 held-out networks (10 per competitor), beside the oracle
     and the passive mirror on the same networks (paired)."""
-    paths = _glob(FAIRNESS_HELDOUT)
-    records = load_records([os.path.join(ROOT, p) for p in paths])
-    rows = fairness_report.rows(records)
-    versus = fairness_report.comparisons(records, versus=("mirror int w50",))
-    table = fairness_tables.format_markdown(rows, versus, ["mirror active"])
-    return table + "\n\n" + _source(paths)
+    return _active_fairness_table(FAIRNESS_HELDOUT, ("mirror int w50",))
 
 
 def fairness_heldout_headline() -> str:
