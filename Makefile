@@ -4,6 +4,11 @@ APT_PACKAGES = iproute2 iputils-ping ethtool iperf3 tshark tcpdump mosquitto mos
 	clang llvm libclang-dev libbpf-dev libelf-dev zlib1g-dev bpftool pkg-config pypy3 pypy3-venv \
 	chromium chromium-driver bpftrace
 STAMP = .setup.stamp
+# the stamp alone is no proof of an install (a machine reset keeps the work tree): where the
+# package does not import, setup runs again
+ifneq ($(shell cd / && $(PYTHON) -c "import intcc, pyportus" 2>/dev/null && echo ok),ok)
+$(shell rm -f $(STAMP))
+endif
 PYPORTUS_VERSION = 0.6.1
 # INT nodes may run under PyPy (python = "pypy"; int_node/runtime.py): its own virtualenv, node deps only
 PYPY_VENV = /opt/intcc-pypy

@@ -14,7 +14,7 @@ from estimator.identify.evidence import COMMIT_POSTERIOR
 from telemetry.schema import CCA_LABELS
 
 from .datapath import DEFAULT_STATE_DIR
-from .switching import POLICIES
+from .switching import DEFAULT_IDENTIFY, IDENTIFY_MODES, POLICIES
 from .portus_compat import IPC_CHOICES, AlgorithmError, start
 
 
@@ -204,11 +204,11 @@ for _name in ALGORITHMS:
                    "end), keeping its CCA, where the competitor's rate over the flow's is below RATIO (0: never; "
                    "0.8: where the flow has over 1.25x its competitor's): the first seconds' gap does not wait "
                    "for a switch")
-@click.option("--identify", type=click.Choice(("passive", "active")), default="passive", show_default=True,
+@click.option("--identify", type=click.Choice(IDENTIFY_MODES), default=DEFAULT_IDENTIFY, show_default=True,
               help="active: every flow starts on the probe (its INT fair share, with rate pulses) and the "
                    "competitor is named from its answers in the sink's hop records (estimator/identify/), then "
                    "the flow switches (back to the probe when the competitors change); needs --broker. passive: "
-                   "the estimator's model and vote")
+                   "the estimator's model and its vote (--model, --window and the options after them)")
 @click.option("--identify-threshold", type=click.FloatRange(min=0.5, max=1.0, min_open=True, max_open=True),
               default=COMMIT_POSTERIOR, show_default=True, metavar="POSTERIOR",
               help="--identify active commits to a hypothesis (and switches) once its posterior reaches this; "
@@ -234,6 +234,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
     from .estimation import EstimatorProcess
     from .switching import GoodputTable, SwitchingError, SwitchPolicy
     names = tuple(dict.fromkeys(n.strip() for n in algorithms.split(",") if n.strip()))
+    _refuse_options_of_the_other_mode(click.get_current_context(), identify)
     if identify == "active":
         return _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url,
                                pins, rt_priority, identify_threshold, match_rate=match_rate, hold_parity=hold_parity)
@@ -270,6 +271,29 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
              ipc, verbose, state_dir, decisions_url or broker_url, pins, rt_priority)
     finally:
         estimation.stop()
+
+
+#: options that only one way of identifying reads: given with the other, they would be ignored
+_ONLY_FOR_IDENTIFY = {
+    "passive": ("model_path", "initial", "window", "interval_s", "min_dwell_s", "min_confidence", "warmup_s",
+                "min_votes", "min_votes_unanimous", "match_at_start_below"),
+    "active": ("identify_threshold", "hold_parity"),
+}
+
+
+def _refuse_options_of_the_other_mode(ctx: click.Context, identify: str) -> None:
+    """An option of the other mode given on the command line is an error, not silently
+    ignored: a passive study's --model or --window run active would measure the wrong thing."""
+    from click.core import ParameterSource
+    for mode, params in _ONLY_FOR_IDENTIFY.items():
+        if mode == identify:
+            continue
+        given = [p for p in ctx.command.params if p.name in params
+                 and ctx.get_parameter_source(p.name) == ParameterSource.COMMANDLINE]
+        if given:
+            flags = ", ".join("/".join(p.opts + p.secondary_opts) for p in given)
+            raise click.ClickException(f"{flags} only applies with --identify {mode} (this agent identifies "
+                                       f"{identify}ly): add --identify {mode}, or leave {flags} out")
 
 
 def _adaptive_maker(hosted, initial, switch_policy, verdicts, trace, **options):

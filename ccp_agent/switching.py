@@ -21,6 +21,10 @@ import json
 from dataclasses import dataclass, field
 
 POLICIES = ("mirror", "best-response")
+#: how the adaptive agent names a flow's competitor (`intcc alg run adaptive --identify`): active
+#: probes and reads its answers in the hop records; passive votes over the model's estimates
+IDENTIFY_MODES = ("active", "passive")
+DEFAULT_IDENTIFY = "active"
 
 
 class SwitchingError(ValueError):

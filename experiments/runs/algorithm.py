@@ -17,8 +17,11 @@ KERNEL_CCAS = ccas.KERNEL_CCAS
 
 
 def _identifies_actively(options: List[str]) -> bool:
-    """``--identify active`` among an adaptive algorithm's options: it reads the hop records."""
-    return any(o == "--identify" and options[i + 1:i + 2] == ["active"] for i, o in enumerate(options))
+    """Whether an adaptive algorithm with these options identifies actively (its
+    ``--identify``, else the agent's default): then it reads the hop records."""
+    from ccp_agent.switching import DEFAULT_IDENTIFY
+    given = [options[i + 1] for i, o in enumerate(options[:-1]) if o == "--identify"]
+    return (given[-1] if given else DEFAULT_IDENTIFY) == "active"
 
 
 def _model_uses_int(options: List[str]) -> bool:

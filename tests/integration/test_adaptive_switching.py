@@ -141,7 +141,8 @@ def run_adaptive(bench, tmp_path, competitor: str, seconds: int = 25):
     goodputs and the agent's log."""
     trace = tmp_path / "trace.csv"
     agent, out = beside(bench, tmp_path, competitor, seconds,
-                        ["--model", INT_MODEL, "--trace", str(trace), "--algorithms", "bbr,cubic,reno"])
+                        ["--identify", "passive", "--model", INT_MODEL, "--trace", str(trace), "--algorithms",
+                         "bbr,cubic,reno"])
     log = agent.log()
     assert "estimation failed" not in log, log[-2000:]
     assert log.count(": verdict ") >= 15, log[-3000:]       # one per 0.5 s after 5 s of warm-up

@@ -236,7 +236,7 @@ def cpu_case(dp, tmp, n, path, traffic):
     """The adaptive agent with the real estimator while ``traffic`` runs n ccp flows: the
     CPU of the agent, its children and their captures, per second and per flow."""
     from ccp_agent.datapath import AgentProcess
-    agent = AgentProcess("adaptive", ["--model", MODEL, "--state-dir", dp.state_dir],
+    agent = AgentProcess("adaptive", ["--identify", "passive", "--model", MODEL, "--state-dir", dp.state_dir],
                          log_path=os.path.join(tmp, f"adaptive-{n}-{len(os.listdir(tmp))}.log")).start()
     try:
         dp.wait_agent(True)

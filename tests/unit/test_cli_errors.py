@@ -109,22 +109,40 @@ def test_an_unknown_algorithm_is_named_with_the_known_ones():
 def test_the_adaptive_agent_refuses_bad_setups_at_start(args, words):
     import estimator
     model = os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf.joblib")
-    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", model, *args])
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--identify", "passive", "--model", model, *args])
     assert r.exit_code == 1 and words in r.output and "Traceback" not in r.output
 
 
 def test_the_adaptive_agent_refuses_a_foreign_model(tmp_path):
     bad = tmp_path / "m.joblib"
     bad.write_bytes(b"\x80\x04not a pickle")
-    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", str(bad)])
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--identify", "passive", "--model", str(bad)])
     assert r.exit_code == 1 and "not an intcc estimator model" in r.output
 
 
 def test_the_adaptive_agent_with_an_int_model_needs_the_broker():
     import estimator
     model = os.path.join(os.path.dirname(estimator.__file__), "models", "archive", "cca_rf_int.joblib")
-    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--model", model])
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--identify", "passive", "--model", model])
     assert r.exit_code == 1 and "uses INT features" in r.output and "--broker" in r.output, r.output
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--window", "10"], "--window only applies with --identify passive"),        # active is the default
+    (["--identify", "active", "--initial", "reno", "--min-votes", "3"], "--initial, --min-votes only applies"),
+    (["--identify", "passive", "--identify-threshold", "0.8"], "--identify-threshold only applies with --identify active"),
+    (["--identify", "passive", "--no-hold-parity"], "--hold-parity/--no-hold-parity only applies"),
+])
+def test_the_adaptive_agent_refuses_the_options_of_the_other_way_of_identifying(args, words):
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--broker", "mqtt://127.0.0.1:1", *args])
+    assert r.exit_code == 1 and words in r.output and "Traceback" not in r.output, r.output
+
+
+def test_the_adaptive_agent_identifies_actively_by_default_and_then_needs_the_broker():
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive"])
+    assert r.exit_code == 1 and "--identify active reads the sink's hop records" in r.output, r.output
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--help"])
+    assert "[default: active]" in " ".join(r.output.split()), r.output
 
 
 def test_datapath_status_reads_the_daemons_state_and_names_a_stale_one(tmp_path):

@@ -205,8 +205,10 @@ def test_verdicts_pool_by_time_since_the_switch_and_old_traces_have_no_row_score
 
 def test_the_adaptive_agents_first_algorithm_is_its_initial_option():
     from experiments.runs.scenario import Algorithm
-    assert Algorithm("a", ccp="adaptive", options=["--model", "m", "--initial", "reno"]).initial == "reno"
-    assert Algorithm("a", ccp="adaptive", options=["--model", "m"]).initial == "cubic"
+    passive = ["--identify", "passive", "--model", "m"]
+    assert Algorithm("a", ccp="adaptive", options=passive + ["--initial", "reno"]).initial == "reno"
+    assert Algorithm("a", ccp="adaptive", options=passive).initial == "cubic"
+    assert Algorithm("a", ccp="adaptive", options=["--identify", "active"]).initial == "probe"
 
 
 def test_d_splits_exactly_into_the_start_the_right_and_the_wrong_cca():

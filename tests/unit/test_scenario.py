@@ -362,13 +362,18 @@ def test_a_competitor_the_agent_runs_too_gets_its_own_trace(tmp_path):
     assert [line.split(",")[2] for line in (a / "competitor-trace.csv").read_text().splitlines()[1:]] == ["8", "8"]
 
 
-def test_the_adaptive_agent_needs_telemetry_only_with_an_int_model():
+def test_the_adaptive_agent_needs_telemetry_when_active_or_with_an_int_model():
     from experiments.runs.scenario import Algorithm
-    table1 = Algorithm("a", ccp="adaptive", options=["--model", "estimator/models/archive/cca_rf.joblib"])
-    with_int = Algorithm("b", ccp="adaptive", options=["--model", "estimator/models/archive/cca_rf_int.joblib"])
+    passive = ["--identify", "passive"]
+    table1 = Algorithm("a", ccp="adaptive", options=passive + ["--model", "estimator/models/archive/cca_rf.joblib"])
+    with_int = Algorithm("b", ccp="adaptive", options=passive + ["--model", "estimator/models/archive/cca_rf_int.joblib"])
     assert not table1.needs_telemetry and with_int.needs_telemetry
     assert Algorithm("c", ccp="cubic-int").needs_telemetry and not Algorithm("d", cca="cubic").needs_telemetry
-    assert not Algorithm("e", ccp="adaptive", options=["--model", "/nonexistent.joblib"]).needs_telemetry
+    assert not Algorithm("e", ccp="adaptive", options=passive + ["--model", "/nonexistent.joblib"]).needs_telemetry
+    # the agent's default is active identification: it reads the hop records and starts on the probe
+    default = Algorithm("f", ccp="adaptive")
+    assert default.needs_telemetry and default.initial == "probe"
+    assert table1.initial == "cubic"
 
 
 def test_a_flow_on_a_host_the_topology_lacks_is_refused_at_load_naming_its_hosts(tmp_path):
