@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import elasticity, exit_cut, loss_cut, loss_repeat, not_tcp, probe_rtt, queue_level, queue_trend, slow_start, spare, switch_share
+from . import elasticity, exit_cut, forest, loss_cut, loss_repeat, not_tcp, probe_rtt, queue_level, queue_trend, slow_start, spare, switch_share
 from .bottleneck import BIN_S, NodeRecords, competing
 from .evidence import COMMIT_POSTERIOR, Evidence, SequentialTest, aggregate
 
@@ -38,6 +38,9 @@ NEW_TCP_PKTS = 10
 #: a restart for a competitor that joined keeps this much of the records before its first
 #: packet: the dips' history (probe_rtt.HISTORY_S) and its first bin not the series' first
 RESTART_HISTORY_S = 2.0
+#: a forest-stage model (forest.py; lab/estimator/forest_stage.py trains one): the passive
+#: features' forest as one more stage; "" (the default): none. Set for ablation replays.
+FOREST_MODEL = ""
 
 
 class Identifier:
@@ -74,10 +77,14 @@ class Identifier:
         self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
         # (competitor's window in packets, RTT s, its age s, its RTT s where measured) of each trend
         self._trend_context: list = []
+        self.forest = forest.ForestStage(FOREST_MODEL) if FOREST_MODEL else None
+        self._forest_views: dict = {}          # node id -> forest.NodeView (with a forest only)
 
     def add(self, rec) -> None:
         """A telemetry.schema.HopRecord from any node."""
         self.nodes.setdefault(rec.node_id, NodeRecords(self.keep_s)).add(rec)
+        if self.forest is not None:
+            self._forest_views.setdefault(rec.node_id, forest.NodeView()).add(rec)
 
     def _bottleneck(self) -> NodeRecords | None:
         on_path = {nid: n for nid, n in self.nodes.items() if n.has_flow(self.own_flow_id)}
@@ -135,7 +142,20 @@ class Identifier:
             self._stretched = True
         if added and self._stretched and s.comp.shape[0]:
             added.append(self._probe_rtt(s))
+            if self.forest is not None:
+                added += self._forest(s)
         return added
+
+    def _forest(self, s) -> list[Evidence]:
+        """The passive features' forest at the series' end (forest.py), replacing its last."""
+        view = self._forest_views.get(self.node_id)
+        ev = self.forest.evidence(view, self.own_flow_id, s.t0_s + s.n * BIN_S, self.base_rtt_s) \
+            if view is not None else None
+        if ev is None:
+            return []
+        self.test.set("forest", ev)
+        self.test.evidence.append(ev)
+        return [ev]
 
     def comp_base_rtts(self, s) -> np.ndarray:
         """Each competitor's base RTT (F,), s: its least round trip the sink's node measured
@@ -173,6 +193,7 @@ class Identifier:
                 self.nodes[nid].drop_before(min(seen) - RESTART_HISTORY_S)
             else:
                 self.nodes[nid] = NodeRecords(self.keep_s)
+                self._forest_views.pop(nid, None)
         self._forget()
         self.series = None
 
@@ -182,6 +203,8 @@ class Identifier:
         self.measured, self._loss_read_s, self._trend_context = {}, {}, []
         self._slow_start_outcomes, self._slow_start_exit, self._loss_repeat_read = {}, {}, {}
         self._exit_cut_read = {}
+        if self.forest is not None:
+            self.forest.reset()
         self.competitor_since_s = self._stretch_next_s = self._stretch_first_s = None
         self._udp_only = self._stretched = self._tcp_starting = False
 
