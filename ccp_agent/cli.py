@@ -9,7 +9,7 @@ import click
 
 from ccp_algs.contract import CCP_KERNEL, INTCC_DATAPATH, ContractError, DatapathCapabilities, read_datapath_contract
 from ccp_algs.registry import ALGORITHMS, Param, algorithm_class
-from estimator import DEFAULT_MODEL
+from estimator import DEFAULT_IDENTIFY_FOREST, DEFAULT_MODEL
 from estimator.identify.evidence import COMMIT_POSTERIOR
 from telemetry.schema import CCA_LABELS
 
@@ -213,6 +213,12 @@ for _name in ALGORITHMS:
               default=COMMIT_POSTERIOR, show_default=True, metavar="POSTERIOR",
               help="--identify active commits to a hypothesis (and switches) once its posterior reaches this; "
                    "lower commits sooner and more often wrongly (below 0.83 one stage alone can commit)")
+@click.option("--identify-forest", "forest_model", default=DEFAULT_IDENTIFY_FOREST, metavar="MODEL|none",
+              show_default="the release, estimator/models/identify_forest.joblib",
+              help="--identify active: the passive features' Random Forest (what the hop records tell of the "
+                   "queue and the competitors) as one more stage of the sequential test, at most 20:1 like "
+                   "every stage ('python -m lab.estimator.forest_stage train' makes one; docs/estimator.md); "
+                   "none: the stages alone")
 @click.option("--hold-parity/--no-hold-parity", default=True, show_default=True,
               help="--identify active, mirroring a loss-based competitor (cubic, reno): after the switch the flow "
                    "is brought to the competitors' rate again wherever theirs over its own is 1.2x or more apart "
@@ -225,8 +231,8 @@ for _name in ALGORITHMS:
 @_common
 def run_adaptive(model_path, policy, table_path, initial, algorithms, window, interval_s, min_dwell_s,
                  min_confidence, warmup_s, min_votes, min_votes_unanimous, match_rate, match_at_start_below, identify,
-                 identify_threshold, hold_parity, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins=(),
-                 rt_priority=None):
+                 identify_threshold, forest_model, hold_parity, broker_url, ipc, trace, verbose, state_dir,
+                 decisions_url, pins=(), rt_priority=None):
     """Switch each flow's algorithm on the estimator's verdict of its competitor (the ML-fairness paper)."""
     from ccp_algs.registry import UnknownAlgorithm
     from estimator.model import CCAEstimator, ModelError
@@ -237,7 +243,8 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
     _refuse_options_of_the_other_mode(click.get_current_context(), identify)
     if identify == "active":
         return _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url,
-                               pins, rt_priority, identify_threshold, match_rate=match_rate, hold_parity=hold_parity)
+                               pins, rt_priority, identify_threshold, match_rate=match_rate, hold_parity=hold_parity,
+                               forest_model=forest_model)
     if initial is None and policy == "mirror":
         initial = "cubic"
     if initial is not None and initial not in names:
@@ -277,7 +284,7 @@ def run_adaptive(model_path, policy, table_path, initial, algorithms, window, in
 _ONLY_FOR_IDENTIFY = {
     "passive": ("model_path", "initial", "window", "interval_s", "min_dwell_s", "min_confidence", "warmup_s",
                 "min_votes", "min_votes_unanimous", "match_at_start_below"),
-    "active": ("identify_threshold", "hold_parity"),
+    "active": ("identify_threshold", "forest_model", "hold_parity"),
 }
 
 
@@ -311,7 +318,7 @@ def _adaptive_maker(hosted, initial, switch_policy, verdicts, trace, **options):
 
 def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, state_dir, decisions_url, pins,
                     rt_priority, threshold: float = COMMIT_POSTERIOR, match_rate: bool = True,
-                    hold_parity: bool = True):
+                    hold_parity: bool = True, forest_model: str | None = None):
     """adaptive --identify active: flows start on the probe; the identification's verdict
     switches each once (ccp_agent/identification.py)."""
     from ccp_algs.probe import Probe
@@ -324,6 +331,13 @@ def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, 
     if not broker_url:
         raise click.ClickException("--identify active reads the sink's hop records: give --broker, the MQTT broker "
                                    "the INT sink publishes to")
+    forest_model = None if forest_model in (None, "none") else forest_model
+    if forest_model is not None:
+        from estimator.identify.forest import load
+        try:
+            load(forest_model)            # here, not in the child: a bad file is named at start
+        except Exception as e:          # joblib's unpickling fails in many ways: each named, none a traceback
+            raise click.ClickException(f"--identify-forest {forest_model}: {e}")
     try:
         hosted = {n: algorithm_class(n)() for n in names}
         table = GoodputTable.load(table_path) if table_path else None
@@ -333,7 +347,7 @@ def _run_identified(names, policy, table_path, broker_url, ipc, trace, verbose, 
     feed = TelemetryFeed(broker_url).start()
     cadence = ReportCadence().start()
     hosted["probe"] = Probe(telemetry=feed, directory=FlowDirectory(state_dir), cadence=cadence)
-    identification = IdentificationProcess(broker_url, state_dir, threshold=threshold).start()
+    identification = IdentificationProcess(broker_url, state_dir, threshold=threshold, forest_model=forest_model).start()
     try:
         _run(_adaptive_maker(hosted, "probe", switch_policy, identification, trace, identified=True,
                              match_rate=match_rate, hold_parity=hold_parity),

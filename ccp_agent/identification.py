@@ -38,8 +38,9 @@ CHANGE_STEPS = 4
 
 
 class _Flow:
-    def __init__(self, sid, ccp_tuple, threshold):
+    def __init__(self, sid, ccp_tuple, threshold, forest_model=None):
         self.sid, self.ccp_tuple, self.threshold = sid, ccp_tuple, threshold
+        self.forest_model = forest_model
         self.flow_id = None
         self.base_rtt_s = None
         self.identifier = None
@@ -144,11 +145,12 @@ class _Flow:
         if rtt is None:
             return False
         self.flow_id, self.base_rtt_s = entry_flow_id(entry), rtt
-        self.identifier = Identifier(self.flow_id, base_rtt_s=rtt, threshold=self.threshold)
+        self.identifier = Identifier(self.flow_id, base_rtt_s=rtt, threshold=self.threshold,
+                                     forest_model=self.forest_model)
         return True
 
 
-def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, parent_end):
+def _serve(conn, broker_url, state_dir, interval_s, threshold, forest_model, parent_pid, parent_end):
     parent_end.close()                      # see estimation._serve
     from broker.subscriber import TelemetryView
     from estimator.online import Publisher
@@ -181,7 +183,7 @@ def _serve(conn, broker_url, state_dir, interval_s, threshold, parent_pid, paren
             if msg is not None:
                 kind, sid = msg[0], msg[1]
                 if kind == "observe":
-                    flows[sid] = _Flow(sid, msg[2], threshold)
+                    flows[sid] = _Flow(sid, msg[2], threshold, forest_model)
                 elif kind == "publish":
                     publisher.client.publish(msg[2], msg[3], qos=0)
                 continue
@@ -266,10 +268,13 @@ class IdentificationProcess(ChildEnd):
     serve = staticmethod(_serve)
 
     def __init__(self, broker_url: str, state_dir: str | None = None, interval_s: float = 0.25,
-                 threshold: float | None = None):
+                 threshold: float | None = None, forest_model: str | None = None):
+        """``forest_model``: the passive features' forest as one more stage (estimator/identify/
+        forest.py), loaded in the child; None: none."""
         from estimator.identify.evidence import COMMIT_POSTERIOR
         threshold = COMMIT_POSTERIOR if threshold is None else threshold
-        super().__init__(broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0], interval_s, threshold)
+        super().__init__(broker_url, state_dir or FlowDirectory().path.rsplit("/", 1)[0], interval_s, threshold,
+                         forest_model)
 
     def local_changed(self, sid: int, cca: str):
         pass                     # what the competitor runs does not depend on this flow's algorithm

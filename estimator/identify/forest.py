@@ -41,6 +41,9 @@ def load(path: str) -> dict:
     model = joblib.load(path)
     if not isinstance(model, dict) or "forest" not in model:
         raise ValueError(f"{path}: not a forest-stage model (lab/estimator/forest_stage.py train)")
+    if list(model.get("features", ())) != list(FEATURES):
+        raise ValueError(f"{path}: trained on other features than this intcc computes ({len(model.get('features', ()))} "
+                         f"columns, not the {len(FEATURES)} of estimator/identify/forest.py): train it again")
     return model
 
 

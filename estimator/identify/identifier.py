@@ -45,7 +45,8 @@ FOREST_MODEL = ""
 
 class Identifier:
     def __init__(self, own_flow_id: str, base_rtt_s: float | None = None, threshold: float = COMMIT_POSTERIOR,
-                 keep_s: float = 60.0, probe_period_rtts: float = 8.0, competitor_base_rtt_s: float | None = None):
+                 keep_s: float = 60.0, probe_period_rtts: float = 8.0, competitor_base_rtt_s: float | None = None,
+                 forest_model: str | None = None):
         self.own_flow_id = own_flow_id
         #: every competitor's base RTT where it is known otherwise (a replay's oracle, a test);
         #: None: each one's as the sink's node measured it, else this flow's
@@ -77,7 +78,9 @@ class Identifier:
         self._level_context = (0.0, 0.0, 0.0)    # (BDP, buffer) in packets and the port's packets/s, for queue_level
         # (competitor's window in packets, RTT s, its age s, its RTT s where measured) of each trend
         self._trend_context: list = []
-        self.forest = forest.ForestStage(FOREST_MODEL) if FOREST_MODEL else None
+        # the passive features' forest as one more stage: the model given, else FOREST_MODEL's
+        forest_model = FOREST_MODEL if forest_model is None else forest_model
+        self.forest = forest.ForestStage(forest_model) if forest_model else None
         self._forest_views: dict = {}          # node id -> forest.NodeView (with a forest only)
 
     def add(self, rec) -> None:

@@ -11,7 +11,8 @@ rows of a run kept together).
     python -m lab.estimator.forest_stage rows RESULTS... --out ROWS.npz
     python -m lab.estimator.forest_stage train ROWS.npz... --out MODEL.joblib [--shuffle-labels]
     python -m lab.estimator.forest_stage score MODEL.joblib HELD_OUT_ROWS.npz
-    python -m lab.estimator.early_evidence RESULTS... --set FOREST_MODEL=MODEL.joblib --json-out F   # the ablation
+    python -m lab.estimator.early_evidence RESULTS... [--set FOREST_MODEL=MODEL.joblib] --json-out F
+    python -m lab.estimator.forest_stage ablation F_WITHOUT F_WITH... --label probe --label "probe + forest"
 """
 from __future__ import annotations
 
@@ -96,7 +97,8 @@ def train_main(args) -> int:
     made = stamp()
     from estimator.identify.forest import FEATURES
     joblib.dump({"forest": forest, "features": list(FEATURES), "classes": list(CCA_LABELS),
-                 "provenance": made, "rows": list(args.rows), "shuffled_labels": args.shuffle_labels}, args.out,
+                 "provenance": made, "results": [str(r) for p in parts for r in p["results"]],
+                 "rows": len(y), "runs": int(len(np.unique(groups))), "shuffled_labels": args.shuffle_labels}, args.out,
                 compress=3)
     print(f"forest on {len(y)} rows of {len(np.unique(groups))} runs -> {args.out}")
     return 0
@@ -125,6 +127,65 @@ def score_main(args) -> int:
     return 0
 
 
+#: per run, each a 0/1: what early_evidence's table counts, as the issue's targets ask
+ABLATION_METRICS = (("best right at 3 s", "best3"), ("best right at 5 s", "best5"), ("best right at 10 s", "best10"),
+                    ("commit right within 3 s", "commit3"), ("commit right within 8 s", "commit8"),
+                    ("wrong first commit", "wrong_first"), ("first commit right", "first_right"),
+                    ("committed at the end right", "final_right"), ("best at the end right", "best_end"))
+
+
+def run_metrics(r: dict) -> dict:
+    """One replayed run (identify_replay's row) as ABLATION_METRICS' 0/1 values."""
+    def best_right(c):
+        post = r["posterior_at"].get(c)
+        if not post:
+            return 0
+        top = max(post.values())
+        return int(post[r["truth"]] == top and sum(v == top for v in post.values()) == 1)
+    commit = r["first_commit"]
+    after = commit[0] - r["competitor_at_s"] if commit and r.get("competitor_at_s") is not None else None
+    right = commit is not None and commit[1] == r["truth"]
+    return {"best3": best_right("3.0"), "best5": best_right("5.0"), "best10": best_right("10.0"),
+            "commit3": int(right and after is not None and after <= 3.0),
+            "commit8": int(right and after is not None and after <= 8.0),
+            "wrong_first": int(commit is not None and not right), "first_right": int(right),
+            "final_right": int(r.get("final_verdict") == r["truth"]), "best_end": int(r["final_best"] == r["truth"])}
+
+
+def ablation_table(paths, labels) -> str:
+    """Counts per variant (early_evidence records of the same runs) and each variant after the
+    first against it, paired over runs (a bootstrap 95 % CI of the mean difference)."""
+    import json
+    from records import bootstrap
+    variants = []
+    for p in paths:
+        with open(p) as f:
+            rows = [r for r in json.load(f)["runs"] if "error" not in r]
+        variants.append({(r["run"], json.dumps(r["params"], sort_keys=True)): run_metrics(r) for r in rows})
+    common = sorted(set.intersection(*(set(v) for v in variants)))
+    head = "| variant | runs | " + " | ".join(name for name, _ in ABLATION_METRICS) + " |"
+    lines = [head, "|---" * (len(ABLATION_METRICS) + 2) + "|"]
+    for label, v in zip(labels, variants):
+        lines.append(f"| {label} | {len(common)} | " + " | ".join(str(sum(v[k][m] for k in common))
+                                                                   for _, m in ABLATION_METRICS) + " |")
+    for label, v in zip(labels[1:], variants[1:]):
+        cells = []
+        for _, m in ABLATION_METRICS:
+            d = np.asarray([v[k][m] - variants[0][k][m] for k in common], dtype=float)
+            lo, hi = bootstrap.mean_interval(d)
+            cells.append(f"{d.mean():+.3f} ({lo:+.3f} to {hi:+.3f})")
+        lines.append(f"| {label} − {labels[0]}, paired (95 % CI) | {len(common)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ablation_main(args) -> int:
+    labels = args.label or [f"variant {i}" for i in range(len(args.records))]
+    if len(labels) != len(args.records):
+        raise SystemExit(f"{len(args.records)} records and {len(labels)} --label: one label each")
+    print(ablation_table(args.records, labels))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -141,8 +202,11 @@ def main(argv=None) -> int:
     c = sub.add_parser("score", help="per-row accuracy on held-out rows")
     c.add_argument("model")
     c.add_argument("rows")
+    a = sub.add_parser("ablation", help="early_evidence records of the same runs side by side, paired")
+    a.add_argument("records", nargs="+", help="early_evidence --json-out records; the first is the baseline")
+    a.add_argument("--label", action="append", help="a name per record, in order")
     args = ap.parse_args(argv)
-    return {"rows": rows_main, "train": train_main, "score": score_main}[args.cmd](args)
+    return {"rows": rows_main, "train": train_main, "score": score_main, "ablation": ablation_main}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -138,6 +138,15 @@ def test_the_adaptive_agent_refuses_the_options_of_the_other_way_of_identifying(
     assert r.exit_code == 1 and words in r.output and "Traceback" not in r.output, r.output
 
 
+def test_a_bad_identification_forest_is_named_at_start(tmp_path):
+    bad = tmp_path / "forest.joblib"
+    bad.write_bytes(b"\x80\x04not a pickle")
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--broker", "mqtt://127.0.0.1:1", "--identify-forest", str(bad)])
+    assert r.exit_code == 1 and f"--identify-forest {bad}" in r.output and "Traceback" not in r.output, r.output
+    r = CliRunner().invoke(main, ["alg", "run", "adaptive", "--identify", "passive", "--identify-forest", "none"])
+    assert r.exit_code == 1 and "--identify-forest only applies with --identify active" in r.output, r.output
+
+
 def test_the_adaptive_agent_identifies_actively_by_default_and_then_needs_the_broker():
     r = CliRunner().invoke(main, ["alg", "run", "adaptive"])
     assert r.exit_code == 1 and "--identify active reads the sink's hop records" in r.output, r.output
