@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from multiprocessing import Pool
 
@@ -27,15 +28,18 @@ def _override(sets):
 
 
 def _one(job):
-    run_dir, record, sets, competitor_rtt = job
+    run_dir, record, sets, competitor_rtt, forest_model = job
     _override(sets)
     from lab.estimator.identify_replay import replay
-    return replay(run_dir, record, competitor_rtt=competitor_rtt)
+    # --set FOREST_MODEL=... (the records before --forest) names the model as --forest does
+    forest_model = None if any(name == "FOREST_MODEL" for name, _ in sets) else forest_model
+    return replay(run_dir, record, competitor_rtt=competitor_rtt, forest_model=forest_model)
 
 
-def jobs_of(results, sets, competitor_rtt: str = "measured"):
+def jobs_of(results, sets, competitor_rtt: str = "measured", forest_model: str = ""):
     from lab.estimator.identify_replay import recorded_runs
-    return [(run_dir, record, sets, competitor_rtt) for run_dir, record in recorded_runs(results, algorithm="mirror active")]
+    return [(run_dir, record, sets, competitor_rtt, forest_model)
+            for run_dir, record in recorded_runs(results, algorithm="mirror active")]
 
 
 def summary(rows) -> dict:
@@ -82,8 +86,10 @@ def table(paths) -> str:
             d = json.load(f)
         s = summary(d["runs"])        # from the runs, as this version counts
         rtt = d.get("competitor_rtt", "flow1")       # records before the option read every RTT as flow 1's
-        name = ", ".join([f"{k}={v}" for k, v in d["sets"]] + ([f"competitors' RTT {rtt}"] if rtt != "flow1" else [])) \
-            or "as shipped"
+        forest = d.get("forest")            # records before the forest stage have none
+        forest = [] if forest is None else [f"forest {'none' if forest == 'none' else os.path.basename(forest)}"]
+        name = ", ".join([f"{k}={v}" for k, v in d["sets"]] + ([f"competitors' RTT {rtt}"] if rtt != "flow1" else [])
+                         + forest) or "as shipped"
         lines.append(f"| {name} | {d['provenance']['commit'][:7]} | {s['runs']} | " + "; ".join("/".join(map(str, s[f'best_{c}s'])) for c in CHECKS_S)
                      + f" | {s['commit_right_3s']} / {s['commit_right_8s']} | {s['wrong_first_commits']} | "
                      f"{s['first_commit_right']} | {s['final_verdict_right']} | {s['final_best_right']} |")
@@ -100,6 +106,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json-out")
     ap.add_argument("--table", nargs="+", metavar="JSON")
+    from lab.estimator.identify_replay import add_forest_option, forest_arg
+    add_forest_option(ap)
     args = ap.parse_args(argv)
     if args.table:
         print(table(args.table))
@@ -107,7 +115,7 @@ def main(argv=None) -> int:
     if not args.results:
         ap.error("give results directories, or --table")
     sets = [tuple(x.split("=", 1)) for x in args.set]
-    jobs = jobs_of(args.results, sets, args.competitor_rtt)
+    jobs = jobs_of(args.results, sets, args.competitor_rtt, forest_arg(args.forest))
     rows = []
     with Pool(args.jobs) as pool:
         for i, row in enumerate(pool.imap_unordered(_one, jobs), 1):
@@ -121,7 +129,7 @@ def main(argv=None) -> int:
         made = stamp()
         with open(args.json_out, "w") as f:
             json.dump({"provenance": made, "results": args.results, "sets": sets,
-                       "competitor_rtt": args.competitor_rtt, "summary": s, "runs": rows}, f,
+                       "competitor_rtt": args.competitor_rtt, "forest": args.forest, "summary": s, "runs": rows}, f,
                       indent=1)
     return 0
 

@@ -137,6 +137,9 @@ ABLATION_METRICS = (("best right at 3 s", "best3"), ("best right at 5 s", "best5
 def run_metrics(r: dict) -> dict:
     """One replayed run (identify_replay's row) as ABLATION_METRICS' 0/1 values."""
     def best_right(c):
+        if r.get("passive"):             # the passive estimator's verdict rows: its estimate then
+            said = r["best_at"].get(c)
+            return int(said is not None and said[0] == r["truth"])
         post = r["posterior_at"].get(c)
         if not post:
             return 0
@@ -153,15 +156,17 @@ def run_metrics(r: dict) -> dict:
 
 
 def ablation_table(paths, labels) -> str:
-    """Counts per variant (early_evidence records of the same runs) and each variant after the
-    first against it, paired over runs (a bootstrap 95 % CI of the mean difference)."""
+    """Counts per variant (early_evidence or identify_replay records; a passive run's from its
+    verdict rows and switches) on the networks all of them ran, and each variant after the
+    first against it, paired over networks (a bootstrap 95 % CI of the mean difference)."""
     import json
     from records import bootstrap
     variants = []
     for p in paths:
         with open(p) as f:
             rows = [r for r in json.load(f)["runs"] if "error" not in r]
-        variants.append({(r["run"], json.dumps(r["params"], sort_keys=True)): run_metrics(r) for r in rows})
+        # a network is its parameters and its competitor: the same in every mode's run of it
+        variants.append({(r["truth"], json.dumps(r["params"], sort_keys=True)): run_metrics(r) for r in rows})
     common = sorted(set.intersection(*(set(v) for v in variants)))
     head = "| variant | runs | " + " | ".join(name for name, _ in ABLATION_METRICS) + " |"
     lines = [head, "|---" * (len(ABLATION_METRICS) + 2) + "|"]

@@ -122,8 +122,21 @@ def recorded_series(run_dir: str, own: str, base_rtt_s: float):
 AGENT_RESTARTS = ("none", "fresh", "keep")
 
 
+def add_forest_option(ap) -> None:
+    from estimator import DEFAULT_IDENTIFY_FOREST
+    ap.add_argument("--forest", default=DEFAULT_IDENTIFY_FOREST, metavar="MODEL|none",
+                    help="the identification forest, as the live agent's --identify-forest (default: its release); "
+                         "none: the stages alone")
+
+
+def forest_arg(value: str) -> str:
+    return "" if value == "none" else value
+
+
 def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, competitor_rtt: str = "measured",
-           agent_restarts: str = "none") -> dict:
+           agent_restarts: str = "none", forest_model: str | None = None) -> dict:
+    """``forest_model``: the identification forest's model as the live agent's
+    --identify-forest ("": none; None: identifier.FOREST_MODEL's)."""
     p = record["params"]
     base_rtt_s = flow1_base_rtt_s(p)
     # a competitor outside the four (application-limited, a fixed window) is "unknown"
@@ -140,7 +153,7 @@ def replay(run_dir: str, record: dict, threshold: float = COMMIT_POSTERIOR, comp
     if own is None:
         return {**out, "error": "no identify record names flow 1"}
     def identifier():
-        return Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold,
+        return Identifier(own, base_rtt_s=base_rtt_s, threshold=threshold, forest_model=forest_model,
                           competitor_base_rtt_s={"flow1": base_rtt_s, "oracle": competitor_base_rtt_s(p)}.get(competitor_rtt))
     idf = identifier()
     named, changed, restarts = None, 0, 0       # the agent's watch after a commit (ccp_agent/identification.py)
@@ -273,9 +286,10 @@ def main(argv=None) -> int:
     ap.add_argument("--agent-restarts", choices=AGENT_RESTARTS, default="none",
                     help="start again where the live agent does: none (one identification per run), "
                          "fresh (from the records to come), keep (from just before a joining competitor)")
+    add_forest_option(ap)
     args = ap.parse_args(argv)
     # a passive run is scored from its trace: its record may keep that alone
-    rows = [replay(run_dir, record, args.threshold, args.competitor_rtt, args.agent_restarts)
+    rows = [replay(run_dir, record, args.threshold, args.competitor_rtt, args.agent_restarts, forest_arg(args.forest))
             for run_dir, record in recorded_runs(args.results, ("telemetry.jsonl.gz", "trace.csv"))]
     right = wrong = final_right = 0
     for r in rows:

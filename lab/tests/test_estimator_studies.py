@@ -296,3 +296,19 @@ def test_competitor_changes_scores_the_first_commit_after_the_change_and_a_leavi
     assert got["leaves"]["noticed_s"] == 2.5 and got["leaves"]["link_use_after"] == 1.0
     text = competitor_changes.table(competitor_changes.measure(str(tmp_path)))
     assert "| replaced 20 s after its start | 1 | 1/1" in text and "late_competitor-bbr_r0: cubic for bbr" in text
+
+
+@pytest.mark.parametrize("records,labels", [
+    (["forest-ablation-probe-2026-12-07.json", "forest-ablation-forest-2026-12-07.json",
+      "forest-ablation-shuffled-2026-12-08.json"],
+     ["probe (stages alone)", "probe + forest", "probe + forest, labels shuffled (control)"]),
+    (["identify_hard-seed4507-passive-2026-12-07.json", "forest-ablation-probe-2026-12-07.json",
+      "forest-ablation-forest-2026-12-07.json"],
+     ["passive (the default model, its vote)", "probe (stages alone)", "probe + forest"])])
+def test_the_forest_ablation_tables_in_the_docs_are_the_ones_their_records_give(records, labels):
+    import os
+    from lab.estimator.forest_stage import ablation_table
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    got = ablation_table([os.path.join(root, "lab/records/estimator", r) for r in records], labels).splitlines()
+    docs = open(os.path.join(root, "docs/estimator.md")).read()
+    assert len(got) == 2 + 2 * len(records) - 1 and all(row in docs for row in got), [r for r in got if r not in docs]
