@@ -254,7 +254,7 @@ def fairness_heldout_headline() -> str:
     worst = max(per, key=lambda v: v["gap_to_oracle"])
     both = next(v for v in mine if v["competitor"] == "all")["gap_to"]["mirror int w50"]
     networks = sum(v["gap_networks"] for v in per)
-    return (f"**Active identification** (`--identify active`, in development; "
+    return (f"**Active identification** (`--identify active`, the adaptive agent's default; "
             f"[docs/estimator.md](docs/estimator.md#held-out-40-fairness-networks)): on {networks} held-out "
             f"networks of `fairness_switching` (seed 2620), the agent that asks its competitor by pulsing "
             f"its own rate and reads the answer in INT has a mean |D| at most {max(worst['gap_to_oracle'], 0):.3f} "
