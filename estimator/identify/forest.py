@@ -98,8 +98,6 @@ class ForestStage:
         self.readings.append(dict(zip((str(c) for c in forest.classes_), p)))
         mean = {c: float(np.mean([r.get(c, 0.0) for r in self.readings])) for c in self.model["classes"]}
         loglik = {c: math.log(max(v, FLOOR)) for c, v in mean.items()}
-        # trained on the four alone, it cannot say whether a flow is one of them: "unknown" as
-        # likely as its favourite, so it parts the four and leaves "none of them" to the stages
-        loglik[UNKNOWN] = max(loglik.values())
+        loglik[UNKNOWN] = math.log(1.0 / len(self.model["classes"]))
         best = max(mean, key=mean.get)
         return Evidence("forest", loglik, measured=round(mean[best], 3), note=best)
