@@ -329,7 +329,7 @@ class SwitchRecord(_FlatRecord):
 
 #: The stages of active identification (estimator/identify/)
 IDENTIFY_STAGES = ("loss_cut", "queue_trend", "queue_level", "spare", "elasticity", "probe_rtt", "not_tcp", "slow_start",
-                   "switch_share", "loss_repeat", "exit_cut")
+                   "switch_share", "loss_repeat", "exit_cut", "forest")
 
 
 def _stage_measurements(v):

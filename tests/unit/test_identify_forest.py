@@ -99,6 +99,12 @@ def test_the_identifier_adds_the_forest_as_one_stage_only_when_given_a_model(tmp
             idf.add(rec)
         idf.step()
     assert "forest" not in without.test.stages
+    # what the agent publishes of each step is a valid identify record, the forest's too
+    from telemetry.schema import IdentifyRecord, decode, encode
+    measured = [[ev.stage, ev.measured] for ev in with_forest.test.evidence]
+    assert "forest" in {m[0] for m in measured}
+    decode(encode(IdentifyRecord(flow_id=OWN, ts_ns=1, node_id=2, verdict=None, best="vegas", posterior=0.5,
+                                 evidence=measured[-64:])))
     assert max(with_forest.test.stages["forest"], key=with_forest.test.stages["forest"].get) == "vegas"
     # one stage among the others: the rest of the evidence is the same
     assert {k: v for k, v in with_forest.test.stages.items() if k != "forest"} == without.test.stages
