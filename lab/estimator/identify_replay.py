@@ -40,8 +40,19 @@ ACCESS_DELAY_MS = 1.0
 
 
 def flow1_id(run_dir: str) -> str | None:
-    ids = [rec.flow_id for _, rec in read_records(run_dir, types=("identify", "switch"))]
-    return max(set(ids), key=ids.count) if ids else None
+    """Flow 1: of the flows the agent published identify or switch records for (its data
+    connection and iperf3's control connection), the one with the most packets through the
+    nodes; not the one with the most records, which can tie (a run of few steps, or readers
+    that dropped some) and was then picked by set order."""
+    ids = {rec.flow_id for _, rec in read_records(run_dir, types=("identify", "switch"))}
+    if len(ids) <= 1:
+        return next(iter(ids), None)
+    packets = dict.fromkeys(ids, 0)
+    for _, rec in read_records(run_dir, types=("hop",)):
+        for e in rec.top_flows or ():
+            if e[0] in packets:
+                packets[e[0]] += e[1]
+    return max(sorted(ids), key=packets.get)
 
 
 def live_switches(run_dir: str) -> list | None:

@@ -312,3 +312,27 @@ def test_the_forest_ablation_tables_in_the_docs_are_the_ones_their_records_give(
     got = ablation_table([os.path.join(root, "lab/records/estimator", r) for r in records], labels).splitlines()
     docs = open(os.path.join(root, "docs/estimator.md")).read()
     assert len(got) == 2 + 2 * len(records) - 1 and all(row in docs for row in got), [r for r in got if r not in docs]
+
+
+def test_flow_one_is_the_agents_flow_with_the_most_packets_not_the_most_records(tmp_path):
+    """Two flows of the agent's (iperf3's data and control connections), the control
+    connection with more identify records (readers dropped some of the data flow's): flow 1
+    is the one that carried the data."""
+    import gzip
+    import json as _json
+    from lab.estimator.identify_replay import flow1_id
+    from telemetry.schema import HopRecord, IdentifyRecord
+    data, control, other = "00000000000000d1", "00000000000000c1", "00000000000000e1"
+    lines = []
+    for fid in (control, control, data):
+        rec = IdentifyRecord(flow_id=fid, ts_ns=1, node_id=None, verdict=None, best="bbr", posterior=0.2, evidence=[])
+        lines.append({"rx_s": 1.0, "topic": f"intcc/v1/estimate/{fid}", **rec.to_dict()})
+    for k in range(5):
+        rec = HopRecord(node_id=1, ts_ns=int((1 + k * 0.01) * 1e9), queue_depth_bytes=0, queue_depth_pkts=0,
+                        queue_capacity_bytes=1500,
+                        queue_drops=0, link_losses=0, data_rate_kbps=1000, arrival_rate_pps=100, flow_count=3,
+                        queue_occupancy=0.0, interval_ms=10, top_flows=[[data, 9, 0, 6], [other, 12, 0, 6], [control, 1, 0, 6]])
+        lines.append({"rx_s": 1.0 + k * 0.01, "topic": "intcc/v1/hop/1", **rec.to_dict()})
+    with gzip.open(tmp_path / "telemetry.jsonl.gz", "wt") as f:
+        f.write("\n".join(_json.dumps(x) for x in lines) + "\n")
+    assert flow1_id(str(tmp_path)) == data
