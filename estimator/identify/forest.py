@@ -1,5 +1,6 @@
-"""The passive features' Random Forest as one stage of the sequential test (an ablation: off
-unless a model is given, identifier.FOREST_MODEL).
+"""The passive features' Random Forest as one stage of the sequential test: on in the agent
+(`--identify-forest`, the release by default), off in an Identifier given no model
+(identifier.FOREST_MODEL, set for ablation replays).
 
 The shipped passive model reads the local flow's sender-side capture (Table I) with its own
 CCA as an input; on the probe that CCA is none it was trained beside. This stage keeps the
@@ -10,8 +11,9 @@ estimator's, and a forest trained on probe runs (lab/estimator/forest_stage.py).
 
 At each stretch its evidence is the forest's class probabilities, the mean over the last
 MEAN_OVER readings, as likelihoods (floored: the test's cap holds it to 20:1 anyway);
-"unknown" gets the uniform 1/4 (the forest knows the four alone), so it never moves the odds
-of a flow outside them by itself. Replaced at each reading, never added: successive readings
+"unknown" gets the uniform 1/4 (the forest knows the four alone): it never argues for a flow
+outside them, and argues against one as far as it is sure of one of the four (3.6:1 at 0.9).
+Giving "unknown" its favourite's likelihood instead was measured and not kept (docs). Replaced at each reading, never added: successive readings
 share most of their 30 s window."""
 from __future__ import annotations
 
